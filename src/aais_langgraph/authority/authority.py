@@ -1,0 +1,509 @@
+"""The approval authority: the one place that turns decisions into resolutions.
+
+It implements the AAIS state machine over a :class:`~aais_langgraph.ledger.Ledger`:
+requests are stored before anyone can see them, the first valid resolution wins
+atomically, replays are recognised, and approvals can only come from offered
+choices, before expiry, for the exact action digest. Async twins run the sync
+method in a worker thread, so both share one implementation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from ..ledger import (
+    AuditVerification,
+    Grant,
+    InMemoryLedger,
+    Ledger,
+    ResolutionWrite,
+    StoredRequest,
+    verify_audit,
+)
+from ..protocol import (
+    AAISValidationError,
+    Action,
+    Actor,
+    ApprovalDecided,
+    ApprovalRequested,
+    ApprovalResolved,
+    ApprovalSnapshot,
+    Choice,
+    Decision,
+    Origin,
+    Risk,
+    build_request,
+    format_timestamp,
+    new_id,
+    parse_envelope,
+    sha256_digest,
+    utc_now,
+)
+from .constraints import constraints_match, grant_expiry
+from .errors import UnknownRequestError
+from .outcomes import (
+    EXTENSION_NAMESPACE,
+    MESSAGES,
+    TERMINAL,
+    effective_expiry,
+    judge,
+    resolution_envelope,
+)
+from .policy import ApprovalPolicy, AskEveryTime, PolicyVerdict
+
+Clock = Callable[[], datetime]
+
+
+@dataclass(frozen=True)
+class Screening:
+    """What happens to a new action before any human is asked.
+
+    ``resolved`` is set when policy or a live grant settles the action outright;
+    otherwise ``verdict`` carries the policy's risk, choices and expiry for the request.
+    """
+
+    resolved: ApprovalResolved | None
+    verdict: PolicyVerdict
+
+
+@dataclass(frozen=True)
+class EventPage:
+    """Events after a sequence; ``gap`` is True when some were compacted away."""
+
+    events: list[dict[str, Any]]
+    gap: bool
+    last_sequence: int
+
+
+class ApprovalAuthority:
+    """Records requests, judges decisions, keeps grants and the audit chain.
+
+    ``actor`` passed to :meth:`decide` is what the authenticated channel says. It
+    *replaces* the actor in the decision body, so a presenter cannot claim to be
+    someone else; with ``actor=None`` (trusted in-process callers) the body's actor
+    is recorded as given.
+    """
+
+    def __init__(
+        self,
+        ledger: Ledger | None = None,
+        *,
+        clock: Clock = utc_now,
+        policy: ApprovalPolicy | None = None,
+        default_expiry: timedelta = timedelta(minutes=15),
+        harness: str = "aais-langgraph",
+    ) -> None:
+        if default_expiry <= timedelta(0):
+            raise ValueError("default_expiry: must be positive")
+        self.ledger: Ledger = ledger if ledger is not None else InMemoryLedger()
+        self.clock = clock
+        self.policy: ApprovalPolicy = policy if policy is not None else AskEveryTime()
+        self.default_expiry = default_expiry
+        self.harness = harness
+
+    # -- requests --------------------------------------------------------------------
+
+    def screen(
+        self, action: Action | Mapping[str, Any], *, origin: Origin | Mapping[str, Any]
+    ) -> Screening:
+        """Ask the policy, then the grants, whether ``action`` needs a human at all."""
+        action_model = Action.from_data(action, pointer="/action")
+        origin_model = Origin.from_data(origin, pointer="/origin")
+        verdict = self.policy.on_request(action_model, origin_model)
+        if verdict.verdict in ("allow", "deny"):
+            outcome = "approved" if verdict.verdict == "allow" else "denied"
+            reason = verdict.reason or (
+                "Allowed by policy." if outcome == "approved" else "Denied by policy."
+            )
+            resolved = self._record_standing(
+                action_model, origin_model, outcome=outcome, message=reason, grant=None
+            )
+            return Screening(resolved, verdict)
+        grant = self.match_grant(action_model, origin_model)
+        if grant is not None:
+            resolved = self._record_standing(
+                action_model, origin_model, outcome="approved", message="Approved by a standing grant.", grant=grant
+            )
+            return Screening(resolved, verdict)
+        return Screening(None, verdict)
+
+    def _record_standing(
+        self,
+        action: Action,
+        origin: Origin,
+        *,
+        outcome: str,
+        message: str,
+        grant: Grant | None,
+    ) -> ApprovalResolved:
+        """Resolve an action without a request: audited, never published as pending."""
+        now = self.clock()
+        requested = build_request(
+            action, origin=origin, created_at=now, expires_in=self.default_expiry
+        )
+        extensions: dict[str, Any] = {}
+        if grant is not None:
+            extensions[EXTENSION_NAMESPACE + "grant"] = {
+                "grant_id": grant.grant_id,
+                "request_id": grant.request_id,
+                "scope": grant.scope,
+            }
+        else:
+            extensions[EXTENSION_NAMESPACE + "policy"] = {"verdict": outcome}
+        resolved = resolution_envelope(
+            requested.request,
+            outcome="approved" if outcome == "approved" else "denied",
+            message=message[:2000],
+            now=now,
+            sequence=self.ledger.last_sequence(),
+            extensions=extensions,
+        )
+        self.ledger.append_audit("resolved", resolved.to_json())
+        return resolved
+
+    def request(
+        self,
+        action: Action | Mapping[str, Any],
+        *,
+        origin: Origin | Mapping[str, Any],
+        risk: Risk | Mapping[str, Any] | None = None,
+        choices: Sequence[Choice | Mapping[str, Any]] | None = None,
+        expires_in: timedelta | None = None,
+        request_id: str | None = None,
+        thread_id: str | None = None,
+        context: Mapping[str, Any] | None = None,
+    ) -> ApprovalRequested:
+        """Build, persist and return a request; idempotent for a given ``request_id``.
+
+        When the id is already stored, the stored envelope (with its original
+        ``created_at`` and ``expires_at``) is returned unchanged.
+        """
+        if request_id is not None:
+            stored = self.ledger.get_request(request_id)
+            if stored is not None:
+                return ApprovalRequested.from_data(stored.envelope)
+        requested = build_request(
+            action,
+            origin=origin,
+            risk=risk,
+            choices=choices,
+            request_id=request_id,
+            created_at=self.clock(),
+            expires_in=expires_in if expires_in is not None else self.default_expiry,
+        )
+        return self.add(requested, thread_id=thread_id, context=context)
+
+    def add(
+        self,
+        requested: ApprovalRequested | Mapping[str, Any] | str | bytes,
+        *,
+        thread_id: str | None = None,
+        context: Mapping[str, Any] | None = None,
+    ) -> ApprovalRequested:
+        """Persist an ``approval.requested`` envelope and return it as stored."""
+        envelope = parse_envelope(requested, expected=ApprovalRequested)
+        stored, _ = self.ledger.add_request(
+            envelope.to_json(), thread_id=thread_id, context=context
+        )
+        return ApprovalRequested.from_data(stored.envelope)
+
+    def get_request(self, request_id: str) -> ApprovalRequested | None:
+        """The stored request, pending or resolved."""
+        stored = self.ledger.get_request(request_id)
+        return None if stored is None else ApprovalRequested.from_data(stored.envelope)
+
+    def get_stored_request(self, request_id: str) -> StoredRequest | None:
+        """The ledger record of a request, with its thread and context."""
+        return self.ledger.get_request(request_id)
+
+    def get_resolution(self, request_id: str) -> ApprovalResolved | None:
+        """The recorded resolution of a request, if it has one."""
+        stored = self.ledger.get_resolution(request_id)
+        return None if stored is None else ApprovalResolved.from_data(stored.envelope)
+
+    # -- decisions -------------------------------------------------------------------
+
+    def decide(
+        self,
+        decided: ApprovalDecided | Mapping[str, Any] | str | bytes,
+        *,
+        actor: Actor | Mapping[str, Any] | None = None,
+        current_action: Action | Mapping[str, Any] | None = None,
+        now: datetime | None = None,
+    ) -> ApprovalResolved:
+        """Judge a decision and record the request's one resolution.
+
+        Checks, in order: schema (raises), request known (raises
+        :class:`UnknownRequestError`), already resolved (same resolution for an
+        identical replay, else ``conflict``), expiry by this authority's clock,
+        the decision's digest, the digest of ``current_action`` (time-of-use), the
+        offered choice, and the policy. ``stale`` for a mismatched decision digest
+        and ``invalid`` are returned without being recorded: the request stays
+        pending for a correct decision.
+        """
+        envelope = parse_envelope(decided, expected=ApprovalDecided)
+        decision = envelope.decision
+        if actor is not None:
+            decision = decision.model_copy(
+                update={"actor": Actor.from_data(actor, pointer="/decision/actor")}
+            )
+            envelope = envelope.model_copy(update={"decision": decision})
+        current = (
+            None
+            if current_action is None
+            else Action.from_data(current_action, pointer="/current_action")
+        )
+        stored = self.ledger.get_request(decision.request_id)
+        if stored is None:
+            raise UnknownRequestError()
+        fingerprint = sha256_digest(decision.model_dump(mode="json"))
+        moment = now if now is not None else self.clock()
+        existing = self.ledger.get_resolution(decision.request_id)
+        if existing is not None:
+            return self._replay(existing.envelope, existing.decision_fingerprint, fingerprint, moment)
+        requested = ApprovalRequested.from_data(stored.envelope)
+        request = requested.request
+        objection = (
+            self.policy.on_decision(request, decision) if decision.decision == "approve" else None
+        )
+        verdict = judge(
+            request,
+            decision,
+            now=moment,
+            expires_at=effective_expiry(request, self.default_expiry.total_seconds()),
+            current_action=current,
+            policy_objection=None if objection is None else objection[:2000] or "Refused by policy.",
+        )
+        resolved = resolution_envelope(
+            request,
+            outcome=verdict.outcome,
+            message=verdict.message,
+            now=moment,
+            sequence=self.ledger.last_sequence(),
+            decision=decision,
+            stream=requested.stream,
+        )
+        if not verdict.terminal:
+            self.ledger.append_audit(
+                "decided", {"decided": envelope.to_json(), "rejected": resolved.to_json()}
+            )
+            return resolved
+        write = ResolutionWrite(
+            request_id=request.id,
+            resolved=resolved.to_json(),
+            decided=envelope.to_json(),
+            decision_fingerprint=fingerprint,
+            grant=self._grant_for(request, decision, moment) if verdict.outcome == "approved" else None,
+        )
+        recorded, created = self.ledger.record_resolution(write)
+        if not created:
+            return self._replay(recorded.envelope, recorded.decision_fingerprint, fingerprint, moment)
+        return ApprovalResolved.from_data(recorded.envelope)
+
+    def _replay(
+        self,
+        recorded: Mapping[str, Any],
+        recorded_fingerprint: str | None,
+        fingerprint: str,
+        now: datetime,
+    ) -> ApprovalResolved:
+        """Same resolution for an identical decision, a ``conflict`` for any other."""
+        resolved = ApprovalResolved.from_data(recorded)
+        if recorded_fingerprint == fingerprint:
+            return resolved
+        original = resolved.resolution
+        conflict = ApprovalResolved.from_data(
+            {
+                "aais": "1.0",
+                "type": "approval.resolved",
+                "id": new_id("evt"),
+                "occurred_at": format_timestamp(now),
+                "sequence": self.ledger.last_sequence(),
+                **({"stream": resolved.stream} if resolved.stream else {}),
+                "resolution": {
+                    "id": new_id("res"),
+                    "request_id": original.request_id,
+                    "action_digest": original.action_digest,
+                    "resolved_at": format_timestamp(now),
+                    "outcome": "conflict",
+                    "message": f"{MESSAGES['conflict']} Recorded outcome: {original.outcome}.",
+                    "extensions": {EXTENSION_NAMESPACE + "recorded_resolution_id": original.id},
+                },
+            }
+        )
+        self.ledger.append_audit("conflict", conflict.to_json())
+        return conflict
+
+    def _grant_for(self, request: Any, decision: Decision, now: datetime) -> Grant | None:
+        """The grant an approved session/persistent choice records, if any."""
+        if decision.scope == "once":
+            return None
+        choice = request.offers(decision.decision, decision.scope)
+        constraints = dict(choice.scope_constraints or {}) if choice is not None else {}
+        expiry = grant_expiry(constraints, now)
+        return Grant(
+            grant_id=new_id("grant"),
+            request_id=request.id,
+            scope=decision.scope,
+            session_id=request.origin.session_id,
+            action_name=str(constraints.get("action_name", request.action.name)),
+            constraints=constraints,
+            created_at=now.timestamp(),
+            expires_at=None if expiry is None else expiry.timestamp(),
+        )
+
+    def cancel(self, request_id: str, *, reason: str | None = None) -> ApprovalResolved:
+        """Resolve a pending request ``cancelled``; returns the recorded resolution if it had one."""
+        return self._close(request_id, outcome="cancelled", message=reason or MESSAGES["cancelled"])
+
+    def expire(self, request_id: str) -> ApprovalResolved:
+        """Resolve a pending request ``expired`` (housekeeping after its expiry)."""
+        return self._close(request_id, outcome="expired", message=MESSAGES["expired"])
+
+    def supersede(self, request_id: str) -> ApprovalResolved:
+        """Resolve ``stale`` a request whose paused run moved on (its interrupt is gone)."""
+        return self._close(request_id, outcome="stale", message=MESSAGES["stale_action"])
+
+    def _close(
+        self, request_id: str, *, outcome: Literal["cancelled", "expired", "stale"], message: str
+    ) -> ApprovalResolved:
+        stored = self.ledger.get_request(request_id)
+        if stored is None:
+            raise UnknownRequestError("/request_id")
+        existing = self.ledger.get_resolution(request_id)
+        if existing is not None:
+            return ApprovalResolved.from_data(existing.envelope)
+        requested = ApprovalRequested.from_data(stored.envelope)
+        resolved = resolution_envelope(
+            requested.request,
+            outcome=outcome,
+            message=message[:2000],
+            now=self.clock(),
+            sequence=self.ledger.last_sequence(),
+            stream=requested.stream,
+        )
+        recorded, _ = self.ledger.record_resolution(
+            ResolutionWrite(request_id=request_id, resolved=resolved.to_json())
+        )
+        return ApprovalResolved.from_data(recorded.envelope)
+
+    def cancel_session(self, session_id: str) -> list[ApprovalResolved]:
+        """Cancel every pending request of a session (each atomically)."""
+        return [self.cancel(s.request_id) for s in self.ledger.list_pending(session_id=session_id)]
+
+    def cancel_thread(self, thread_id: str) -> list[ApprovalResolved]:
+        """Cancel every pending request raised by a LangGraph thread."""
+        return [self.cancel(s.request_id) for s in self.ledger.list_pending(thread_id=thread_id)]
+
+    def expire_due(self, *, now: datetime | None = None) -> list[ApprovalResolved]:
+        """Resolve ``expired`` every pending request whose expiry has passed."""
+        moment = now if now is not None else self.clock()
+        due = self.ledger.list_pending(expires_before=moment.timestamp())
+        return [self.expire(s.request_id) for s in due]
+
+    # -- grants ----------------------------------------------------------------------
+
+    def match_grant(
+        self,
+        action: Action | Mapping[str, Any],
+        origin: Origin | Mapping[str, Any],
+        *,
+        now: datetime | None = None,
+    ) -> Grant | None:
+        """A live grant covering ``action`` in ``origin``'s session, if any."""
+        action_model = Action.from_data(action, pointer="/action")
+        origin_model = Origin.from_data(origin, pointer="/origin")
+        instant = (now if now is not None else self.clock()).timestamp()
+        for grant in self.ledger.list_grants(
+            session_id=origin_model.session_id, action_name=action_model.name
+        ):
+            if grant.expires_at is not None and instant >= grant.expires_at:
+                continue
+            if grant.scope == "session" and grant.session_id != origin_model.session_id:
+                continue
+            scoped = {"action_name": grant.action_name, **grant.constraints}
+            if constraints_match(scoped, action_model):
+                return grant
+        return None
+
+    def list_grants(self, *, session_id: str | None = None, include_revoked: bool = False) -> list[Grant]:
+        """Recorded grants, optionally those usable in one session."""
+        return self.ledger.list_grants(session_id=session_id, include_revoked=include_revoked)
+
+    def revoke_grant(self, grant_id: str) -> bool:
+        """Revoke a grant; later actions ask again. False if unknown or already revoked."""
+        return self.ledger.revoke_grant(grant_id, now=self.clock().timestamp())
+
+    # -- presenters ------------------------------------------------------------------
+
+    def snapshot(self, *, session_id: str | None = None, stream: str | None = None) -> ApprovalSnapshot:
+        """``approval.snapshot`` of pending, unexpired requests."""
+        as_of = self.ledger.last_sequence()
+        now = self.clock()
+        pending = []
+        for stored in self.ledger.list_pending(session_id=session_id):
+            request = ApprovalRequested.from_data(stored.envelope).request
+            if now < effective_expiry(request, self.default_expiry.total_seconds()):
+                pending.append(request.to_json())
+        envelope: dict[str, Any] = {
+            "aais": "1.0",
+            "type": "approval.snapshot",
+            "id": new_id("evt"),
+            "occurred_at": format_timestamp(now),
+            "sequence": as_of,
+            "snapshot": {"as_of_sequence": as_of, "pending": pending},
+        }
+        if stream is not None:
+            envelope["stream"] = stream
+        return ApprovalSnapshot.from_data(envelope)
+
+    def events_after(self, sequence: int, *, limit: int = 1000) -> EventPage:
+        """Stored events after ``sequence``; ``gap`` when history before them was compacted."""
+        if isinstance(sequence, bool) or not isinstance(sequence, int) or sequence < 0:
+            raise AAISValidationError("/sequence", "must be a non-negative integer")
+        first = self.ledger.first_event_sequence()
+        events = self.ledger.events_after(sequence, limit=limit)
+        gap = first is not None and first > sequence + 1
+        return EventPage(events=events, gap=gap, last_sequence=self.ledger.last_sequence())
+
+    def verify_audit(self, *, expected_tip: tuple[int, str] | None = None) -> AuditVerification:
+        """Re-check the audit chain; names the first bad entry and detects truncation."""
+        return verify_audit(
+            self.ledger.audit_entries(), self.ledger.audit_tip(), expected_tip=expected_tip
+        )
+
+    # -- async twins -----------------------------------------------------------------
+
+    async def ascreen(
+        self, action: Action | Mapping[str, Any], *, origin: Origin | Mapping[str, Any]
+    ) -> Screening:
+        return await asyncio.to_thread(self.screen, action, origin=origin)
+
+    async def arequest(self, action: Action | Mapping[str, Any], **kwargs: Any) -> ApprovalRequested:
+        return await asyncio.to_thread(lambda: self.request(action, **kwargs))
+
+    async def aadd(self, requested: Any, **kwargs: Any) -> ApprovalRequested:
+        return await asyncio.to_thread(lambda: self.add(requested, **kwargs))
+
+    async def adecide(self, decided: Any, **kwargs: Any) -> ApprovalResolved:
+        return await asyncio.to_thread(lambda: self.decide(decided, **kwargs))
+
+    async def acancel(self, request_id: str, *, reason: str | None = None) -> ApprovalResolved:
+        return await asyncio.to_thread(self.cancel, request_id, reason=reason)
+
+    async def aexpire_due(self, *, now: datetime | None = None) -> list[ApprovalResolved]:
+        return await asyncio.to_thread(self.expire_due, now=now)
+
+    async def asnapshot(self, *, session_id: str | None = None) -> ApprovalSnapshot:
+        return await asyncio.to_thread(self.snapshot, session_id=session_id)
+
+    async def aget_resolution(self, request_id: str) -> ApprovalResolved | None:
+        return await asyncio.to_thread(self.get_resolution, request_id)
+
+    async def arevoke_grant(self, grant_id: str) -> bool:
+        return await asyncio.to_thread(self.revoke_grant, grant_id)
+

@@ -1,0 +1,122 @@
+"""Pure judgement of a decision against its request: no I/O, so every backend shares it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from ..protocol import (
+    Action,
+    ApprovalResolved,
+    Decision,
+    Outcome,
+    Request,
+    action_digest,
+    format_timestamp,
+    new_id,
+    parse_timestamp,
+)
+
+EXTENSION_NAMESPACE = "aais-langgraph.org/"
+
+MESSAGES: dict[str, str] = {
+    "approved": "Approved.",
+    "denied": "Denied.",
+    "cancelled": "Cancelled.",
+    "expired": "The request expired before a decision arrived.",
+    "stale_decision": "The decision does not match the requested action digest.",
+    "stale_action": "The action changed after it was presented.",
+    "invalid_choice": "The selected decision and scope were not offered.",
+    "conflict": "The request was already resolved by a different decision.",
+}
+
+#: Outcomes that end a request. ``stale`` for a forged or outdated decision digest
+#: and ``invalid`` are answers the requester's decision got wrong: they are returned
+#: but not recorded, so a correct decision can still answer the request.
+TERMINAL: frozenset[str] = frozenset({"approved", "denied", "cancelled", "expired"})
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The outcome of one decision and whether it ends the request."""
+
+    outcome: Outcome
+    message: str
+    terminal: bool
+
+
+def effective_expiry(request: Request, default_lifetime_seconds: float) -> datetime:
+    """The request's expiry, or created_at + the default lifetime when it has none."""
+    if request.expires_at is not None:
+        return parse_timestamp(request.expires_at)
+    from datetime import timedelta
+
+    return parse_timestamp(request.created_at) + timedelta(seconds=default_lifetime_seconds)
+
+
+def judge(
+    request: Request,
+    decision: Decision,
+    *,
+    now: datetime,
+    expires_at: datetime,
+    current_action: Action | None,
+    policy_objection: str | None,
+) -> Judgement:
+    """Apply the checks in spec order: expiry, digests, offered choice, policy."""
+    if now >= expires_at:
+        return Judgement("expired", MESSAGES["expired"], True)
+    if decision.action_digest != request.action_digest:
+        return Judgement("stale", MESSAGES["stale_decision"], False)
+    if current_action is not None and action_digest(current_action) != request.action_digest:
+        return Judgement("stale", MESSAGES["stale_action"], True)
+    if request.offers(decision.decision, decision.scope) is None:
+        return Judgement("invalid", MESSAGES["invalid_choice"], False)
+    if decision.decision == "approve":
+        if policy_objection is not None:
+            return Judgement("invalid", policy_objection, False)
+        return Judgement("approved", MESSAGES["approved"], True)
+    if decision.decision == "deny":
+        return Judgement("denied", MESSAGES["denied"], True)
+    return Judgement("cancelled", MESSAGES["cancelled"], True)
+
+
+def resolution_envelope(
+    request: Request,
+    *,
+    outcome: Outcome,
+    message: str,
+    now: datetime,
+    sequence: int,
+    decision: Decision | None = None,
+    stream: str | None = None,
+    extensions: dict[str, Any] | None = None,
+) -> ApprovalResolved:
+    """Build the ``approval.resolved`` envelope for an outcome."""
+    moment = format_timestamp(now)
+    resolution: dict[str, Any] = {
+        "id": new_id("res"),
+        "request_id": request.id,
+        "action_digest": request.action_digest,
+        "resolved_at": moment,
+        "outcome": outcome,
+        "message": message,
+    }
+    if decision is not None:
+        resolution["decision_id"] = decision.id
+        if outcome in ("approved", "denied"):
+            resolution["effective_scope"] = decision.scope
+    if extensions:
+        resolution["extensions"] = extensions
+    envelope: dict[str, Any] = {
+        "aais": "1.0",
+        "type": "approval.resolved",
+        "id": new_id("evt"),
+        "occurred_at": moment,
+        "sequence": sequence,
+        "resolution": resolution,
+    }
+    if stream is not None:
+        envelope["stream"] = stream
+    return ApprovalResolved.from_data(envelope)

@@ -1,0 +1,24 @@
+"""Graph-side approvals: pause a node on an AAIS request, resume on a bound decision."""
+
+from .inbox import cancel_thread, pending_approvals, resume_resolved, sweep_expired
+from .nodes import approval_node, is_approved_for, requires_approval
+from .request import RejectedResumeError, arequest_approval, request_approval
+from .resume import Cancellation, aresume_with_decisions, resume_with_decisions
+from .run_context import AUTHORITY_KEY
+
+__all__ = [
+    "AUTHORITY_KEY",
+    "Cancellation",
+    "RejectedResumeError",
+    "approval_node",
+    "arequest_approval",
+    "aresume_with_decisions",
+    "cancel_thread",
+    "is_approved_for",
+    "pending_approvals",
+    "request_approval",
+    "requires_approval",
+    "resume_resolved",
+    "resume_with_decisions",
+    "sweep_expired",
+]

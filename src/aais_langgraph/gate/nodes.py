@@ -1,0 +1,96 @@
+"""Ready-made gates: a node that writes the resolution to state, and a node decorator."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from ..authority import ApprovalAuthority
+from ..protocol import Action, ApprovalResolved, action_digest
+from .request import arequest_approval, request_approval
+
+ActionSource = Callable[[Any], "Action | Mapping[str, Any]"] | str
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _action_of(source: ActionSource, state: Any) -> Action:
+    if isinstance(source, str):
+        value = state[source] if isinstance(state, Mapping) else getattr(state, source)
+    else:
+        value = source(state)
+    return Action.from_data(value, pointer="/action")
+
+
+def approval_node(
+    action: ActionSource = "action",
+    *,
+    result_key: str = "approval",
+    authority: ApprovalAuthority | None = None,
+    **request_options: Any,
+) -> Callable[[Any], dict[str, Any]]:
+    """A gate node: reads the action from state (a key or a function) and writes
+    the ``approval.resolved`` envelope (a JSON dict) to ``state[result_key]``.
+
+    Route on it with a conditional edge, e.g.
+    ``lambda s: "run" if s["approval"]["resolution"]["outcome"] == "approved" else "skip"``.
+    """
+
+    def gate(state: Any) -> dict[str, Any]:
+        resolved = request_approval(_action_of(action, state), authority=authority, **request_options)
+        return {result_key: resolved.to_json()}
+
+    return gate
+
+
+def is_approved_for(resolved: ApprovalResolved, action: Action) -> bool:
+    """Time-of-use check: approved, and for exactly this action."""
+    return resolved.approved and resolved.resolution.action_digest == action_digest(action)
+
+
+def requires_approval(
+    action: ActionSource,
+    *,
+    on_reject: Callable[[Any, ApprovalResolved], Any] | Mapping[str, Any] | None = None,
+    authority: ApprovalAuthority | None = None,
+    **request_options: Any,
+) -> Callable[[F], F]:
+    """Decorate a node so its body runs only after an approval of the action it derives.
+
+    The action is recomputed from state right before the body runs and must have
+    the approved digest. Otherwise the node returns ``on_reject`` (a state update,
+    or a function of state and resolution); by default no update.
+    """
+
+    def rejected(state: Any, resolved: ApprovalResolved) -> Any:
+        if on_reject is None:
+            return {}
+        if callable(on_reject):
+            return on_reject(state, resolved)
+        return dict(on_reject)
+
+    def decorate(node: F) -> F:
+        if inspect.iscoroutinefunction(node):
+
+            @functools.wraps(node)
+            async def async_gate(state: Any, *args: Any, **kwargs: Any) -> Any:
+                resolved = await arequest_approval(
+                    _action_of(action, state), authority=authority, **request_options
+                )
+                if not is_approved_for(resolved, _action_of(action, state)):
+                    return rejected(state, resolved)
+                return await node(state, *args, **kwargs)
+
+            return async_gate  # type: ignore[return-value]
+
+        @functools.wraps(node)
+        def gate(state: Any, *args: Any, **kwargs: Any) -> Any:
+            resolved = request_approval(_action_of(action, state), authority=authority, **request_options)
+            if not is_approved_for(resolved, _action_of(action, state)):
+                return rejected(state, resolved)
+            return node(state, *args, **kwargs)
+
+        return gate  # type: ignore[return-value]
+
+    return decorate

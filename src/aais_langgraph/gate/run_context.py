@@ -1,0 +1,131 @@
+"""What a gate knows about the run it is in: thread, task namespace, node, authority."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_config
+
+from ..authority import ApprovalAuthority
+from ..protocol import Origin
+
+AUTHORITY_KEY = "aais_authority"
+"""``config["configurable"]`` key (or runtime-context attribute ``authority``) for the authority."""
+
+_ID_UNSAFE = re.compile(r"[^A-Za-z0-9._:-]")
+_CALLS: ContextVar[tuple[object, int] | None] = ContextVar("aais_gate_calls", default=None)
+
+
+@dataclass(frozen=True)
+class RunCoordinates:
+    """Where a gate call sits: stable across the node's re-execution on resume."""
+
+    thread_id: str
+    checkpoint_ns: str
+    node: str | None
+    run_id: str | None
+    call_index: int
+
+    @property
+    def request_id(self) -> str:
+        """Deterministic request id for this thread, task and call index."""
+        key = f"{self.thread_id}\x00{self.checkpoint_ns}\x00{self.call_index}"
+        return "apr_" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _next_call_index(configurable: Mapping[str, Any]) -> int:
+    """Count gate calls within one execution of a task (the scratchpad is per execution)."""
+    scratchpad = configurable.get("__pregel_scratchpad")
+    current = _CALLS.get()
+    index = current[1] + 1 if current is not None and current[0] is scratchpad else 0
+    _CALLS.set((scratchpad, index))
+    return index
+
+
+def current_coordinates(config: RunnableConfig | None = None) -> RunCoordinates:
+    """Read the run coordinates of the calling node or task."""
+    cfg = config if config is not None else get_config()
+    configurable = cfg.get("configurable") or {}
+    thread_id = configurable.get("thread_id")
+    if thread_id is None:
+        raise RuntimeError(
+            "thread_id: request_approval needs a checkpointer and a thread_id in the config"
+        )
+    metadata = cfg.get("metadata") or {}
+    run_id = None
+    try:
+        from langgraph.runtime import get_runtime
+
+        info = get_runtime().execution_info
+        run_id = info.run_id if info is not None else None
+    except (RuntimeError, AttributeError):
+        run_id = None
+    return RunCoordinates(
+        thread_id=str(thread_id),
+        checkpoint_ns=str(configurable.get("checkpoint_ns", "")),
+        node=metadata.get("langgraph_node"),
+        run_id=run_id,
+        call_index=_next_call_index(configurable),
+    )
+
+
+def safe_id(text: str | None, *, fallback: str | None = None) -> str | None:
+    """Turn free text into an AAIS id (or ``fallback``), for origin fields."""
+    if not text:
+        return fallback
+    cleaned = _ID_UNSAFE.sub("_", text)[:200]
+    if not cleaned[0].isalnum():
+        cleaned = ("x" + cleaned)[:200]
+    return cleaned
+
+
+def derive_origin(
+    coordinates: RunCoordinates,
+    *,
+    harness: str,
+    session_id: str | None = None,
+    graph_id: str | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> Origin:
+    """AAIS origin of a gate call: session = thread unless given, plus run coordinates."""
+    fields: dict[str, Any] = {
+        "harness": harness,
+        "session_id": safe_id(session_id or coordinates.thread_id),
+        "task_id": safe_id(coordinates.checkpoint_ns.split("|")[-1].split(":")[-1]),
+        "node_id": safe_id(coordinates.node),
+        "run_id": safe_id(coordinates.run_id),
+        "graph_id": safe_id(graph_id),
+    }
+    fields.update(extra or {})
+    return Origin.from_data({k: v for k, v in fields.items() if v is not None}, pointer="/origin")
+
+
+def find_authority(explicit: ApprovalAuthority | None, config: RunnableConfig | None = None) -> ApprovalAuthority:
+    """The authority to use: the argument, else runtime context, else ``configurable``."""
+    if explicit is not None:
+        return explicit
+    try:
+        from langgraph.runtime import get_runtime
+
+        context = get_runtime().context
+    except (RuntimeError, AttributeError):
+        context = None
+    candidate = (
+        context.get("authority") if isinstance(context, Mapping) else getattr(context, "authority", None)
+    )
+    if isinstance(candidate, ApprovalAuthority):
+        return candidate
+    cfg = config if config is not None else get_config()
+    candidate = (cfg.get("configurable") or {}).get(AUTHORITY_KEY)
+    if isinstance(candidate, ApprovalAuthority):
+        return candidate
+    raise RuntimeError(
+        "authority: pass authority=..., give the graph a context with an 'authority' "
+        f"attribute, or set config['configurable']['{AUTHORITY_KEY}']"
+    )

@@ -1,0 +1,38 @@
+"""The authority's durable state: the ledger contract, its backends and the audit chain.
+
+Backends: :class:`InMemoryLedger` (one process) and :class:`SqliteLedger` (a file
+shared by threads and processes); both use only the standard library.
+"""
+
+from .audit import GENESIS_HASH, AuditVerification, chain_hash, verify_audit
+from .base import (
+    AuditEntry,
+    AuditKind,
+    Grant,
+    JsonDict,
+    Lease,
+    Ledger,
+    ResolutionWrite,
+    StoredRequest,
+    StoredResolution,
+)
+from .memory import InMemoryLedger
+from .sqlite import SqliteLedger
+
+__all__ = [
+    "GENESIS_HASH",
+    "AuditEntry",
+    "AuditKind",
+    "AuditVerification",
+    "Grant",
+    "InMemoryLedger",
+    "JsonDict",
+    "Lease",
+    "Ledger",
+    "ResolutionWrite",
+    "SqliteLedger",
+    "StoredRequest",
+    "StoredResolution",
+    "chain_hash",
+    "verify_audit",
+]

@@ -1,0 +1,145 @@
+"""The audit hash chain: how each entry's hash is computed and how a stored chain is verified.
+
+Every entry hashes its own content together with the previous entry's hash, so an
+edited, deleted or reordered entry breaks the chain from that point on; the
+separately recorded tip makes a truncated tail detectable too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aais_langgraph.protocol import AAISValidationError, canonical_json
+
+from .base import AuditEntry
+
+GENESIS_HASH = "sha256:" + "0" * 64
+"""The ``prev_hash`` of the first entry (index 0)."""
+
+
+def chain_hash(
+    index: int, kind: str, occurred_at: str, payload: Mapping[str, Any], prev_hash: str
+) -> str:
+    """``sha256:`` + hex SHA-256 of the RFC 8785 form of the entry's content plus ``prev_hash``.
+
+    The content is ``{"index", "kind", "occurred_at", "payload"}``; a payload that is
+    not I-JSON raises :class:`~aais_langgraph.protocol.AAISValidationError`.
+    """
+    content = {"index": index, "kind": kind, "occurred_at": occurred_at, "payload": payload}
+    digest = hashlib.sha256(canonical_json(content, pointer="/audit"))
+    digest.update(prev_hash.encode("utf-8"))
+    return "sha256:" + digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class AuditVerification:
+    """The outcome of :func:`verify_audit`.
+
+    ``checked`` counts the entries that verified before the first failure (all of
+    them when ``ok``). ``reason`` never contains payload values.
+    """
+
+    ok: bool
+    checked: int
+    first_bad_index: int | None = None
+    reason: str | None = None
+
+
+def verify_audit(
+    entries: Iterable[AuditEntry],
+    recorded_tip: tuple[int, str] | None,
+    expected_tip: tuple[int, str] | None = None,
+) -> AuditVerification:
+    """Recompute the chain from genesis and check it ends at the recorded tip.
+
+    ``entries`` must be the whole chain in order, starting at index 0. The last
+    entry must equal ``recorded_tip`` (the ledger's separately stored tip), which
+    detects a truncated tail. ``expected_tip`` is a tip the caller kept from an
+    earlier moment (for example published elsewhere): the chain must still contain
+    that exact entry, so a rewrite or truncation behind the caller's back fails even
+    if the recorded tip was rewritten along with it. The chain may have grown since.
+    """
+    prev_hash = GENESIS_HASH
+    expected_index = 0
+    hashes: dict[int, str] = {}
+    for entry in entries:
+        failure = _check_entry(entry, expected_index, prev_hash)
+        if failure is not None:
+            return AuditVerification(False, expected_index, expected_index, failure)
+        hashes[entry.index] = entry.entry_hash
+        prev_hash = entry.entry_hash
+        expected_index += 1
+
+    checked = expected_index
+    last_index = checked - 1
+    tip_failure = _check_recorded_tip(last_index, prev_hash, recorded_tip)
+    if tip_failure is not None:
+        first_bad, reason = tip_failure
+        return AuditVerification(False, checked, first_bad, reason)
+    if expected_tip is not None:
+        index, entry_hash = expected_tip
+        if index > last_index:
+            return AuditVerification(
+                False,
+                checked,
+                last_index + 1,
+                f"chain ends at entry {last_index} but the expected tip is entry {index}: "
+                "entries were truncated",
+            )
+        if index >= 0 and hashes[index] != entry_hash:
+            return AuditVerification(
+                False,
+                checked,
+                index,
+                f"entry {index} does not match the expected tip: the chain was rewritten",
+            )
+    return AuditVerification(True, checked)
+
+
+def _check_entry(entry: AuditEntry, expected_index: int, prev_hash: str) -> str | None:
+    """Why ``entry`` cannot be the chain's link at ``expected_index``, or None if it can."""
+    if entry.index != expected_index:
+        return (
+            f"found entry {entry.index} where entry {expected_index} belongs: "
+            "an entry is missing or out of order"
+        )
+    if entry.prev_hash != prev_hash:
+        return f"entry {expected_index} does not link to the previous entry's hash"
+    try:
+        recomputed = chain_hash(
+            entry.index, entry.kind, entry.occurred_at, entry.payload, entry.prev_hash
+        )
+    except AAISValidationError:
+        return f"entry {expected_index} has a payload that is not I-JSON"
+    if recomputed != entry.entry_hash:
+        return f"entry {expected_index} does not match its hash: its content was changed"
+    return None
+
+
+def _check_recorded_tip(
+    last_index: int, last_hash: str, recorded_tip: tuple[int, str] | None
+) -> tuple[int, str] | None:
+    """``(first_bad_index, reason)`` if the chain does not end at the recorded tip."""
+    if recorded_tip is None:
+        if last_index < 0:
+            return None
+        return 0, "the chain has entries but no recorded tip"
+    tip_index, tip_hash = recorded_tip
+    if tip_index > last_index:
+        return (
+            last_index + 1,
+            f"chain ends at entry {last_index} but the recorded tip is entry {tip_index}: "
+            "entries were truncated",
+        )
+    if tip_index < last_index:
+        return (
+            tip_index + 1,
+            f"chain continues past the recorded tip (entry {tip_index}): "
+            "entries were appended outside the ledger",
+        )
+    if tip_hash != last_hash:
+        return tip_index, f"entry {tip_index} does not match the recorded tip"
+    return None

@@ -1,0 +1,316 @@
+"""The ledger contract: the authority's durable state, independent of any backend.
+
+A ledger stores requests, their one resolution, grants, the AAIS event stream,
+a hash-chained audit log and per-thread run leases. Every method that changes
+state is atomic: resolve-once and sequence allocation hold across threads and,
+for durable backends, across OS processes. Values are plain JSON-ready dicts so
+any backend can store them as text. Each sync method has an ``a``-prefixed async
+twin; the default twins run the sync method in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+JsonDict = dict[str, Any]
+AuditKind = Literal["requested", "decided", "resolved", "granted", "revoked", "conflict"]
+
+
+@dataclass(frozen=True)
+class StoredRequest:
+    """A request as the ledger holds it.
+
+    ``envelope`` is the ``approval.requested`` envelope with its ledger-assigned
+    ``sequence``. ``thread_id`` and ``context`` locate the paused run (for
+    example the LangGraph interrupt id) so any process can resume it.
+    """
+
+    request_id: str
+    envelope: JsonDict
+    session_id: str
+    expires_at: float | None
+    status: Literal["pending", "resolved"]
+    thread_id: str | None = None
+    context: JsonDict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StoredResolution:
+    """The one recorded resolution of a request and the fingerprint of its decision.
+
+    ``decision_fingerprint`` is None for resolutions made without a decision
+    (cancel, expiry sweep); an identical replay is recognised by it.
+    """
+
+    request_id: str
+    envelope: JsonDict
+    decision_fingerprint: str | None
+
+
+@dataclass(frozen=True)
+class Grant:
+    """A standing approval recorded from an approved ``session``/``persistent`` choice."""
+
+    grant_id: str
+    request_id: str
+    scope: Literal["session", "persistent"]
+    session_id: str
+    action_name: str
+    constraints: JsonDict
+    created_at: float
+    expires_at: float | None = None
+    revoked_at: float | None = None
+
+    def to_json(self) -> JsonDict:
+        """A JSON-ready dict of the grant."""
+        return {
+            "grant_id": self.grant_id,
+            "request_id": self.request_id,
+            "scope": self.scope,
+            "session_id": self.session_id,
+            "action_name": self.action_name,
+            "constraints": self.constraints,
+            "created_at": self.created_at,
+            "expires_at": self.expires_at,
+            "revoked_at": self.revoked_at,
+        }
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One link of the append-only audit chain.
+
+    ``entry_hash`` = SHA-256 over the RFC 8785 form of ``{index, kind,
+    occurred_at, payload}`` followed by ``prev_hash`` (see :mod:`.audit`).
+    """
+
+    index: int
+    kind: str
+    occurred_at: str
+    payload: JsonDict
+    prev_hash: str
+    entry_hash: str
+
+
+@dataclass(frozen=True)
+class ResolutionWrite:
+    """Everything recorded together when a request resolves.
+
+    ``resolved`` and ``decided`` are envelopes whose ``sequence`` the ledger
+    assigns. ``grant`` is recorded only if this write wins.
+    """
+
+    request_id: str
+    resolved: JsonDict
+    decided: JsonDict | None = None
+    decision_fingerprint: str | None = None
+    grant: Grant | None = None
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A thread's run lease: who holds it and until when (epoch seconds)."""
+
+    thread_id: str
+    holder: str
+    expires_at: float
+
+
+class Ledger(ABC):
+    """Durable authority state. Backends: memory, SQLite, Postgres (one module each)."""
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    def setup(self) -> None:  # noqa: B027 - optional hook: a backend without schema needs nothing
+        """Create the schema if missing; idempotent."""
+
+    # -- requests ------------------------------------------------------------------
+
+    @abstractmethod
+    def add_request(
+        self,
+        envelope: Mapping[str, Any],
+        *,
+        thread_id: str | None = None,
+        context: Mapping[str, Any] | None = None,
+    ) -> tuple[StoredRequest, bool]:
+        """Store a new request, or return the stored one with the same id.
+
+        Atomically assigns the envelope's ``sequence``, appends it to the event
+        stream and a ``requested`` audit entry. Returns ``(stored, created)``.
+        """
+
+    @abstractmethod
+    def get_request(self, request_id: str) -> StoredRequest | None:
+        """The stored request, pending or resolved."""
+
+    @abstractmethod
+    def list_pending(
+        self,
+        *,
+        thread_id: str | None = None,
+        session_id: str | None = None,
+        expires_before: float | None = None,
+        limit: int | None = None,
+    ) -> list[StoredRequest]:
+        """Pending requests in sequence order; cost O(pending), not O(history)."""
+
+    # -- resolutions ---------------------------------------------------------------
+
+    @abstractmethod
+    def record_resolution(self, write: ResolutionWrite) -> tuple[StoredResolution, bool]:
+        """Record the request's one resolution, or return the one already recorded.
+
+        In one transaction: if the request already resolved, return ``(existing,
+        False)`` and change nothing; otherwise append ``decided`` (if any) and
+        ``resolved`` to the event stream with fresh sequences, mark the request
+        resolved, store the grant, append audit entries, and return ``(new, True)``.
+        Raises KeyError if the request is unknown.
+        """
+
+    @abstractmethod
+    def get_resolution(self, request_id: str) -> StoredResolution | None:
+        """The recorded resolution of a request, if any."""
+
+    # -- grants --------------------------------------------------------------------
+
+    @abstractmethod
+    def list_grants(
+        self,
+        *,
+        session_id: str | None = None,
+        action_name: str | None = None,
+        include_revoked: bool = False,
+    ) -> list[Grant]:
+        """Grants, optionally those usable in a session (its session grants plus
+        every persistent grant) for one action name."""
+
+    @abstractmethod
+    def revoke_grant(self, grant_id: str, *, now: float) -> bool:
+        """Revoke a live grant and audit it; False if unknown or already revoked."""
+
+    # -- events and audit ----------------------------------------------------------
+
+    @abstractmethod
+    def events_after(self, sequence: int, *, limit: int = 1000) -> list[JsonDict]:
+        """Stored AAIS envelopes with a sequence greater than ``sequence``, in order."""
+
+    @abstractmethod
+    def first_event_sequence(self) -> int | None:
+        """The oldest sequence still stored (to detect a gap after compaction)."""
+
+    @abstractmethod
+    def last_sequence(self) -> int:
+        """The highest sequence assigned so far (0 when empty)."""
+
+    @abstractmethod
+    def compact_events(self, before_sequence: int) -> int:
+        """Drop events older than ``before_sequence``; returns how many."""
+
+    @abstractmethod
+    def append_audit(self, kind: AuditKind, payload: Mapping[str, Any]) -> AuditEntry:
+        """Append one entry to the audit chain."""
+
+    @abstractmethod
+    def audit_entries(self, *, after_index: int = -1, limit: int | None = None) -> list[AuditEntry]:
+        """Audit entries with index greater than ``after_index``, in order."""
+
+    @abstractmethod
+    def audit_tip(self) -> tuple[int, str] | None:
+        """The recorded (index, hash) of the last audit entry, kept apart from the
+        entries so that truncation is detectable."""
+
+    # -- run leases ----------------------------------------------------------------
+
+    @abstractmethod
+    def acquire_lease(self, thread_id: str, holder: str, *, ttl: float, now: float) -> Lease | None:
+        """Take the thread's lease if free, expired, or already ours; None if held."""
+
+    @abstractmethod
+    def renew_lease(self, thread_id: str, holder: str, *, ttl: float, now: float) -> Lease | None:
+        """Extend our unexpired lease; None if we no longer hold it."""
+
+    @abstractmethod
+    def release_lease(self, thread_id: str, holder: str) -> bool:
+        """Release our lease; False if we did not hold it."""
+
+    # -- async twins ---------------------------------------------------------------
+
+    async def asetup(self) -> None:
+        await asyncio.to_thread(self.setup)
+
+    async def aadd_request(
+        self,
+        envelope: Mapping[str, Any],
+        *,
+        thread_id: str | None = None,
+        context: Mapping[str, Any] | None = None,
+    ) -> tuple[StoredRequest, bool]:
+        return await asyncio.to_thread(
+            self.add_request, envelope, thread_id=thread_id, context=context
+        )
+
+    async def aget_request(self, request_id: str) -> StoredRequest | None:
+        return await asyncio.to_thread(self.get_request, request_id)
+
+    async def alist_pending(
+        self,
+        *,
+        thread_id: str | None = None,
+        session_id: str | None = None,
+        expires_before: float | None = None,
+        limit: int | None = None,
+    ) -> list[StoredRequest]:
+        return await asyncio.to_thread(
+            self.list_pending,
+            thread_id=thread_id,
+            session_id=session_id,
+            expires_before=expires_before,
+            limit=limit,
+        )
+
+    async def arecord_resolution(self, write: ResolutionWrite) -> tuple[StoredResolution, bool]:
+        return await asyncio.to_thread(self.record_resolution, write)
+
+    async def aget_resolution(self, request_id: str) -> StoredResolution | None:
+        return await asyncio.to_thread(self.get_resolution, request_id)
+
+    async def alist_grants(
+        self,
+        *,
+        session_id: str | None = None,
+        action_name: str | None = None,
+        include_revoked: bool = False,
+    ) -> list[Grant]:
+        return await asyncio.to_thread(
+            self.list_grants,
+            session_id=session_id,
+            action_name=action_name,
+            include_revoked=include_revoked,
+        )
+
+    async def arevoke_grant(self, grant_id: str, *, now: float) -> bool:
+        return await asyncio.to_thread(self.revoke_grant, grant_id, now=now)
+
+    async def aevents_after(self, sequence: int, *, limit: int = 1000) -> list[JsonDict]:
+        return await asyncio.to_thread(self.events_after, sequence, limit=limit)
+
+    async def aappend_audit(self, kind: AuditKind, payload: Mapping[str, Any]) -> AuditEntry:
+        return await asyncio.to_thread(self.append_audit, kind, payload)
+
+    async def aacquire_lease(
+        self, thread_id: str, holder: str, *, ttl: float, now: float
+    ) -> Lease | None:
+        return await asyncio.to_thread(self.acquire_lease, thread_id, holder, ttl=ttl, now=now)
+
+    async def arenew_lease(
+        self, thread_id: str, holder: str, *, ttl: float, now: float
+    ) -> Lease | None:
+        return await asyncio.to_thread(self.renew_lease, thread_id, holder, ttl=ttl, now=now)
+
+    async def arelease_lease(self, thread_id: str, holder: str) -> bool:
+        return await asyncio.to_thread(self.release_lease, thread_id, holder)

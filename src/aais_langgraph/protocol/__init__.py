@@ -1,0 +1,81 @@
+"""AAIS 1.0 protocol core: typed envelopes, strict parsing and the action digest.
+
+Imports neither LangGraph nor AG-UI.
+"""
+
+from .base import AAISModel
+from .builders import DEFAULT_CHOICES, DEFAULT_EXPIRY, build_decision, build_request, new_id
+from .digest import action_digest, canonical_json, sha256_digest
+from .envelopes import (
+    AnyEnvelope,
+    ApprovalActivity,
+    ApprovalDecided,
+    ApprovalRequested,
+    ApprovalResolved,
+    ApprovalSnapshot,
+    Envelope,
+)
+from .errors import AAISValidationError
+from .ijson import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, check_ijson, loads_strict
+from .parsing import parse_envelope
+from .parts import (
+    Action,
+    Activity,
+    Actor,
+    Choice,
+    Decision,
+    DecisionKind,
+    Origin,
+    Outcome,
+    Presentation,
+    Request,
+    Resolution,
+    Risk,
+    RiskLevel,
+    Scope,
+    Snapshot,
+)
+from .timestamps import format_timestamp, parse_timestamp, utc_now
+
+__all__ = [
+    "DEFAULT_CHOICES",
+    "DEFAULT_EXPIRY",
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_DEPTH",
+    "AAISModel",
+    "AAISValidationError",
+    "Action",
+    "Activity",
+    "Actor",
+    "AnyEnvelope",
+    "ApprovalActivity",
+    "ApprovalDecided",
+    "ApprovalRequested",
+    "ApprovalResolved",
+    "ApprovalSnapshot",
+    "Choice",
+    "Decision",
+    "DecisionKind",
+    "Envelope",
+    "Origin",
+    "Outcome",
+    "Presentation",
+    "Request",
+    "Resolution",
+    "Risk",
+    "RiskLevel",
+    "Scope",
+    "Snapshot",
+    "action_digest",
+    "build_decision",
+    "build_request",
+    "canonical_json",
+    "check_ijson",
+    "format_timestamp",
+    "loads_strict",
+    "new_id",
+    "parse_envelope",
+    "parse_timestamp",
+    "sha256_digest",
+    "utc_now",
+]

@@ -1,0 +1,143 @@
+"""Builders for requests and decisions that are valid by construction."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from .envelopes import ApprovalDecided, ApprovalRequested
+from .errors import AAISValidationError
+from .parts import Action, Actor, Choice, DecisionKind, Origin, Risk, Scope
+from .timestamps import format_timestamp, parse_timestamp, utc_now
+
+DEFAULT_EXPIRY = timedelta(minutes=15)
+
+DEFAULT_CHOICES: tuple[Choice, ...] = (
+    Choice(decision="approve", scope="once", label="Approve once"),
+    Choice(decision="deny", scope="once", label="Deny"),
+)
+
+DEFAULT_RISK = Risk(level="medium", reasons=["The action has side effects outside the agent"])
+
+
+def new_id(prefix: str) -> str:
+    """A fresh random AAIS id such as ``dec_3f2a...``."""
+    return f"{prefix}_{uuid.uuid4().hex}"
+
+
+def _moment(value: datetime | str | None, pointer: str) -> datetime:
+    if value is None:
+        return utc_now()
+    if isinstance(value, str):
+        return parse_timestamp(value, pointer)
+    if value.tzinfo is None:
+        raise AAISValidationError(pointer, "datetime must be timezone-aware")
+    return value
+
+
+def build_request(
+    action: Action | Mapping[str, Any],
+    *,
+    origin: Origin | Mapping[str, Any],
+    risk: Risk | Mapping[str, Any] | None = None,
+    choices: Sequence[Choice | Mapping[str, Any]] | None = None,
+    request_id: str | None = None,
+    created_at: datetime | str | None = None,
+    expires_in: timedelta | None = None,
+    expires_at: datetime | str | None = None,
+    sequence: int = 0,
+    stream: str | None = None,
+    event_id: str | None = None,
+    extensions: Mapping[str, Any] | None = None,
+) -> ApprovalRequested:
+    """Build an ``approval.requested`` envelope with a computed digest and a finite expiry.
+
+    The default offers approve-once and deny and expires after 15 minutes.
+    """
+    from .digest import action_digest
+
+    action_model = Action.from_data(action, pointer="/request/action")
+    created = _moment(created_at, "/request/created_at")
+    if expires_at is not None:
+        expiry = _moment(expires_at, "/request/expires_at")
+    else:
+        lifetime = DEFAULT_EXPIRY if expires_in is None else expires_in
+        if lifetime <= timedelta(0):
+            raise AAISValidationError("/request/expires_at", "expires_in must be positive")
+        expiry = created + lifetime
+    request: dict[str, Any] = {
+        "id": request_id or new_id("apr"),
+        "created_at": format_timestamp(created),
+        "expires_at": format_timestamp(expiry),
+        "status": "pending",
+        "origin": Origin.from_data(origin, pointer="/request/origin"),
+        "action": action_model,
+        "action_digest": action_digest(action_model),
+        "risk": Risk.from_data(risk if risk is not None else DEFAULT_RISK, pointer="/request/risk"),
+        "choices": [
+            Choice.from_data(choice, pointer=f"/request/choices/{index}")
+            for index, choice in enumerate(DEFAULT_CHOICES if choices is None else choices)
+        ],
+    }
+    if extensions is not None:
+        request["extensions"] = dict(extensions)
+    envelope: dict[str, Any] = {
+        "aais": "1.0",
+        "type": "approval.requested",
+        "id": event_id or new_id("evt"),
+        "occurred_at": request["created_at"],
+        "sequence": sequence,
+        "request": request,
+    }
+    if stream is not None:
+        envelope["stream"] = stream
+    return ApprovalRequested.from_data(_plain(envelope))
+
+
+def build_decision(
+    requested: ApprovalRequested | Mapping[str, Any],
+    *,
+    decision: DecisionKind,
+    actor: Actor | Mapping[str, Any],
+    scope: Scope = "once",
+    decision_id: str | None = None,
+    decided_at: datetime | str | None = None,
+    sequence: int = 0,
+    stream: str | None = None,
+    event_id: str | None = None,
+) -> ApprovalDecided:
+    """Build an ``approval.decided`` envelope bound to ``requested`` by id and digest."""
+    request = ApprovalRequested.from_data(requested).request
+    moment = format_timestamp(_moment(decided_at, "/decision/decided_at"))
+    envelope: dict[str, Any] = {
+        "aais": "1.0",
+        "type": "approval.decided",
+        "id": event_id or new_id("evt"),
+        "occurred_at": moment,
+        "sequence": sequence,
+        "decision": {
+            "id": decision_id or new_id("dec"),
+            "request_id": request.id,
+            "action_digest": request.action_digest,
+            "decided_at": moment,
+            "decision": decision,
+            "scope": scope,
+            "actor": Actor.from_data(actor, pointer="/decision/actor"),
+        },
+    }
+    if stream is not None:
+        envelope["stream"] = stream
+    return ApprovalDecided.from_data(_plain(envelope))
+
+
+def _plain(value: Any) -> Any:
+    """Dump nested models so the envelope validates from plain JSON data."""
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    return value

@@ -1,0 +1,215 @@
+"""Strict I-JSON (RFC 7493) reading and checking, so nothing ambiguous reaches a digest.
+
+Python's ``json`` module accepts duplicate keys (last wins), ``NaN`` and
+``Infinity``, and lone surrogates; a digest over such input would not bind what
+a human saw. Everything here rejects them with :class:`AAISValidationError`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from itertools import accumulate
+from typing import Any
+
+from .errors import AAISValidationError, join_pointer
+
+MAX_SAFE_INTEGER = 2**53 - 1
+DEFAULT_MAX_DEPTH = 32
+DEFAULT_MAX_BYTES = 1_000_000
+
+# JSON strings (so brackets inside them do not count) and then everything but brackets.
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_BRACKET_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+class _DuplicateKeyObject(dict):  # type: ignore[type-arg]
+    """A decoded JSON object that repeated ``duplicate``; found again to name its location."""
+
+    duplicate: str
+
+
+def _object_hook(found: list[bool]) -> Any:
+    """An ``object_pairs_hook`` that marks objects with a repeated key and notes it in ``found``."""
+
+    def pairs_to_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        result: dict[str, Any] = dict(pairs)
+        if len(result) == len(pairs):
+            return result
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                marked = _DuplicateKeyObject(result)
+                marked.duplicate = key
+                found.append(True)
+                return marked
+            seen.add(key)
+        raise AssertionError("unreachable: a shorter dict implies a repeated key")
+
+    return pairs_to_object
+
+
+def _raise_duplicate(value: Any) -> None:
+    """Raise at the first repeated member of ``value`` if the decoder marked one."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, _DuplicateKeyObject):
+            raise AAISValidationError(
+                join_pointer(where, item.duplicate), "duplicate object key in JSON text"
+            )
+        if isinstance(item, dict):
+            stack.extend((child, join_pointer(where, key)) for key, child in item.items())
+        elif isinstance(item, list):
+            stack.extend((child, join_pointer(where, index)) for index, child in enumerate(item))
+
+
+def _check_text_depth(text: str, max_depth: int) -> None:
+    """Refuse deep nesting before the recursive decoder sees it."""
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    if brackets and max(accumulate(map(_BRACKET_STEP.__getitem__, brackets))) > max_depth:
+        raise AAISValidationError("", f"nesting deeper than {max_depth} levels")
+
+
+def loads_strict(
+    data: str | bytes,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+) -> Any:
+    """Decode JSON text as I-JSON: UTF-8, no duplicate keys, no NaN, bounded size and depth."""
+    if isinstance(data, (bytes, bytearray)):
+        if len(data) > max_bytes:
+            raise AAISValidationError("", f"document larger than {max_bytes} bytes")
+        try:
+            text = bytes(data).decode("utf-8")
+        except UnicodeDecodeError:
+            raise AAISValidationError("", "JSON text is not valid UTF-8") from None
+    elif isinstance(data, str):
+        text = data
+        if len(text) > max_bytes or len(text.encode("utf-8", "surrogatepass")) > max_bytes:
+            raise AAISValidationError("", f"document larger than {max_bytes} bytes")
+    else:
+        raise AAISValidationError("", "JSON text must be str or bytes")
+    _check_text_depth(text, max_depth)
+    duplicates: list[bool] = []
+    try:
+        # NaN and Infinity decode to non-finite floats and huge numbers to inf or big
+        # ints; check_ijson below rejects them with their location.
+        value = json.loads(text, object_pairs_hook=_object_hook(duplicates))
+    except (ValueError, RecursionError):
+        raise AAISValidationError("", "not well-formed JSON text") from None
+    if duplicates:
+        _raise_duplicate(value)
+    check_ijson(value, max_depth=max_depth)
+    return value
+
+
+def _valid_string(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _valid_scalar(item: Any) -> bool | None:
+    """True/False for a valid/invalid JSON scalar, None for anything else."""
+    kind = type(item)
+    if kind is str:
+        return item.isascii() or _valid_string(item)
+    if kind is bool or item is None:
+        return True
+    if kind is int:
+        return -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER
+    if kind is float:
+        return math.isfinite(item)
+    return None
+
+
+def _is_ijson(value: Any, max_depth: int) -> bool:
+    """Fast acceptance test; pointers are only worked out when it says no."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    push = stack.append
+    while stack:
+        item, depth = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            if depth >= max_depth:
+                return False
+            for key, child in item.items():
+                if type(key) is not str or not (key.isascii() or _valid_string(key)):
+                    return False
+                scalar = _valid_scalar(child)
+                if scalar is None:
+                    push((child, depth + 1))
+                elif not scalar:
+                    return False
+        elif kind is list:
+            if depth >= max_depth:
+                return False
+            for child in item:
+                scalar = _valid_scalar(child)
+                if scalar is None:
+                    push((child, depth + 1))
+                elif not scalar:
+                    return False
+        else:
+            scalar = _valid_scalar(item)
+            if scalar is None:
+                # Subclasses (IntEnum, OrderedDict, tuples, other mappings): the
+                # thorough walk decides.
+                return False
+            if not scalar:
+                return False
+    return True
+
+
+def check_ijson(value: Any, *, max_depth: int = DEFAULT_MAX_DEPTH, pointer: str = "") -> None:
+    """Raise unless ``value`` is plain I-JSON data (dict/list/str/int/float/bool/None).
+
+    Integers must lie within +/-(2**53-1), floats must be finite, object keys must
+    be strings, strings must be valid Unicode, and nesting is bounded.
+    """
+    if not _is_ijson(value, max_depth):
+        _locate_violation(value, max_depth, pointer)
+
+
+def _locate_violation(value: Any, max_depth: int, pointer: str) -> None:
+    """The thorough walk: raise at the first violation, with its JSON pointer."""
+    # Iterative walk: adversarial depth must not hit Python's recursion limit.
+    stack: list[tuple[Any, str, int]] = [(value, pointer, 0)]
+    while stack:
+        item, where, depth = stack.pop()
+        if isinstance(item, bool) or item is None:
+            continue
+        if isinstance(item, int):
+            if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                raise AAISValidationError(where, "integer outside the I-JSON range +/-(2**53-1)")
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise AAISValidationError(where, "NaN and infinities are not I-JSON")
+        elif isinstance(item, str):
+            if not _valid_string(item):
+                raise AAISValidationError(where, "string contains a lone surrogate")
+        elif isinstance(item, Mapping):
+            if depth >= max_depth:
+                raise AAISValidationError(where, f"nesting deeper than {max_depth} levels")
+            for key, child in item.items():
+                if not isinstance(key, str):
+                    raise AAISValidationError(where, "object keys must be strings")
+                if not _valid_string(key):
+                    raise AAISValidationError(where, "object key contains a lone surrogate")
+                stack.append((child, join_pointer(where, key), depth + 1))
+        elif isinstance(item, (list, tuple)):
+            if depth >= max_depth:
+                raise AAISValidationError(where, f"nesting deeper than {max_depth} levels")
+            for index, child in enumerate(item):
+                stack.append((child, join_pointer(where, index), depth + 1))
+        else:
+            raise AAISValidationError(where, "value is not a JSON type")

@@ -1,0 +1,179 @@
+"""The parts of AAIS 1.0 envelopes, mirroring ``$defs`` of the public JSON Schema."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, StrictBool, model_validator
+from typing_extensions import Self
+
+from .base import AAISModel, Digest, Extensions, Id, JsonObject, Text, Timestamp
+from .timestamps import parse_timestamp
+
+DecisionKind = Literal["approve", "deny", "cancel"]
+Scope = Literal["once", "session", "persistent"]
+RiskLevel = Literal["low", "medium", "high", "critical"]
+Outcome = Literal["approved", "denied", "cancelled", "expired", "stale", "conflict", "invalid"]
+ActorType = Literal["human", "policy"]
+
+
+class Origin(AAISModel):
+    """Where the request comes from: harness, session, and the run coordinates."""
+
+    harness: Id
+    session_id: Id
+    run_id: Id | None = None
+    task_id: Id | None = None
+    graph_id: Id | None = None
+    node_id: Id | None = None
+    agent_id: Id | None = None
+    profile: Id | None = None
+    subagent_run_id: Id | None = None
+    parent_run_id: Id | None = None
+    project: Text(4096) | None = None
+
+
+class Presentation(AAISModel):
+    """How to show the action; ``redacted`` values travel as opaque references."""
+
+    redacted: StrictBool | None = None
+    binding_hint: Text(1000) | None = None
+    details: Text(10000) | None = None
+
+    @model_validator(mode="after")
+    def _redacted_needs_hint(self) -> Self:
+        if self.redacted is True and self.binding_hint is None:
+            raise ValueError("binding_hint is required when redacted is true")
+        return self
+
+
+class Action(AAISModel):
+    """The exact action the human is asked about; its digest binds the decision."""
+
+    kind: Id
+    name: Id
+    summary: Text(1000)
+    arguments: JsonObject
+    resource: Text(4096) | None = None
+    working_directory: Text(4096) | None = None
+    effects: list[Text(1000)] | None = Field(default=None, max_length=100)
+    presentation: Presentation | None = None
+
+
+class Risk(AAISModel):
+    """The requester's risk assessment, with at least one reason."""
+
+    level: RiskLevel
+    reasons: list[Text(1000)] = Field(min_length=1, max_length=20)
+
+
+class Choice(AAISModel):
+    """One answer the human may give; only offered choices can resolve a request."""
+
+    decision: DecisionKind
+    scope: Scope
+    label: Text(200)
+    scope_constraints: JsonObject | None = None
+
+    @model_validator(mode="after")
+    def _scope_rules(self) -> Self:
+        if self.decision in ("deny", "cancel") and self.scope != "once":
+            raise ValueError("deny and cancel choices must use scope once")
+        if self.scope in ("session", "persistent") and not self.scope_constraints:
+            raise ValueError("session and persistent choices need scope_constraints")
+        return self
+
+
+class Request(AAISModel):
+    """A pending approval request: the action, its digest, risk and offered choices."""
+
+    id: Id
+    created_at: Timestamp
+    expires_at: Timestamp | None = None
+    status: Literal["pending"]
+    origin: Origin
+    action: Action
+    action_digest: Digest
+    risk: Risk
+    choices: list[Choice] = Field(min_length=1, max_length=10)
+    extensions: Extensions | None = None
+
+    @model_validator(mode="after")
+    def _request_rules(self) -> Self:
+        from .digest import action_digest
+
+        if not any(choice.decision in ("deny", "cancel") for choice in self.choices):
+            raise ValueError("choices must offer at least one deny or cancel")
+        offered = [(choice.decision, choice.scope) for choice in self.choices]
+        if len(offered) != len(set(offered)):
+            raise ValueError("choices must not repeat a decision and scope pair")
+        if action_digest(self.action) != self.action_digest:
+            raise ValueError("action_digest does not match the action")
+        if self.expires_at is not None and parse_timestamp(self.expires_at) <= parse_timestamp(
+            self.created_at
+        ):
+            raise ValueError("expires_at must be later than created_at")
+        return self
+
+    def offers(self, decision: str, scope: str) -> Choice | None:
+        """The offered choice with this decision and scope, if any."""
+        return next(
+            (c for c in self.choices if c.decision == decision and c.scope == scope), None
+        )
+
+
+class Actor(AAISModel):
+    """Who decided: a human or a policy, as the authenticated channel names them."""
+
+    id: Id
+    type: ActorType
+    display_name: Text(200) | None = None
+    authenticated_by: Text(200) | None = None
+
+
+class Decision(AAISModel):
+    """A presenter's answer to one request, bound to it by id and action digest."""
+
+    id: Id
+    request_id: Id
+    action_digest: Digest
+    decided_at: Timestamp
+    decision: DecisionKind
+    scope: Scope
+    actor: Actor
+    extensions: Extensions | None = None
+
+    @model_validator(mode="after")
+    def _deny_is_once(self) -> Self:
+        if self.decision in ("deny", "cancel") and self.scope != "once":
+            raise ValueError("deny and cancel decisions must use scope once")
+        return self
+
+
+class Resolution(AAISModel):
+    """The authority's terminal verdict on a request."""
+
+    id: Id
+    request_id: Id
+    decision_id: Id | None = None
+    action_digest: Digest
+    resolved_at: Timestamp
+    outcome: Outcome
+    message: Text(2000)
+    effective_scope: Scope | None = None
+    extensions: Extensions | None = None
+
+
+class Snapshot(AAISModel):
+    """Pending requests as of a sequence number."""
+
+    as_of_sequence: int = Field(ge=0)
+    pending: list[Request]
+
+
+class Activity(AAISModel):
+    """Progress on an approved action, for presenters."""
+
+    request_id: Id
+    message: Text(2000)
+    stage: Id | None = None

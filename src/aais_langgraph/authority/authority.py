@@ -33,25 +33,23 @@ from ..protocol import (
     ApprovalResolved,
     ApprovalSnapshot,
     Choice,
-    Decision,
     Origin,
     Risk,
     build_request,
-    format_timestamp,
-    new_id,
     parse_envelope,
     sha256_digest,
     utc_now,
 )
-from .constraints import constraints_match, grant_expiry
 from .errors import UnknownRequestError
+from .grants import find_grant, grant_from_decision
 from .outcomes import (
     EXTENSION_NAMESPACE,
     MESSAGES,
-    TERMINAL,
+    conflict_envelope,
     effective_expiry,
     judge,
     resolution_envelope,
+    snapshot_envelope,
 )
 from .policy import ApprovalPolicy, AskEveryTime, PolicyVerdict
 
@@ -126,7 +124,11 @@ class ApprovalAuthority:
         grant = self.match_grant(action_model, origin_model)
         if grant is not None:
             resolved = self._record_standing(
-                action_model, origin_model, outcome="approved", message="Approved by a standing grant.", grant=grant
+                action_model,
+                origin_model,
+                outcome="approved",
+                message="Approved by a standing grant.",
+                grant=grant,
             )
             return Screening(resolved, verdict)
         return Screening(None, verdict)
@@ -264,7 +266,9 @@ class ApprovalAuthority:
         moment = now if now is not None else self.clock()
         existing = self.ledger.get_resolution(decision.request_id)
         if existing is not None:
-            return self._replay(existing.envelope, existing.decision_fingerprint, fingerprint, moment)
+            return self._replay(
+                existing.envelope, existing.decision_fingerprint, fingerprint, moment
+            )
         requested = ApprovalRequested.from_data(stored.envelope)
         request = requested.request
         objection = (
@@ -276,7 +280,9 @@ class ApprovalAuthority:
             now=moment,
             expires_at=effective_expiry(request, self.default_expiry.total_seconds()),
             current_action=current,
-            policy_objection=None if objection is None else objection[:2000] or "Refused by policy.",
+            policy_objection=None
+            if objection is None
+            else objection[:2000] or "Refused by policy.",
         )
         resolved = resolution_envelope(
             request,
@@ -297,11 +303,15 @@ class ApprovalAuthority:
             resolved=resolved.to_json(),
             decided=envelope.to_json(),
             decision_fingerprint=fingerprint,
-            grant=self._grant_for(request, decision, moment) if verdict.outcome == "approved" else None,
+            grant=grant_from_decision(request, decision, moment)
+            if verdict.outcome == "approved"
+            else None,
         )
         recorded, created = self.ledger.record_resolution(write)
         if not created:
-            return self._replay(recorded.envelope, recorded.decision_fingerprint, fingerprint, moment)
+            return self._replay(
+                recorded.envelope, recorded.decision_fingerprint, fingerprint, moment
+            )
         return ApprovalResolved.from_data(recorded.envelope)
 
     def _replay(
@@ -315,49 +325,12 @@ class ApprovalAuthority:
         resolved = ApprovalResolved.from_data(recorded)
         if recorded_fingerprint == fingerprint:
             return resolved
-        original = resolved.resolution
-        conflict = ApprovalResolved.from_data(
-            {
-                "aais": "1.0",
-                "type": "approval.resolved",
-                "id": new_id("evt"),
-                "occurred_at": format_timestamp(now),
-                "sequence": self.ledger.last_sequence(),
-                **({"stream": resolved.stream} if resolved.stream else {}),
-                "resolution": {
-                    "id": new_id("res"),
-                    "request_id": original.request_id,
-                    "action_digest": original.action_digest,
-                    "resolved_at": format_timestamp(now),
-                    "outcome": "conflict",
-                    "message": f"{MESSAGES['conflict']} Recorded outcome: {original.outcome}.",
-                    "extensions": {EXTENSION_NAMESPACE + "recorded_resolution_id": original.id},
-                },
-            }
-        )
+        conflict = conflict_envelope(resolved, now=now, sequence=self.ledger.last_sequence())
         self.ledger.append_audit("conflict", conflict.to_json())
         return conflict
 
-    def _grant_for(self, request: Any, decision: Decision, now: datetime) -> Grant | None:
-        """The grant an approved session/persistent choice records, if any."""
-        if decision.scope == "once":
-            return None
-        choice = request.offers(decision.decision, decision.scope)
-        constraints = dict(choice.scope_constraints or {}) if choice is not None else {}
-        expiry = grant_expiry(constraints, now)
-        return Grant(
-            grant_id=new_id("grant"),
-            request_id=request.id,
-            scope=decision.scope,
-            session_id=request.origin.session_id,
-            action_name=str(constraints.get("action_name", request.action.name)),
-            constraints=constraints,
-            created_at=now.timestamp(),
-            expires_at=None if expiry is None else expiry.timestamp(),
-        )
-
     def cancel(self, request_id: str, *, reason: str | None = None) -> ApprovalResolved:
-        """Resolve a pending request ``cancelled``; returns the recorded resolution if it had one."""
+        """Resolve a pending request ``cancelled``; a resolved one keeps its resolution."""
         return self._close(request_id, outcome="cancelled", message=reason or MESSAGES["cancelled"])
 
     def expire(self, request_id: str) -> ApprovalResolved:
@@ -415,22 +388,16 @@ class ApprovalAuthority:
         now: datetime | None = None,
     ) -> Grant | None:
         """A live grant covering ``action`` in ``origin``'s session, if any."""
-        action_model = Action.from_data(action, pointer="/action")
-        origin_model = Origin.from_data(origin, pointer="/origin")
-        instant = (now if now is not None else self.clock()).timestamp()
-        for grant in self.ledger.list_grants(
-            session_id=origin_model.session_id, action_name=action_model.name
-        ):
-            if grant.expires_at is not None and instant >= grant.expires_at:
-                continue
-            if grant.scope == "session" and grant.session_id != origin_model.session_id:
-                continue
-            scoped = {"action_name": grant.action_name, **grant.constraints}
-            if constraints_match(scoped, action_model):
-                return grant
-        return None
+        return find_grant(
+            self.ledger,
+            Action.from_data(action, pointer="/action"),
+            Origin.from_data(origin, pointer="/origin"),
+            now=now if now is not None else self.clock(),
+        )
 
-    def list_grants(self, *, session_id: str | None = None, include_revoked: bool = False) -> list[Grant]:
+    def list_grants(
+        self, *, session_id: str | None = None, include_revoked: bool = False
+    ) -> list[Grant]:
         """Recorded grants, optionally those usable in one session."""
         return self.ledger.list_grants(session_id=session_id, include_revoked=include_revoked)
 
@@ -440,7 +407,9 @@ class ApprovalAuthority:
 
     # -- presenters ------------------------------------------------------------------
 
-    def snapshot(self, *, session_id: str | None = None, stream: str | None = None) -> ApprovalSnapshot:
+    def snapshot(
+        self, *, session_id: str | None = None, stream: str | None = None
+    ) -> ApprovalSnapshot:
         """``approval.snapshot`` of pending, unexpired requests."""
         as_of = self.ledger.last_sequence()
         now = self.clock()
@@ -449,17 +418,7 @@ class ApprovalAuthority:
             request = ApprovalRequested.from_data(stored.envelope).request
             if now < effective_expiry(request, self.default_expiry.total_seconds()):
                 pending.append(request.to_json())
-        envelope: dict[str, Any] = {
-            "aais": "1.0",
-            "type": "approval.snapshot",
-            "id": new_id("evt"),
-            "occurred_at": format_timestamp(now),
-            "sequence": as_of,
-            "snapshot": {"as_of_sequence": as_of, "pending": pending},
-        }
-        if stream is not None:
-            envelope["stream"] = stream
-        return ApprovalSnapshot.from_data(envelope)
+        return snapshot_envelope(pending, as_of=as_of, now=now, stream=stream)
 
     def events_after(self, sequence: int, *, limit: int = 1000) -> EventPage:
         """Stored events after ``sequence``; ``gap`` when history before them was compacted."""
@@ -483,7 +442,9 @@ class ApprovalAuthority:
     ) -> Screening:
         return await asyncio.to_thread(self.screen, action, origin=origin)
 
-    async def arequest(self, action: Action | Mapping[str, Any], **kwargs: Any) -> ApprovalRequested:
+    async def arequest(
+        self, action: Action | Mapping[str, Any], **kwargs: Any
+    ) -> ApprovalRequested:
         return await asyncio.to_thread(lambda: self.request(action, **kwargs))
 
     async def aadd(self, requested: Any, **kwargs: Any) -> ApprovalRequested:
@@ -506,4 +467,3 @@ class ApprovalAuthority:
 
     async def arevoke_grant(self, grant_id: str) -> bool:
         return await asyncio.to_thread(self.revoke_grant, grant_id)
-

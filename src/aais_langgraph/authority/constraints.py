@@ -136,6 +136,8 @@ def explain_constraints(constraints: Mapping[str, Any]) -> list[str]:
         lines.append(f"for {constraints['expires_in_seconds']} seconds after approval")
     if unknown:
         lines.append(
-            "unrecognised constraint(s) " + ", ".join(map(repr, unknown)) + ": the grant will never apply"
+            "unrecognised constraint(s) "
+            + ", ".join(map(repr, unknown))
+            + ": the grant will never apply"
         )
     return lines

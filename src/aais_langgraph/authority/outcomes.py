@@ -9,6 +9,7 @@ from typing import Any
 from ..protocol import (
     Action,
     ApprovalResolved,
+    ApprovalSnapshot,
     Decision,
     Outcome,
     Request,
@@ -120,3 +121,47 @@ def resolution_envelope(
     if stream is not None:
         envelope["stream"] = stream
     return ApprovalResolved.from_data(envelope)
+
+
+def conflict_envelope(
+    recorded: ApprovalResolved, *, now: datetime, sequence: int
+) -> ApprovalResolved:
+    """The ``conflict`` answer to a decision that differs from the recorded one."""
+    original = recorded.resolution
+    moment = format_timestamp(now)
+    envelope: dict[str, Any] = {
+        "aais": "1.0",
+        "type": "approval.resolved",
+        "id": new_id("evt"),
+        "occurred_at": moment,
+        "sequence": sequence,
+        "resolution": {
+            "id": new_id("res"),
+            "request_id": original.request_id,
+            "action_digest": original.action_digest,
+            "resolved_at": moment,
+            "outcome": "conflict",
+            "message": f"{MESSAGES['conflict']} Recorded outcome: {original.outcome}.",
+            "extensions": {EXTENSION_NAMESPACE + "recorded_resolution_id": original.id},
+        },
+    }
+    if recorded.stream is not None:
+        envelope["stream"] = recorded.stream
+    return ApprovalResolved.from_data(envelope)
+
+
+def snapshot_envelope(
+    pending: list[dict[str, Any]], *, as_of: int, now: datetime, stream: str | None
+) -> ApprovalSnapshot:
+    """``approval.snapshot`` of the given pending requests as of a sequence."""
+    envelope: dict[str, Any] = {
+        "aais": "1.0",
+        "type": "approval.snapshot",
+        "id": new_id("evt"),
+        "occurred_at": format_timestamp(now),
+        "sequence": as_of,
+        "snapshot": {"as_of_sequence": as_of, "pending": pending},
+    }
+    if stream is not None:
+        envelope["stream"] = stream
+    return ApprovalSnapshot.from_data(envelope)

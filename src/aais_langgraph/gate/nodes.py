@@ -38,7 +38,9 @@ def approval_node(
     """
 
     def gate(state: Any) -> dict[str, Any]:
-        resolved = request_approval(_action_of(action, state), authority=authority, **request_options)
+        resolved = request_approval(
+            _action_of(action, state), authority=authority, **request_options
+        )
         return {result_key: resolved.to_json()}
 
     return gate
@@ -86,7 +88,9 @@ def requires_approval(
 
         @functools.wraps(node)
         def gate(state: Any, *args: Any, **kwargs: Any) -> Any:
-            resolved = request_approval(_action_of(action, state), authority=authority, **request_options)
+            resolved = request_approval(
+                _action_of(action, state), authority=authority, **request_options
+            )
             if not is_approved_for(resolved, _action_of(action, state)):
                 return rejected(state, resolved)
             return node(state, *args, **kwargs)

@@ -46,7 +46,9 @@ def response_type(request: Request) -> Any:
         decision=(Union[bodies], ...),  # type: ignore[valid-type]  # noqa: UP007
     )
     notice_body = create_model(
-        "ResolutionOfRequest", __base__=Resolution, request_id=(Literal[request.id], ...)  # type: ignore[valid-type]
+        "ResolutionOfRequest",
+        __base__=Resolution,
+        request_id=(Literal[request.id], ...),  # type: ignore[valid-type]
     )
     notice = create_model(
         "ApprovalResolvedForRequest",

@@ -65,14 +65,18 @@ def _parse_answers(
 ) -> list[ApprovalDecided | Cancellation]:
     """Validate every answer before anything changes: shape, known request, this thread."""
     items: Sequence[Answer] = (
-        [answers] if isinstance(answers, (ApprovalDecided, Cancellation, Mapping, str, bytes)) else answers
+        [answers]
+        if isinstance(answers, (ApprovalDecided, Cancellation, Mapping, str, bytes))
+        else answers
     )
     if not items:
         raise AAISValidationError("/decisions", "at least one decision is required")
     parsed: list[ApprovalDecided | Cancellation] = []
     for index, item in enumerate(items):
         answer = item if isinstance(item, Cancellation) else _parse_decided(item, index)
-        request_id = answer.request_id if isinstance(answer, Cancellation) else answer.decision.request_id
+        request_id = (
+            answer.request_id if isinstance(answer, Cancellation) else answer.decision.request_id
+        )
         stored = authority.get_stored_request(request_id)
         if stored is None:
             raise UnknownRequestError(f"/decisions/{index}/decision/request_id")
@@ -136,7 +140,9 @@ def _judge_all(
     results: list[ApprovalResolved] = []
     resume: dict[str, Any] = {}
     for answer in answers:
-        request_id = answer.request_id if isinstance(answer, Cancellation) else answer.decision.request_id
+        request_id = (
+            answer.request_id if isinstance(answer, Cancellation) else answer.decision.request_id
+        )
         interrupt_id = view.interrupts.get(request_id)
         if isinstance(answer, Cancellation):
             resolved = authority.cancel(request_id, reason=answer.reason)

@@ -106,7 +106,9 @@ def derive_origin(
     return Origin.from_data({k: v for k, v in fields.items() if v is not None}, pointer="/origin")
 
 
-def find_authority(explicit: ApprovalAuthority | None, config: RunnableConfig | None = None) -> ApprovalAuthority:
+def find_authority(
+    explicit: ApprovalAuthority | None, config: RunnableConfig | None = None
+) -> ApprovalAuthority:
     """The authority to use: the argument, else runtime context, else ``configurable``."""
     if explicit is not None:
         return explicit
@@ -117,7 +119,9 @@ def find_authority(explicit: ApprovalAuthority | None, config: RunnableConfig | 
     except (RuntimeError, AttributeError):
         context = None
     candidate = (
-        context.get("authority") if isinstance(context, Mapping) else getattr(context, "authority", None)
+        context.get("authority")
+        if isinstance(context, Mapping)
+        else getattr(context, "authority", None)
     )
     if isinstance(candidate, ApprovalAuthority):
         return candidate

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
@@ -16,9 +17,11 @@ from pydantic import (
     StrictStr,
     StringConstraints,
     ValidationError,
+    ValidationInfo,
     model_serializer,
     model_validator,
 )
+from pydantic_core import ErrorDetails
 from typing_extensions import Self
 
 from .errors import AAISValidationError, join_pointer
@@ -47,35 +50,90 @@ def _check_timestamp(value: str) -> str:
     return value
 
 
-def _check_ijson_object(value: dict[str, Any]) -> dict[str, Any]:
-    check_ijson(value, max_depth=DEFAULT_MAX_DEPTH)
+# Validation context key carrying the nesting bound of the document being validated.
+MAX_DEPTH_CONTEXT = "aais_max_depth"
+
+
+def _context_max_depth(info: ValidationInfo) -> int:
+    context = info.context
+    if isinstance(context, Mapping):
+        bound = context.get(MAX_DEPTH_CONTEXT)
+        if isinstance(bound, int):
+            return bound
+    return DEFAULT_MAX_DEPTH
+
+
+def _check_ijson_value(value: Any, info: ValidationInfo) -> Any:
+    # Runs before pydantic's own dict checks, so a non-string key is reported at its
+    # object rather than echoed in the error location.
+    check_ijson(value, max_depth=_context_max_depth(info))
     return value
 
 
-def _check_extensions(value: dict[str, Any]) -> dict[str, Any]:
+def _check_extension_keys(value: dict[str, Any]) -> dict[str, Any]:
     for key in value:
         if _EXTENSION_KEY.match(key) is None:
-            raise ValueError("extension keys must be namespaced (a URL or domain/ prefix)")
-    return _check_ijson_object(value)
+            raise AAISValidationError(
+                join_pointer("", key), "extension keys must be namespaced (a URL or domain/ prefix)"
+            )
+    return value
+
+
+def _check_unicode(value: str) -> str:
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("string contains a lone surrogate") from None
+    return value
 
 
 Id = Annotated[StrictStr, StringConstraints(min_length=1, max_length=200), AfterValidator(_check_id)]
 Timestamp = Annotated[StrictStr, AfterValidator(_check_timestamp)]
 Digest = Annotated[StrictStr, AfterValidator(_check_digest)]
 Sequence = Annotated[StrictInt, Field(ge=0, le=MAX_SAFE_INTEGER)]
-JsonObject = Annotated[dict[StrictStr, Any], AfterValidator(_check_ijson_object)]
-Extensions = Annotated[dict[StrictStr, Any], AfterValidator(_check_extensions)]
+JsonObject = Annotated[dict[StrictStr, Any], BeforeValidator(_check_ijson_value)]
+Extensions = Annotated[
+    dict[StrictStr, Any],
+    BeforeValidator(_check_ijson_value),
+    AfterValidator(_check_extension_keys),
+]
+
+# Non-empty strings of bounded length (the schema's minLength 1 / maxLength n).
+Text200 = Annotated[
+    StrictStr, StringConstraints(min_length=1, max_length=200), AfterValidator(_check_unicode)
+]
+Text1000 = Annotated[
+    StrictStr, StringConstraints(min_length=1, max_length=1000), AfterValidator(_check_unicode)
+]
+Text2000 = Annotated[
+    StrictStr, StringConstraints(min_length=1, max_length=2000), AfterValidator(_check_unicode)
+]
+Text4096 = Annotated[
+    StrictStr, StringConstraints(min_length=1, max_length=4096), AfterValidator(_check_unicode)
+]
+Text10000 = Annotated[
+    StrictStr, StringConstraints(min_length=1, max_length=10000), AfterValidator(_check_unicode)
+]
 
 
-def Text(max_length: int) -> Any:  # noqa: N802 - reads like a type in field declarations
-    """A non-empty string of at most ``max_length`` characters."""
-    return Annotated[StrictStr, StringConstraints(min_length=1, max_length=max_length)]
+def _safe_location(error: ErrorDetails) -> tuple[str | int, ...]:
+    """pydantic's location, cut before any object key that is not a valid member name.
+
+    A non-string key would otherwise be echoed into the pointer (and so the message).
+    """
+    location = tuple(error["loc"])
+    if error["type"] == "invalid_key":
+        location = location[:-1]
+    if "[key]" in location:
+        location = location[: max(location.index("[key]") - 1, 0)]
+    return location
 
 
 def pydantic_error_to_aais(error: ValidationError, pointer: str = "") -> AAISValidationError:
     """Turn pydantic's first error into our error: a JSON pointer and a value-free reason."""
     first = error.errors(include_input=False, include_url=False)[0]
-    location = join_pointer(pointer, *first["loc"])
+    location = join_pointer(pointer, *_safe_location(first))
     cause = (first.get("ctx") or {}).get("error")
     if isinstance(cause, AAISValidationError):
         return AAISValidationError(location + cause.pointer, cause.reason)
@@ -100,7 +158,9 @@ class AAISModel(BaseModel):
         if isinstance(data, Mapping):
             for key, value in data.items():
                 if value is None and key in cls.model_fields:
-                    raise ValueError(f"field {key!s} must not be null")
+                    raise AAISValidationError(
+                        join_pointer("", key), "optional fields are omitted, never null"
+                    )
         return data
 
     @model_serializer(mode="wrap")
@@ -109,8 +169,18 @@ class AAISModel(BaseModel):
         return {key: value for key, value in dumped.items() if value is not None}
 
     @classmethod
-    def from_data(cls, data: Self | Mapping[str, Any], *, pointer: str = "") -> Self:
-        """Accept a model or an equivalent plain mapping; raise AAISValidationError otherwise."""
+    def from_data(
+        cls,
+        data: Self | Mapping[str, Any],
+        *,
+        pointer: str = "",
+        max_depth: int = DEFAULT_MAX_DEPTH,
+    ) -> Self:
+        """Accept a model or an equivalent plain mapping; raise AAISValidationError otherwise.
+
+        ``pointer`` prefixes error locations; ``max_depth`` bounds the nesting of
+        free-form objects (``arguments``, ``scope_constraints``, ``extensions``).
+        """
         if isinstance(data, cls):
             return data
         if isinstance(data, BaseModel):
@@ -118,7 +188,7 @@ class AAISModel(BaseModel):
         if not isinstance(data, Mapping):
             raise AAISValidationError(pointer, "expected a JSON object")
         try:
-            return cls.model_validate(dict(data))
+            return cls.model_validate(dict(data), context={MAX_DEPTH_CONTEXT: max_depth})
         except ValidationError as error:
             raise pydantic_error_to_aais(error, pointer) from None
 

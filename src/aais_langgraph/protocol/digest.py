@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +21,7 @@ def canonical_json(value: Any, *, max_depth: int = DEFAULT_MAX_DEPTH, pointer: s
     check_ijson(value, max_depth=max_depth, pointer=pointer)
     try:
         return rfc8785.dumps(value)
-    except rfc8785.CanonicalizationError:
+    except (rfc8785.CanonicalizationError, RecursionError):
         raise AAISValidationError(pointer, "value cannot be canonicalized") from None
 
 
@@ -38,4 +39,7 @@ def action_digest(action: Action | Mapping[str, Any]) -> str:
     from .parts import Action
 
     model = action if isinstance(action, Action) else Action.from_data(action, pointer="/action")
-    return sha256_digest(model.model_dump(mode="json"))
+    # The model bounded its nesting when it was validated (possibly under a raised
+    # bound); the content is checked again because ``arguments`` is a mutable dict.
+    content = canonical_json(model.model_dump(mode="json"), max_depth=sys.maxsize)
+    return "sha256:" + hashlib.sha256(content).hexdigest()

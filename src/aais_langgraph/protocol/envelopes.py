@@ -8,10 +8,23 @@ from .base import AAISModel, Extensions, Id, Sequence, Timestamp
 from .parts import Activity, Decision, Request, Resolution, Snapshot
 
 
+EnvelopeType = Literal[
+    "approval.requested",
+    "approval.decided",
+    "approval.resolved",
+    "approval.snapshot",
+    "approval.activity",
+]
+
+
 class Envelope(AAISModel):
-    """Fields every envelope carries: version, type, event id, time and sequence."""
+    """Fields every envelope carries: version, type, event id, time and sequence.
+
+    Fields are declared in the schema's order, so a dump reads like the spec's examples.
+    """
 
     aais: Literal["1.0"]
+    type: EnvelopeType
     id: Id
     occurred_at: Timestamp
     sequence: Sequence

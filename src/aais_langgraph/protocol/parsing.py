@@ -72,4 +72,4 @@ def parse_envelope(
         raise AAISValidationError("/type", f"expected an {names.get(expected, 'other')} envelope")
     if isinstance(document, Envelope):
         return document
-    return model_type.from_data(document)
+    return model_type.from_data(document, max_depth=max_depth)

@@ -7,7 +7,21 @@ from typing import Literal
 from pydantic import Field, StrictBool, model_validator
 from typing_extensions import Self
 
-from .base import AAISModel, Digest, Extensions, Id, JsonObject, Text, Timestamp
+from .base import (
+    AAISModel,
+    Digest,
+    Extensions,
+    Id,
+    JsonObject,
+    Sequence,
+    Text200,
+    Text1000,
+    Text2000,
+    Text4096,
+    Text10000,
+    Timestamp,
+)
+from .errors import AAISValidationError
 from .timestamps import parse_timestamp
 
 DecisionKind = Literal["approve", "deny", "cancel"]
@@ -30,20 +44,20 @@ class Origin(AAISModel):
     profile: Id | None = None
     subagent_run_id: Id | None = None
     parent_run_id: Id | None = None
-    project: Text(4096) | None = None
+    project: Text4096 | None = None
 
 
 class Presentation(AAISModel):
     """How to show the action; ``redacted`` values travel as opaque references."""
 
     redacted: StrictBool | None = None
-    binding_hint: Text(1000) | None = None
-    details: Text(10000) | None = None
+    binding_hint: Text1000 | None = None
+    details: Text10000 | None = None
 
     @model_validator(mode="after")
     def _redacted_needs_hint(self) -> Self:
         if self.redacted is True and self.binding_hint is None:
-            raise ValueError("binding_hint is required when redacted is true")
+            raise AAISValidationError("/binding_hint", "required when redacted is true")
         return self
 
 
@@ -52,11 +66,11 @@ class Action(AAISModel):
 
     kind: Id
     name: Id
-    summary: Text(1000)
+    summary: Text1000
     arguments: JsonObject
-    resource: Text(4096) | None = None
-    working_directory: Text(4096) | None = None
-    effects: list[Text(1000)] | None = Field(default=None, max_length=100)
+    resource: Text4096 | None = None
+    working_directory: Text4096 | None = None
+    effects: list[Text1000] | None = Field(default=None, max_length=100)
     presentation: Presentation | None = None
 
 
@@ -64,7 +78,7 @@ class Risk(AAISModel):
     """The requester's risk assessment, with at least one reason."""
 
     level: RiskLevel
-    reasons: list[Text(1000)] = Field(min_length=1, max_length=20)
+    reasons: list[Text1000] = Field(min_length=1, max_length=20)
 
 
 class Choice(AAISModel):
@@ -72,15 +86,17 @@ class Choice(AAISModel):
 
     decision: DecisionKind
     scope: Scope
-    label: Text(200)
-    scope_constraints: JsonObject | None = None
+    label: Text200
+    scope_constraints: JsonObject | None = Field(default=None, min_length=1)
 
     @model_validator(mode="after")
     def _scope_rules(self) -> Self:
         if self.decision in ("deny", "cancel") and self.scope != "once":
-            raise ValueError("deny and cancel choices must use scope once")
-        if self.scope in ("session", "persistent") and not self.scope_constraints:
-            raise ValueError("session and persistent choices need scope_constraints")
+            raise AAISValidationError("/scope", "deny and cancel choices must use scope once")
+        if self.scope in ("session", "persistent") and self.scope_constraints is None:
+            raise AAISValidationError(
+                "/scope_constraints", "session and persistent choices need scope_constraints"
+            )
         return self
 
 
@@ -102,17 +118,21 @@ class Request(AAISModel):
     def _request_rules(self) -> Self:
         from .digest import action_digest
 
-        if not any(choice.decision in ("deny", "cancel") for choice in self.choices):
-            raise ValueError("choices must offer at least one deny or cancel")
-        offered = [(choice.decision, choice.scope) for choice in self.choices]
-        if len(offered) != len(set(offered)):
-            raise ValueError("choices must not repeat a decision and scope pair")
-        if action_digest(self.action) != self.action_digest:
-            raise ValueError("action_digest does not match the action")
         if self.expires_at is not None and parse_timestamp(self.expires_at) <= parse_timestamp(
             self.created_at
         ):
-            raise ValueError("expires_at must be later than created_at")
+            raise AAISValidationError("/expires_at", "must be later than created_at")
+        if action_digest(self.action) != self.action_digest:
+            raise AAISValidationError("/action_digest", "does not match the action")
+        offered: set[tuple[str, str]] = set()
+        for index, choice in enumerate(self.choices):
+            if (choice.decision, choice.scope) in offered:
+                raise AAISValidationError(
+                    f"/choices/{index}", "repeats an offered decision and scope pair"
+                )
+            offered.add((choice.decision, choice.scope))
+        if not any(choice.decision in ("deny", "cancel") for choice in self.choices):
+            raise AAISValidationError("/choices", "must offer at least one deny or cancel")
         return self
 
     def offers(self, decision: str, scope: str) -> Choice | None:
@@ -127,8 +147,8 @@ class Actor(AAISModel):
 
     id: Id
     type: ActorType
-    display_name: Text(200) | None = None
-    authenticated_by: Text(200) | None = None
+    display_name: Text200 | None = None
+    authenticated_by: Text200 | None = None
 
 
 class Decision(AAISModel):
@@ -146,7 +166,7 @@ class Decision(AAISModel):
     @model_validator(mode="after")
     def _deny_is_once(self) -> Self:
         if self.decision in ("deny", "cancel") and self.scope != "once":
-            raise ValueError("deny and cancel decisions must use scope once")
+            raise AAISValidationError("/scope", "deny and cancel decisions must use scope once")
         return self
 
 
@@ -159,7 +179,7 @@ class Resolution(AAISModel):
     action_digest: Digest
     resolved_at: Timestamp
     outcome: Outcome
-    message: Text(2000)
+    message: Text2000
     effective_scope: Scope | None = None
     extensions: Extensions | None = None
 
@@ -167,7 +187,7 @@ class Resolution(AAISModel):
 class Snapshot(AAISModel):
     """Pending requests as of a sequence number."""
 
-    as_of_sequence: int = Field(ge=0)
+    as_of_sequence: Sequence
     pending: list[Request]
 
 
@@ -175,5 +195,5 @@ class Activity(AAISModel):
     """Progress on an approved action, for presenters."""
 
     request_id: Id
-    message: Text(2000)
+    message: Text2000
     stage: Id | None = None

@@ -1,0 +1,45 @@
+"""Grants: standing approvals from ``session``/``persistent`` choices, and matching them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from ..ledger import Grant, Ledger
+from ..protocol import Action, Decision, Origin, Request, new_id
+from .constraints import constraints_match, grant_expiry
+
+
+def grant_from_decision(request: Request, decision: Decision, now: datetime) -> Grant | None:
+    """The grant an approved session/persistent choice records (None for ``once``).
+
+    A grant is always limited to the request's action name unless the offered
+    constraints name one, and to the request's session for ``session`` scope.
+    """
+    if decision.scope == "once":
+        return None
+    choice = request.offers(decision.decision, decision.scope)
+    constraints = dict(choice.scope_constraints or {}) if choice is not None else {}
+    expiry = grant_expiry(constraints, now)
+    return Grant(
+        grant_id=new_id("grant"),
+        request_id=request.id,
+        scope=decision.scope,
+        session_id=request.origin.session_id,
+        action_name=str(constraints.get("action_name", request.action.name)),
+        constraints=constraints,
+        created_at=now.timestamp(),
+        expires_at=None if expiry is None else expiry.timestamp(),
+    )
+
+
+def find_grant(ledger: Ledger, action: Action, origin: Origin, *, now: datetime) -> Grant | None:
+    """A live, unrevoked grant whose constraints cover ``action`` in ``origin``'s session."""
+    instant = now.timestamp()
+    for grant in ledger.list_grants(session_id=origin.session_id, action_name=action.name):
+        if grant.expires_at is not None and instant >= grant.expires_at:
+            continue
+        if grant.scope == "session" and grant.session_id != origin.session_id:
+            continue
+        if constraints_match({"action_name": grant.action_name, **grant.constraints}, action):
+            return grant
+    return None

@@ -36,6 +36,7 @@ from ..protocol import (
     Origin,
     Risk,
     build_request,
+    format_timestamp,
     parse_envelope,
     sha256_digest,
     utc_now,
@@ -45,9 +46,13 @@ from .grants import find_grant, grant_from_decision
 from .outcomes import (
     EXTENSION_NAMESPACE,
     MESSAGES,
+    Judgement,
+    check_size,
     conflict_envelope,
     effective_expiry,
     judge,
+    rejection_audit,
+    resolution_audit,
     resolution_envelope,
     snapshot_envelope,
 )
@@ -164,7 +169,7 @@ class ApprovalAuthority:
             sequence=self.ledger.last_sequence(),
             extensions=extensions,
         )
-        self.ledger.append_audit("resolved", resolved.to_json())
+        self.ledger.append_audit("resolved", resolution_audit(resolved, action_name=action.name))
         return resolved
 
     def request(
@@ -206,11 +211,19 @@ class ApprovalAuthority:
         thread_id: str | None = None,
         context: Mapping[str, Any] | None = None,
     ) -> ApprovalRequested:
-        """Persist an ``approval.requested`` envelope and return it as stored."""
+        """Persist an ``approval.requested`` envelope and return it as stored.
+
+        A request without ``expires_at`` is stored with ``created_at`` plus the
+        authority's default expiry. An id already stored returns the stored request.
+        """
         envelope = parse_envelope(requested, expected=ApprovalRequested)
-        stored, _ = self.ledger.add_request(
-            envelope.to_json(), thread_id=thread_id, context=context
-        )
+        check_size(envelope)
+        document = envelope.to_json()
+        if envelope.request.expires_at is None:
+            # Every request gets a finite expiry, stored where sweeps and presenters see it.
+            expiry = effective_expiry(envelope.request, self.default_expiry.total_seconds())
+            document["request"]["expires_at"] = format_timestamp(expiry)
+        stored, _ = self.ledger.add_request(document, thread_id=thread_id, context=context)
         return ApprovalRequested.from_data(stored.envelope)
 
     def get_request(self, request_id: str) -> ApprovalRequested | None:
@@ -248,6 +261,7 @@ class ApprovalAuthority:
         pending for a correct decision.
         """
         envelope = parse_envelope(decided, expected=ApprovalDecided)
+        check_size(envelope)
         decision = envelope.decision
         if actor is not None:
             decision = decision.model_copy(
@@ -264,26 +278,28 @@ class ApprovalAuthority:
             raise UnknownRequestError()
         fingerprint = sha256_digest(decision.model_dump(mode="json"))
         moment = now if now is not None else self.clock()
+        if moment.tzinfo is None:
+            raise ValueError("now: datetime must be timezone-aware")
         existing = self.ledger.get_resolution(decision.request_id)
         if existing is not None:
             return self._replay(
-                existing.envelope, existing.decision_fingerprint, fingerprint, moment
+                existing.envelope, existing.decision_fingerprint, fingerprint, moment, decision.id
             )
         requested = ApprovalRequested.from_data(stored.envelope)
         request = requested.request
-        objection = (
-            self.policy.on_decision(request, decision) if decision.decision == "approve" else None
-        )
         verdict = judge(
             request,
             decision,
             now=moment,
             expires_at=effective_expiry(request, self.default_expiry.total_seconds()),
             current_action=current,
-            policy_objection=None
-            if objection is None
-            else objection[:2000] or "Refused by policy.",
+            policy_objection=None,
         )
+        if verdict.outcome == "approved":
+            # The policy sees only approvals that passed every other check.
+            objection = self.policy.on_decision(request, decision)
+            if objection is not None:
+                verdict = Judgement("invalid", objection[:2000] or "Refused by policy.", False)
         resolved = resolution_envelope(
             request,
             outcome=verdict.outcome,
@@ -294,9 +310,7 @@ class ApprovalAuthority:
             stream=requested.stream,
         )
         if not verdict.terminal:
-            self.ledger.append_audit(
-                "decided", {"decided": envelope.to_json(), "rejected": resolved.to_json()}
-            )
+            self.ledger.append_audit("decided", rejection_audit(envelope, resolved))
             return resolved
         write = ResolutionWrite(
             request_id=request.id,
@@ -310,7 +324,7 @@ class ApprovalAuthority:
         recorded, created = self.ledger.record_resolution(write)
         if not created:
             return self._replay(
-                recorded.envelope, recorded.decision_fingerprint, fingerprint, moment
+                recorded.envelope, recorded.decision_fingerprint, fingerprint, moment, decision.id
             )
         return ApprovalResolved.from_data(recorded.envelope)
 
@@ -320,13 +334,14 @@ class ApprovalAuthority:
         recorded_fingerprint: str | None,
         fingerprint: str,
         now: datetime,
+        decision_id: str,
     ) -> ApprovalResolved:
         """Same resolution for an identical decision, a ``conflict`` for any other."""
         resolved = ApprovalResolved.from_data(recorded)
         if recorded_fingerprint == fingerprint:
             return resolved
         conflict = conflict_envelope(resolved, now=now, sequence=self.ledger.last_sequence())
-        self.ledger.append_audit("conflict", conflict.to_json())
+        self.ledger.append_audit("conflict", resolution_audit(conflict, decision_id=decision_id))
         return conflict
 
     def cancel(self, request_id: str, *, reason: str | None = None) -> ApprovalResolved:
@@ -424,9 +439,13 @@ class ApprovalAuthority:
         """Stored events after ``sequence``; ``gap`` when history before them was compacted."""
         if isinstance(sequence, bool) or not isinstance(sequence, int) or sequence < 0:
             raise AAISValidationError("/sequence", "must be a non-negative integer")
+        last = self.ledger.last_sequence()
         first = self.ledger.first_event_sequence()
         events = self.ledger.events_after(sequence, limit=limit)
-        gap = first is not None and first > sequence + 1
+        # Sequences are contiguous, so anything missing before the oldest stored event
+        # was compacted; with nothing stored, everything up to ``last`` was.
+        oldest = first if first is not None else last + 1
+        gap = sequence < last and oldest > sequence + 1
         return EventPage(events=events, gap=gap, last_sequence=self.ledger.last_sequence())
 
     def verify_audit(self, *, expected_tip: tuple[int, str] | None = None) -> AuditVerification:
@@ -459,11 +478,55 @@ class ApprovalAuthority:
     async def aexpire_due(self, *, now: datetime | None = None) -> list[ApprovalResolved]:
         return await asyncio.to_thread(self.expire_due, now=now)
 
-    async def asnapshot(self, *, session_id: str | None = None) -> ApprovalSnapshot:
-        return await asyncio.to_thread(self.snapshot, session_id=session_id)
+    async def aexpire(self, request_id: str) -> ApprovalResolved:
+        return await asyncio.to_thread(self.expire, request_id)
+
+    async def asupersede(self, request_id: str) -> ApprovalResolved:
+        return await asyncio.to_thread(self.supersede, request_id)
+
+    async def acancel_session(self, session_id: str) -> list[ApprovalResolved]:
+        return await asyncio.to_thread(self.cancel_session, session_id)
+
+    async def acancel_thread(self, thread_id: str) -> list[ApprovalResolved]:
+        return await asyncio.to_thread(self.cancel_thread, thread_id)
+
+    async def asnapshot(
+        self, *, session_id: str | None = None, stream: str | None = None
+    ) -> ApprovalSnapshot:
+        return await asyncio.to_thread(self.snapshot, session_id=session_id, stream=stream)
+
+    async def aevents_after(self, sequence: int, *, limit: int = 1000) -> EventPage:
+        return await asyncio.to_thread(self.events_after, sequence, limit=limit)
+
+    async def averify_audit(
+        self, *, expected_tip: tuple[int, str] | None = None
+    ) -> AuditVerification:
+        return await asyncio.to_thread(self.verify_audit, expected_tip=expected_tip)
+
+    async def aget_request(self, request_id: str) -> ApprovalRequested | None:
+        return await asyncio.to_thread(self.get_request, request_id)
+
+    async def aget_stored_request(self, request_id: str) -> StoredRequest | None:
+        return await asyncio.to_thread(self.get_stored_request, request_id)
 
     async def aget_resolution(self, request_id: str) -> ApprovalResolved | None:
         return await asyncio.to_thread(self.get_resolution, request_id)
+
+    async def amatch_grant(
+        self,
+        action: Action | Mapping[str, Any],
+        origin: Origin | Mapping[str, Any],
+        *,
+        now: datetime | None = None,
+    ) -> Grant | None:
+        return await asyncio.to_thread(self.match_grant, action, origin, now=now)
+
+    async def alist_grants(
+        self, *, session_id: str | None = None, include_revoked: bool = False
+    ) -> list[Grant]:
+        return await asyncio.to_thread(
+            self.list_grants, session_id=session_id, include_revoked=include_revoked
+        )
 
     async def arevoke_grant(self, grant_id: str) -> bool:
         return await asyncio.to_thread(self.revoke_grant, grant_id)

@@ -1,8 +1,8 @@
 """The scope-constraint vocabulary: what a ``session``/``persistent`` grant covers.
 
-A grant covers a later action only if every constraint key is known and holds.
-Unknown keys never match, so a constraint this version does not understand can
-only narrow a grant, never widen it.
+A grant covers a later action only if every constraint key is known, well-formed
+and holds. Unknown keys and malformed values never match, so a constraint this
+version does not understand can only narrow a grant, never widen it.
 
 Keys:
 
@@ -11,8 +11,9 @@ Keys:
 - ``arguments``: an object; each listed argument equals the given JSON value.
 - ``argument_prefixes``: an object; each listed argument is a string starting
   with the given prefix.
-- ``command_prefix``: shorthand for ``argument_prefixes: {"command": ...}``
-  (the form the AAIS examples use).
+- ``command_prefix``: the ``command`` argument is a string starting with this
+  prefix (the form the AAIS examples use); checked in addition to any
+  ``argument_prefixes``, so it can only narrow them.
 - ``resource_prefix``: the action's ``resource`` starts with this string.
 - ``working_directory``: the action's ``working_directory`` equals this string.
 - ``expires_at``: RFC 3339 time after which the grant no longer applies.
@@ -22,7 +23,7 @@ Keys:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from ..protocol import AAISValidationError, Action, parse_timestamp
@@ -42,15 +43,33 @@ KNOWN_KEYS = frozenset(
 )
 
 
-def _prefixes(constraints: Mapping[str, Any]) -> dict[str, Any]:
-    prefixes = dict(constraints.get("argument_prefixes") or {})
+def _prefix_maps(constraints: Mapping[str, Any]) -> list[Any]:
+    """Every argument-prefix map the constraints state; each must hold on its own.
+
+    ``command_prefix`` is checked apart from ``argument_prefixes``, so a second
+    prefix for ``command`` can only narrow the grant, never replace the first.
+    """
+    maps: list[Any] = []
+    if "argument_prefixes" in constraints:
+        maps.append(constraints["argument_prefixes"])
     if "command_prefix" in constraints:
-        prefixes.setdefault("command", constraints["command_prefix"])
-    return prefixes
+        maps.append({"command": constraints["command_prefix"]})
+    return maps
+
+
+def _prefixes_hold(prefixes: Any, action: Action) -> bool:
+    if not isinstance(prefixes, Mapping):
+        return False
+    return all(
+        isinstance(prefix, str)
+        and isinstance(action.arguments.get(key), str)
+        and action.arguments[key].startswith(prefix)
+        for key, prefix in prefixes.items()
+    )
 
 
 def constraints_match(constraints: Mapping[str, Any], action: Action) -> bool:
-    """True only if every constraint is known and the action satisfies it."""
+    """True only if every constraint is known, well-formed, and the action satisfies it."""
     if not constraints or not set(constraints) <= KNOWN_KEYS:
         return False
     checks: list[bool] = []
@@ -67,16 +86,7 @@ def constraints_match(constraints: Mapping[str, Any], action: Action) -> bool:
                 for key, value in expected.items()
             )
         )
-    prefixes = _prefixes(constraints)
-    if prefixes or "argument_prefixes" in constraints:
-        checks.append(
-            all(
-                isinstance(prefix, str)
-                and isinstance(action.arguments.get(key), str)
-                and action.arguments[key].startswith(prefix)
-                for key, prefix in prefixes.items()
-            )
-        )
+    checks.extend(_prefixes_hold(prefixes, action) for prefixes in _prefix_maps(constraints))
     if "resource_prefix" in constraints:
         prefix = constraints["resource_prefix"]
         checks.append(
@@ -118,14 +128,28 @@ def explain_constraints(constraints: Mapping[str, Any]) -> list[str]:
     """Plain-language lines a presenter shows before a human grants this scope."""
     lines: list[str] = []
     unknown = sorted(set(constraints) - KNOWN_KEYS)
+    malformed: list[str] = []
     if "action_name" in constraints:
         lines.append(f"only the action named {constraints['action_name']!r}")
     if "action_kind" in constraints:
         lines.append(f"only actions of kind {constraints['action_kind']!r}")
-    for key, value in dict(constraints.get("arguments") or {}).items():
-        lines.append(f"argument {key!r} exactly equal to {value!r}")
-    for key, prefix in _prefixes(constraints).items():
-        lines.append(f"argument {key!r} starting with {prefix!r}")
+    if "arguments" in constraints:
+        arguments = constraints["arguments"]
+        if isinstance(arguments, Mapping):
+            for key, value in arguments.items():
+                lines.append(f"argument {key!r} exactly equal to {value!r}")
+        else:
+            malformed.append("arguments")
+    for name in ("argument_prefixes", "command_prefix"):
+        if name not in constraints:
+            continue
+        value = constraints[name]
+        prefixes = value if name == "argument_prefixes" else {"command": value}
+        if isinstance(prefixes, Mapping):
+            for key, prefix in prefixes.items():
+                lines.append(f"argument {key!r} starting with {prefix!r}")
+        else:
+            malformed.append(name)
     if "resource_prefix" in constraints:
         lines.append(f"resource starting with {constraints['resource_prefix']!r}")
     if "working_directory" in constraints:
@@ -134,10 +158,20 @@ def explain_constraints(constraints: Mapping[str, Any]) -> list[str]:
         lines.append(f"until {constraints['expires_at']}")
     if "expires_in_seconds" in constraints:
         lines.append(f"for {constraints['expires_in_seconds']} seconds after approval")
+    try:
+        grant_expiry(constraints, datetime.now(timezone.utc))
+    except AAISValidationError as error:
+        malformed.append(error.pointer.rsplit("/", 1)[-1])
     if unknown:
         lines.append(
             "unrecognised constraint(s) "
             + ", ".join(map(repr, unknown))
+            + ": the grant will never apply"
+        )
+    if malformed:
+        lines.append(
+            "malformed constraint(s) "
+            + ", ".join(map(repr, malformed))
             + ": the grant will never apply"
         )
     return lines

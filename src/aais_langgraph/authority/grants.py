@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from ..ledger import Grant, Ledger
-from ..protocol import Action, Decision, Origin, Request, new_id
+from ..protocol import AAISValidationError, Action, Decision, Origin, Request, new_id
 from .constraints import constraints_match, grant_expiry
 
 
@@ -13,13 +13,18 @@ def grant_from_decision(request: Request, decision: Decision, now: datetime) -> 
     """The grant an approved session/persistent choice records (None for ``once``).
 
     A grant is always limited to the request's action name unless the offered
-    constraints name one, and to the request's session for ``session`` scope.
+    constraints name one, and to the request's session for ``session`` scope. A
+    malformed expiry constraint yields a grant that never applies: the approval of
+    this one action stands, later actions ask again.
     """
     if decision.scope == "once":
         return None
     choice = request.offers(decision.decision, decision.scope)
     constraints = dict(choice.scope_constraints or {}) if choice is not None else {}
-    expiry = grant_expiry(constraints, now)
+    try:
+        expiry: datetime | None = grant_expiry(constraints, now)
+    except AAISValidationError:
+        expiry = now
     return Grant(
         grant_id=new_id("grant"),
         request_id=request.id,

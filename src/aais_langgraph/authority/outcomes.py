@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import hashlib
+import sys
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from ..protocol import (
+    DEFAULT_MAX_BYTES,
+    AAISValidationError,
     Action,
+    ApprovalDecided,
     ApprovalResolved,
     ApprovalSnapshot,
     Decision,
+    Envelope,
     Outcome,
     Request,
     action_digest,
+    canonical_json,
     format_timestamp,
     new_id,
     parse_timestamp,
@@ -51,8 +58,6 @@ def effective_expiry(request: Request, default_lifetime_seconds: float) -> datet
     """The request's expiry, or created_at + the default lifetime when it has none."""
     if request.expires_at is not None:
         return parse_timestamp(request.expires_at)
-    from datetime import timedelta
-
     return parse_timestamp(request.created_at) + timedelta(seconds=default_lifetime_seconds)
 
 
@@ -66,7 +71,7 @@ def judge(
     policy_objection: str | None,
 ) -> Judgement:
     """Apply the checks in spec order: expiry, digests, offered choice, policy."""
-    if now >= expires_at:
+    if now > expires_at:
         return Judgement("expired", MESSAGES["expired"], True)
     if decision.action_digest != request.action_digest:
         return Judgement("stale", MESSAGES["stale_decision"], False)
@@ -165,3 +170,68 @@ def snapshot_envelope(
     if stream is not None:
         envelope["stream"] = stream
     return ApprovalSnapshot.from_data(envelope)
+
+
+def check_size(envelope: Envelope, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    """Refuse an envelope whose canonical form exceeds ``max_bytes``, however it arrived.
+
+    JSON text is bounded when parsed; a mapping or model is bounded here, before
+    anything is stored.
+    """
+    if len(_canonical(envelope.to_json())) > max_bytes:
+        raise AAISValidationError("", f"document larger than {max_bytes} bytes")
+
+
+def _canonical(document: dict[str, Any]) -> bytes:
+    # Depth was bounded when the envelope was parsed.
+    return canonical_json(document, max_depth=sys.maxsize)
+
+
+def _digest(document: dict[str, Any]) -> str:
+    return "sha256:" + hashlib.sha256(_canonical(document)).hexdigest()
+
+
+def rejection_audit(decided: ApprovalDecided, rejected: ApprovalResolved) -> dict[str, Any]:
+    """The audit payload of a decision answered ``stale`` or ``invalid`` without recording it.
+
+    Ids, digests and the outcome only, like the ledger's own payloads: never values.
+    """
+    decision = decided.decision
+    return {
+        "request_id": decision.request_id,
+        "decision_id": decision.id,
+        "event_id": decided.id,
+        "decision": decision.decision,
+        "scope": decision.scope,
+        "actor_id": decision.actor.id,
+        "action_digest": decision.action_digest,
+        "outcome": rejected.resolution.outcome,
+        "envelope_digest": _digest(decided.to_json()),
+    }
+
+
+def resolution_audit(
+    resolved: ApprovalResolved,
+    *,
+    decision_id: str | None = None,
+    action_name: str | None = None,
+) -> dict[str, Any]:
+    """The audit payload of a resolution the ledger does not record itself.
+
+    Used for ``conflict`` answers (``decision_id`` names the refused decision) and
+    for standing resolutions by policy or grant (``action_name`` names the action).
+    """
+    resolution = resolved.resolution
+    payload: dict[str, Any] = {
+        "request_id": resolution.request_id,
+        "resolution_id": resolution.id,
+        "decision_id": decision_id,
+        "event_id": resolved.id,
+        "outcome": resolution.outcome,
+        "action_digest": resolution.action_digest,
+        "extensions": resolution.extensions or {},
+        "envelope_digest": _digest(resolved.to_json()),
+    }
+    if action_name is not None:
+        payload["action_name"] = action_name
+    return payload

@@ -13,10 +13,15 @@ from ..authority import DEFAULT_LEASE_TTL, ApprovalAuthority, run_lease
 from ..ledger import StoredRequest
 from ..protocol import ApprovalResolved, ApprovalSnapshot, format_timestamp, new_id
 from .resume import pending_interrupt_ids
+from .run_context import AUTHORITY_KEY
 
 
-def _thread_config(thread_id: str) -> RunnableConfig:
-    return {"configurable": {"thread_id": thread_id}}
+def _thread_config(thread_id: str, authority: ApprovalAuthority | None = None) -> RunnableConfig:
+    configurable: dict[str, Any] = {"thread_id": thread_id}
+    if authority is not None:
+        # Gates that find their authority in ``configurable`` must find it on resume too.
+        configurable[AUTHORITY_KEY] = authority
+    return {"configurable": configurable}
 
 
 def pending_approvals(
@@ -65,7 +70,7 @@ def resume_resolved(
     lease_ttl: float = DEFAULT_LEASE_TTL,
 ) -> list[ApprovalResolved]:
     """Resume a thread whose waiting requests were resolved elsewhere (CLI, sweep, cancel)."""
-    config = _thread_config(thread_id)
+    config = _thread_config(thread_id, authority)
     with run_lease(authority.ledger, thread_id, ttl=lease_ttl, wait=10.0):
         waiting = pending_interrupt_ids(graph.get_state(config).interrupts)
         resume: dict[str, Any] = {}

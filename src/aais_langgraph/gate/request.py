@@ -14,6 +14,7 @@ from typing import Any
 from langgraph.types import interrupt
 
 from ..authority import ApprovalAuthority
+from ..authority.outcomes import MESSAGES, resolution_envelope
 from ..protocol import (
     AAISValidationError,
     Action,
@@ -21,7 +22,9 @@ from ..protocol import (
     ApprovalRequested,
     ApprovalResolved,
     Choice,
+    Request,
     Risk,
+    action_digest,
 )
 from .response import response_type
 from .run_context import RunCoordinates, current_coordinates, derive_origin, find_authority
@@ -80,27 +83,59 @@ def _open_request(
     )
 
 
+def _reject(pointer: str, reason: str) -> RejectedResumeError:
+    error = RejectedResumeError(pointer, reason)
+    _mark_invalid_resume(error)
+    return error
+
+
 def _settle(
     authority: ApprovalAuthority, requested: ApprovalRequested, action: Action, answer: Any
 ) -> ApprovalResolved:
-    """Turn a validated resume value into the request's resolution, time-of-use checked."""
+    """Turn a validated resume value into the request's resolution, time-of-use checked.
+
+    A resume value that cannot settle the request (no recorded resolution behind a
+    notice, an ``invalid`` or unrecorded ``stale`` decision, or a decision that
+    ``conflict``s with the recorded one) raises :class:`RejectedResumeError`, marked
+    as an invalid resume: LangGraph saves nothing and the interrupt stays pending,
+    so a run that lost a race never overwrites the winner's checkpoint.
+    """
     request = requested.request
     if isinstance(answer, ApprovalResolved):
         recorded = authority.get_resolution(request.id)
         if recorded is None:
-            error = RejectedResumeError("/resolution", "no resolution is recorded for this request")
-            _mark_invalid_resume(error)
-            raise error
-        return recorded
-    decided = ApprovalDecided.from_data(answer.model_dump(mode="json"))
+            raise _reject("/resolution", "no resolution is recorded for this request")
+        return _at_time_of_use(authority, request, recorded, action)
+    decided = answer if isinstance(answer, ApprovalDecided) else ApprovalDecided.from_data(answer)
     resolved = authority.decide(decided, current_action=action)
-    if resolved.resolution.outcome in ("invalid",) or (
-        resolved.resolution.outcome == "stale" and authority.get_resolution(request.id) is None
+    outcome = resolved.resolution.outcome
+    if outcome in ("invalid", "conflict") or (
+        outcome == "stale" and authority.get_resolution(request.id) is None
     ):
-        error = RejectedResumeError("/decision", resolved.resolution.message)
-        _mark_invalid_resume(error)
-        raise error
-    return resolved
+        raise _reject("/decision", resolved.resolution.message)
+    return _at_time_of_use(authority, request, resolved, action)
+
+
+def _at_time_of_use(
+    authority: ApprovalAuthority, request: Request, resolved: ApprovalResolved, action: Action
+) -> ApprovalResolved:
+    """An approval stands only for the action the node computes *now*.
+
+    The request is looked up by its deterministic id, so a node whose action
+    changed without a new checkpoint (it reads something outside the graph state)
+    would otherwise receive the approval of the action the human saw. Such an
+    approval is answered ``stale`` here; the recorded resolution is left as it is.
+    """
+    if not resolved.approved or resolved.resolution.action_digest == action_digest(action):
+        return resolved
+    return resolution_envelope(
+        request,
+        outcome="stale",
+        message=MESSAGES["stale_action"],
+        now=authority.clock(),
+        sequence=authority.ledger.last_sequence(),
+        stream=resolved.stream,
+    )
 
 
 def request_approval(

@@ -30,7 +30,7 @@ from ..protocol import (
     ApprovalResolved,
     parse_envelope,
 )
-from .run_context import AUTHORITY_KEY
+from .run_context import AUTHORITY_KEY, MISSING_AUTHORITY, authority_in
 
 
 @dataclass(frozen=True)
@@ -44,13 +44,24 @@ class Cancellation:
 Answer = ApprovalDecided | Cancellation | Mapping[str, Any] | str | bytes
 
 
-def _authority_of(authority: ApprovalAuthority | None, config: RunnableConfig) -> ApprovalAuthority:
+def _authority_of(
+    authority: ApprovalAuthority | None, config: RunnableConfig, context: Any
+) -> ApprovalAuthority:
+    """The explicit authority, else the one the run context or ``configurable`` carries."""
     if authority is not None:
         return authority
-    found = (config.get("configurable") or {}).get(AUTHORITY_KEY)
-    if isinstance(found, ApprovalAuthority):
-        return found
-    raise ValueError(f"authority: pass authority=... or set configurable['{AUTHORITY_KEY}']")
+    found = authority_in(context, config)
+    if found is None:
+        raise ValueError(MISSING_AUTHORITY)
+    return found
+
+
+def _carrying(config: RunnableConfig, authority: ApprovalAuthority) -> RunnableConfig:
+    """``config`` with the authority in ``configurable``, for gates that look there."""
+    configurable = config.get("configurable") or {}
+    if AUTHORITY_KEY in configurable:
+        return config
+    return {**config, "configurable": {**configurable, AUTHORITY_KEY: authority}}
 
 
 def _thread_of(config: RunnableConfig) -> str:
@@ -179,7 +190,7 @@ def resume_with_decisions(
     unknown request id raises before anything changes. ``actor`` is the
     authenticated actor and replaces the actor in each decision body.
     """
-    found = _authority_of(authority, config)
+    found = _authority_of(authority, config, context)
     thread_id = _thread_of(config)
     answers = _parse_answers(found, thread_id, decisions)
     with run_lease(found.ledger, thread_id, ttl=lease_ttl, wait=lease_wait):
@@ -187,7 +198,7 @@ def resume_with_decisions(
         results, resume = _judge_all(found, answers, view, actor)
         if resume:
             kwargs = {} if context is None else {"context": context}
-            graph.invoke(Command(resume=resume), config, **kwargs)
+            graph.invoke(Command(resume=resume), _carrying(config, found), **kwargs)
     return results
 
 
@@ -203,7 +214,7 @@ async def aresume_with_decisions(
     lease_wait: float = 10.0,
 ) -> list[ApprovalResolved]:
     """Async twin of :func:`resume_with_decisions`."""
-    found = _authority_of(authority, config)
+    found = _authority_of(authority, config, context)
     thread_id = _thread_of(config)
     answers = await asyncio.to_thread(_parse_answers, found, thread_id, decisions)
     async with arun_lease(found.ledger, thread_id, ttl=lease_ttl, wait=lease_wait):
@@ -211,5 +222,5 @@ async def aresume_with_decisions(
         results, resume = await asyncio.to_thread(_judge_all, found, answers, view, actor)
         if resume:
             kwargs = {} if context is None else {"context": context}
-            await graph.ainvoke(Command(resume=resume), config, **kwargs)
+            await graph.ainvoke(Command(resume=resume), _carrying(config, found), **kwargs)
     return results

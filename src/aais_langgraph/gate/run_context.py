@@ -39,16 +39,28 @@ class RunCoordinates:
         return "apr_" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def _next_call_index(configurable: Mapping[str, Any]) -> int:
+def _next_call_index(configurable: Mapping[str, Any], *, consume: bool = True) -> int:
     """Count gate calls within one execution of a task (the scratchpad is per execution)."""
     scratchpad = configurable.get("__pregel_scratchpad")
     current = _CALLS.get()
     index = current[1] + 1 if current is not None and current[0] is scratchpad else 0
-    _CALLS.set((scratchpad, index))
+    if consume:
+        _CALLS.set((scratchpad, index))
     return index
 
 
-def current_coordinates(config: RunnableConfig | None = None) -> RunCoordinates:
+def peek_coordinates(config: RunnableConfig | None = None) -> RunCoordinates:
+    """The coordinates the next gate call in this execution will get, without using them up.
+
+    Lets a caller look up the request that call would raise (or find already
+    stored) before deciding to make it, e.g. a tool gate checking for an edit.
+    """
+    return current_coordinates(config, _consume=False)
+
+
+def current_coordinates(
+    config: RunnableConfig | None = None, *, _consume: bool = True
+) -> RunCoordinates:
     """Read the run coordinates of the calling node or task."""
     cfg = config if config is not None else get_config()
     configurable = cfg.get("configurable") or {}
@@ -71,7 +83,7 @@ def current_coordinates(config: RunnableConfig | None = None) -> RunCoordinates:
         checkpoint_ns=str(configurable.get("checkpoint_ns", "")),
         node=metadata.get("langgraph_node"),
         run_id=run_id,
-        call_index=_next_call_index(configurable),
+        call_index=_next_call_index(configurable, consume=_consume),
     )
 
 
@@ -106,6 +118,27 @@ def derive_origin(
     return Origin.from_data({k: v for k, v in fields.items() if v is not None}, pointer="/origin")
 
 
+def authority_in(context: Any, config: RunnableConfig | None) -> ApprovalAuthority | None:
+    """The authority a run carries: runtime context ``authority``, else ``configurable``."""
+    candidate = (
+        context.get("authority")
+        if isinstance(context, Mapping)
+        else getattr(context, "authority", None)
+    )
+    if isinstance(candidate, ApprovalAuthority):
+        return candidate
+    candidate = ((config or {}).get("configurable") or {}).get(AUTHORITY_KEY)
+    if isinstance(candidate, ApprovalAuthority):
+        return candidate
+    return None
+
+
+MISSING_AUTHORITY = (
+    "authority: pass authority=..., give the graph a context with an 'authority' "
+    f"attribute, or set config['configurable']['{AUTHORITY_KEY}']"
+)
+
+
 def find_authority(
     explicit: ApprovalAuthority | None, config: RunnableConfig | None = None
 ) -> ApprovalAuthority:
@@ -118,18 +151,7 @@ def find_authority(
         context = get_runtime().context
     except (RuntimeError, AttributeError):
         context = None
-    candidate = (
-        context.get("authority")
-        if isinstance(context, Mapping)
-        else getattr(context, "authority", None)
-    )
-    if isinstance(candidate, ApprovalAuthority):
-        return candidate
-    cfg = config if config is not None else get_config()
-    candidate = (cfg.get("configurable") or {}).get(AUTHORITY_KEY)
-    if isinstance(candidate, ApprovalAuthority):
-        return candidate
-    raise RuntimeError(
-        "authority: pass authority=..., give the graph a context with an 'authority' "
-        f"attribute, or set config['configurable']['{AUTHORITY_KEY}']"
-    )
+    found = authority_in(context, config if config is not None else get_config())
+    if found is None:
+        raise RuntimeError(MISSING_AUTHORITY)
+    return found

@@ -64,12 +64,13 @@ def verify_audit(
     """
     prev_hash = GENESIS_HASH
     expected_index = 0
-    hashes: dict[int, str] = {}
+    hash_at_expected_tip: str | None = None
     for entry in entries:
         failure = _check_entry(entry, expected_index, prev_hash)
         if failure is not None:
             return AuditVerification(False, expected_index, expected_index, failure)
-        hashes[entry.index] = entry.entry_hash
+        if expected_tip is not None and entry.index == expected_tip[0]:
+            hash_at_expected_tip = entry.entry_hash
         prev_hash = entry.entry_hash
         expected_index += 1
 
@@ -89,7 +90,7 @@ def verify_audit(
                 f"chain ends at entry {last_index} but the expected tip is entry {index}: "
                 "entries were truncated",
             )
-        if index >= 0 and hashes[index] != entry_hash:
+        if index >= 0 and hash_at_expected_tip != entry_hash:
             return AuditVerification(
                 False,
                 checked,

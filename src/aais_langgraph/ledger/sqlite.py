@@ -18,12 +18,11 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Literal
 
+from . import _sqlite_rows as db
 from ._records import (
     check_ttl,
     draft_write,
     dump_json,
-    load_json,
-    next_audit_entry,
     plain,
     request_fields,
     requested_audit,
@@ -42,70 +41,6 @@ from .base import (
     StoredRequest,
     StoredResolution,
 )
-
-SCHEMA_VERSION = 1
-
-_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS aais_meta (
-        key TEXT PRIMARY KEY,
-        value TEXT NOT NULL
-    ) WITHOUT ROWID""",
-    """CREATE TABLE IF NOT EXISTS aais_requests (
-        request_id TEXT PRIMARY KEY,
-        sequence INTEGER NOT NULL,
-        session_id TEXT NOT NULL,
-        thread_id TEXT,
-        expires_at REAL,
-        status TEXT NOT NULL CHECK (status IN ('pending', 'resolved')),
-        envelope TEXT NOT NULL,
-        context TEXT NOT NULL
-    ) WITHOUT ROWID""",
-    # Only pending rows are indexed, so list_pending costs O(pending), not O(history).
-    """CREATE INDEX IF NOT EXISTS aais_requests_pending
-        ON aais_requests (sequence) WHERE status = 'pending'""",
-    """CREATE TABLE IF NOT EXISTS aais_resolutions (
-        request_id TEXT PRIMARY KEY,
-        envelope TEXT NOT NULL,
-        decision_fingerprint TEXT
-    ) WITHOUT ROWID""",
-    """CREATE TABLE IF NOT EXISTS aais_grants (
-        ordinal INTEGER PRIMARY KEY,
-        grant_id TEXT NOT NULL UNIQUE,
-        request_id TEXT NOT NULL,
-        scope TEXT NOT NULL CHECK (scope IN ('session', 'persistent')),
-        session_id TEXT NOT NULL,
-        action_name TEXT NOT NULL,
-        constraints TEXT NOT NULL,
-        created_at REAL NOT NULL,
-        expires_at REAL,
-        revoked_at REAL
-    )""",
-    "CREATE INDEX IF NOT EXISTS aais_grants_action ON aais_grants (action_name)",
-    """CREATE TABLE IF NOT EXISTS aais_events (
-        sequence INTEGER PRIMARY KEY,
-        envelope TEXT NOT NULL
-    )""",
-    """CREATE TABLE IF NOT EXISTS aais_audit (
-        idx INTEGER PRIMARY KEY,
-        kind TEXT NOT NULL,
-        occurred_at TEXT NOT NULL,
-        payload TEXT NOT NULL,
-        prev_hash TEXT NOT NULL,
-        entry_hash TEXT NOT NULL
-    )""",
-    """CREATE TABLE IF NOT EXISTS aais_leases (
-        thread_id TEXT PRIMARY KEY,
-        holder TEXT NOT NULL,
-        expires_at REAL NOT NULL
-    ) WITHOUT ROWID""",
-)
-
-_REQUEST_COLUMNS = "request_id, envelope, session_id, expires_at, status, thread_id, context"
-_GRANT_COLUMNS = (
-    "grant_id, request_id, scope, session_id, action_name, constraints, created_at, "
-    "expires_at, revoked_at"
-)
-_AUDIT_COLUMNS = "idx, kind, occurred_at, payload, prev_hash, entry_hash"
 
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
 
@@ -128,6 +63,8 @@ class SqliteLedger(Ledger):
         busy_timeout: float = 30.0,
         synchronous: Synchronous | None = "FULL",
     ) -> None:
+        if synchronous is not None and synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
+            raise ValueError("synchronous: expected OFF, NORMAL, FULL or EXTRA")
         if isinstance(path_or_conn, sqlite3.Connection):
             if getattr(path_or_conn, "autocommit", None) is False:
                 raise ValueError("conn: a connection with autocommit=False cannot BEGIN IMMEDIATE")
@@ -138,8 +75,6 @@ class SqliteLedger(Ledger):
                 path_or_conn, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
             self._owns_conn = True
-        if synchronous is not None and synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
-            raise ValueError("synchronous: expected OFF, NORMAL, FULL or EXTRA")
         self._lock = threading.RLock()
         with self._lock:
             self._conn.execute(f"PRAGMA busy_timeout = {max(int(busy_timeout * 1000), 0)}")
@@ -173,17 +108,17 @@ class SqliteLedger(Ledger):
         with self._lock:
             self._conn.execute("PRAGMA journal_mode = WAL")
             with self._transaction() as conn:
-                for statement in _SCHEMA:
+                for statement in db.SCHEMA:
                     conn.execute(statement)
                 conn.execute(
                     "INSERT OR IGNORE INTO aais_meta (key, value) "
                     "VALUES ('schema_version', ?), ('last_sequence', '0')",
-                    (str(SCHEMA_VERSION),),
+                    (str(db.SCHEMA_VERSION),),
                 )
-                version = _meta(conn, "schema_version")
-                if version != str(SCHEMA_VERSION):
+                version = db.meta(conn, "schema_version")
+                if version != str(db.SCHEMA_VERSION):
                     raise RuntimeError(
-                        f"ledger schema version {version} is not {SCHEMA_VERSION}; "
+                        f"ledger schema version {version} is not {db.SCHEMA_VERSION}; "
                         "this file was written by another version of aais-langgraph"
                     )
 
@@ -201,12 +136,12 @@ class SqliteLedger(Ledger):
         stored_context = plain(context or {}, "/context")
         with self._transaction() as conn:
             row = conn.execute(
-                f"SELECT {_REQUEST_COLUMNS} FROM aais_requests WHERE request_id = ?",
+                f"SELECT {db.REQUEST_COLUMNS} FROM aais_requests WHERE request_id = ?",
                 (fields.request_id,),
             ).fetchone()
             if row is not None:
-                return _request_from_row(row), False
-            sequence = _allocate_sequences(conn, 1)
+                return db.request_from_row(row), False
+            sequence = db.allocate_sequences(conn, 1)
             stored_envelope = {**draft, "sequence": sequence}
             conn.execute(
                 "INSERT INTO aais_requests (request_id, sequence, session_id, thread_id, "
@@ -221,8 +156,8 @@ class SqliteLedger(Ledger):
                     dump_json(stored_context),
                 ),
             )
-            _insert_event(conn, stored_envelope)
-            _append_audit(conn, "requested", requested_audit(stored_envelope, thread_id))
+            db.insert_event(conn, stored_envelope)
+            db.append_audit(conn, "requested", requested_audit(stored_envelope, thread_id))
         stored = StoredRequest(
             request_id=fields.request_id,
             envelope=stored_envelope,
@@ -237,10 +172,10 @@ class SqliteLedger(Ledger):
     def get_request(self, request_id: str) -> StoredRequest | None:
         with self._lock:
             row = self._conn.execute(
-                f"SELECT {_REQUEST_COLUMNS} FROM aais_requests WHERE request_id = ?",
+                f"SELECT {db.REQUEST_COLUMNS} FROM aais_requests WHERE request_id = ?",
                 (request_id,),
             ).fetchone()
-        return None if row is None else _request_from_row(row)
+        return None if row is None else db.request_from_row(row)
 
     def list_pending(
         self,
@@ -253,7 +188,7 @@ class SqliteLedger(Ledger):
         """Pending requests in sequence order; ``expires_before`` keeps those with
         ``expires_at <= expires_before`` (expired at that moment)."""
         # The literal status matches the partial index, which also yields sequence order.
-        sql = f"SELECT {_REQUEST_COLUMNS} FROM aais_requests WHERE status = 'pending'"
+        sql = f"SELECT {db.REQUEST_COLUMNS} FROM aais_requests WHERE status = 'pending'"
         params: list[Any] = []
         if thread_id is not None:
             sql += " AND thread_id = ?"
@@ -268,7 +203,7 @@ class SqliteLedger(Ledger):
         params.append(-1 if limit is None else max(limit, 0))
         with self._lock:
             rows = self._conn.execute(sql, params).fetchall()
-        return [_request_from_row(row) for row in rows]
+        return [db.request_from_row(row) for row in rows]
 
     # -- resolutions ---------------------------------------------------------------
 
@@ -281,7 +216,7 @@ class SqliteLedger(Ledger):
             ).fetchone()
             if status is None:
                 raise KeyError(write.request_id)
-            existing = _resolution(conn, write.request_id)
+            existing = db.resolution(conn, write.request_id)
             if existing is not None:
                 return existing, False
             if (
@@ -292,14 +227,14 @@ class SqliteLedger(Ledger):
             ):
                 raise ValueError("grant: a grant with this id is already recorded")
 
-            sequence = _allocate_sequences(conn, 1 if draft.decided is None else 2)
+            sequence = db.allocate_sequences(conn, 1 if draft.decided is None else 2)
             decided = None
             if draft.decided is not None:
                 decided = {**draft.decided, "sequence": sequence}
-                _insert_event(conn, decided)
+                db.insert_event(conn, decided)
                 sequence += 1
             resolved = {**draft.resolved, "sequence": sequence}
-            _insert_event(conn, resolved)
+            db.insert_event(conn, resolved)
             conn.execute(
                 "UPDATE aais_requests SET status = 'resolved' WHERE request_id = ?",
                 (write.request_id,),
@@ -310,30 +245,16 @@ class SqliteLedger(Ledger):
                 (write.request_id, dump_json(resolved), write.decision_fingerprint),
             )
             if grant is not None:
-                conn.execute(
-                    f"INSERT INTO aais_grants ({_GRANT_COLUMNS}) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        grant.grant_id,
-                        grant.request_id,
-                        grant.scope,
-                        grant.session_id,
-                        grant.action_name,
-                        dump_json(grant.constraints),
-                        grant.created_at,
-                        grant.expires_at,
-                        grant.revoked_at,
-                    ),
-                )
+                db.insert_grant(conn, grant)
             for kind, payload in resolution_audits(
                 decided, resolved, write.decision_fingerprint, grant
             ):
-                _append_audit(conn, kind, payload)
+                db.append_audit(conn, kind, payload)
         return StoredResolution(write.request_id, resolved, write.decision_fingerprint), True
 
     def get_resolution(self, request_id: str) -> StoredResolution | None:
         with self._lock:
-            return _resolution(self._conn, request_id)
+            return db.resolution(self._conn, request_id)
 
     # -- grants --------------------------------------------------------------------
 
@@ -344,7 +265,7 @@ class SqliteLedger(Ledger):
         action_name: str | None = None,
         include_revoked: bool = False,
     ) -> list[Grant]:
-        sql = f"SELECT {_GRANT_COLUMNS} FROM aais_grants WHERE 1 = 1"
+        sql = f"SELECT {db.GRANT_COLUMNS} FROM aais_grants WHERE 1 = 1"
         params: list[Any] = []
         if session_id is not None:
             sql += " AND (scope = 'persistent' OR session_id = ?)"
@@ -357,22 +278,22 @@ class SqliteLedger(Ledger):
         sql += " ORDER BY ordinal"
         with self._lock:
             rows = self._conn.execute(sql, params).fetchall()
-        return [_grant_from_row(row) for row in rows]
+        return [db.grant_from_row(row) for row in rows]
 
     def revoke_grant(self, grant_id: str, *, now: float) -> bool:
         with self._transaction() as conn:
             row = conn.execute(
-                f"SELECT {_GRANT_COLUMNS} FROM aais_grants WHERE grant_id = ?", (grant_id,)
+                f"SELECT {db.GRANT_COLUMNS} FROM aais_grants WHERE grant_id = ?", (grant_id,)
             ).fetchone()
             if row is None:
                 return False
-            grant = _grant_from_row(row)
+            grant = db.grant_from_row(row)
             if grant.revoked_at is not None:
                 return False
             conn.execute(
                 "UPDATE aais_grants SET revoked_at = ? WHERE grant_id = ?", (now, grant_id)
             )
-            _append_audit(conn, "revoked", revoked_audit(grant, now))
+            db.append_audit(conn, "revoked", revoked_audit(grant, now))
             return True
 
     # -- events and audit ----------------------------------------------------------
@@ -383,7 +304,7 @@ class SqliteLedger(Ledger):
                 "SELECT envelope FROM aais_events WHERE sequence > ? ORDER BY sequence LIMIT ?",
                 (sequence, max(limit, 0)),
             ).fetchall()
-        return [_json_object(row[0]) for row in rows]
+        return [db.json_object(row[0]) for row in rows]
 
     def first_event_sequence(self) -> int | None:
         with self._lock:
@@ -392,7 +313,7 @@ class SqliteLedger(Ledger):
 
     def last_sequence(self) -> int:
         with self._lock:
-            return int(_meta(self._conn, "last_sequence") or 0)
+            return int(db.meta(self._conn, "last_sequence") or 0)
 
     def compact_events(self, before_sequence: int) -> int:
         with self._transaction() as conn:
@@ -402,22 +323,19 @@ class SqliteLedger(Ledger):
 
     def append_audit(self, kind: AuditKind, payload: Mapping[str, Any]) -> AuditEntry:
         with self._transaction() as conn:
-            return _append_audit(conn, kind, payload)
+            return db.append_audit(conn, kind, payload)
 
     def audit_entries(self, *, after_index: int = -1, limit: int | None = None) -> list[AuditEntry]:
         with self._lock:
             rows = self._conn.execute(
-                f"SELECT {_AUDIT_COLUMNS} FROM aais_audit WHERE idx > ? ORDER BY idx LIMIT ?",
+                f"SELECT {db.AUDIT_COLUMNS} FROM aais_audit WHERE idx > ? ORDER BY idx LIMIT ?",
                 (after_index, -1 if limit is None else max(limit, 0)),
             ).fetchall()
-        return [
-            AuditEntry(int(idx), kind, occurred_at, _json_object(payload), prev_hash, entry_hash)
-            for idx, kind, occurred_at, payload, prev_hash, entry_hash in rows
-        ]
+        return [db.audit_from_row(row) for row in rows]
 
     def audit_tip(self) -> tuple[int, str] | None:
         with self._lock:
-            return _audit_tip(self._conn)
+            return db.audit_tip(self._conn)
 
     # -- run leases ----------------------------------------------------------------
 
@@ -471,102 +389,3 @@ class SqliteLedger(Ledger):
                 if conn.in_transaction:
                     conn.rollback()
                 raise
-
-
-def _meta(conn: sqlite3.Connection, key: str) -> str | None:
-    row = conn.execute("SELECT value FROM aais_meta WHERE key = ?", (key,)).fetchone()
-    return None if row is None else str(row[0])
-
-
-def _set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
-    conn.execute(
-        "INSERT INTO aais_meta (key, value) VALUES (?, ?) "
-        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        (key, value),
-    )
-
-
-def _allocate_sequences(conn: sqlite3.Connection, count: int) -> int:
-    """Reserve ``count`` consecutive sequences and return the first."""
-    last = int(_meta(conn, "last_sequence") or 0)
-    _set_meta(conn, "last_sequence", str(last + count))
-    return last + 1
-
-
-def _insert_event(conn: sqlite3.Connection, envelope: JsonDict) -> None:
-    conn.execute(
-        "INSERT INTO aais_events (sequence, envelope) VALUES (?, ?)",
-        (envelope["sequence"], dump_json(envelope)),
-    )
-
-
-def _audit_tip(conn: sqlite3.Connection) -> tuple[int, str] | None:
-    text = _meta(conn, "audit_tip")
-    if text is None:
-        return None
-    index, entry_hash = load_json(text)
-    return int(index), str(entry_hash)
-
-
-def _append_audit(conn: sqlite3.Connection, kind: str, payload: Mapping[str, Any]) -> AuditEntry:
-    """Append one chained entry and move the recorded tip, inside the caller's transaction."""
-    entry = next_audit_entry(_audit_tip(conn), kind, payload)
-    conn.execute(
-        f"INSERT INTO aais_audit ({_AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
-        (
-            entry.index,
-            entry.kind,
-            entry.occurred_at,
-            dump_json(entry.payload),
-            entry.prev_hash,
-            entry.entry_hash,
-        ),
-    )
-    _set_meta(conn, "audit_tip", dump_json([entry.index, entry.entry_hash]))
-    return entry
-
-
-def _resolution(conn: sqlite3.Connection, request_id: str) -> StoredResolution | None:
-    row = conn.execute(
-        "SELECT envelope, decision_fingerprint FROM aais_resolutions WHERE request_id = ?",
-        (request_id,),
-    ).fetchone()
-    if row is None:
-        return None
-    return StoredResolution(request_id, _json_object(row[0]), row[1])
-
-
-def _request_from_row(row: tuple[Any, ...]) -> StoredRequest:
-    request_id, envelope, session_id, expires_at, status, thread_id, context = row
-    return StoredRequest(
-        request_id=request_id,
-        envelope=_json_object(envelope),
-        session_id=session_id,
-        expires_at=expires_at,
-        status=status,
-        thread_id=thread_id,
-        context=_json_object(context),
-    )
-
-
-def _grant_from_row(row: tuple[Any, ...]) -> Grant:
-    grant_id, request_id, scope, session_id, action_name, constraints, *times = row
-    created_at, expires_at, revoked_at = times
-    return Grant(
-        grant_id=grant_id,
-        request_id=request_id,
-        scope=scope,
-        session_id=session_id,
-        action_name=action_name,
-        constraints=_json_object(constraints),
-        created_at=created_at,
-        expires_at=expires_at,
-        revoked_at=revoked_at,
-    )
-
-
-def _json_object(text: str) -> JsonDict:
-    value = load_json(text)
-    if not isinstance(value, dict):
-        raise ValueError("ledger row holds JSON that is not an object")
-    return value

@@ -88,7 +88,9 @@ def _check_unicode(value: str) -> str:
     return value
 
 
-Id = Annotated[StrictStr, StringConstraints(min_length=1, max_length=200), AfterValidator(_check_id)]
+Id = Annotated[
+    StrictStr, StringConstraints(min_length=1, max_length=200), AfterValidator(_check_id)
+]
 Timestamp = Annotated[StrictStr, AfterValidator(_check_timestamp)]
 Digest = Annotated[StrictStr, AfterValidator(_check_digest)]
 Sequence = Annotated[StrictInt, Field(ge=0, le=MAX_SAFE_INTEGER)]
@@ -184,7 +186,8 @@ class AAISModel(BaseModel):
         if isinstance(data, cls):
             return data
         if isinstance(data, BaseModel):
-            data = data.model_dump(mode="json")
+            # Python mode keeps values as they are; JSON mode would turn NaN into null.
+            data = data.model_dump(warnings=False)
         if not isinstance(data, Mapping):
             raise AAISValidationError(pointer, "expected a JSON object")
         try:

@@ -27,14 +27,15 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex}"
 
 
-def _moment(value: datetime | str | None, pointer: str) -> datetime:
+def _moment(value: datetime | str | None, pointer: str) -> tuple[datetime, str]:
+    """The instant and its RFC 3339 text; a caller's string is kept as given."""
     if value is None:
-        return utc_now()
+        value = utc_now()
     if isinstance(value, str):
-        return parse_timestamp(value, pointer)
+        return parse_timestamp(value, pointer), value
     if value.tzinfo is None:
         raise AAISValidationError(pointer, "datetime must be timezone-aware")
-    return value
+    return value, format_timestamp(value)
 
 
 def build_request(
@@ -59,18 +60,18 @@ def build_request(
     from .digest import action_digest
 
     action_model = Action.from_data(action, pointer="/request/action")
-    created = _moment(created_at, "/request/created_at")
+    created, created_text = _moment(created_at, "/request/created_at")
     if expires_at is not None:
-        expiry = _moment(expires_at, "/request/expires_at")
+        _, expiry_text = _moment(expires_at, "/request/expires_at")
     else:
         lifetime = DEFAULT_EXPIRY if expires_in is None else expires_in
         if lifetime <= timedelta(0):
             raise AAISValidationError("/request/expires_at", "expires_in must be positive")
-        expiry = created + lifetime
+        expiry_text = format_timestamp(created + lifetime)
     request: dict[str, Any] = {
         "id": request_id or new_id("apr"),
-        "created_at": format_timestamp(created),
-        "expires_at": format_timestamp(expiry),
+        "created_at": created_text,
+        "expires_at": expiry_text,
         "status": "pending",
         "origin": Origin.from_data(origin, pointer="/request/origin"),
         "action": action_model,
@@ -110,7 +111,7 @@ def build_decision(
 ) -> ApprovalDecided:
     """Build an ``approval.decided`` envelope bound to ``requested`` by id and digest."""
     request = ApprovalRequested.from_data(requested).request
-    moment = format_timestamp(_moment(decided_at, "/decision/decided_at"))
+    _, moment = _moment(decided_at, "/decision/decided_at")
     envelope: dict[str, Any] = {
         "aais": "1.0",
         "type": "approval.decided",

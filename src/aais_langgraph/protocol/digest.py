@@ -19,6 +19,10 @@ if TYPE_CHECKING:
 def canonical_json(value: Any, *, max_depth: int = DEFAULT_MAX_DEPTH, pointer: str = "") -> bytes:
     """RFC 8785 bytes of an I-JSON value; non-I-JSON input raises AAISValidationError."""
     check_ijson(value, max_depth=max_depth, pointer=pointer)
+    return _canonical(value, pointer)
+
+
+def _canonical(value: Any, pointer: str) -> bytes:
     try:
         return rfc8785.dumps(value)
     except (rfc8785.CanonicalizationError, RecursionError):
@@ -38,8 +42,16 @@ def action_digest(action: Action | Mapping[str, Any]) -> str:
     """
     from .parts import Action
 
-    model = action if isinstance(action, Action) else Action.from_data(action, pointer="/action")
-    # The model bounded its nesting when it was validated (possibly under a raised
-    # bound); the content is checked again because ``arguments`` is a mutable dict.
-    content = canonical_json(model.model_dump(mode="json"), max_depth=sys.maxsize)
+    # Python-mode dumps keep values as they are; JSON mode would turn NaN into
+    # null and an int key into a string, and digest something else.
+    if isinstance(action, Action):
+        # ``arguments`` is a plain dict that may have changed since the model was
+        # validated, so check it again. Nesting was bounded at validation time,
+        # possibly under a raised bound, so no bound here.
+        content = canonical_json(action.model_dump(warnings=False), max_depth=sys.maxsize)
+    else:
+        # Validated just now from the caller's data, so the dump is I-JSON already
+        # (and rfc8785 refuses anything else).
+        model = Action.from_data(action, pointer="/action")
+        content = _canonical(model.model_dump(warnings=False), "/action")
     return "sha256:" + hashlib.sha256(content).hexdigest()

@@ -7,7 +7,6 @@ from typing import Literal
 from .base import AAISModel, Extensions, Id, Sequence, Timestamp
 from .parts import Activity, Decision, Request, Resolution, Snapshot
 
-
 EnvelopeType = Literal[
     "approval.requested",
     "approval.decided",

@@ -126,7 +126,7 @@ def _valid_scalar(item: Any) -> bool | None:
     if kind is bool or item is None:
         return True
     if kind is int:
-        return -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER
+        return bool(-MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER)
     if kind is float:
         return math.isfinite(item)
     return None
@@ -181,7 +181,7 @@ def check_ijson(value: Any, *, max_depth: int = DEFAULT_MAX_DEPTH, pointer: str 
 
 
 def _locate_violation(value: Any, max_depth: int, pointer: str) -> None:
-    """The thorough walk: raise at the first violation, with its JSON pointer."""
+    """The thorough walk: raise at the first violation in document order, with its pointer."""
     # Iterative walk: adversarial depth must not hit Python's recursion limit.
     stack: list[tuple[Any, str, int]] = [(value, pointer, 0)]
     while stack:
@@ -200,16 +200,20 @@ def _locate_violation(value: Any, max_depth: int, pointer: str) -> None:
         elif isinstance(item, Mapping):
             if depth >= max_depth:
                 raise AAISValidationError(where, f"nesting deeper than {max_depth} levels")
+            members = []
             for key, child in item.items():
                 if not isinstance(key, str):
                     raise AAISValidationError(where, "object keys must be strings")
                 if not _valid_string(key):
                     raise AAISValidationError(where, "object key contains a lone surrogate")
-                stack.append((child, join_pointer(where, key), depth + 1))
+                members.append((child, join_pointer(where, key), depth + 1))
+            stack.extend(reversed(members))
         elif isinstance(item, (list, tuple)):
             if depth >= max_depth:
                 raise AAISValidationError(where, f"nesting deeper than {max_depth} levels")
-            for index, child in enumerate(item):
-                stack.append((child, join_pointer(where, index), depth + 1))
+            stack.extend(
+                (child, join_pointer(where, index), depth + 1)
+                for index, child in reversed(list(enumerate(item)))
+            )
         else:
             raise AAISValidationError(where, "value is not a JSON type")

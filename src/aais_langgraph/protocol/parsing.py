@@ -49,13 +49,12 @@ def parse_envelope(
     """
     if isinstance(data, Envelope):
         document: Any = data
-    elif isinstance(data, BaseModel):
-        document = data.model_dump(mode="json")
     elif isinstance(data, (str, bytes, bytearray)):
         document = loads_strict(data, max_bytes=max_bytes, max_depth=max_depth)
-    elif isinstance(data, Mapping):
-        check_ijson(data, max_depth=max_depth)
-        document = data
+    elif isinstance(data, (Mapping, BaseModel)):
+        # Python mode keeps values as they are; JSON mode would turn NaN into null.
+        document = data.model_dump(warnings=False) if isinstance(data, BaseModel) else data
+        check_ijson(document, max_depth=max_depth)
     else:
         raise AAISValidationError("", "expected JSON text or a JSON object")
     if isinstance(document, Envelope):

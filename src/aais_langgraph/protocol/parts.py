@@ -137,9 +137,7 @@ class Request(AAISModel):
 
     def offers(self, decision: str, scope: str) -> Choice | None:
         """The offered choice with this decision and scope, if any."""
-        return next(
-            (c for c in self.choices if c.decision == decision and c.scope == scope), None
-        )
+        return next((c for c in self.choices if c.decision == decision and c.scope == scope), None)
 
 
 class Actor(AAISModel):

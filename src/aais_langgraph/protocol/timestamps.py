@@ -24,7 +24,7 @@ def parse_timestamp(text: str, pointer: str = "") -> datetime:
         digits = re.match(r"\d+", rest)
         assert digits is not None
         fraction = digits.group()[:6].ljust(6, "0")
-        normalized = f"{whole}.{fraction}{rest[len(digits.group()):]}"
+        normalized = f"{whole}.{fraction}{rest[len(digits.group()) :]}"
     try:
         parsed = datetime.fromisoformat(normalized)
     except ValueError:

@@ -1,0 +1,208 @@
+"""The SQLite ledger's schema and row helpers: DDL, meta rows, chained audit appends, row mapping.
+
+Every helper runs inside the caller's transaction on the caller's connection.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping
+from typing import Any
+
+from ._records import dump_json, load_json, next_audit_entry
+from .base import AuditEntry, Grant, JsonDict, StoredRequest, StoredResolution
+
+SCHEMA_VERSION = 1
+
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS aais_meta (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS aais_requests (
+        request_id TEXT PRIMARY KEY,
+        sequence INTEGER NOT NULL,
+        session_id TEXT NOT NULL,
+        thread_id TEXT,
+        expires_at REAL,
+        status TEXT NOT NULL CHECK (status IN ('pending', 'resolved')),
+        envelope TEXT NOT NULL,
+        context TEXT NOT NULL
+    ) WITHOUT ROWID""",
+    # Only pending rows are indexed, so list_pending costs O(pending), not O(history).
+    """CREATE INDEX IF NOT EXISTS aais_requests_pending
+        ON aais_requests (sequence) WHERE status = 'pending'""",
+    """CREATE TABLE IF NOT EXISTS aais_resolutions (
+        request_id TEXT PRIMARY KEY,
+        envelope TEXT NOT NULL,
+        decision_fingerprint TEXT
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS aais_grants (
+        ordinal INTEGER PRIMARY KEY,
+        grant_id TEXT NOT NULL UNIQUE,
+        request_id TEXT NOT NULL,
+        scope TEXT NOT NULL CHECK (scope IN ('session', 'persistent')),
+        session_id TEXT NOT NULL,
+        action_name TEXT NOT NULL,
+        constraints TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        expires_at REAL,
+        revoked_at REAL
+    )""",
+    "CREATE INDEX IF NOT EXISTS aais_grants_action ON aais_grants (action_name)",
+    """CREATE TABLE IF NOT EXISTS aais_events (
+        sequence INTEGER PRIMARY KEY,
+        envelope TEXT NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS aais_audit (
+        idx INTEGER PRIMARY KEY,
+        kind TEXT NOT NULL,
+        occurred_at TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        prev_hash TEXT NOT NULL,
+        entry_hash TEXT NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS aais_leases (
+        thread_id TEXT PRIMARY KEY,
+        holder TEXT NOT NULL,
+        expires_at REAL NOT NULL
+    ) WITHOUT ROWID""",
+)
+
+REQUEST_COLUMNS = "request_id, envelope, session_id, expires_at, status, thread_id, context"
+GRANT_COLUMNS = (
+    "grant_id, request_id, scope, session_id, action_name, constraints, created_at, "
+    "expires_at, revoked_at"
+)
+AUDIT_COLUMNS = "idx, kind, occurred_at, payload, prev_hash, entry_hash"
+
+
+def meta(conn: sqlite3.Connection, key: str) -> str | None:
+    """The value of a meta row (sequence counter, audit tip, schema version), if set."""
+    row = conn.execute("SELECT value FROM aais_meta WHERE key = ?", (key,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
+    """Insert or overwrite a meta row."""
+    conn.execute(
+        "INSERT INTO aais_meta (key, value) VALUES (?, ?) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )
+
+
+def allocate_sequences(conn: sqlite3.Connection, count: int) -> int:
+    """Reserve ``count`` consecutive sequences and return the first."""
+    last = int(meta(conn, "last_sequence") or 0)
+    set_meta(conn, "last_sequence", str(last + count))
+    return last + 1
+
+
+def insert_event(conn: sqlite3.Connection, envelope: JsonDict) -> None:
+    """Store an envelope in the event stream under its sequence."""
+    conn.execute(
+        "INSERT INTO aais_events (sequence, envelope) VALUES (?, ?)",
+        (envelope["sequence"], dump_json(envelope)),
+    )
+
+
+def audit_tip(conn: sqlite3.Connection) -> tuple[int, str] | None:
+    """The recorded ``(index, hash)`` of the last audit entry, kept apart from the entries."""
+    text = meta(conn, "audit_tip")
+    if text is None:
+        return None
+    index, entry_hash = load_json(text)
+    return int(index), str(entry_hash)
+
+
+def append_audit(conn: sqlite3.Connection, kind: str, payload: Mapping[str, Any]) -> AuditEntry:
+    """Append one chained entry and move the recorded tip, inside the caller's transaction."""
+    entry = next_audit_entry(audit_tip(conn), kind, payload)
+    conn.execute(
+        f"INSERT INTO aais_audit ({AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
+        (
+            entry.index,
+            entry.kind,
+            entry.occurred_at,
+            dump_json(entry.payload),
+            entry.prev_hash,
+            entry.entry_hash,
+        ),
+    )
+    set_meta(conn, "audit_tip", dump_json([entry.index, entry.entry_hash]))
+    return entry
+
+
+def insert_grant(conn: sqlite3.Connection, grant: Grant) -> None:
+    """Store a grant; its ``grant_id`` must be new."""
+    conn.execute(
+        f"INSERT INTO aais_grants ({GRANT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            grant.grant_id,
+            grant.request_id,
+            grant.scope,
+            grant.session_id,
+            grant.action_name,
+            dump_json(grant.constraints),
+            grant.created_at,
+            grant.expires_at,
+            grant.revoked_at,
+        ),
+    )
+
+
+def audit_from_row(row: tuple[Any, ...]) -> AuditEntry:
+    """An audit entry from a row of :data:`AUDIT_COLUMNS`."""
+    index, kind, occurred_at, payload, prev_hash, entry_hash = row
+    return AuditEntry(int(index), kind, occurred_at, json_object(payload), prev_hash, entry_hash)
+
+
+def resolution(conn: sqlite3.Connection, request_id: str) -> StoredResolution | None:
+    """The recorded resolution of a request, if any."""
+    row = conn.execute(
+        "SELECT envelope, decision_fingerprint FROM aais_resolutions WHERE request_id = ?",
+        (request_id,),
+    ).fetchone()
+    if row is None:
+        return None
+    return StoredResolution(request_id, json_object(row[0]), row[1])
+
+
+def request_from_row(row: tuple[Any, ...]) -> StoredRequest:
+    """A stored request from a row of :data:`REQUEST_COLUMNS`."""
+    request_id, envelope, session_id, expires_at, status, thread_id, context = row
+    return StoredRequest(
+        request_id=request_id,
+        envelope=json_object(envelope),
+        session_id=session_id,
+        expires_at=expires_at,
+        status=status,
+        thread_id=thread_id,
+        context=json_object(context),
+    )
+
+
+def grant_from_row(row: tuple[Any, ...]) -> Grant:
+    """A grant from a row of :data:`GRANT_COLUMNS`."""
+    grant_id, request_id, scope, session_id, action_name, constraints, *times = row
+    created_at, expires_at, revoked_at = times
+    return Grant(
+        grant_id=grant_id,
+        request_id=request_id,
+        scope=scope,
+        session_id=session_id,
+        action_name=action_name,
+        constraints=json_object(constraints),
+        created_at=created_at,
+        expires_at=expires_at,
+        revoked_at=revoked_at,
+    )
+
+
+def json_object(text: str) -> JsonDict:
+    """A JSON object read back from a text column."""
+    value = load_json(text)
+    if not isinstance(value, dict):
+        raise ValueError("ledger row holds JSON that is not an object")
+    return value

@@ -1,0 +1,82 @@
+"""Run leases: one holder per thread, taken over only after expiry."""
+
+from __future__ import annotations
+
+import pytest
+
+from aais_langgraph.ledger import Lease, Ledger
+
+
+def test_free_lease_is_acquired(ledger: Ledger) -> None:
+    lease = ledger.acquire_lease("thr_1", "worker_a", ttl=30, now=1000.0)
+
+    assert lease == Lease("thr_1", "worker_a", 1030.0)
+
+
+def test_held_lease_is_refused_to_another_holder(ledger: Ledger) -> None:
+    ledger.acquire_lease("thr_1", "worker_a", ttl=30, now=1000.0)
+
+    assert ledger.acquire_lease("thr_1", "worker_b", ttl=30, now=1029.9) is None
+
+
+def test_leases_of_different_threads_are_independent(ledger: Ledger) -> None:
+    ledger.acquire_lease("thr_1", "worker_a", ttl=30, now=1000.0)
+
+    assert ledger.acquire_lease("thr_2", "worker_b", ttl=30, now=1000.0) is not None
+
+
+def test_holder_reacquires_its_own_lease(ledger: Ledger) -> None:
+    ledger.acquire_lease("thr_1", "worker_a", ttl=30, now=1000.0)
+
+    lease = ledger.acquire_lease("thr_1", "worker_a", ttl=30, now=1010.0)
+
+    assert lease == Lease("thr_1", "worker_a", 1040.0)
+
+
+def test_expired_lease_is_taken_over(ledger: Ledger) -> None:
+    ledger.acquire_lease("thr_1", "worker_a", ttl=30, now=1000.0)
+
+    lease = ledger.acquire_lease("thr_1", "worker_b", ttl=30, now=1030.0)
+
+    assert lease == Lease("thr_1", "worker_b", 1060.0)
+    assert ledger.renew_lease("thr_1", "worker_a", ttl=30, now=1031.0) is None
+    assert ledger.release_lease("thr_1", "worker_a") is False
+
+
+def test_holder_renews_an_unexpired_lease(ledger: Ledger) -> None:
+    ledger.acquire_lease("thr_1", "worker_a", ttl=30, now=1000.0)
+
+    renewed = ledger.renew_lease("thr_1", "worker_a", ttl=60, now=1020.0)
+
+    assert renewed == Lease("thr_1", "worker_a", 1080.0)
+    assert ledger.acquire_lease("thr_1", "worker_b", ttl=30, now=1050.0) is None
+
+
+def test_expired_or_foreign_lease_is_not_renewed(ledger: Ledger) -> None:
+    ledger.acquire_lease("thr_1", "worker_a", ttl=30, now=1000.0)
+
+    assert ledger.renew_lease("thr_1", "worker_b", ttl=30, now=1010.0) is None
+    assert ledger.renew_lease("thr_1", "worker_a", ttl=30, now=1030.0) is None
+    assert ledger.renew_lease("thr_unknown", "worker_a", ttl=30, now=1000.0) is None
+
+
+def test_release_by_non_holder_fails_and_keeps_the_lease(ledger: Ledger) -> None:
+    ledger.acquire_lease("thr_1", "worker_a", ttl=30, now=1000.0)
+
+    assert ledger.release_lease("thr_1", "worker_b") is False
+    assert ledger.acquire_lease("thr_1", "worker_b", ttl=30, now=1001.0) is None
+
+
+def test_released_lease_is_free_for_another_holder(ledger: Ledger) -> None:
+    ledger.acquire_lease("thr_1", "worker_a", ttl=30, now=1000.0)
+
+    assert ledger.release_lease("thr_1", "worker_a") is True
+
+    assert ledger.acquire_lease("thr_1", "worker_b", ttl=30, now=1001.0) is not None
+    assert ledger.release_lease("thr_1", "worker_a") is False
+
+
+@pytest.mark.parametrize("ttl", [0, -1, float("inf"), float("nan")])
+def test_lease_needs_a_positive_finite_ttl(ledger: Ledger, ttl: float) -> None:
+    with pytest.raises(ValueError):
+        ledger.acquire_lease("thr_1", "worker_a", ttl=ttl, now=1000.0)

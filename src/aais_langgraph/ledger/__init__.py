@@ -17,6 +17,7 @@ from .base import (
     StoredResolution,
 )
 from .memory import InMemoryLedger
+from .opening import is_postgres_url, open_ledger
 from .sqlite import SqliteLedger
 
 __all__ = [
@@ -34,5 +35,7 @@ __all__ = [
     "StoredRequest",
     "StoredResolution",
     "chain_hash",
+    "is_postgres_url",
+    "open_ledger",
     "verify_audit",
 ]

@@ -1,0 +1,5 @@
+"""``python -m aais_langgraph.cli``."""
+
+from . import main
+
+raise SystemExit(main())

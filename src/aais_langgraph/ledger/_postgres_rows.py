@@ -1,0 +1,266 @@
+"""The Postgres ledger's schema and row helpers: DDL, the locked meta row, row mapping.
+
+Every helper runs inside the caller's transaction on the caller's cursor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import psycopg
+
+from ._records import RequestFields, dump_json, load_json, next_audit_entry
+from .base import AuditEntry, Grant, JsonDict, StoredRequest, StoredResolution
+
+SCHEMA_VERSION = 1
+
+# pg_advisory_xact_lock key that serializes concurrent setup() calls on one database
+# (CREATE TABLE IF NOT EXISTS alone is not safe against a concurrent creator).
+SETUP_LOCK = 0x4141_4953_4C45_4447  # "AAISLEDG"
+
+SCHEMA = (
+    # One row: the sequence counter and the recorded audit tip, the ledger's write lock.
+    """CREATE TABLE IF NOT EXISTS aais_meta (
+        singleton BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (singleton),
+        schema_version INTEGER NOT NULL,
+        last_sequence BIGINT NOT NULL,
+        audit_tip_index BIGINT,
+        audit_tip_hash TEXT,
+        CHECK ((audit_tip_index IS NULL) = (audit_tip_hash IS NULL))
+    )""",
+    """CREATE TABLE IF NOT EXISTS aais_requests (
+        request_id TEXT PRIMARY KEY,
+        sequence BIGINT NOT NULL,
+        session_id TEXT NOT NULL,
+        thread_id TEXT,
+        expires_at DOUBLE PRECISION,
+        status TEXT NOT NULL CHECK (status IN ('pending', 'resolved')),
+        envelope TEXT NOT NULL,
+        context TEXT NOT NULL
+    )""",
+    # Only pending rows are indexed, so list_pending costs O(pending), not O(history).
+    """CREATE INDEX IF NOT EXISTS aais_requests_pending
+        ON aais_requests (sequence) WHERE status = 'pending'""",
+    """CREATE TABLE IF NOT EXISTS aais_resolutions (
+        request_id TEXT PRIMARY KEY,
+        envelope TEXT NOT NULL,
+        decision_fingerprint TEXT
+    )""",
+    """CREATE TABLE IF NOT EXISTS aais_grants (
+        ordinal BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        grant_id TEXT NOT NULL UNIQUE,
+        request_id TEXT NOT NULL,
+        scope TEXT NOT NULL CHECK (scope IN ('session', 'persistent')),
+        session_id TEXT NOT NULL,
+        action_name TEXT NOT NULL,
+        constraints TEXT NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL,
+        expires_at DOUBLE PRECISION,
+        revoked_at DOUBLE PRECISION
+    )""",
+    "CREATE INDEX IF NOT EXISTS aais_grants_action ON aais_grants (action_name)",
+    """CREATE TABLE IF NOT EXISTS aais_events (
+        sequence BIGINT PRIMARY KEY,
+        envelope TEXT NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS aais_audit (
+        idx BIGINT PRIMARY KEY,
+        kind TEXT NOT NULL,
+        occurred_at TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        prev_hash TEXT NOT NULL,
+        entry_hash TEXT NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS aais_leases (
+        thread_id TEXT PRIMARY KEY,
+        holder TEXT NOT NULL,
+        expires_at DOUBLE PRECISION NOT NULL
+    )""",
+)
+
+REQUEST_COLUMNS = "request_id, envelope, session_id, expires_at, status, thread_id, context"
+GRANT_COLUMNS = (
+    "grant_id, request_id, scope, session_id, action_name, constraints, created_at, "
+    "expires_at, revoked_at"
+)
+AUDIT_COLUMNS = "idx, kind, occurred_at, payload, prev_hash, entry_hash"
+
+Cursor = psycopg.Cursor[tuple[Any, ...]]
+
+
+class LockedMeta:
+    """The meta row locked for one transaction: allocates sequences and chains audit entries.
+
+    The row is locked on entry and written back on a clean exit if it changed; it is always the
+    last lock a transaction takes, which keeps the lock order free of cycles.
+    """
+
+    def __init__(self, cur: Cursor) -> None:
+        self._cur = cur
+        self.last_sequence = 0
+        self.tip: tuple[int, str] | None = None
+        self._changed = False
+
+    def __enter__(self) -> LockedMeta:
+        self._cur.execute(
+            "SELECT last_sequence, audit_tip_index, audit_tip_hash FROM aais_meta FOR UPDATE"
+        )
+        row = self._cur.fetchone()
+        if row is None:
+            raise RuntimeError("the ledger schema is missing its meta row; call setup() first")
+        self.last_sequence = int(row[0])
+        self.tip = None if row[1] is None else (int(row[1]), str(row[2]))
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, traceback: object) -> None:
+        if exc_type is None and self._changed:
+            tip_index, tip_hash = self.tip if self.tip is not None else (None, None)
+            self._cur.execute(
+                "UPDATE aais_meta SET last_sequence = %s, audit_tip_index = %s, "
+                "audit_tip_hash = %s",
+                (self.last_sequence, tip_index, tip_hash),
+            )
+
+    def allocate(self, count: int) -> int:
+        """Reserve ``count`` consecutive sequences and return the first."""
+        first = self.last_sequence + 1
+        self.last_sequence += count
+        self._changed = True
+        return first
+
+    def append_audit(self, kind: str, payload: Mapping[str, Any]) -> AuditEntry:
+        """Append one chained entry after the tip; the new tip is saved on exit."""
+        entry = next_audit_entry(self.tip, kind, payload)
+        self._cur.execute(
+            f"INSERT INTO aais_audit ({AUDIT_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)",
+            (
+                entry.index,
+                entry.kind,
+                entry.occurred_at,
+                dump_json(entry.payload),
+                entry.prev_hash,
+                entry.entry_hash,
+            ),
+        )
+        self.tip = (entry.index, entry.entry_hash)
+        self._changed = True
+        return entry
+
+
+def insert_event(cur: Cursor, envelope: JsonDict) -> None:
+    cur.execute(
+        "INSERT INTO aais_events (sequence, envelope) VALUES (%s, %s)",
+        (envelope["sequence"], dump_json(envelope)),
+    )
+
+
+def insert_request(
+    cur: Cursor,
+    fields: RequestFields,
+    thread_id: str | None,
+    envelope: JsonDict,
+    context: JsonDict,
+) -> None:
+    """Insert a pending request whose envelope already carries its sequence."""
+    cur.execute(
+        "INSERT INTO aais_requests (request_id, sequence, session_id, thread_id, "
+        "expires_at, status, envelope, context) "
+        "VALUES (%s, %s, %s, %s, %s, 'pending', %s, %s)",
+        (
+            fields.request_id,
+            envelope["sequence"],
+            fields.session_id,
+            thread_id,
+            fields.expires_at,
+            dump_json(envelope),
+            dump_json(context),
+        ),
+    )
+
+
+def insert_resolution(
+    cur: Cursor, request_id: str, resolved: JsonDict, decision_fingerprint: str | None
+) -> None:
+    """Mark the request resolved and store its one resolution."""
+    cur.execute("UPDATE aais_requests SET status = 'resolved' WHERE request_id = %s", (request_id,))
+    cur.execute(
+        "INSERT INTO aais_resolutions (request_id, envelope, decision_fingerprint) "
+        "VALUES (%s, %s, %s)",
+        (request_id, dump_json(resolved), decision_fingerprint),
+    )
+
+
+def insert_grant(cur: Cursor, grant: Grant) -> None:
+    cur.execute(
+        f"INSERT INTO aais_grants ({GRANT_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        (
+            grant.grant_id,
+            grant.request_id,
+            grant.scope,
+            grant.session_id,
+            grant.action_name,
+            dump_json(grant.constraints),
+            grant.created_at,
+            grant.expires_at,
+            grant.revoked_at,
+        ),
+    )
+
+
+def request(cur: Cursor, request_id: str) -> StoredRequest | None:
+    cur.execute(f"SELECT {REQUEST_COLUMNS} FROM aais_requests WHERE request_id = %s", (request_id,))
+    row = cur.fetchone()
+    return None if row is None else request_from_row(row)
+
+
+def resolution(cur: Cursor, request_id: str) -> StoredResolution | None:
+    cur.execute(
+        "SELECT envelope, decision_fingerprint FROM aais_resolutions WHERE request_id = %s",
+        (request_id,),
+    )
+    row = cur.fetchone()
+    if row is None:
+        return None
+    return StoredResolution(request_id, json_object(row[0]), row[1])
+
+
+def request_from_row(row: tuple[Any, ...]) -> StoredRequest:
+    request_id, envelope, session_id, expires_at, status, thread_id, context = row
+    return StoredRequest(
+        request_id=request_id,
+        envelope=json_object(envelope),
+        session_id=session_id,
+        expires_at=expires_at,
+        status=status,
+        thread_id=thread_id,
+        context=json_object(context),
+    )
+
+
+def grant_from_row(row: tuple[Any, ...]) -> Grant:
+    grant_id, request_id, scope, session_id, action_name, constraints, *times = row
+    created_at, expires_at, revoked_at = times
+    return Grant(
+        grant_id=grant_id,
+        request_id=request_id,
+        scope=scope,
+        session_id=session_id,
+        action_name=action_name,
+        constraints=json_object(constraints),
+        created_at=created_at,
+        expires_at=expires_at,
+        revoked_at=revoked_at,
+    )
+
+
+def audit_from_row(row: tuple[Any, ...]) -> AuditEntry:
+    idx, kind, occurred_at, payload, prev_hash, entry_hash = row
+    return AuditEntry(int(idx), kind, occurred_at, json_object(payload), prev_hash, entry_hash)
+
+
+def json_object(text: str) -> JsonDict:
+    value = load_json(text)
+    if not isinstance(value, dict):
+        raise ValueError("ledger row holds JSON that is not an object")
+    return value

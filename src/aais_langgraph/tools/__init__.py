@@ -1,0 +1,58 @@
+"""Tool-call approvals: a gated ToolNode, a ``create_agent`` middleware, and edits.
+
+``ApprovalMiddleware`` needs the ``langchain`` extra and is imported on first use,
+so the rest of this package works with LangGraph alone.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .call_gate import (
+    ACTION_KIND,
+    EDIT_EXTENSION,
+    EDITABLE_EXTENSION,
+    TOOL_CALL_ID_EXTENSION,
+    ToolCallGate,
+)
+from .config import InterruptOn, ToolApprovalConfig, ToolCallDescriber, ToolCallPredicate
+from .describe import describe_tool_call
+from .edits import aedit_tool_call, edit_tool_call
+from .messages import EDIT_NOTICE
+from .tool_node import ApprovalToolNode, pending_tool_calls, route_tool_calls, tool_call_router
+
+if TYPE_CHECKING:
+    from .middleware import ApprovalMiddleware
+
+__all__ = [
+    "ACTION_KIND",
+    "EDITABLE_EXTENSION",
+    "EDIT_EXTENSION",
+    "EDIT_NOTICE",
+    "TOOL_CALL_ID_EXTENSION",
+    "ApprovalMiddleware",
+    "ApprovalToolNode",
+    "InterruptOn",
+    "ToolApprovalConfig",
+    "ToolCallDescriber",
+    "ToolCallGate",
+    "ToolCallPredicate",
+    "aedit_tool_call",
+    "describe_tool_call",
+    "edit_tool_call",
+    "pending_tool_calls",
+    "route_tool_calls",
+    "tool_call_router",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ApprovalMiddleware":
+        try:
+            from .middleware import ApprovalMiddleware
+        except ImportError as error:  # pragma: no cover - depends on the environment
+            raise ImportError(
+                "ApprovalMiddleware needs LangChain: pip install 'aais-langgraph[langchain]'"
+            ) from error
+        return ApprovalMiddleware
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,263 @@
+"""The per-call approval gate that ``ApprovalToolNode`` and ``ApprovalMiddleware`` share.
+
+A gated tool call runs in its own LangGraph task and raises its own AAIS
+request (kind ``tool.call``), so a decision binds to it by request id and
+digest, never by position. The task re-runs from the top on every resume, so
+each step is idempotent:
+
+1. If this call already has a request (its id is deterministic), that request
+   stands: ``when`` is not asked again and the summary is read back from it.
+   Otherwise ``when`` is asked once, policy and grants are consulted, and a
+   request carrying the exact arguments is stored before anyone can see it.
+2. :func:`~aais_langgraph.gate.request_approval` pauses until it resolves.
+3. A cancellation that an edit superseded continues with the edited request,
+   which needs its own approval (see :mod:`.edits`).
+4. Only an approval whose digest equals the digest of the call about to run,
+   recomputed right before it runs, executes it; every other outcome returns an
+   error ``ToolMessage``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import ToolMessage
+from langgraph.types import Command
+
+from ..authority import ApprovalAuthority
+from ..authority.outcomes import EXTENSION_NAMESPACE
+from ..gate import arequest_approval, request_approval
+from ..gate.run_context import RunCoordinates, derive_origin, find_authority, peek_coordinates
+from ..ledger import StoredRequest
+from ..protocol import (
+    AAISValidationError,
+    Action,
+    ApprovalRequested,
+    ApprovalResolved,
+    action_digest,
+    build_request,
+)
+from .config import ToolCallDescriber, ToolRule
+from .describe import summary_for
+from .messages import (
+    EDIT_NOTICE,
+    refusal_message,
+    time_of_use_message,
+    unpresentable_message,
+    with_edit_notice,
+)
+
+if TYPE_CHECKING:
+    from langgraph.prebuilt.tool_node import ToolCallRequest
+
+ACTION_KIND = "tool.call"
+TOOL_CALL_ID_EXTENSION = EXTENSION_NAMESPACE + "tool_call_id"
+"""Request extension: the model's tool call id (the AG-UI mapping reads it)."""
+EDITABLE_EXTENSION = EXTENSION_NAMESPACE + "editable"
+"""Request extension: True when a reviewer may supersede the call with edited arguments."""
+EDIT_EXTENSION = EXTENSION_NAMESPACE + "edit"
+"""Request extension of an edited request: ``{"supersedes": id, "edited_by": actor}``."""
+
+ToolResult = ToolMessage | Command[Any]
+Handler = Callable[["ToolCallRequest"], ToolResult]
+AsyncHandler = Callable[["ToolCallRequest"], Awaitable[ToolResult]]
+
+
+@dataclass(frozen=True)
+class GatedCall:
+    """A call at the gate: the action it would run and, if already settled, how."""
+
+    action: Action
+    resolved: ApprovalResolved | None = None
+    edited: bool = False
+
+
+def request_context(coordinates: RunCoordinates, tool_call_id: str, **extra: Any) -> dict[str, Any]:
+    """The ledger context of a tool-call request: where its task pauses, and which call."""
+    return {
+        "checkpoint_ns": coordinates.checkpoint_ns,
+        "node": coordinates.node,
+        "call_index": coordinates.call_index,
+        "tool_call_id": tool_call_id,
+        **extra,
+    }
+
+
+class ToolCallGate:
+    """Asks for approval of gated tool calls and runs only approved ones."""
+
+    def __init__(
+        self,
+        rules: Mapping[str, ToolRule],
+        *,
+        authority: ApprovalAuthority | None = None,
+        describe: ToolCallDescriber | None = None,
+        graph_id: str | None = None,
+        edit_notice: str | None = EDIT_NOTICE,
+    ) -> None:
+        self.rules = dict(rules)
+        self.authority = authority
+        self.describe = describe
+        self.graph_id = graph_id
+        self.edit_notice = edit_notice
+
+    def gates(self, tool_name: str) -> bool:
+        """True if calls to this tool go through approval."""
+        return tool_name in self.rules
+
+    # -- the two entry points -------------------------------------------------------
+
+    def wrap(self, request: ToolCallRequest, handler: Handler) -> ToolResult:
+        """``wrap_tool_call``: gate the call, then run it through ``handler`` if approved."""
+        rule = self.rules.get(request.tool_call["name"])
+        if rule is None:
+            return handler(request)
+        authority = find_authority(self.authority)
+        try:
+            gated = self._open(authority, rule, request)
+        except AAISValidationError as error:
+            return unpresentable_message(request.tool_call, str(error))
+        if gated is None:
+            return handler(request)
+        resolved = gated.resolved
+        while resolved is None:
+            resolved = request_approval(gated.action, authority=authority)
+            successor = self._successor(authority, resolved)
+            if successor is not None:
+                gated, resolved = successor, None
+        checked = self._checked(request, gated, resolved)
+        if isinstance(checked, ToolMessage):
+            return checked
+        return self._annotated(handler(checked), checked, gated)
+
+    async def awrap(self, request: ToolCallRequest, handler: AsyncHandler) -> ToolResult:
+        """``awrap_tool_call``: the async twin of :meth:`wrap` (ledger work in a thread)."""
+        rule = self.rules.get(request.tool_call["name"])
+        if rule is None:
+            return await handler(request)
+        authority = find_authority(self.authority)
+        try:
+            gated = await asyncio.to_thread(self._open, authority, rule, request)
+        except AAISValidationError as error:
+            return unpresentable_message(request.tool_call, str(error))
+        if gated is None:
+            return await handler(request)
+        resolved = gated.resolved
+        while resolved is None:
+            resolved = await arequest_approval(gated.action, authority=authority)
+            successor = await asyncio.to_thread(self._successor, authority, resolved)
+            if successor is not None:
+                gated, resolved = successor, None
+        checked = self._checked(request, gated, resolved)
+        if isinstance(checked, ToolMessage):
+            return checked
+        return self._annotated(await handler(checked), checked, gated)
+
+    # -- steps ------------------------------------------------------------------------
+
+    def _open(
+        self, authority: ApprovalAuthority, rule: ToolRule, request: ToolCallRequest
+    ) -> GatedCall | None:
+        """The call's standing at the gate; None when ``when`` lets it run ungated."""
+        call = request.tool_call
+        call_id = call.get("id")
+        if not call_id:
+            raise ValueError(
+                f"tool call to {call['name']!r}: a gated call needs an id so its approval "
+                "and its result can be matched to it"
+            )
+        coordinates = peek_coordinates()
+        stored = authority.get_stored_request(coordinates.request_id)
+        if stored is not None:
+            # The request stands as raised: its summary, and no second opinion from `when`.
+            shown = ApprovalRequested.from_data(stored.envelope).request.action
+            action = Action.from_data(
+                {**shown.to_json(), "name": call["name"], "arguments": call["args"]},
+                pointer="/action",
+            )
+            return GatedCall(action)
+        earlier = self._earlier(authority, coordinates, call_id)
+        if rule.when is not None and not earlier and not rule.when(request):
+            return None
+        for record in earlier:
+            # The state was edited while the call waited: what was shown is gone.
+            authority.supersede(record.request_id)
+        action = Action.from_data(
+            {
+                "kind": ACTION_KIND,
+                "name": call["name"],
+                "summary": summary_for(request, rule, self.describe),
+                "arguments": call["args"],
+            },
+            pointer="/action",
+        )
+        origin = derive_origin(coordinates, harness=authority.harness, graph_id=self.graph_id)
+        screening = authority.screen(action, origin=origin)
+        if screening.resolved is not None:
+            return GatedCall(action, screening.resolved)
+        verdict = screening.verdict
+        requested = build_request(
+            action,
+            origin=origin,
+            risk=rule.risk if rule.risk is not None else verdict.risk,
+            choices=rule.choices if rule.choices is not None else verdict.choices,
+            expires_in=rule.expires_in or verdict.expires_in or authority.default_expiry,
+            request_id=coordinates.request_id,
+            created_at=authority.clock(),
+            extensions={TOOL_CALL_ID_EXTENSION: call_id, EDITABLE_EXTENSION: rule.editable},
+        )
+        authority.add(
+            requested,
+            thread_id=coordinates.thread_id,
+            context=request_context(coordinates, call_id, when=rule.when is not None),
+        )
+        return GatedCall(action)
+
+    @staticmethod
+    def _earlier(
+        authority: ApprovalAuthority, coordinates: RunCoordinates, call_id: str
+    ) -> list[StoredRequest]:
+        """Pending requests for the same tool call raised by a task that no longer exists."""
+        return [
+            record
+            for record in authority.ledger.list_pending(thread_id=coordinates.thread_id)
+            if record.context.get("tool_call_id") == call_id
+            and record.context.get("checkpoint_ns") != coordinates.checkpoint_ns
+        ]
+
+    @staticmethod
+    def _successor(authority: ApprovalAuthority, resolved: ApprovalResolved) -> GatedCall | None:
+        """The edited request that superseded a cancelled one, if an edit did."""
+        if resolved.resolution.outcome != "cancelled":
+            return None
+        stored = authority.get_stored_request(peek_coordinates().request_id)
+        if stored is None or stored.context.get("supersedes") != resolved.resolution.request_id:
+            return None
+        action = ApprovalRequested.from_data(stored.envelope).request.action
+        return GatedCall(action, edited=True)
+
+    @staticmethod
+    def _checked(
+        request: ToolCallRequest, gated: GatedCall, resolved: ApprovalResolved
+    ) -> ToolCallRequest | ToolMessage:
+        """Time of use: the call to run, with exactly the approved name and arguments."""
+        call = request.tool_call
+        if not resolved.approved:
+            return refusal_message(call, resolved)
+        arguments = gated.action.to_json()["arguments"]  # a fresh copy nobody else holds
+        current = Action.from_data({**gated.action.to_json(), "arguments": arguments})
+        if gated.action.name != call["name"] or (
+            action_digest(current) != resolved.resolution.action_digest
+        ):
+            return time_of_use_message(call, resolved.resolution.request_id)
+        return request.override(tool_call={**call, "args": arguments})
+
+    def _annotated(
+        self, result: ToolResult, request: ToolCallRequest, gated: GatedCall
+    ) -> ToolResult:
+        if not gated.edited:
+            return result
+        return with_edit_notice(result, request.tool_call["id"] or "", self.edit_notice)

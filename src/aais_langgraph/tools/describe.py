@@ -1,0 +1,47 @@
+"""The ``action.summary`` of a tool-call request: what the reviewer reads first.
+
+The summary is part of the digested action, so it is computed once, when the
+request is raised, and read back from the stored request afterwards: a
+describer that is not deterministic cannot make an approval stale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from .config import ToolCallDescriber, ToolRule
+
+if TYPE_CHECKING:
+    from langgraph.prebuilt.tool_node import ToolCallRequest
+
+SUMMARY_LIMIT = 1000
+
+
+def summarize_call(name: str, arguments: Mapping[str, Any]) -> str:
+    """A value-free summary: the tool and the names of its arguments."""
+    text = f"Call the tool '{name}'"
+    if arguments:
+        text += " with arguments: " + ", ".join(sorted(str(key) for key in arguments))
+    return _fit(text)
+
+
+def describe_tool_call(request: ToolCallRequest) -> str:
+    """The default describer: tool name and argument names, never argument values."""
+    return summarize_call(request.tool_call["name"], request.tool_call.get("args") or {})
+
+
+def summary_for(request: ToolCallRequest, rule: ToolRule, default: ToolCallDescriber | None) -> str:
+    """The summary for a new request: the rule's description, else the default describer."""
+    source = rule.description if rule.description is not None else default
+    if source is None:
+        return describe_tool_call(request)
+    text = source if isinstance(source, str) else source(request)
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"description of tool {rule.tool!r}: the describer must return text")
+    return _fit(text)
+
+
+def _fit(text: str) -> str:
+    # action.summary is limited to 1000 characters by the AAIS schema.
+    return text if len(text) <= SUMMARY_LIMIT else text[: SUMMARY_LIMIT - 1] + "…"

@@ -75,56 +75,109 @@ class Bad:
 
 DECIDE_ROWS = [
     # Not I-JSON.
-    Bad("nan_in_decision_extensions", with_decision(extensions={"example.org/x": float("nan")}),
-        "/decision/extensions/example.org~1x"),
-    Bad("infinity_in_envelope_extensions", with_envelope(extensions={"example.org/x": float("inf")}),
-        "/extensions/example.org~1x"),
-    Bad("integer_beyond_i_json_range", with_decision(extensions={"example.org/n": 2**53}),
-        "/decision/extensions/example.org~1n"),
+    Bad(
+        "nan_in_decision_extensions",
+        with_decision(extensions={"example.org/x": float("nan")}),
+        "/decision/extensions/example.org~1x",
+    ),
+    Bad(
+        "infinity_in_envelope_extensions",
+        with_envelope(extensions={"example.org/x": float("inf")}),
+        "/extensions/example.org~1x",
+    ),
+    Bad(
+        "integer_beyond_i_json_range",
+        with_decision(extensions={"example.org/n": 2**53}),
+        "/decision/extensions/example.org~1n",
+    ),
     Bad("non_string_object_key", with_decision(extensions={1: SECRET}), "/decision/extensions"),
-    Bad("lone_surrogate_in_actor_name",
+    Bad(
+        "lone_surrogate_in_actor_name",
         with_decision(actor={"id": "u1", "type": "human", "display_name": "Al\ud800"}),
-        "/decision/actor/display_name"),
+        "/decision/actor/display_name",
+    ),
     Bad("duplicate_key_in_json_text", as_text(duplicate_decision_id), "/decision/id"),
-    Bad("nan_literal_in_json_text", as_text(lambda t: t.replace('"sequence": 0', '"sequence": NaN')),
-        "/sequence"),
-    Bad("overflowing_number_in_json_text",
-        as_text(lambda t: t.replace('"sequence": 0', '"sequence": 1e400')), "/sequence"),
+    Bad(
+        "nan_literal_in_json_text",
+        as_text(lambda t: t.replace('"sequence": 0', '"sequence": NaN')),
+        "/sequence",
+    ),
+    Bad(
+        "overflowing_number_in_json_text",
+        as_text(lambda t: t.replace('"sequence": 0', '"sequence": 1e400')),
+        "/sequence",
+    ),
     # Timestamps.
-    Bad("decided_at_without_offset", with_decision(decided_at="2026-08-30T18:01:00"),
-        "/decision/decided_at"),
+    Bad(
+        "decided_at_without_offset",
+        with_decision(decided_at="2026-08-30T18:01:00"),
+        "/decision/decided_at",
+    ),
     Bad("decided_at_is_a_secret", with_decision(decided_at=SECRET), "/decision/decided_at"),
-    Bad("decided_at_impossible_date", with_decision(decided_at="2026-02-30T18:01:00Z"),
-        "/decision/decided_at"),
-    Bad("decided_at_as_epoch_number", with_decision(decided_at=1_788_112_860),
-        "/decision/decided_at"),
-    Bad("occurred_at_with_space_separator", with_envelope(occurred_at="2026-08-30 18:01:00Z"),
-        "/occurred_at"),
+    Bad(
+        "decided_at_impossible_date",
+        with_decision(decided_at="2026-02-30T18:01:00Z"),
+        "/decision/decided_at",
+    ),
+    Bad(
+        "decided_at_as_epoch_number",
+        with_decision(decided_at=1_788_112_860),
+        "/decision/decided_at",
+    ),
+    Bad(
+        "occurred_at_with_space_separator",
+        with_envelope(occurred_at="2026-08-30 18:01:00Z"),
+        "/occurred_at",
+    ),
     # Digests.
-    Bad("digest_in_uppercase_hex", with_decision(action_digest="sha256:" + "AB" * 32),
-        "/decision/action_digest"),
-    Bad("digest_without_algorithm", with_decision(action_digest="ab" * 32),
-        "/decision/action_digest"),
+    Bad(
+        "digest_in_uppercase_hex",
+        with_decision(action_digest="sha256:" + "AB" * 32),
+        "/decision/action_digest",
+    ),
+    Bad(
+        "digest_without_algorithm",
+        with_decision(action_digest="ab" * 32),
+        "/decision/action_digest",
+    ),
     Bad("forged_well_formed_digest", with_decision(action_digest=FORGED), outcome="stale"),
-    Bad("digest_of_another_action",
+    Bad(
+        "digest_of_another_action",
         with_decision(action_digest=action_digest(action("node --check other.js"))),
-        outcome="stale"),
+        outcome="stale",
+    ),
     # Offered, never invented.
     Bad("unoffered_scope", with_decision(scope="persistent"), outcome="invalid"),
     Bad("unoffered_decision_cancel", with_decision(decision="cancel"), outcome="invalid"),
-    Bad("deny_with_session_scope", with_decision(decision="deny", scope="session"),
-        "/decision/scope"),
-    Bad("cancel_with_persistent_scope", with_decision(decision="cancel", scope="persistent"),
-        "/decision/scope"),
+    Bad(
+        "deny_with_session_scope",
+        with_decision(decision="deny", scope="session"),
+        "/decision/scope",
+    ),
+    Bad(
+        "cancel_with_persistent_scope",
+        with_decision(decision="cancel", scope="persistent"),
+        "/decision/scope",
+    ),
     # Unknown requests.
-    Bad("unknown_request_id", with_decision(request_id="apr_never_raised"),
-        "/decision/request_id", unknown=True),
-    Bad("request_id_in_other_case",
-        lambda r: decision(r, request_id=r.request.id.upper()), "/decision/request_id",
-        unknown=True),
+    Bad(
+        "unknown_request_id",
+        with_decision(request_id="apr_never_raised"),
+        "/decision/request_id",
+        unknown=True,
+    ),
+    Bad(
+        "request_id_in_other_case",
+        lambda r: decision(r, request_id=r.request.id.upper()),
+        "/decision/request_id",
+        unknown=True,
+    ),
     # Ids.
-    Bad("request_id_with_nul", lambda r: decision(r, request_id=r.request.id + "\x00"),
-        "/decision/request_id"),
+    Bad(
+        "request_id_with_nul",
+        lambda r: decision(r, request_id=r.request.id + "\x00"),
+        "/decision/request_id",
+    ),
     Bad("decision_id_with_newline", with_decision(id="dec_1\n" + SECRET), "/decision/id"),
     Bad("decision_id_empty", with_decision(id=""), "/decision/id"),
     Bad("decision_id_too_long", with_decision(id="d" * 201), "/decision/id"),
@@ -136,34 +189,60 @@ DECIDE_ROWS = [
     Bad("decision_as_string", with_envelope(decision=SECRET), "/decision"),
     Bad("envelope_as_json_array", lambda r: "[]", ""),
     Bad("envelope_as_number", lambda r: 42, ""),
-    Bad("actor_type_is_a_secret",
-        with_decision(actor={"id": "u1", "type": SECRET}), "/decision/actor/type"),
+    Bad(
+        "actor_type_is_a_secret",
+        with_decision(actor={"id": "u1", "type": SECRET}),
+        "/decision/actor/type",
+    ),
     Bad("decision_kind_is_a_secret", with_decision(decision=SECRET), "/decision/decision"),
     Bad("other_protocol_version", with_envelope(aais="2.0"), "/aais"),
     Bad("requested_envelope_given_to_decide", lambda r: r.to_json(), "/type"),
     Bad("missing_actor", without("actor"), "/decision/actor"),
     Bad("unknown_decision_member", with_decision(comment=SECRET), "/decision/comment"),
     Bad("null_optional_member", with_decision(extensions=None), "/decision/extensions"),
-    Bad("extension_key_not_namespaced", with_decision(extensions={"plain": SECRET}),
-        "/decision/extensions/plain"),
+    Bad(
+        "extension_key_not_namespaced",
+        with_decision(extensions={"plain": SECRET}),
+        "/decision/extensions/plain",
+    ),
     # Size and nesting.
-    Bad("oversize_json_text",
-        lambda r: json.dumps(decision(r, extensions={"example.org/pad": "x" * 1_000_001})), ""),
+    Bad(
+        "oversize_json_text",
+        lambda r: json.dumps(decision(r, extensions={"example.org/pad": "x" * 1_000_001})),
+        "",
+    ),
     Bad("oversize_mapping", with_decision(extensions={"example.org/pad": "x" * 1_000_001}), ""),
-    Bad("deep_nesting_in_json_text",
-        lambda r: json.dumps(decision(r, extensions={"example.org/deep": nested(40)})), ""),
-    Bad("deep_nesting_in_mapping", with_decision(extensions={"example.org/deep": nested(40)}),
-        "/decision/extensions/example.org~1deep/" + "/".join(["a"] * 29)),
+    Bad(
+        "deep_nesting_in_json_text",
+        lambda r: json.dumps(decision(r, extensions={"example.org/deep": nested(40)})),
+        "",
+    ),
+    Bad(
+        "deep_nesting_in_mapping",
+        with_decision(extensions={"example.org/deep": nested(40)}),
+        "/decision/extensions/example.org~1deep/" + "/".join(["a"] * 29),
+    ),
     Bad("malformed_json_text", lambda r: '{"aais": "1.0",', ""),
     Bad("json_bytes_not_utf8", lambda r: b'{"aais": "\xff"}', ""),
     # Keyword arguments the channel supplies.
-    Bad("authenticated_actor_malformed", with_decision(),
-        "/decision/actor/type", kwargs=lambda r: {"actor": {"id": "u1", "type": "robot"}}),
-    Bad("current_action_not_an_object", with_decision(),
-        "/current_action", kwargs=lambda r: {"current_action": [SECRET]}),
-    Bad("current_action_with_nan_argument", with_decision(),
+    Bad(
+        "authenticated_actor_malformed",
+        with_decision(),
+        "/decision/actor/type",
+        kwargs=lambda r: {"actor": {"id": "u1", "type": "robot"}},
+    ),
+    Bad(
+        "current_action_not_an_object",
+        with_decision(),
+        "/current_action",
+        kwargs=lambda r: {"current_action": [SECRET]},
+    ),
+    Bad(
+        "current_action_with_nan_argument",
+        with_decision(),
         "/current_action/arguments/ratio",
-        kwargs=lambda r: {"current_action": action(arguments={"ratio": float("nan")})}),
+        kwargs=lambda r: {"current_action": action(arguments={"ratio": float("nan")})},
+    ),
 ]
 
 
@@ -192,38 +271,74 @@ def bad_request_envelope(path: str, value: Any) -> Callable[[ApprovalRequested],
 
 CHOICES = "request/choices"
 ADD_ROWS = [
-    Bad("forged_request_digest", bad_request_envelope("request/action_digest", FORGED),
-        "/request/action_digest"),
-    Bad("expiry_before_creation",
-        bad_request_envelope("request/expires_at", "2026-08-30T17:00:00Z"), "/request/expires_at"),
-    Bad("no_deny_or_cancel_choice",
+    Bad(
+        "forged_request_digest",
+        bad_request_envelope("request/action_digest", FORGED),
+        "/request/action_digest",
+    ),
+    Bad(
+        "expiry_before_creation",
+        bad_request_envelope("request/expires_at", "2026-08-30T17:00:00Z"),
+        "/request/expires_at",
+    ),
+    Bad(
+        "no_deny_or_cancel_choice",
         bad_request_envelope(CHOICES, [{"decision": "approve", "scope": "once", "label": "Ok"}]),
-        "/request/choices"),
-    Bad("repeated_choice",
-        bad_request_envelope(CHOICES + "/1", {"decision": "approve", "scope": "once", "label": "Again"}),
-        "/request/choices/1"),
-    Bad("session_choice_without_constraints",
-        bad_request_envelope(CHOICES + "/1", {"decision": "approve", "scope": "session", "label": "S"}),
-        "/request/choices/1/scope_constraints"),
-    Bad("nan_argument_beside_secret",
+        "/request/choices",
+    ),
+    Bad(
+        "repeated_choice",
+        bad_request_envelope(
+            CHOICES + "/1", {"decision": "approve", "scope": "once", "label": "Again"}
+        ),
+        "/request/choices/1",
+    ),
+    Bad(
+        "session_choice_without_constraints",
+        bad_request_envelope(
+            CHOICES + "/1", {"decision": "approve", "scope": "session", "label": "S"}
+        ),
+        "/request/choices/1/scope_constraints",
+    ),
+    Bad(
+        "nan_argument_beside_secret",
         bad_request_envelope("request/action/arguments/ratio", float("nan")),
-        "/request/action/arguments/ratio"),
-    Bad("status_already_resolved", bad_request_envelope("request/status", "resolved"),
-        "/request/status"),
-    Bad("request_id_with_control_character", bad_request_envelope("request/id", "apr_\x1b[2J"),
-        "/request/id"),
-    Bad("oversize_argument", bad_request_envelope("request/action/arguments/pad", "x" * 1_000_001),
-        ""),
+        "/request/action/arguments/ratio",
+    ),
+    Bad(
+        "status_already_resolved",
+        bad_request_envelope("request/status", "resolved"),
+        "/request/status",
+    ),
+    Bad(
+        "request_id_with_control_character",
+        bad_request_envelope("request/id", "apr_\x1b[2J"),
+        "/request/id",
+    ),
+    Bad(
+        "oversize_argument",
+        bad_request_envelope("request/action/arguments/pad", "x" * 1_000_001),
+        "",
+    ),
     Bad("decided_envelope_given_to_add", lambda r: decision(r), "/type"),
 ]
 
 REQUEST_ROWS = [
-    Bad("argument_integer_beyond_range", lambda r: {"action": action(arguments={"n": -(2**53)})},
-        "/request/action/arguments/n"),
-    Bad("session_id_with_space", lambda r: {"action": action(), "origin": origin("s 1")},
-        "/request/origin/session_id"),
-    Bad("non_positive_lifetime", lambda r: {"action": action(), "expires_in": timedelta(0)},
-        "/request/expires_at"),
+    Bad(
+        "argument_integer_beyond_range",
+        lambda r: {"action": action(arguments={"n": -(2**53)})},
+        "/request/action/arguments/n",
+    ),
+    Bad(
+        "session_id_with_space",
+        lambda r: {"action": action(), "origin": origin("s 1")},
+        "/request/origin/session_id",
+    ),
+    Bad(
+        "non_positive_lifetime",
+        lambda r: {"action": action(), "expires_in": timedelta(0)},
+        "/request/expires_at",
+    ),
     Bad("action_not_an_object", lambda r: {"action": [SECRET]}, "/request/action"),
     Bad("no_choices", lambda r: {"action": action(), "choices": []}, "/request/choices"),
 ]
@@ -240,7 +355,9 @@ def requested(authority: ApprovalAuthority) -> ApprovalRequested:
     )
 
 
-def assert_nothing_lost(authority: ApprovalAuthority, requested: ApprovalRequested, seq: int) -> None:
+def assert_nothing_lost(
+    authority: ApprovalAuthority, requested: ApprovalRequested, seq: int
+) -> None:
     request_id = requested.request.id
     assert authority.get_resolution(request_id) is None
     assert request_id in {s.request_id for s in authority.ledger.list_pending()}

@@ -104,7 +104,9 @@ def test_terminal_refusal_is_recorded(ledger: Ledger, name: str) -> None:
 
 def test_unoffered_scope_is_not_recorded_and_request_stays_pending(ledger: Ledger) -> None:
     run_case(ledger, CASES["unoffered_scope"])
-    authority = ApprovalAuthority(ledger, clock=lambda: parse_timestamp(CASES["approve_once"]["now"]))
+    authority = ApprovalAuthority(
+        ledger, clock=lambda: parse_timestamp(CASES["approve_once"]["now"])
+    )
     assert authority.get_resolution(REQUEST["request"]["id"]) is None
     assert authority.decide(copy.deepcopy(DECISION)).resolution.outcome == "approved"
 

@@ -1,4 +1,4 @@
-"""Grants from approved session/persistent choices: what they cover, for how long, and revocation."""
+"""Grants from approved session/persistent choices: what they cover, for how long, revocation."""
 
 from __future__ import annotations
 
@@ -16,7 +16,12 @@ from .support import FakeClock, action, assert_spec_valid, decision, new_request
 def choices(scope: str, constraints: dict[str, Any]) -> list[dict[str, Any]]:
     return [
         {"decision": "approve", "scope": "once", "label": "Once"},
-        {"decision": "approve", "scope": scope, "label": "Standing", "scope_constraints": constraints},
+        {
+            "decision": "approve",
+            "scope": scope,
+            "label": "Standing",
+            "scope_constraints": constraints,
+        },
         {"decision": "deny", "scope": "once", "label": "Deny"},
     ]
 
@@ -83,7 +88,9 @@ def test_arguments_constraint_needs_equal_json_values(authority: ApprovalAuthori
     assert not covers(authority, arguments={"retries": 1})
 
 
-def test_argument_prefixes_constraint_needs_string_with_prefix(authority: ApprovalAuthority) -> None:
+def test_argument_prefixes_constraint_needs_string_with_prefix(
+    authority: ApprovalAuthority,
+) -> None:
     grant_for(authority, {"argument_prefixes": {"path": "/tmp/"}})
     assert covers(authority, arguments={"path": "/tmp/build"})
     assert not covers(authority, arguments={"path": "/etc/passwd"})

@@ -39,7 +39,9 @@ def test_every_request_gets_a_finite_default_expiry(authority: ApprovalAuthority
     assert requested.request.expires_at == "2026-08-30T18:15:00.000000Z"
 
 
-def test_decision_at_expiry_resolves_expired(authority: ApprovalAuthority, clock: FakeClock) -> None:
+def test_decision_at_expiry_resolves_expired(
+    authority: ApprovalAuthority, clock: FakeClock
+) -> None:
     requested = new_request(authority, expires_in=60)
     clock.advance(60)
     resolved = authority.decide(decision(requested))

@@ -113,9 +113,7 @@ def test_objection_makes_approval_invalid_and_keeps_request_pending(
     assert governed.decide(decision(requested)).resolution.outcome == "approved"
 
 
-def test_empty_objection_still_refuses(
-    governed: ApprovalAuthority, policy: ScriptedPolicy
-) -> None:
+def test_empty_objection_still_refuses(governed: ApprovalAuthority, policy: ScriptedPolicy) -> None:
     requested = new_request(governed)
     policy.objection = ""
     refused = governed.decide(decision(requested))
@@ -194,7 +192,9 @@ def test_explain_constraints_names_every_known_key() -> None:
 
 def test_explain_constraints_warns_about_unknown_keys() -> None:
     lines = explain_constraints({"command_prefix": "ls", "max_cost": 1, "budget": 2})
-    assert lines[-1] == "unrecognised constraint(s) 'budget', 'max_cost': the grant will never apply"
+    assert (
+        lines[-1] == "unrecognised constraint(s) 'budget', 'max_cost': the grant will never apply"
+    )
 
 
 def test_explain_constraints_warns_about_malformed_values() -> None:

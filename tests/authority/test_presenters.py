@@ -113,7 +113,9 @@ def test_no_gap_on_an_empty_ledger(authority: ApprovalAuthority) -> None:
 
 
 @pytest.mark.parametrize("sequence", [-1, True, 1.5, "3"])
-def test_events_after_refuses_a_bad_sequence(authority: ApprovalAuthority, sequence: object) -> None:
+def test_events_after_refuses_a_bad_sequence(
+    authority: ApprovalAuthority, sequence: object
+) -> None:
     with pytest.raises(AAISValidationError) as caught:
         authority.events_after(sequence)  # type: ignore[arg-type]
     assert caught.value.pointer == "/sequence"

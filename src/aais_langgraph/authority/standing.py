@@ -1,0 +1,73 @@
+"""Screening: settling an action by policy or a standing grant, without asking anyone."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..ledger import Grant
+from ..protocol import Action, ApprovalResolved, Origin, build_request
+from .outcomes import EXTENSION_NAMESPACE, resolution_audit, resolution_envelope
+from .policy import PolicyVerdict
+
+if TYPE_CHECKING:
+    from .state_machine import AuthorityStateMachine
+
+
+@dataclass(frozen=True)
+class Screening:
+    """What happens to a new action before any human is asked.
+
+    ``resolved`` is set when policy or a live grant settles the action outright;
+    otherwise ``verdict`` carries the policy's risk, choices and expiry for the request.
+    """
+
+    resolved: ApprovalResolved | None
+    verdict: PolicyVerdict
+
+
+@dataclass(frozen=True)
+class EventPage:
+    """Events after a sequence; ``gap`` is True when some were compacted away."""
+
+    events: list[dict[str, Any]]
+    gap: bool
+    last_sequence: int
+
+
+def standing_resolution(
+    authority: AuthorityStateMachine,
+    action: Action,
+    origin: Origin,
+    *,
+    outcome: Literal["approved", "denied"],
+    message: str,
+    grant: Grant | None,
+) -> ApprovalResolved:
+    """Resolve an action without a request: audited, never published as pending.
+
+    The resolution names the grant (or the policy) in its extensions.
+    """
+    now = authority.clock()
+    requested = build_request(
+        action, origin=origin, created_at=now, expires_in=authority.default_expiry
+    )
+    extensions: dict[str, Any] = {}
+    if grant is not None:
+        extensions[EXTENSION_NAMESPACE + "grant"] = {
+            "grant_id": grant.grant_id,
+            "request_id": grant.request_id,
+            "scope": grant.scope,
+        }
+    else:
+        extensions[EXTENSION_NAMESPACE + "policy"] = {"verdict": outcome}
+    resolved = resolution_envelope(
+        requested.request,
+        outcome=outcome,
+        message=message[:2000],
+        now=now,
+        sequence=authority.ledger.last_sequence(),
+        extensions=extensions,
+    )
+    authority.ledger.append_audit("resolved", resolution_audit(resolved, action_name=action.name))
+    return resolved

@@ -1,0 +1,406 @@
+"""The authority's state machine: the one place that turns decisions into resolutions.
+
+It implements the AAIS state machine over a :class:`~aais_langgraph.ledger.Ledger`:
+requests are stored before anyone can see them, the first valid resolution wins
+atomically, replays are recognised, and approvals can only come from offered
+choices, before expiry, for the exact action digest."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from ..ledger import (
+    AuditVerification,
+    Grant,
+    InMemoryLedger,
+    Ledger,
+    ResolutionWrite,
+    StoredRequest,
+    verify_audit,
+)
+from ..protocol import (
+    AAISValidationError,
+    Action,
+    Actor,
+    ApprovalDecided,
+    ApprovalRequested,
+    ApprovalResolved,
+    ApprovalSnapshot,
+    Choice,
+    Origin,
+    Risk,
+    build_request,
+    format_timestamp,
+    parse_envelope,
+    sha256_digest,
+    utc_now,
+)
+from .errors import UnknownRequestError
+from .grants import find_grant, grant_from_decision
+from .outcomes import (
+    MESSAGES,
+    Judgement,
+    check_size,
+    conflict_envelope,
+    effective_expiry,
+    judge,
+    rejection_audit,
+    resolution_audit,
+    resolution_envelope,
+    snapshot_envelope,
+)
+from .policy import ApprovalPolicy, AskEveryTime
+from .standing import EventPage, Screening, standing_resolution
+
+Clock = Callable[[], datetime]
+
+
+class AuthorityStateMachine:
+    """The synchronous core of :class:`~.authority.ApprovalAuthority`: records requests,
+    judges decisions, keeps grants and the audit chain.
+
+    ``actor`` passed to :meth:`decide` is what the authenticated channel says. It
+    *replaces* the actor in the decision body, so a presenter cannot claim to be
+    someone else; with ``actor=None`` (trusted in-process callers) the body's actor
+    is recorded as given.
+    """
+
+    def __init__(
+        self,
+        ledger: Ledger | None = None,
+        *,
+        clock: Clock = utc_now,
+        policy: ApprovalPolicy | None = None,
+        default_expiry: timedelta = timedelta(minutes=15),
+        harness: str = "aais-langgraph",
+    ) -> None:
+        if default_expiry <= timedelta(0):
+            raise ValueError("default_expiry: must be positive")
+        self.ledger: Ledger = ledger if ledger is not None else InMemoryLedger()
+        self.clock = clock
+        self.policy: ApprovalPolicy = policy if policy is not None else AskEveryTime()
+        self.default_expiry = default_expiry
+        self.harness = harness
+
+    # -- requests --------------------------------------------------------------------
+
+    def screen(
+        self, action: Action | Mapping[str, Any], *, origin: Origin | Mapping[str, Any]
+    ) -> Screening:
+        """Ask the policy, then the grants, whether ``action`` needs a human at all."""
+        action_model = Action.from_data(action, pointer="/action")
+        origin_model = Origin.from_data(origin, pointer="/origin")
+        verdict = self.policy.on_request(action_model, origin_model)
+        if verdict.verdict in ("allow", "deny"):
+            outcome: Literal["approved", "denied"] = (
+                "approved" if verdict.verdict == "allow" else "denied"
+            )
+            reason = verdict.reason or (
+                "Allowed by policy." if outcome == "approved" else "Denied by policy."
+            )
+            resolved = standing_resolution(
+                self, action_model, origin_model, outcome=outcome, message=reason, grant=None
+            )
+            return Screening(resolved, verdict)
+        grant = self.match_grant(action_model, origin_model)
+        if grant is not None:
+            resolved = standing_resolution(
+                self,
+                action_model,
+                origin_model,
+                outcome="approved",
+                message="Approved by a standing grant.",
+                grant=grant,
+            )
+            return Screening(resolved, verdict)
+        return Screening(None, verdict)
+
+    def request(
+        self,
+        action: Action | Mapping[str, Any],
+        *,
+        origin: Origin | Mapping[str, Any],
+        risk: Risk | Mapping[str, Any] | None = None,
+        choices: Sequence[Choice | Mapping[str, Any]] | None = None,
+        expires_in: timedelta | None = None,
+        request_id: str | None = None,
+        thread_id: str | None = None,
+        context: Mapping[str, Any] | None = None,
+    ) -> ApprovalRequested:
+        """Build, persist and return a request; idempotent for a given ``request_id``.
+
+        When the id is already stored, the stored envelope (with its original
+        ``created_at`` and ``expires_at``) is returned unchanged.
+        """
+        if request_id is not None:
+            stored = self.ledger.get_request(request_id)
+            if stored is not None:
+                return ApprovalRequested.from_data(stored.envelope)
+        requested = build_request(
+            action,
+            origin=origin,
+            risk=risk,
+            choices=choices,
+            request_id=request_id,
+            created_at=self.clock(),
+            expires_in=expires_in if expires_in is not None else self.default_expiry,
+        )
+        return self.add(requested, thread_id=thread_id, context=context)
+
+    def add(
+        self,
+        requested: ApprovalRequested | Mapping[str, Any] | str | bytes,
+        *,
+        thread_id: str | None = None,
+        context: Mapping[str, Any] | None = None,
+    ) -> ApprovalRequested:
+        """Persist an ``approval.requested`` envelope and return it as stored.
+
+        A request without ``expires_at`` is stored with ``created_at`` plus the
+        authority's default expiry. An id already stored returns the stored request.
+        """
+        envelope = parse_envelope(requested, expected=ApprovalRequested)
+        if not isinstance(requested, (str, bytes, bytearray)):
+            check_size(envelope)  # text was bounded while parsing
+        document = envelope.to_json()
+        if envelope.request.expires_at is None:
+            # Every request gets a finite expiry, stored where sweeps and presenters see it.
+            expiry = effective_expiry(envelope.request, self.default_expiry.total_seconds())
+            document["request"]["expires_at"] = format_timestamp(expiry)
+            envelope = ApprovalRequested.from_data(document)
+        stored, created = self.ledger.add_request(document, thread_id=thread_id, context=context)
+        if created:
+            # Stored as given apart from the ledger's sequence: no need to validate again.
+            return envelope.model_copy(update={"sequence": stored.envelope["sequence"]})
+        return ApprovalRequested.from_data(stored.envelope)
+
+    def get_request(self, request_id: str) -> ApprovalRequested | None:
+        """The stored request, pending or resolved."""
+        stored = self.ledger.get_request(request_id)
+        return None if stored is None else ApprovalRequested.from_data(stored.envelope)
+
+    def get_stored_request(self, request_id: str) -> StoredRequest | None:
+        """The ledger record of a request, with its thread and context."""
+        return self.ledger.get_request(request_id)
+
+    def get_resolution(self, request_id: str) -> ApprovalResolved | None:
+        """The recorded resolution of a request, if it has one."""
+        stored = self.ledger.get_resolution(request_id)
+        return None if stored is None else ApprovalResolved.from_data(stored.envelope)
+
+    # -- decisions -------------------------------------------------------------------
+
+    def decide(
+        self,
+        decided: ApprovalDecided | Mapping[str, Any] | str | bytes,
+        *,
+        actor: Actor | Mapping[str, Any] | None = None,
+        current_action: Action | Mapping[str, Any] | None = None,
+        now: datetime | None = None,
+    ) -> ApprovalResolved:
+        """Judge a decision and record the request's one resolution.
+
+        Checks, in order: schema (raises), request known (raises
+        :class:`UnknownRequestError`), already resolved (same resolution for an
+        identical replay, else ``conflict``), expiry by this authority's clock,
+        the decision's digest, the digest of ``current_action`` (time-of-use), the
+        offered choice, and the policy. ``stale`` for a mismatched decision digest
+        and ``invalid`` are returned without being recorded: the request stays
+        pending for a correct decision.
+        """
+        envelope = parse_envelope(decided, expected=ApprovalDecided)
+        if not isinstance(decided, (str, bytes, bytearray)):
+            check_size(envelope)  # text was bounded while parsing
+        decision = envelope.decision
+        if actor is not None:
+            decision = decision.model_copy(
+                update={"actor": Actor.from_data(actor, pointer="/decision/actor")}
+            )
+            envelope = envelope.model_copy(update={"decision": decision})
+        current = (
+            None
+            if current_action is None
+            else Action.from_data(current_action, pointer="/current_action")
+        )
+        stored = self.ledger.get_request(decision.request_id)
+        if stored is None:
+            raise UnknownRequestError()
+        fingerprint = sha256_digest(decision.model_dump(mode="json"))
+        moment = now if now is not None else self.clock()
+        if moment.tzinfo is None:
+            raise ValueError("now: datetime must be timezone-aware")
+        existing = self.ledger.get_resolution(decision.request_id)
+        if existing is not None:
+            return self._replay(
+                existing.envelope, existing.decision_fingerprint, fingerprint, moment, decision.id
+            )
+        requested = ApprovalRequested.from_data(stored.envelope)
+        request = requested.request
+        verdict = judge(
+            request,
+            decision,
+            now=moment,
+            expires_at=effective_expiry(request, self.default_expiry.total_seconds()),
+            current_action=current,
+            policy_objection=None,
+        )
+        if verdict.outcome == "approved":
+            # The policy sees only approvals that passed every other check.
+            objection = self.policy.on_decision(request, decision)
+            if objection is not None:
+                verdict = Judgement("invalid", objection[:2000] or "Refused by policy.", False)
+        resolved = resolution_envelope(
+            request,
+            outcome=verdict.outcome,
+            message=verdict.message,
+            now=moment,
+            sequence=self.ledger.last_sequence(),
+            decision=decision,
+            stream=requested.stream,
+        )
+        if not verdict.terminal:
+            self.ledger.append_audit("decided", rejection_audit(envelope, resolved))
+            return resolved
+        write = ResolutionWrite(
+            request_id=request.id,
+            resolved=resolved.to_json(),
+            decided=envelope.to_json(),
+            decision_fingerprint=fingerprint,
+            grant=grant_from_decision(request, decision, moment)
+            if verdict.outcome == "approved"
+            else None,
+        )
+        recorded, created = self.ledger.record_resolution(write)
+        if not created:
+            return self._replay(
+                recorded.envelope, recorded.decision_fingerprint, fingerprint, moment, decision.id
+            )
+        return resolved.model_copy(update={"sequence": recorded.envelope["sequence"]})
+
+    def _replay(
+        self,
+        recorded: Mapping[str, Any],
+        recorded_fingerprint: str | None,
+        fingerprint: str,
+        now: datetime,
+        decision_id: str,
+    ) -> ApprovalResolved:
+        """Same resolution for an identical decision, a ``conflict`` for any other."""
+        resolved = ApprovalResolved.from_data(recorded)
+        if recorded_fingerprint == fingerprint:
+            return resolved
+        conflict = conflict_envelope(resolved, now=now, sequence=self.ledger.last_sequence())
+        self.ledger.append_audit("conflict", resolution_audit(conflict, decision_id=decision_id))
+        return conflict
+
+    def cancel(self, request_id: str, *, reason: str | None = None) -> ApprovalResolved:
+        """Resolve a pending request ``cancelled``; a resolved one keeps its resolution."""
+        return self._close(request_id, outcome="cancelled", message=reason or MESSAGES["cancelled"])
+
+    def expire(self, request_id: str) -> ApprovalResolved:
+        """Resolve a pending request ``expired`` (housekeeping after its expiry)."""
+        return self._close(request_id, outcome="expired", message=MESSAGES["expired"])
+
+    def supersede(self, request_id: str) -> ApprovalResolved:
+        """Resolve ``stale`` a request whose paused run moved on (its interrupt is gone)."""
+        return self._close(request_id, outcome="stale", message=MESSAGES["stale_action"])
+
+    def _close(
+        self, request_id: str, *, outcome: Literal["cancelled", "expired", "stale"], message: str
+    ) -> ApprovalResolved:
+        stored = self.ledger.get_request(request_id)
+        if stored is None:
+            raise UnknownRequestError("/request_id")
+        existing = self.ledger.get_resolution(request_id)
+        if existing is not None:
+            return ApprovalResolved.from_data(existing.envelope)
+        requested = ApprovalRequested.from_data(stored.envelope)
+        resolved = resolution_envelope(
+            requested.request,
+            outcome=outcome,
+            message=message[:2000],
+            now=self.clock(),
+            sequence=self.ledger.last_sequence(),
+            stream=requested.stream,
+        )
+        recorded, _ = self.ledger.record_resolution(
+            ResolutionWrite(request_id=request_id, resolved=resolved.to_json())
+        )
+        return ApprovalResolved.from_data(recorded.envelope)
+
+    def cancel_session(self, session_id: str) -> list[ApprovalResolved]:
+        """Cancel every pending request of a session (each atomically)."""
+        return [self.cancel(s.request_id) for s in self.ledger.list_pending(session_id=session_id)]
+
+    def cancel_thread(self, thread_id: str) -> list[ApprovalResolved]:
+        """Cancel every pending request raised by a LangGraph thread."""
+        return [self.cancel(s.request_id) for s in self.ledger.list_pending(thread_id=thread_id)]
+
+    def expire_due(self, *, now: datetime | None = None) -> list[ApprovalResolved]:
+        """Resolve ``expired`` every pending request whose expiry has passed."""
+        moment = now if now is not None else self.clock()
+        due = self.ledger.list_pending(expires_before=moment.timestamp())
+        return [self.expire(s.request_id) for s in due]
+
+    # -- grants ----------------------------------------------------------------------
+
+    def match_grant(
+        self,
+        action: Action | Mapping[str, Any],
+        origin: Origin | Mapping[str, Any],
+        *,
+        now: datetime | None = None,
+    ) -> Grant | None:
+        """A live grant covering ``action`` in ``origin``'s session, if any."""
+        return find_grant(
+            self.ledger,
+            Action.from_data(action, pointer="/action"),
+            Origin.from_data(origin, pointer="/origin"),
+            now=now if now is not None else self.clock(),
+        )
+
+    def list_grants(
+        self, *, session_id: str | None = None, include_revoked: bool = False
+    ) -> list[Grant]:
+        """Recorded grants, optionally those usable in one session."""
+        return self.ledger.list_grants(session_id=session_id, include_revoked=include_revoked)
+
+    def revoke_grant(self, grant_id: str) -> bool:
+        """Revoke a grant; later actions ask again. False if unknown or already revoked."""
+        return self.ledger.revoke_grant(grant_id, now=self.clock().timestamp())
+
+    # -- presenters ------------------------------------------------------------------
+
+    def snapshot(
+        self, *, session_id: str | None = None, stream: str | None = None
+    ) -> ApprovalSnapshot:
+        """``approval.snapshot`` of pending, unexpired requests."""
+        as_of = self.ledger.last_sequence()
+        now = self.clock()
+        pending = []
+        for stored in self.ledger.list_pending(session_id=session_id):
+            request = ApprovalRequested.from_data(stored.envelope).request
+            if now < effective_expiry(request, self.default_expiry.total_seconds()):
+                pending.append(request.to_json())
+        return snapshot_envelope(pending, as_of=as_of, now=now, stream=stream)
+
+    def events_after(self, sequence: int, *, limit: int = 1000) -> EventPage:
+        """Stored events after ``sequence``; ``gap`` when history before them was compacted."""
+        if isinstance(sequence, bool) or not isinstance(sequence, int) or sequence < 0:
+            raise AAISValidationError("/sequence", "must be a non-negative integer")
+        last = self.ledger.last_sequence()
+        first = self.ledger.first_event_sequence()
+        events = self.ledger.events_after(sequence, limit=limit)
+        # Sequences are contiguous, so anything missing before the oldest stored event
+        # was compacted; with nothing stored, everything up to ``last`` was.
+        oldest = first if first is not None else last + 1
+        gap = sequence < last and oldest > sequence + 1
+        return EventPage(events=events, gap=gap, last_sequence=self.ledger.last_sequence())
+
+    def verify_audit(self, *, expected_tip: tuple[int, str] | None = None) -> AuditVerification:
+        """Re-check the audit chain; names the first bad entry and detects truncation."""
+        return verify_audit(
+            self.ledger.audit_entries(), self.ledger.audit_tip(), expected_tip=expected_tip
+        )

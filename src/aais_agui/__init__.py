@@ -1,0 +1,52 @@
+"""AAIS approvals surfaced to AG-UI frontends: interrupt mapping, an AG-UI server for
+LangGraph graphs, and the AAIS HTTP/SSE presenter profile."""
+
+from .agent import AAISLangGraphAgent
+from .agui_router import agui_router
+from .app import create_app
+from .approvals_router import approvals_router
+from .mapping import (
+    APPROVAL_REASON,
+    METADATA_KEY,
+    TOOL_CALL_EXTENSION,
+    TOOL_CALL_REASON,
+    decided_response_schema,
+    interrupt_to_request,
+    parse_resume_entry,
+    request_to_interrupt,
+    resume_entry_for,
+)
+from .resume import ResumeRejected, aresume_recorded, plan_resume
+from .security import (
+    Authenticated,
+    Authenticator,
+    Security,
+    bearer_token_authenticator,
+    local_development_authenticator,
+)
+from .sse import pending_snapshot
+
+__all__ = [
+    "APPROVAL_REASON",
+    "METADATA_KEY",
+    "TOOL_CALL_EXTENSION",
+    "TOOL_CALL_REASON",
+    "AAISLangGraphAgent",
+    "Authenticated",
+    "Authenticator",
+    "ResumeRejected",
+    "Security",
+    "agui_router",
+    "approvals_router",
+    "aresume_recorded",
+    "bearer_token_authenticator",
+    "create_app",
+    "decided_response_schema",
+    "interrupt_to_request",
+    "local_development_authenticator",
+    "parse_resume_entry",
+    "pending_snapshot",
+    "plan_resume",
+    "request_to_interrupt",
+    "resume_entry_for",
+]

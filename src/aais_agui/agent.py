@@ -1,0 +1,178 @@
+"""An AG-UI agent for LangGraph graphs whose interrupts are AAIS approvals.
+
+Built on ag-ui-langgraph's ``LangGraphAgent`` (pinned ``>=0.0.47,<0.0.48``).
+Two private seams are overridden, each in a few lines, and
+``tests/agui/test_agent_seams.py`` fails loudly if an upgrade moves them:
+
+- ``_interrupts_to_agui``: an ``approval.requested`` interrupt value becomes an
+  interrupt with ``metadata.aais`` (see :mod:`aais_agui.mapping`);
+- ``_build_command_from_agui_resume``: returns the id-keyed resume map planned
+  in :meth:`AAISLangGraphAgent.run` under the thread's run lease.
+
+Everything else (streaming, snapshots, re-emitting pending interrupts on a
+run without ``resume``) is ag-ui-langgraph's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from ag_ui.core import (
+    BaseEvent,
+    EventType,
+    Interrupt,
+    ResumeEntry,
+    RunAgentInput,
+    RunErrorEvent,
+    RunStartedEvent,
+)
+from ag_ui_langgraph import LangGraphAgent
+from langgraph.types import Command
+from typing_extensions import Self
+
+from aais_langgraph.authority import ApprovalAuthority, LeaseHeldError
+from aais_langgraph.gate import AUTHORITY_KEY
+from aais_langgraph.protocol import AAISValidationError, Actor
+
+from .mapping import is_approval_request, request_to_interrupt
+from .resume import ResumeRejected, held_lease, open_interrupts, plan_resume
+
+logger = logging.getLogger(__name__)
+
+
+class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgraph is untyped
+    """Serve a compiled LangGraph graph over AG-UI with AAIS approvals as interrupts.
+
+    ``authority`` judges every decision; it also reaches the graph's gates
+    through ``configurable["aais_authority"]``. Each run holds the thread's run
+    lease, so two presenters can never drive one paused thread at once. Set
+    :attr:`actor` (the authenticated actor, see :meth:`with_actor`) before a run
+    that answers approvals: a resume without one is refused.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        graph: Any,
+        authority: ApprovalAuthority,
+        description: str | None = None,
+        config: Mapping[str, Any] | None = None,
+        emit_raw_events: bool = False,
+        lease_ttl: float = 60.0,
+        lease_wait: float = 10.0,
+    ) -> None:
+        base = dict(config or {})
+        base["configurable"] = {**(base.get("configurable") or {}), AUTHORITY_KEY: authority}
+        super().__init__(
+            name=name,
+            graph=graph,
+            description=description,
+            config=base,
+            enable_legacy_on_interrupt_event=False,
+            emit_interrupt_outcome=True,
+            emit_raw_events=emit_raw_events,
+        )
+        self.authority = authority
+        self.lease_ttl = lease_ttl
+        self.lease_wait = lease_wait
+        self.actor: Actor | None = None
+        self._planned_resume: dict[str, Any] | None = None
+
+    def clone(self) -> Self:
+        """A fresh agent with the same settings and actor (one per request)."""
+        twin = type(self)(
+            name=self.name,
+            graph=self.graph,
+            authority=self.authority,
+            description=self.description,
+            config=self.config,
+            emit_raw_events=self.emit_raw_events,
+            lease_ttl=self.lease_ttl,
+            lease_wait=self.lease_wait,
+        )
+        twin.actor = self.actor
+        return twin
+
+    def with_actor(self, actor: Actor | None) -> Self:
+        """A clone that answers approvals as ``actor`` (the authenticated one)."""
+        twin = self.clone()
+        twin.actor = actor
+        return twin
+
+    def get_capabilities(self) -> dict[str, Any]:
+        """ag-ui-langgraph's declaration, with AAIS interrupts and no edited arguments."""
+        capabilities: dict[str, Any] = dict(super().get_capabilities())
+        capabilities["humanInTheLoop"] = {
+            "supported": True,
+            "approvals": True,
+            "interrupts": True,
+            "approveWithEdits": False,
+        }
+        return capabilities
+
+    async def run(self, input: RunAgentInput) -> AsyncIterator[BaseEvent]:
+        """Run or resume one thread under its run lease; a refused resume is ``RUN_ERROR``."""
+        self._planned_resume = None
+        try:
+            async with held_lease(
+                self.authority, input.thread_id, ttl=self.lease_ttl, wait=self.lease_wait
+            ):
+                if input.resume:
+                    self._planned_resume = await self._plan(input.thread_id, input.resume)
+                async for event in super().run(input):
+                    yield event
+        except ResumeRejected as rejected:
+            for event in _refusal(input, rejected.code, rejected.message):
+                yield event
+        except LeaseHeldError:
+            for event in _refusal(
+                input, "aais.thread_busy", "another run is driving this thread; retry shortly"
+            ):
+                yield event
+
+    async def _plan(self, thread_id: str, entries: list[ResumeEntry]) -> dict[str, Any]:
+        config = {"configurable": {**self.config["configurable"], "thread_id": thread_id}}
+        try:
+            state = await self.graph.aget_state(config)
+            pending = open_interrupts(state.tasks)
+            return await asyncio.to_thread(
+                plan_resume, self.authority, pending, entries, actor=self.actor
+            )
+        except ResumeRejected:
+            raise
+        except AAISValidationError as error:
+            raise ResumeRejected("aais.invalid_resume", str(error)) from None
+        except Exception:
+            logger.exception("planning a resume failed")
+            raise ResumeRejected(
+                "aais.internal", "the resume could not be planned; see the server log"
+            ) from None
+
+    # -- ag-ui-langgraph seams (kept small; see tests/agui/test_agent_seams.py) ---------
+
+    def _interrupts_to_agui(self, lg_interrupts: list[Any]) -> list[Interrupt]:
+        mapped: list[Interrupt] = []
+        for raw in lg_interrupts:
+            if is_approval_request(raw.value):
+                mapped.append(request_to_interrupt(raw.value, interrupt_id=raw.id))
+            else:
+                mapped.extend(super()._interrupts_to_agui([raw]))
+        return mapped
+
+    def _build_command_from_agui_resume(
+        self, entries: list[ResumeEntry], *, open_interrupts: list[Interrupt] | None = None
+    ) -> Command[Any]:
+        if self._planned_resume is None:
+            raise RuntimeError("a resume reached the graph unplanned; use AAISLangGraphAgent.run")
+        return Command(resume=dict(self._planned_resume))
+
+
+def _refusal(input: RunAgentInput, code: str, message: str) -> list[BaseEvent]:
+    return [
+        RunStartedEvent(type=EventType.RUN_STARTED, thread_id=input.thread_id, run_id=input.run_id),
+        RunErrorEvent(type=EventType.RUN_ERROR, message=message, code=code),
+    ]

@@ -1,0 +1,84 @@
+"""``create_app``: the AG-UI endpoint and the AAIS HTTP/SSE profile in one FastAPI app.
+
+The app is assembled from two routers that can each be mounted into an
+existing app on their own (:func:`~aais_agui.agui_router.agui_router`,
+:func:`~aais_agui.approvals_router.approvals_router`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import JSONResponse
+
+from aais_langgraph.authority import ApprovalAuthority
+
+from .agent import AAISLangGraphAgent
+from .agui_router import agui_router
+from .approvals_router import approvals_router
+from .security import DEFAULT_MAX_BODY_BYTES, Authenticator, Security
+
+
+def create_app(
+    graph: Any,
+    *,
+    authority: ApprovalAuthority,
+    authenticate: Authenticator,
+    path: str = "/agent",
+    approvals_prefix: str = "/approvals",
+    name: str = "aais-agent",
+    description: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    allowed_origins: Collection[str] = (),
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    lease_ttl: float = 60.0,
+    lease_wait: float = 10.0,
+    poll_interval: float = 0.2,
+) -> FastAPI:
+    """An ASGI app serving ``graph`` over AG-UI at ``path`` plus the AAIS profile.
+
+    ``authenticate(request)`` returns the actor (an ``Actor``, a mapping, or
+    ``Authenticated(actor, cookie_session=True)`` to require CSRF tokens) or
+    None for 401; it may be async. ``allowed_origins`` lists browser origins
+    besides the server's own that may change state. ``config`` is passed to
+    every graph run (the authority is added under ``configurable``).
+    """
+    security = Security(
+        authenticate=authenticate,
+        allowed_origins=frozenset(allowed_origins),
+        max_body_bytes=max_body_bytes,
+    )
+    agent = AAISLangGraphAgent(
+        name=name,
+        graph=graph,
+        authority=authority,
+        description=description,
+        config=config,
+        lease_ttl=lease_ttl,
+        lease_wait=lease_wait,
+    )
+    app = FastAPI(title="aais-agui", description="AG-UI endpoint with AAIS approvals")
+    app.include_router(agui_router(agent, security, path=path))
+    app.include_router(
+        approvals_router(
+            graph,
+            authority,
+            security,
+            prefix=approvals_prefix,
+            config=config,
+            poll_interval=poll_interval,
+        )
+    )
+    app.add_exception_handler(HTTPException, _http_error)  # type: ignore[arg-type]
+    app.state.aais_agent = agent
+    app.state.aais_security = security
+    return app
+
+
+async def _http_error(request: Request, error: HTTPException) -> JSONResponse:
+    """Errors as ``{"error": {"code", "message"}}``; messages never echo request values."""
+    detail = error.detail
+    body = detail if isinstance(detail, dict) else {"code": "http.error", "message": str(detail)}
+    return JSONResponse({"error": body}, status_code=error.status_code, headers=error.headers)

@@ -1,0 +1,164 @@
+"""The AAIS HTTP/SSE presenter profile: snapshot, decisions, and the event stream.
+
+- ``GET  /approvals/snapshot`` -> ``approval.snapshot`` of what is really waiting;
+- ``POST /approvals/{request_id}/decisions`` with one ``approval.decided`` ->
+  the ``approval.resolved``; a decision that resolves the request resumes its
+  thread in the background (under the thread's run lease);
+- ``GET  /approvals/events`` -> SSE of AAIS envelopes in sequence order,
+  resuming after ``Last-Event-ID`` (see :mod:`aais_agui.sse`);
+- ``GET  /approvals/csrf`` -> a CSRF token (and cookie) for cookie sessions.
+
+HTTP status of a decision: 200 for a recorded resolution (approved, denied,
+cancelled, expired) or its identical replay, 409 for ``conflict`` and ``stale``,
+422 for ``invalid`` and malformed envelopes, 404 for an unknown request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request, Response
+from fastapi.responses import JSONResponse, StreamingResponse
+from langchain_core.runnables import RunnableConfig
+
+from aais_langgraph.authority import (
+    TERMINAL,
+    ApprovalAuthority,
+    LeaseHeldError,
+    UnknownRequestError,
+)
+from aais_langgraph.gate import AUTHORITY_KEY
+from aais_langgraph.protocol import AAISValidationError, ApprovalDecided, parse_envelope
+
+from .resume import aresume_recorded
+from .security import CSRF_COOKIE, Security, new_csrf_token
+from .sse import event_stream, pending_snapshot
+
+logger = logging.getLogger(__name__)
+
+_STATUS = {"conflict": 409, "stale": 409, "invalid": 422}
+
+
+def approvals_router(
+    graph: Any,
+    authority: ApprovalAuthority,
+    security: Security,
+    *,
+    prefix: str = "/approvals",
+    config: Mapping[str, Any] | None = None,
+    poll_interval: float = 0.2,
+) -> APIRouter:
+    """The AAIS profile routes under ``prefix``; ``graph`` may be None (no resuming)."""
+    router = APIRouter(prefix=prefix)
+    resumes: set[asyncio.Task[Any]] = set()
+    base = dict(config or {})
+    run_config: RunnableConfig = {
+        **base,  # type: ignore[typeddict-item]
+        "configurable": {**(base.get("configurable") or {}), AUTHORITY_KEY: authority},
+    }
+
+    async def snapshot_now() -> Any:
+        return await pending_snapshot(authority, graph)
+
+    @router.get("/snapshot")
+    async def snapshot(request: Request) -> dict[str, Any]:
+        await security.actor(request)
+        current: dict[str, Any] = (await snapshot_now()).to_json()
+        return current
+
+    @router.post("/{request_id}/decisions")
+    async def decide(request_id: str, request: Request) -> JSONResponse:
+        authenticated = await security.state_change(request)
+        body = await security.read_body(request)
+        try:
+            decided = parse_envelope(body, expected=ApprovalDecided)
+        except AAISValidationError as error:
+            raise HTTPException(
+                422, {"code": "aais.invalid_envelope", "message": str(error)}
+            ) from None
+        if decided.decision.request_id != request_id:
+            raise HTTPException(
+                422,
+                {
+                    "code": "aais.invalid_envelope",
+                    "message": "/decision/request_id: does not match the request in the path",
+                },
+            )
+        try:
+            resolved = await authority.adecide(decided, actor=authenticated.actor)
+        except UnknownRequestError:
+            raise HTTPException(
+                404, {"code": "aais.unknown_request", "message": "no such approval request"}
+            ) from None
+        outcome = resolved.resolution.outcome
+        if outcome in TERMINAL and graph is not None:
+            _resume_later(request_id)
+        return JSONResponse(resolved.to_json(), status_code=_STATUS.get(outcome, 200))
+
+    def _resume_later(request_id: str) -> None:
+        task = asyncio.create_task(_resume(request_id))
+        resumes.add(task)
+        task.add_done_callback(resumes.discard)
+
+    async def _resume(request_id: str) -> None:
+        stored = await asyncio.to_thread(authority.get_stored_request, request_id)
+        if stored is None or stored.thread_id is None:
+            return
+        thread_id = stored.thread_id
+        for attempt in range(3):
+            try:
+                await aresume_recorded(graph, authority, thread_id, config=run_config)
+                return
+            except LeaseHeldError:
+                await asyncio.sleep(1.0 + attempt)
+            except Exception:
+                logger.exception("background resume of a thread failed")
+                return
+        logger.warning("background resume gave up: the thread stayed busy")
+
+    @router.get("/events")
+    async def events(request: Request) -> StreamingResponse:
+        await security.actor(request)
+        after = _after(request)
+        return StreamingResponse(
+            event_stream(
+                authority,
+                after=after,
+                snapshot=snapshot_now,
+                is_disconnected=request.is_disconnected,
+                poll_interval=poll_interval,
+            ),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        )
+
+    @router.get("/csrf")
+    async def csrf(request: Request, response: Response) -> dict[str, str]:
+        await security.actor(request)
+        token = request.cookies.get(CSRF_COOKIE) or new_csrf_token()
+        response.set_cookie(
+            CSRF_COOKIE,
+            token,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+            httponly=False,
+            path="/",
+        )
+        return {"csrf_token": token, "header": "X-AAIS-CSRF"}
+
+    return router
+
+
+def _after(request: Request) -> int | None:
+    """The sequence to resume after: ``Last-Event-ID`` header, else ``?after=``."""
+    raw = request.headers.get("last-event-id") or request.query_params.get("after")
+    if raw is None or raw == "":
+        return None
+    if not raw.isdigit() or len(raw) > 16:
+        raise HTTPException(
+            400, {"code": "aais.bad_last_event_id", "message": "Last-Event-ID must be a sequence"}
+        )
+    return int(raw)

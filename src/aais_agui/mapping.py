@@ -1,0 +1,291 @@
+"""AAIS envelopes <-> AG-UI 1.0 interrupts and resume entries, as pure functions.
+
+An ``approval.requested`` envelope becomes one :class:`ag_ui.core.Interrupt`
+(the complete envelope under ``metadata.aais``); the answer comes back as a
+:class:`ag_ui.core.ResumeEntry` carrying an ``approval.decided`` envelope under
+``metadata.aais`` (or ``payload.aais``, for clients that cannot set metadata).
+Every malformed shape raises :class:`AAISValidationError` with a JSON pointer
+and a reason that never echoes the offending value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from ag_ui.core import Interrupt, ResumeEntry
+from pydantic import ValidationError
+
+from aais_langgraph.gate import Cancellation
+from aais_langgraph.protocol import (
+    AAISValidationError,
+    ApprovalDecided,
+    ApprovalRequested,
+    Request,
+    parse_envelope,
+)
+from aais_langgraph.protocol.errors import join_pointer
+
+METADATA_KEY = "aais"
+"""Key of the AAIS envelope inside ``Interrupt.metadata`` / ``ResumeEntry.metadata``."""
+
+TOOL_CALL_EXTENSION = "aais-langgraph.org/tool_call_id"
+"""Request extension naming the LangChain tool call a tool approval gates."""
+
+E = TypeVar("E", ApprovalRequested, ApprovalDecided)
+
+APPROVAL_REASON = "aais:approval"
+TOOL_CALL_REASON = "tool_call"
+
+_ID_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 200,
+    "pattern": "^[A-Za-z0-9][A-Za-z0-9._:-]*$",
+}
+_TIMESTAMP_SCHEMA: dict[str, Any] = {"type": "string", "format": "date-time"}
+_EXTENSIONS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "propertyNames": {"pattern": "^(https?://|[A-Za-z0-9-]+\\.[A-Za-z0-9.-]+/)"},
+}
+_ACTOR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["id", "type"],
+    "properties": {
+        "id": _ID_SCHEMA,
+        "type": {"enum": ["human", "policy"]},
+        "display_name": {"type": "string", "minLength": 1, "maxLength": 200},
+        "authenticated_by": {"type": "string", "minLength": 1, "maxLength": 200},
+    },
+    "additionalProperties": False,
+}
+
+
+def is_approval_request(value: Any) -> bool:
+    """True when a LangGraph interrupt value looks like an ``approval.requested`` envelope."""
+    return isinstance(value, Mapping) and value.get("type") == "approval.requested"
+
+
+def tool_call_id_of(request: Request) -> str | None:
+    """The gated tool call's id from the request's extensions, if it gates one."""
+    extensions = request.extensions or {}
+    if TOOL_CALL_EXTENSION not in extensions:
+        return None
+    value = extensions[TOOL_CALL_EXTENSION]
+    if not isinstance(value, str) or not value:
+        raise AAISValidationError(
+            join_pointer("/request/extensions", TOOL_CALL_EXTENSION), "must be a non-empty string"
+        )
+    return value
+
+
+def decided_response_schema(request: Request) -> dict[str, Any]:
+    """JSON Schema of an ``approval.decided`` envelope that can answer ``request``.
+
+    ``request_id`` and ``action_digest`` are constants and ``(decision, scope)``
+    is one of the offered pairs, so a form built from it cannot invent a scope.
+    """
+    pairs = [
+        {
+            "title": choice.label,
+            "properties": {
+                "decision": {"const": choice.decision},
+                "scope": {"const": choice.scope},
+            },
+        }
+        for choice in request.choices
+    ]
+    decision: dict[str, Any] = {
+        "type": "object",
+        "required": [
+            "id",
+            "request_id",
+            "action_digest",
+            "decided_at",
+            "decision",
+            "scope",
+            "actor",
+        ],
+        "properties": {
+            "id": _ID_SCHEMA,
+            "request_id": {"const": request.id},
+            "action_digest": {"const": request.action_digest},
+            "decided_at": _TIMESTAMP_SCHEMA,
+            "decision": {"enum": sorted({c.decision for c in request.choices})},
+            "scope": {"enum": sorted({c.scope for c in request.choices})},
+            "actor": _ACTOR_SCHEMA,
+            "extensions": _EXTENSIONS_SCHEMA,
+        },
+        "oneOf": pairs,
+        "additionalProperties": False,
+    }
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "AAIS approval.decided",
+        "description": "An approval.decided envelope answering this request with an offered "
+        "choice.",
+        "type": "object",
+        "required": ["aais", "type", "id", "occurred_at", "sequence", "decision"],
+        "properties": {
+            "aais": {"const": "1.0"},
+            "type": {"const": "approval.decided"},
+            "id": _ID_SCHEMA,
+            "occurred_at": _TIMESTAMP_SCHEMA,
+            "sequence": {"type": "integer", "minimum": 0, "maximum": 2**53 - 1},
+            "stream": _ID_SCHEMA,
+            "extensions": _EXTENSIONS_SCHEMA,
+            "decision": decision,
+        },
+        "additionalProperties": False,
+    }
+
+
+def request_to_interrupt(
+    requested: ApprovalRequested | Mapping[str, Any], *, interrupt_id: str
+) -> Interrupt:
+    """The AG-UI interrupt for one pending request, answered by ``interrupt_id``.
+
+    ``interrupt_id`` is the LangGraph ``Interrupt.id``; the resume entry must name it.
+    """
+    if not isinstance(interrupt_id, str) or not interrupt_id:
+        raise AAISValidationError("/interrupt_id", "must be a non-empty string")
+    envelope = parse_envelope(requested, expected=ApprovalRequested)
+    request = envelope.request
+    tool_call_id = tool_call_id_of(request)
+    return Interrupt(
+        id=interrupt_id,
+        reason=APPROVAL_REASON if tool_call_id is None else TOOL_CALL_REASON,
+        message=request.action.summary,
+        tool_call_id=tool_call_id,
+        response_schema=decided_response_schema(request),
+        expires_at=request.expires_at,
+        metadata={METADATA_KEY: envelope.to_json()},
+    )
+
+
+def interrupt_to_request(interrupt: Interrupt | Mapping[str, Any]) -> ApprovalRequested:
+    """Read the ``approval.requested`` envelope back out of an AG-UI interrupt."""
+    model = _model(Interrupt, interrupt, "")
+    metadata = model.metadata
+    if not isinstance(metadata, Mapping) or METADATA_KEY not in metadata:
+        raise AAISValidationError("/metadata/aais", "an approval.requested envelope is required")
+    return _envelope(metadata[METADATA_KEY], ApprovalRequested, "/metadata/aais")
+
+
+def resume_entry_for(
+    decided: ApprovalDecided | Mapping[str, Any], *, interrupt_id: str
+) -> ResumeEntry:
+    """The resume entry that answers ``interrupt_id`` with a decision (client-side helper)."""
+    envelope = parse_envelope(decided, expected=ApprovalDecided)
+    return ResumeEntry(
+        interrupt_id=interrupt_id,
+        status="resolved",
+        metadata={METADATA_KEY: envelope.to_json()},
+    )
+
+
+def parse_resume_entry(
+    entry: ResumeEntry | Mapping[str, Any],
+    *,
+    request: Request | None = None,
+    pointer: str = "",
+) -> ApprovalDecided | Cancellation:
+    """The AAIS answer carried by a resume entry.
+
+    ``status: "resolved"`` needs an ``approval.decided`` envelope under
+    ``metadata.aais`` or else ``payload.aais``; when both are present they must
+    agree. ``status: "cancelled"`` is an AAIS cancel of ``request`` (an envelope,
+    if any, must still name that request). With ``request`` given, the decision
+    must name it. Digest, choice and expiry are the authority's to judge.
+    """
+    model = _model(ResumeEntry, entry, pointer)
+    from_metadata = _member(model.metadata, pointer + "/metadata")
+    from_payload = _member(model.payload, pointer + "/payload")
+    if from_metadata is not None and from_payload is not None and from_metadata != from_payload:
+        raise AAISValidationError(
+            pointer + "/payload/aais", "disagrees with metadata.aais; send one envelope"
+        )
+    raw, where = (
+        (from_metadata, pointer + "/metadata/aais")
+        if from_metadata is not None
+        else (from_payload, pointer + "/payload/aais")
+    )
+    if model.status == "cancelled":
+        return _cancellation(model, raw, where, request, pointer)
+    if raw is None:
+        raise AAISValidationError(
+            pointer + "/metadata/aais",
+            "an approval.decided envelope is required (metadata.aais or payload.aais)",
+        )
+    decided: ApprovalDecided = _envelope(raw, ApprovalDecided, where)
+    if request is not None and decided.decision.request_id != request.id:
+        raise AAISValidationError(
+            where + "/decision/request_id", "does not name the request of this interrupt"
+        )
+    return decided
+
+
+def _cancellation(
+    model: ResumeEntry,
+    raw: Any,
+    where: str,
+    request: Request | None,
+    pointer: str,
+) -> Cancellation:
+    request_id = request.id if request is not None else None
+    if raw is not None:
+        decided = _envelope(raw, ApprovalDecided, where)
+        named = decided.decision.request_id
+        if request_id is not None and named != request_id:
+            raise AAISValidationError(
+                where + "/decision/request_id", "does not name the request of this interrupt"
+            )
+        request_id = named
+    if request_id is None:
+        raise AAISValidationError(
+            pointer + "/interrupt_id", "a cancelled entry must answer a known approval request"
+        )
+    reason = None
+    if isinstance(model.payload, Mapping) and "reason" in model.payload:
+        candidate = model.payload["reason"]
+        if not isinstance(candidate, str) or not 0 < len(candidate) <= 2000:
+            raise AAISValidationError(pointer + "/payload/reason", "must be 1 to 2000 characters")
+        reason = candidate
+    return Cancellation(request_id=request_id, reason=reason)
+
+
+def _member(container: Any, where: str) -> Any:
+    """``container["aais"]`` when the container is an object that has it."""
+    if container is None:
+        return None
+    if not isinstance(container, Mapping):
+        if where.endswith("/metadata"):
+            raise AAISValidationError(where, "must be a JSON object")
+        return None
+    value = container.get(METADATA_KEY)
+    if METADATA_KEY in container and value is None:
+        raise AAISValidationError(where + "/aais", "must be an approval.decided envelope")
+    return value
+
+
+def _envelope(raw: Any, expected: type[E], where: str) -> E:
+    if not isinstance(raw, Mapping):
+        raise AAISValidationError(where, "must be a JSON object (an AAIS envelope)")
+    try:
+        return parse_envelope(raw, expected=expected)
+    except AAISValidationError as error:
+        raise AAISValidationError(where + error.pointer, error.reason) from None
+
+
+def _model(cls: type[Any], value: Any, pointer: str) -> Any:
+    """Validate an AG-UI model from a model or its wire (camelCase) mapping."""
+    if isinstance(value, cls):
+        return value
+    if not isinstance(value, Mapping):
+        raise AAISValidationError(pointer, "expected a JSON object")
+    try:
+        return cls.model_validate(dict(value))
+    except ValidationError as error:
+        first = error.errors(include_input=False, include_url=False)[0]
+        location = join_pointer(pointer, *(str(part) for part in first["loc"]))
+        raise AAISValidationError(location, first["msg"]) from None

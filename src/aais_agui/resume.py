@@ -1,0 +1,256 @@
+"""Turn an AG-UI ``resume[]`` into a LangGraph id-keyed resume map, through the authority.
+
+Everything is checked before anything is recorded: every entry names an open
+interrupt, every open interrupt is answered, and each AAIS decision carries
+the request's digest, an offered choice and arrives before expiry. Only then
+are the decisions recorded (with the authenticated actor) and the map built
+from the *recorded* resolutions, as :func:`aais_langgraph.aresume_with_decisions`
+does. Callers hold the thread's run lease around planning and the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from ag_ui.core import ResumeEntry
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import Command
+
+from aais_langgraph.authority import (
+    TERMINAL,
+    ApprovalAuthority,
+    arun_lease,
+    new_holder,
+)
+from aais_langgraph.authority.outcomes import effective_expiry
+from aais_langgraph.gate import Cancellation
+from aais_langgraph.gate.resume import pending_interrupt_ids
+from aais_langgraph.ledger import Lease
+from aais_langgraph.protocol import (
+    AAISValidationError,
+    Actor,
+    ApprovalDecided,
+    ApprovalRequested,
+    ApprovalResolved,
+)
+
+from .mapping import is_approval_request, parse_resume_entry
+
+logger = logging.getLogger(__name__)
+
+#: ag-ui-langgraph's sentinel for a cancelled plain (non-AAIS) interrupt.
+PLAIN_CANCELLED = "__agui_cancelled__"
+
+
+class ResumeRejected(Exception):
+    """A resume the run must refuse (``RUN_ERROR``); nothing was recorded or resumed.
+
+    ``code`` is a stable machine-readable ``aais.*`` code; the message names
+    interrupt ids and rules, never decision or action values.
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class _Answer:
+    interrupt_id: str
+    requested: ApprovalRequested
+    answer: ApprovalDecided | Cancellation
+    expired: bool
+
+
+def open_interrupts(tasks: Sequence[Any] | None) -> dict[str, Any]:
+    """Interrupt id -> value of every interrupt pending in a state's tasks."""
+    found: dict[str, Any] = {}
+    for task in tasks or ():
+        for pending in getattr(task, "interrupts", None) or ():
+            found[pending.id] = pending.value
+    return found
+
+
+def _check_coverage(entries: Sequence[ResumeEntry], pending: Mapping[str, Any]) -> None:
+    seen: set[str] = set()
+    for index, entry in enumerate(entries):
+        if entry.interrupt_id not in pending:
+            raise ResumeRejected(
+                "aais.unknown_interrupt",
+                f"resume[{index}] names an interrupt that is not pending on this thread; "
+                "reconnect (run without resume) to get the open interrupts",
+            )
+        if entry.interrupt_id in seen:
+            raise ResumeRejected(
+                "aais.invalid_resume",
+                f"resume[{index}] answers interrupt {entry.interrupt_id} a second time",
+            )
+        seen.add(entry.interrupt_id)
+    missing = [interrupt_id for interrupt_id in pending if interrupt_id not in seen]
+    if missing:
+        raise ResumeRejected(
+            "aais.partial_resume",
+            f"resume must answer every open interrupt; {len(missing)} not answered: "
+            + ", ".join(sorted(missing)),
+        )
+
+
+def _judge_entry(
+    authority: ApprovalAuthority, index: int, entry: ResumeEntry, value: Any
+) -> _Answer:
+    """Parse one AAIS answer and apply the checks that must pass before anything is recorded."""
+    requested = ApprovalRequested.from_data(value, pointer=f"/interrupts/{entry.interrupt_id}")
+    request = requested.request
+    try:
+        answer = parse_resume_entry(entry, request=request, pointer=f"/resume/{index}")
+    except AAISValidationError as error:
+        raise ResumeRejected("aais.invalid_resume", f"resume[{index}]: {error}") from None
+    expired = authority.clock() >= effective_expiry(
+        request, authority.default_expiry.total_seconds()
+    )
+    if isinstance(answer, ApprovalDecided):
+        decision = answer.decision
+        if decision.action_digest != request.action_digest:
+            raise ResumeRejected(
+                "aais.digest_mismatch",
+                f"resume[{index}]: the decision's action_digest does not match the action "
+                f"of interrupt {entry.interrupt_id}; nothing was run",
+            )
+        if expired:
+            raise ResumeRejected(
+                "aais.expired",
+                f"resume[{index}]: interrupt {entry.interrupt_id} expired at "
+                f"{request.expires_at}; cancel it to continue the thread",
+            )
+        if request.offers(decision.decision, decision.scope) is None:
+            raise ResumeRejected(
+                "aais.invalid_resume",
+                f"resume[{index}]: the decision and scope were not offered by the request",
+            )
+    return _Answer(entry.interrupt_id, requested, answer, expired)
+
+
+def _record(
+    authority: ApprovalAuthority, judged: _Answer, actor: Actor | Mapping[str, Any]
+) -> ApprovalResolved:
+    """Record one answer; return the request's recorded resolution or refuse."""
+    request_id = judged.requested.request.id
+    if isinstance(judged.answer, Cancellation):
+        closed = (
+            authority.expire(request_id)
+            if judged.expired
+            else authority.cancel(request_id, reason=judged.answer.reason)
+        ).resolution
+        if closed.outcome not in ("cancelled", "expired"):
+            raise ResumeRejected(
+                "aais.conflict",
+                f"interrupt {judged.interrupt_id}: already resolved {closed.outcome}; "
+                "reconnect to continue the thread",
+            )
+    else:
+        outcome = authority.decide(judged.answer, actor=actor).resolution
+        if outcome.outcome not in TERMINAL:
+            raise ResumeRejected(
+                f"aais.{outcome.outcome}",
+                f"interrupt {judged.interrupt_id}: {outcome.outcome}: {outcome.message}",
+            )
+    recorded = authority.get_resolution(request_id)
+    if recorded is None:  # pragma: no cover - a terminal outcome is always recorded
+        raise ResumeRejected("aais.invalid_resume", f"interrupt {judged.interrupt_id}: unresolved")
+    return recorded
+
+
+def plan_resume(
+    authority: ApprovalAuthority,
+    pending: Mapping[str, Any],
+    entries: Sequence[ResumeEntry],
+    *,
+    actor: Actor | Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """The ``Command(resume=...)`` map answering every pending interrupt, or ResumeRejected.
+
+    AAIS interrupts resume with the recorded ``approval.resolved`` envelope;
+    plain LangGraph interrupts get the entry's payload (or the cancel sentinel).
+    """
+    _check_coverage(entries, pending)
+    judged: list[_Answer] = []
+    resume: dict[str, Any] = {}
+    for index, entry in enumerate(entries):
+        value = pending[entry.interrupt_id]
+        if is_approval_request(value):
+            judged.append(_judge_entry(authority, index, entry, value))
+        elif entry.status == "cancelled":
+            resume[entry.interrupt_id] = {PLAIN_CANCELLED: True, "interrupt_id": entry.interrupt_id}
+        else:
+            resume[entry.interrupt_id] = entry.payload
+    if judged and actor is None:
+        raise ResumeRejected(
+            "aais.unauthenticated", "answering an approval needs an authenticated actor"
+        )
+    for item in judged:
+        assert actor is not None
+        resume[item.interrupt_id] = _record(authority, item, actor).to_json()
+    return resume
+
+
+@asynccontextmanager
+async def held_lease(
+    authority: ApprovalAuthority, thread_id: str, *, ttl: float, wait: float
+) -> AsyncIterator[Lease]:
+    """The thread's run lease for the block, renewed every ``ttl / 3`` while held."""
+    holder = new_holder()
+    async with arun_lease(authority.ledger, thread_id, ttl=ttl, wait=wait, holder=holder) as lease:
+        renewal = asyncio.create_task(_renew(authority, thread_id, holder, ttl))
+        try:
+            yield lease
+        finally:
+            renewal.cancel()
+
+
+async def _renew(authority: ApprovalAuthority, thread_id: str, holder: str, ttl: float) -> None:
+    import time
+
+    while True:
+        await asyncio.sleep(ttl / 3)
+        renewed = await authority.ledger.arenew_lease(thread_id, holder, ttl=ttl, now=time.time())
+        if renewed is None:
+            logger.warning("run lease of a thread was lost while its run was still going")
+            return
+
+
+async def aresume_recorded(
+    graph: Any,
+    authority: ApprovalAuthority,
+    thread_id: str,
+    *,
+    config: RunnableConfig | None = None,
+    lease_ttl: float = 60.0,
+    lease_wait: float = 30.0,
+) -> list[str]:
+    """Resume a thread whose waiting requests were resolved elsewhere (the decisions endpoint).
+
+    Under the lease, every pending AAIS interrupt that has a recorded resolution
+    is resumed with it; the others stay pending. Returns the resumed request ids.
+    """
+    base = dict(config or {})
+    run_config: RunnableConfig = {
+        **base,  # type: ignore[typeddict-item]
+        "configurable": {**(base.get("configurable") or {}), "thread_id": thread_id},
+    }
+    async with held_lease(authority, thread_id, ttl=lease_ttl, wait=lease_wait):
+        state = await graph.aget_state(run_config)
+        waiting = pending_interrupt_ids(state.interrupts)
+        resume: dict[str, Any] = {}
+        for request_id, interrupt_id in waiting.items():
+            recorded = await authority.aget_resolution(request_id)
+            if recorded is not None:
+                resume[interrupt_id] = recorded.to_json()
+        if resume:
+            await graph.ainvoke(Command(resume=resume), run_config)
+        return [rid for rid, iid in waiting.items() if iid in resume]

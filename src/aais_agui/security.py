@@ -1,0 +1,197 @@
+"""Who is asking, and may this request change anything: authentication, Origin, CSRF, body size.
+
+The actor of every decision comes from ``authenticate(request)``, never from a
+request body. State-changing requests (every ``POST``) must also:
+
+- carry ``Content-Type: application/json`` (415 otherwise), so a cross-site page
+  cannot send one without a CORS preflight, which this server never grants;
+- not come from a foreign ``Origin`` or a cross-site ``Sec-Fetch-Site`` (403);
+- for cookie sessions, echo the CSRF cookie in the ``X-AAIS-CSRF`` header (403);
+- fit in ``max_body_bytes`` (413).
+"""
+
+from __future__ import annotations
+
+import hmac
+import inspect
+import ipaddress
+import logging
+import secrets
+import sys
+from collections.abc import Awaitable, Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from fastapi import HTTPException, Request
+
+from aais_langgraph.protocol import AAISValidationError, Actor
+
+logger = logging.getLogger(__name__)
+
+CSRF_COOKIE = "aais_csrf"
+CSRF_HEADER = "x-aais-csrf"
+DEFAULT_MAX_BODY_BYTES = 1_000_000
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+
+
+@dataclass(frozen=True)
+class Authenticated:
+    """An actor plus how they authenticated; ``cookie_session`` makes CSRF tokens mandatory."""
+
+    actor: Actor
+    cookie_session: bool = False
+
+
+AuthResult = Union[Actor, Authenticated, Mapping[str, Any], None]  # noqa: UP007 - runtime alias
+Authenticator = Callable[[Request], Union[AuthResult, Awaitable[AuthResult]]]  # noqa: UP007
+"""``authenticate(request)``: the actor the channel vouches for, or None (401)."""
+
+
+@dataclass(frozen=True)
+class Security:
+    """The request checks every router applies (see the module docstring)."""
+
+    authenticate: Authenticator
+    allowed_origins: frozenset[str] = field(default_factory=frozenset)
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+
+    async def actor(self, request: Request) -> Authenticated:
+        """The authenticated actor, or 401."""
+        result = self.authenticate(request)
+        if inspect.isawaitable(result):
+            result = await result
+        if result is None:
+            raise _error(401, "aais.unauthenticated", "authentication required")
+        if isinstance(result, Authenticated):
+            return result
+        try:
+            return Authenticated(Actor.from_data(result, pointer="/actor"))
+        except AAISValidationError:
+            logger.error("authenticate() returned something that is not an AAIS actor")
+            raise _error(500, "aais.bad_authenticator", "authentication failed") from None
+
+    async def state_change(self, request: Request) -> Authenticated:
+        """Checks for a state-changing request, in order: Origin, content type, actor, CSRF."""
+        self.check_origin(request)
+        media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media_type != "application/json":
+            raise _error(415, "aais.unsupported_media_type", "send Content-Type: application/json")
+        authenticated = await self.actor(request)
+        if authenticated.cookie_session:
+            check_csrf(request)
+        return authenticated
+
+    def check_origin(self, request: Request) -> None:
+        """403 unless the request is same-origin, from an allowed origin, or not from a browser."""
+        origin = request.headers.get("origin")
+        if origin is not None:
+            if origin != own_origin(request) and origin not in self.allowed_origins:
+                raise _error(403, "aais.foreign_origin", "requests from this origin are refused")
+            return
+        site = request.headers.get("sec-fetch-site")
+        if site is not None and site not in ("same-origin", "none"):
+            raise _error(403, "aais.foreign_origin", "cross-site requests are refused")
+
+    async def read_body(self, request: Request) -> bytes:
+        """The request body, or 413 once it exceeds ``max_body_bytes``."""
+        too_large = _error(
+            413, "aais.body_too_large", f"bodies are limited to {self.max_body_bytes} bytes"
+        )
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
+            raise too_large
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                raise too_large
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def own_origin(request: Request) -> str:
+    """``scheme://host[:port]`` of this server as the client addressed it."""
+    return f"{request.url.scheme}://{request.headers.get('host', request.url.netloc)}"
+
+
+def host_name(request: Request) -> str:
+    """The host name of the ``Host`` header, without port (``[::1]`` keeps its brackets)."""
+    header = request.headers.get("host", "").strip().lower()
+    if header.startswith("["):
+        return header[: header.find("]") + 1] if "]" in header else header
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+def check_csrf(request: Request) -> None:
+    """Double-submit check: the ``X-AAIS-CSRF`` header must equal the ``aais_csrf`` cookie."""
+    cookie = request.cookies.get(CSRF_COOKIE)
+    header = request.headers.get(CSRF_HEADER)
+    if not cookie or not header or not hmac.compare_digest(cookie.encode(), header.encode()):
+        raise _error(403, "aais.csrf", "missing or wrong CSRF token (GET /approvals/csrf)")
+
+
+def new_csrf_token() -> str:
+    """A fresh CSRF token for the double-submit cookie."""
+    return secrets.token_urlsafe(32)
+
+
+def _error(status: int, code: str, message: str) -> HTTPException:
+    return HTTPException(status_code=status, detail={"code": code, "message": message})
+
+
+def _is_loopback(address: str | None) -> bool:
+    if address is None:
+        return False
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
+def local_development_authenticator(
+    *, actor_id: str = "local-developer", display_name: str = "Local developer"
+) -> Authenticator:
+    """UNSAFE outside a laptop: everyone on this machine is ``actor_id``.
+
+    Accepts only loopback clients that address the server by a loopback name
+    (so a DNS-rebinding page cannot reach it), and prints a warning when built.
+    Origin checks still apply: another site open in the browser cannot approve.
+    """
+    message = (
+        "aais-agui: LOCAL DEVELOPMENT AUTHENTICATOR IN USE - every loopback client "
+        f"approves as '{actor_id}'. Never expose this server beyond localhost."
+    )
+    print(f"\n{'!' * 78}\n{message}\n{'!' * 78}\n", file=sys.stderr)
+    logger.warning(message)
+    actor = Actor(
+        id=actor_id,
+        type="human",
+        display_name=display_name,
+        authenticated_by="local-development (loopback, no credentials)",
+    )
+
+    def authenticate(request: Request) -> Actor | None:
+        client = request.client.host if request.client is not None else None
+        if not _is_loopback(client) or host_name(request) not in LOOPBACK_HOSTS:
+            return None
+        return actor
+
+    return authenticate
+
+
+def bearer_token_authenticator(tokens: Mapping[str, Actor | Mapping[str, Any]]) -> Authenticator:
+    """Authenticate ``Authorization: Bearer <token>`` against a fixed token -> actor table."""
+    table = {token: Actor.from_data(actor, pointer="/actor") for token, actor in tokens.items()}
+    known: Collection[str] = tuple(table)
+
+    def authenticate(request: Request) -> Actor | None:
+        scheme, _, presented = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not presented:
+            return None
+        for token in known:
+            if hmac.compare_digest(token.encode(), presented.strip().encode()):
+                return table[token]
+        return None
+
+    return authenticate

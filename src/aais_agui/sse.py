@@ -1,0 +1,114 @@
+"""The AAIS event stream over Server-Sent Events: envelopes in sequence order, resumable.
+
+Each AAIS envelope is one SSE message whose ``id`` is its ``sequence`` and whose
+``data`` is the envelope's JSON, so a browser ``EventSource`` resumes with
+``Last-Event-ID`` by itself. A new connection (or a resume whose events were
+compacted away) starts from an ``approval.snapshot``; a compaction gap is first
+announced with an ``event: aais.gap`` message, so the client knows to replace
+its state from the snapshot that follows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import defaultdict
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any
+
+from aais_langgraph.authority import ApprovalAuthority
+from aais_langgraph.gate.resume import pending_interrupt_ids
+from aais_langgraph.protocol import ApprovalSnapshot, format_timestamp, new_id
+
+GAP_EVENT = "aais.gap"
+
+
+def format_message(
+    data: Mapping[str, Any], *, event_id: int | None = None, event: str | None = None
+) -> str:
+    """One SSE message (``data`` is compact JSON on a single line)."""
+    lines = []
+    if event is not None:
+        lines.append(f"event: {event}")
+    if event_id is not None:
+        lines.append(f"id: {event_id}")
+    lines.append("data: " + json.dumps(data, separators=(",", ":"), ensure_ascii=False))
+    return "\n".join(lines) + "\n\n"
+
+
+async def pending_snapshot(authority: ApprovalAuthority, graph: Any | None) -> ApprovalSnapshot:
+    """``approval.snapshot`` of pending requests whose run still waits for them.
+
+    A request is left out only when its thread's checkpoint shows the task that
+    raised it is gone (the run moved on, e.g. its state was edited). A request
+    whose task is still live is kept even before its interrupt is checkpointed,
+    so a snapshot taken in that window does not hide it from a client that then
+    follows the events after ``as_of_sequence``. One ``aget_state`` per waiting
+    thread, so it works with async checkpointers.
+    """
+    snapshot = await authority.asnapshot()
+    if graph is None:
+        return snapshot
+    by_thread: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    visible: set[str] = set()
+    for request in snapshot.snapshot.pending:
+        record = await asyncio.to_thread(authority.get_stored_request, request.id)
+        namespace = "" if record is None else str(record.context.get("checkpoint_ns", ""))
+        if record is None or record.thread_id is None or not namespace:
+            visible.add(request.id)
+        else:
+            by_thread[record.thread_id].append((request.id, namespace.split("|")[0]))
+    for thread_id, requests in by_thread.items():
+        state = await graph.aget_state({"configurable": {"thread_id": thread_id}})
+        waiting = pending_interrupt_ids(state.interrupts)
+        live = {f"{task.name}:{task.id}" for task in state.tasks}
+        visible.update(rid for rid, task in requests if rid in waiting or task in live)
+    envelope = snapshot.to_json()
+    envelope["id"] = new_id("evt")
+    envelope["occurred_at"] = format_timestamp(authority.clock())
+    envelope["snapshot"]["pending"] = [
+        request.to_json() for request in snapshot.snapshot.pending if request.id in visible
+    ]
+    return ApprovalSnapshot.from_data(envelope)
+
+
+async def event_stream(
+    authority: ApprovalAuthority,
+    *,
+    after: int | None,
+    snapshot: Callable[[], Awaitable[ApprovalSnapshot]],
+    is_disconnected: Callable[[], Awaitable[bool]],
+    poll_interval: float = 0.2,
+    heartbeat: float = 15.0,
+    page_size: int = 500,
+) -> AsyncIterator[str]:
+    """SSE text of every AAIS event after ``after`` (a snapshot first when ``after`` is None)."""
+    yield f"retry: {int(max(poll_interval, 0.5) * 1000)}\n\n"
+    last = after
+    if last is not None:
+        page = await asyncio.to_thread(authority.events_after, last, limit=1)
+        if page.gap or last > page.last_sequence:
+            yield format_message(
+                {"gap": True, "after_sequence": last, "last_sequence": page.last_sequence},
+                event=GAP_EVENT,
+            )
+            last = None
+    if last is None:
+        current = await snapshot()
+        last = current.snapshot.as_of_sequence
+        yield format_message(current.to_json(), event_id=last)
+    quiet_since = time.monotonic()
+    while not await is_disconnected():
+        page = await asyncio.to_thread(authority.events_after, last, limit=page_size)
+        for envelope in page.events:
+            last = int(envelope["sequence"])
+            yield format_message(envelope, event_id=last)
+        if page.events:
+            quiet_since = time.monotonic()
+            if len(page.events) == page_size:
+                continue
+        elif time.monotonic() - quiet_since >= heartbeat:
+            quiet_since = time.monotonic()
+            yield ": keep-alive\n\n"
+        await asyncio.sleep(poll_interval)

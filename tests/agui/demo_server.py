@@ -1,0 +1,72 @@
+"""Serve the demo graph on loopback with the SQLite defaults (for the Node client tests).
+
+    python tests/agui/demo_server.py --dir DIR --port PORT [--auth local|token] [--plain]
+
+Checkpoints go to DIR/checkpoints.db (LangGraph ``AsyncSqliteSaver``), the
+approval ledger to DIR/ledger.db, executed side effects to DIR/effects.db.
+``--plain`` serves the same graph without approvals through the stock
+ag-ui-langgraph endpoint (the benchmark's baseline).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+import uvicorn
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from demo_graph import EffectLog, build_demo_graph
+
+from aais_agui import bearer_token_authenticator, create_app, local_development_authenticator
+from aais_langgraph import ApprovalAuthority
+from aais_langgraph.ledger import SqliteLedger
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dir", required=True, type=Path)
+    parser.add_argument("--port", required=True, type=int)
+    parser.add_argument("--auth", choices=["local", "token"], default="local")
+    parser.add_argument("--plain", action="store_true")
+    args = parser.parse_args()
+    args.dir.mkdir(parents=True, exist_ok=True)
+    if args.plain:
+        await serve_plain(args.dir, args.port)
+        return
+    ledger = SqliteLedger(args.dir / "ledger.db", synchronous="NORMAL")
+    ledger.setup()
+    authority = ApprovalAuthority(ledger)
+    if args.auth == "local":
+        authenticate = local_development_authenticator()
+    else:
+        token = os.environ["AAIS_AGUI_TOKEN"]
+        authenticate = bearer_token_authenticator({token: {"id": "node-client", "type": "human"}})
+    async with AsyncSqliteSaver.from_conn_string(str(args.dir / "checkpoints.db")) as saver:
+        graph = build_demo_graph(EffectLog(args.dir / "effects.db"), saver)
+        app = create_app(graph, authority=authority, authenticate=authenticate)
+        config = uvicorn.Config(app, host="127.0.0.1", port=args.port, log_level="warning")
+        await uvicorn.Server(config).serve()
+
+
+async def serve_plain(folder: Path, port: int) -> None:
+    """The baseline: stock ag-ui-langgraph endpoint, same graph without approvals."""
+    from ag_ui_langgraph import LangGraphAgent, add_langgraph_fastapi_endpoint
+    from fastapi import FastAPI
+
+    async with AsyncSqliteSaver.from_conn_string(str(folder / "checkpoints.db")) as saver:
+        graph = build_demo_graph(EffectLog(folder / "effects.db"), saver, gated=False)
+        app = FastAPI()
+        agent = LangGraphAgent(name="plain", graph=graph, emit_raw_events=False)
+        add_langgraph_fastapi_endpoint(app, agent, path="/agent")
+        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
+        await uvicorn.Server(config).serve()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

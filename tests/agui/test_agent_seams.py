@@ -1,0 +1,93 @@
+"""The ag-ui-langgraph seams AAISLangGraphAgent overrides: fail loudly if an upgrade moves them.
+
+ag-ui-langgraph is pinned ``>=0.0.47,<0.0.48``. Before widening the pin, re-read
+``LangGraphAgent.prepare_stream`` / ``_prepare_interrupt_tail`` / ``_emit_interrupt_finish``
+and update these checks together with ``aais_agui.agent``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from importlib.metadata import version
+
+from ag_ui_langgraph import LangGraphAgent
+
+from aais_agui.agent import AAISLangGraphAgent
+
+
+def _parameters(function: object) -> list[tuple[str, str, object]]:
+    return [
+        (p.name, p.kind.name, p.default)
+        for p in inspect.signature(function).parameters.values()  # type: ignore[arg-type]
+    ]
+
+
+def test_ag_ui_langgraph_is_the_pinned_version() -> None:
+    major, minor, patch = (int(part) for part in version("ag-ui-langgraph").split(".")[:3])
+    assert (major, minor) == (0, 0) and patch == 47, "re-check the seams before moving the pin"
+
+
+def test_interrupts_to_agui_seam_has_the_expected_signature() -> None:
+    assert _parameters(LangGraphAgent._interrupts_to_agui) == [
+        ("self", "POSITIONAL_OR_KEYWORD", inspect.Parameter.empty),
+        ("lg_interrupts", "POSITIONAL_OR_KEYWORD", inspect.Parameter.empty),
+    ]
+
+
+def test_build_command_seam_has_the_expected_signature() -> None:
+    assert _parameters(LangGraphAgent._build_command_from_agui_resume) == [
+        ("self", "POSITIONAL_OR_KEYWORD", inspect.Parameter.empty),
+        ("entries", "POSITIONAL_OR_KEYWORD", inspect.Parameter.empty),
+        ("open_interrupts", "KEYWORD_ONLY", None),
+    ]
+
+
+def test_prepare_stream_builds_the_resume_command_through_the_seam() -> None:
+    source = inspect.getsource(LangGraphAgent.prepare_stream)
+    assert "self._build_command_from_agui_resume(" in source
+    assert "self._interrupts_to_agui(interrupts)" in source
+    assert "events_to_dispatch" in source, "the re-emit of pending interrupts moved"
+
+
+def test_interrupt_tail_maps_each_interrupt_through_the_seam() -> None:
+    assert "self._interrupts_to_agui([raw])" in inspect.getsource(
+        LangGraphAgent._prepare_interrupt_tail
+    )
+    finish = inspect.getsource(LangGraphAgent._emit_interrupt_finish)
+    assert "emit_interrupt_outcome" in finish and "RunFinishedInterruptOutcome" in finish
+
+
+def test_constructor_accepts_the_flags_the_agent_sets() -> None:
+    names = set(inspect.signature(LangGraphAgent.__init__).parameters)
+    assert {
+        "name",
+        "graph",
+        "description",
+        "config",
+        "enable_legacy_on_interrupt_event",
+        "emit_interrupt_outcome",
+        "emit_raw_events",
+    } <= names
+
+
+def test_the_agent_still_overrides_exactly_these_methods() -> None:
+    overridden = {
+        name
+        for name, member in vars(AAISLangGraphAgent).items()
+        if callable(member) and hasattr(LangGraphAgent, name)
+    }
+    assert overridden == {
+        "__init__",
+        "clone",
+        "get_capabilities",
+        "run",
+        "_interrupts_to_agui",
+        "_build_command_from_agui_resume",
+    }
+
+
+def test_overrides_keep_the_seam_signatures() -> None:
+    for name in ("_interrupts_to_agui", "_build_command_from_agui_resume"):
+        ours = [p[:2] for p in _parameters(getattr(AAISLangGraphAgent, name))]
+        theirs = [p[:2] for p in _parameters(getattr(LangGraphAgent, name))]
+        assert ours == theirs, name

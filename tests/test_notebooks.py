@@ -15,7 +15,10 @@ NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.i
 def test_notebook_executes(path: Path, tmp_path: Path) -> None:
     notebook = nbformat.read(path, as_version=4)
     client = NotebookClient(
-        notebook, timeout=240, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+        notebook,
+        timeout=240,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(tmp_path)}},
     )
     client.execute()
     errors = [

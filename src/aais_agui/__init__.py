@@ -5,6 +5,7 @@ from .agent import AAISLangGraphAgent
 from .agui_router import agui_router
 from .app import create_app
 from .approvals_router import approvals_router
+from .inbox_router import inbox_router
 from .mapping import (
     APPROVAL_REASON,
     METADATA_KEY,
@@ -25,6 +26,7 @@ from .security import (
     local_development_authenticator,
 )
 from .sse import pending_snapshot
+from .watcher import DecisionWatcher, watcher_lifespan
 
 __all__ = [
     "APPROVAL_REASON",
@@ -34,6 +36,7 @@ __all__ = [
     "AAISLangGraphAgent",
     "Authenticated",
     "Authenticator",
+    "DecisionWatcher",
     "ResumeRejected",
     "Security",
     "agui_router",
@@ -42,6 +45,7 @@ __all__ = [
     "bearer_token_authenticator",
     "create_app",
     "decided_response_schema",
+    "inbox_router",
     "interrupt_to_request",
     "local_development_authenticator",
     "parse_resume_entry",
@@ -49,4 +53,5 @@ __all__ = [
     "plan_resume",
     "request_to_interrupt",
     "resume_entry_for",
+    "watcher_lifespan",
 ]

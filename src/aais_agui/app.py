@@ -18,7 +18,9 @@ from aais_langgraph.authority import ApprovalAuthority
 from .agent import AAISLangGraphAgent
 from .agui_router import agui_router
 from .approvals_router import approvals_router
+from .inbox_router import inbox_router
 from .security import DEFAULT_MAX_BODY_BYTES, Authenticator, Security
+from .watcher import watcher_lifespan
 
 
 def create_app(
@@ -36,6 +38,8 @@ def create_app(
     lease_ttl: float = 60.0,
     lease_wait: float = 10.0,
     poll_interval: float = 0.2,
+    inbox: bool = True,
+    watch_decisions: bool = False,
 ) -> FastAPI:
     """An ASGI app serving ``graph`` over AG-UI at ``path`` plus the AAIS profile.
 
@@ -43,7 +47,9 @@ def create_app(
     ``Authenticated(actor, cookie_session=True)`` to require CSRF tokens) or
     None for 401; it may be async. ``allowed_origins`` lists browser origins
     besides the server's own that may change state. ``config`` is passed to
-    every graph run (the authority is added under ``configurable``).
+    every graph run (the authority is added under ``configurable``). ``inbox``
+    serves the approval inbox page at ``/``; ``watch_decisions`` resumes threads
+    whose approvals another process decided (see :mod:`aais_agui.watcher`).
     """
     security = Security(
         authenticate=authenticate,
@@ -59,7 +65,14 @@ def create_app(
         lease_ttl=lease_ttl,
         lease_wait=lease_wait,
     )
-    app = FastAPI(title="aais-agui", description="AG-UI endpoint with AAIS approvals")
+    lifespan = (
+        watcher_lifespan(graph, authority, config=config, lease_ttl=lease_ttl)
+        if watch_decisions
+        else None
+    )
+    app = FastAPI(
+        title="aais-agui", description="AG-UI endpoint with AAIS approvals", lifespan=lifespan
+    )
     app.include_router(agui_router(agent, security, path=path))
     app.include_router(
         approvals_router(
@@ -71,6 +84,12 @@ def create_app(
             poll_interval=poll_interval,
         )
     )
+    if inbox:
+        app.include_router(
+            inbox_router(
+                graph, authority, security, agent_path=path, approvals_prefix=approvals_prefix
+            )
+        )
     app.add_exception_handler(HTTPException, _http_error)  # type: ignore[arg-type]
     app.state.aais_agent = agent
     app.state.aais_security = security

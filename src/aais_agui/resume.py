@@ -30,6 +30,7 @@ from aais_langgraph.authority import (
 from aais_langgraph.authority.outcomes import effective_expiry
 from aais_langgraph.gate import Cancellation
 from aais_langgraph.gate.resume import pending_interrupt_ids
+from aais_langgraph.gate.run_context import CLAIM_TTL_KEY, claim_ttl_for_lease
 from aais_langgraph.ledger import Lease
 from aais_langgraph.protocol import (
     AAISValidationError,
@@ -241,7 +242,11 @@ async def aresume_recorded(
     base = dict(config or {})
     run_config: RunnableConfig = {
         **base,  # type: ignore[typeddict-item]
-        "configurable": {**(base.get("configurable") or {}), "thread_id": thread_id},
+        "configurable": {
+            **(base.get("configurable") or {}),
+            "thread_id": thread_id,
+            CLAIM_TTL_KEY: claim_ttl_for_lease(lease_ttl),
+        },
     }
     async with held_lease(authority, thread_id, ttl=lease_ttl, wait=lease_wait):
         state = await graph.aget_state(run_config)

@@ -9,10 +9,9 @@ import pytest
 
 from aais_langgraph.ledger import Ledger
 from aais_langgraph.ledger.postgres import PostgresLedger
+from support.pg_cluster import PostgresCluster, fresh_schema_url
 
 from ._contract import contract_module
-from .cluster import PostgresCluster
-from .conftest import fresh_schema_url
 
 model = contract_module("test_model")
 

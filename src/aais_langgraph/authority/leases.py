@@ -1,8 +1,15 @@
-"""The per-thread run lease: one presenter at a time drives a paused thread."""
+"""The per-thread run lease: one presenter at a time drives a paused thread.
+
+While a block holds the lease, a daemon thread renews it every third of its TTL,
+so a run that takes longer than the TTL (a slow approved action) keeps it: a
+presenter retrying meanwhile waits instead of resuming the same interrupt again.
+A holder that dies stops renewing, so it blocks the thread for at most one TTL.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -19,6 +26,44 @@ def new_holder() -> str:
     return f"holder_{uuid.uuid4().hex}"
 
 
+class _Renewer:
+    """Renews a held lease every ``ttl / 3`` seconds from a daemon thread until stopped.
+
+    A failed renewal (the database briefly unreachable) is retried at the next beat;
+    if none lands the lease simply expires. ``lost`` turns True if another holder
+    took the lease (only possible after it expired).
+    """
+
+    def __init__(self, ledger: Ledger, lease: Lease, ttl: float) -> None:
+        self._ledger = ledger
+        self._lease = lease
+        self._ttl = ttl
+        self._stopped = threading.Event()
+        self.lost = False
+        self._thread = threading.Thread(
+            target=self._run, name=f"aais-lease-{lease.thread_id}", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stopped.wait(self._ttl / 3):
+            try:
+                renewed = self._ledger.renew_lease(
+                    self._lease.thread_id, self._lease.holder, ttl=self._ttl, now=time.time()
+                )
+            except Exception:  # transient: the next beat tries again
+                continue
+            if renewed is None:
+                self.lost = True
+                return
+
+    def stop(self) -> None:
+        """Stop renewing. A renewal still in flight is harmless after the release
+        (it matches no row), so a slow one is not waited for beyond a second."""
+        self._stopped.set()
+        self._thread.join(timeout=1.0)
+
+
 @contextmanager
 def run_lease(
     ledger: Ledger,
@@ -31,7 +76,8 @@ def run_lease(
     """Hold ``thread_id``'s lease for the block, or raise :class:`LeaseHeldError`.
 
     ``wait`` seconds are spent retrying while another holder has it. The lease
-    expires after ``ttl`` seconds, so a crashed holder blocks no one for longer.
+    is renewed while the block runs and expires ``ttl`` seconds after the last
+    renewal, so a crashed holder blocks no one for longer than ``ttl``.
     """
     name = holder or new_holder()
     deadline = time.monotonic() + wait
@@ -42,9 +88,11 @@ def run_lease(
         if time.monotonic() >= deadline:
             raise LeaseHeldError()
         time.sleep(0.05)
+    renewer = _Renewer(ledger, lease, ttl)
     try:
         yield lease
     finally:
+        renewer.stop()
         ledger.release_lease(thread_id, name)
 
 
@@ -57,7 +105,7 @@ async def arun_lease(
     wait: float = 0.0,
     holder: str | None = None,
 ) -> AsyncIterator[Lease]:
-    """Async twin of :func:`run_lease`."""
+    """Async twin of :func:`run_lease` (renewed from a thread, so a blocked loop keeps it)."""
     name = holder or new_holder()
     deadline = time.monotonic() + wait
     while True:
@@ -67,7 +115,9 @@ async def arun_lease(
         if time.monotonic() >= deadline:
             raise LeaseHeldError()
         await asyncio.sleep(0.05)
+    renewer = _Renewer(ledger, lease, ttl)
     try:
         yield lease
     finally:
+        await asyncio.to_thread(renewer.stop)
         await ledger.arelease_lease(thread_id, name)

@@ -1,7 +1,8 @@
 """Graph-side approvals: pause a node on an AAIS request, resume on a bound decision."""
 
 from .inbox import cancel_thread, pending_approvals, resume_resolved, sweep_expired
-from .nodes import approval_node, is_approved_for, requires_approval
+from .nodes import approval_key, approval_node, is_approved_for, requires_approval
+from .recovery import resume_stranded, stranded_threads
 from .request import RejectedResumeError, arequest_approval, request_approval
 from .resume import Cancellation, aresume_with_decisions, resume_with_decisions
 from .run_context import AUTHORITY_KEY
@@ -10,6 +11,7 @@ __all__ = [
     "AUTHORITY_KEY",
     "Cancellation",
     "RejectedResumeError",
+    "approval_key",
     "approval_node",
     "arequest_approval",
     "aresume_with_decisions",
@@ -19,6 +21,8 @@ __all__ = [
     "request_approval",
     "requires_approval",
     "resume_resolved",
+    "resume_stranded",
     "resume_with_decisions",
+    "stranded_threads",
     "sweep_expired",
 ]

@@ -10,18 +10,30 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
 from ..authority import DEFAULT_LEASE_TTL, ApprovalAuthority, run_lease
+from ..authority.outcomes import snapshot_envelope
 from ..ledger import StoredRequest
-from ..protocol import ApprovalResolved, ApprovalSnapshot, format_timestamp, new_id
+from ..protocol import ApprovalResolved, ApprovalSnapshot, parse_timestamp
 from .resume import pending_interrupt_ids
-from .run_context import AUTHORITY_KEY
+from .run_context import AUTHORITY_KEY, CLAIM_TTL_KEY, claim_ttl_for_lease
 
 
-def _thread_config(thread_id: str, authority: ApprovalAuthority | None = None) -> RunnableConfig:
+def _thread_config(
+    thread_id: str, authority: ApprovalAuthority | None = None, lease_ttl: float | None = None
+) -> RunnableConfig:
     configurable: dict[str, Any] = {"thread_id": thread_id}
     if authority is not None:
         # Gates that find their authority in ``configurable`` must find it on resume too.
         configurable[AUTHORITY_KEY] = authority
+    if lease_ttl is not None:
+        configurable[CLAIM_TTL_KEY] = claim_ttl_for_lease(lease_ttl)
     return {"configurable": configurable}
+
+
+def _unexpired(stored: StoredRequest, authority: ApprovalAuthority, moment: datetime) -> bool:
+    if stored.expires_at is not None:
+        return moment.timestamp() < stored.expires_at
+    created = parse_timestamp(str(stored.envelope["request"]["created_at"]))
+    return moment < created + authority.default_expiry
 
 
 def pending_approvals(
@@ -31,34 +43,33 @@ def pending_approvals(
     session_id: str | None = None,
     now: datetime | None = None,
 ) -> ApprovalSnapshot:
-    """``approval.snapshot`` of requests that are pending in the ledger *and* still
-    paused in the graph's checkpointer (one ``get_state`` per waiting thread, so the
-    cost follows what is pending, not the history)."""
-    snapshot = authority.snapshot(session_id=session_id)
-    if graph is None:
-        return snapshot
-    by_thread: dict[str | None, list[str]] = defaultdict(list)
-    stored: dict[str, StoredRequest] = {}
-    for request in snapshot.snapshot.pending:
-        record = authority.get_stored_request(request.id)
-        if record is not None:
-            stored[request.id] = record
-            by_thread[record.thread_id].append(request.id)
-    visible: set[str] = set(by_thread.pop(None, []))
-    for thread_id, request_ids in by_thread.items():
-        assert thread_id is not None
-        waiting = pending_interrupt_ids(graph.get_state(_thread_config(thread_id)).interrupts)
-        visible.update(rid for rid in request_ids if rid in waiting)
-    pending = [r.to_json() for r in snapshot.snapshot.pending if r.id in visible]
+    """``approval.snapshot`` of unexpired requests that are pending in the ledger *and*,
+    when ``graph`` is given, still paused in its checkpointer.
+
+    A request whose interrupt is gone (the run finished, or moved on after an
+    edit of its state) is left out. One indexed ledger query for the pending
+    requests and one ``get_state`` per thread that has any, so the cost follows
+    what is pending, not the history. ``now`` defaults to the authority's clock.
+    """
+    as_of = authority.ledger.last_sequence()
     moment = now if now is not None else authority.clock()
-    return ApprovalSnapshot.from_data(
-        {
-            **snapshot.to_json(),
-            "id": new_id("evt"),
-            "occurred_at": format_timestamp(moment),
-            "snapshot": {"as_of_sequence": snapshot.snapshot.as_of_sequence, "pending": pending},
-        }
-    )
+    records = [
+        stored
+        for stored in authority.ledger.list_pending(session_id=session_id)
+        if _unexpired(stored, authority, moment)
+    ]
+    if graph is not None:
+        by_thread: dict[str, set[str]] = defaultdict(set)
+        for stored in records:
+            if stored.thread_id is not None:
+                by_thread[stored.thread_id].add(stored.request_id)
+        gone: set[str] = set()
+        for thread_id, request_ids in by_thread.items():
+            waiting = pending_interrupt_ids(graph.get_state(_thread_config(thread_id)).interrupts)
+            gone.update(request_ids.difference(waiting))
+        records = [stored for stored in records if stored.request_id not in gone]
+    pending = [dict(stored.envelope["request"]) for stored in records]
+    return snapshot_envelope(pending, as_of=as_of, now=moment, stream=None)
 
 
 def resume_resolved(
@@ -70,7 +81,7 @@ def resume_resolved(
     lease_ttl: float = DEFAULT_LEASE_TTL,
 ) -> list[ApprovalResolved]:
     """Resume a thread whose waiting requests were resolved elsewhere (CLI, sweep, cancel)."""
-    config = _thread_config(thread_id, authority)
+    config = _thread_config(thread_id, authority, lease_ttl)
     with run_lease(authority.ledger, thread_id, ttl=lease_ttl, wait=10.0):
         waiting = pending_interrupt_ids(graph.get_state(config).interrupts)
         resume: dict[str, Any] = {}

@@ -5,14 +5,34 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from ..authority import ApprovalAuthority
 from ..protocol import Action, ApprovalResolved, action_digest
 from .request import arequest_approval, request_approval
+from .run_context import peek_coordinates
 
 ActionSource = Callable[[Any], "Action | Mapping[str, Any]"] | str
 F = TypeVar("F", bound=Callable[..., Any])
+
+_APPROVAL_KEY: ContextVar[str | None] = ContextVar("aais_approval_key", default=None)
+
+
+def approval_key() -> str:
+    """The idempotency key of the approved action the calling node body performs.
+
+    Inside a node decorated with :func:`requires_approval` this is the gate's
+    deterministic request id (thread, task and call index): the same on every
+    re-execution of the node. A replica that dies while the body runs leaves the
+    node unfinished and the recovered run executes the body again, so an action
+    with external effects should deduplicate on this key. (A node calling
+    ``request_approval`` itself has ``resolved.resolution.request_id``.)
+    """
+    key = _APPROVAL_KEY.get()
+    if key is None:
+        raise RuntimeError("approval_key(): only inside a node body gated by requires_approval")
+    return key
 
 
 def _action_of(source: ActionSource, state: Any) -> Action:
@@ -62,7 +82,8 @@ def requires_approval(
 
     The action is recomputed from state right before the body runs and must have
     the approved digest. Otherwise the node returns ``on_reject`` (a state update,
-    or a function of state and resolution); by default no update.
+    or a function of state and resolution); by default no update. The body can
+    read its idempotency key with :func:`approval_key`.
     """
 
     def rejected(state: Any, resolved: ApprovalResolved) -> Any:
@@ -77,23 +98,33 @@ def requires_approval(
 
             @functools.wraps(node)
             async def async_gate(state: Any, *args: Any, **kwargs: Any) -> Any:
+                key = peek_coordinates().request_id
                 resolved = await arequest_approval(
                     _action_of(action, state), authority=authority, **request_options
                 )
                 if not is_approved_for(resolved, _action_of(action, state)):
                     return rejected(state, resolved)
-                return await node(state, *args, **kwargs)
+                token = _APPROVAL_KEY.set(key)
+                try:
+                    return await node(state, *args, **kwargs)
+                finally:
+                    _APPROVAL_KEY.reset(token)
 
             return async_gate  # type: ignore[return-value]
 
         @functools.wraps(node)
         def gate(state: Any, *args: Any, **kwargs: Any) -> Any:
+            key = peek_coordinates().request_id
             resolved = request_approval(
                 _action_of(action, state), authority=authority, **request_options
             )
             if not is_approved_for(resolved, _action_of(action, state)):
                 return rejected(state, resolved)
-            return node(state, *args, **kwargs)
+            token = _APPROVAL_KEY.set(key)
+            try:
+                return node(state, *args, **kwargs)
+            finally:
+                _APPROVAL_KEY.reset(token)
 
         return gate  # type: ignore[return-value]
 

@@ -3,20 +3,28 @@
 The node re-runs from its start when resumed, so everything here is idempotent:
 the request id is derived from thread, task namespace and call index, and the
 stored request (with its original timestamps) is read back from the ledger.
+
+The answer is judged while LangGraph validates the resume value (see
+:mod:`.response`), so a refused answer leaves the interrupt pending and
+answerable. After that, the approval is checked once more against the action
+the node computes now (time of use).
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 from langgraph.types import interrupt
 
-from ..authority import ApprovalAuthority
+from ..authority import DEFAULT_LEASE_TTL, ApprovalAuthority, new_holder
 from ..authority.outcomes import MESSAGES, resolution_envelope
 from ..protocol import (
-    AAISValidationError,
     Action,
     ApprovalDecided,
     ApprovalRequested,
@@ -26,21 +34,27 @@ from ..protocol import (
     Risk,
     action_digest,
 )
-from .response import response_type
-from .run_context import RunCoordinates, current_coordinates, derive_origin, find_authority
+from .response import Answer, AnswerType, Refusal, RejectedResumeError, refuse
+from .run_context import (
+    RunCoordinates,
+    claim_ttl,
+    current_coordinates,
+    derive_origin,
+    find_authority,
+)
+
+__all__ = ["RejectedResumeError", "arequest_approval", "request_approval"]
+
+CLAIM_PREFIX = "aais-claim:"
+CLAIMED_MESSAGE = "Another run is already executing this approval."
 
 
-class RejectedResumeError(AAISValidationError):
-    """The resume value cannot answer this request; the interrupt stays pending."""
+@dataclass(frozen=True)
+class _Opened:
+    """The stored request of this call, and its resolution if it has one already."""
 
-
-def _mark_invalid_resume(error: BaseException) -> None:
-    """Tell LangGraph this is a bad resume value, so it saves nothing and keeps the interrupt."""
-    try:
-        from langgraph.errors import _mark_invalid_resume as mark
-    except ImportError:  # pragma: no cover - older langgraph keeps the interrupt anyway
-        return
-    mark(error)
+    requested: ApprovalRequested
+    recorded: ApprovalResolved | None
 
 
 def _open_request(
@@ -54,11 +68,11 @@ def _open_request(
     choices: Sequence[Choice | Mapping[str, Any]] | None,
     expires_in: timedelta | None,
     context: Mapping[str, Any] | None,
-) -> ApprovalRequested | ApprovalResolved:
+) -> _Opened | ApprovalResolved:
     """The stored request for this call, or a standing resolution from policy or a grant."""
     stored = authority.get_request(coordinates.request_id)
     if stored is not None:
-        return stored
+        return _Opened(stored, authority.get_resolution(coordinates.request_id))
     origin = derive_origin(
         coordinates, harness=authority.harness, session_id=session_id, graph_id=graph_id
     )
@@ -66,7 +80,7 @@ def _open_request(
     if screening.resolved is not None:
         return screening.resolved
     verdict = screening.verdict
-    return authority.request(
+    requested = authority.request(
         action,
         origin=origin,
         risk=risk if risk is not None else verdict.risk,
@@ -81,39 +95,115 @@ def _open_request(
             **(context or {}),
         },
     )
+    return _Opened(requested, None)
 
 
-def _reject(pointer: str, reason: str) -> RejectedResumeError:
-    error = RejectedResumeError(pointer, reason)
-    _mark_invalid_resume(error)
-    return error
+def _claim(authority: ApprovalAuthority, request: Request, ttl: float) -> bool:
+    """Take the one execution claim of an approved request (invariant 6).
 
-
-def _settle(
-    authority: ApprovalAuthority, requested: ApprovalRequested, action: Action, answer: Any
-) -> ApprovalResolved:
-    """Turn a validated resume value into the request's resolution, time-of-use checked.
-
-    A resume value that cannot settle the request (no recorded resolution behind a
-    notice, an ``invalid`` or unrecorded ``stale`` decision, or a decision that
-    ``conflict``s with the recorded one) raises :class:`RejectedResumeError`, marked
-    as an invalid resume: LangGraph saves nothing and the interrupt stays pending,
-    so a run that lost a race never overwrites the winner's checkpoint.
+    Two runs resuming the same interrupt at once (raw ``Command(resume=...)``
+    from two processes) both reach this point; only one claims, so the approved
+    action runs at most once. The claim is never released: it expires after
+    ``ttl`` (the run lease's TTL when a presenter drives the resume), after which
+    a run re-executing the node after a crash may claim again (at-least-once
+    across crashes; see the README).
     """
-    request = requested.request
+    claimed = authority.ledger.acquire_lease(
+        CLAIM_PREFIX + request.id, new_holder(), ttl=ttl, now=time.time()
+    )
+    return claimed is not None
+
+
+def _judge(
+    authority: ApprovalAuthority,
+    request: Request,
+    action: Action,
+    answer: Answer,
+    known: ApprovalResolved | None = None,
+    claim: float | None = DEFAULT_LEASE_TTL,
+) -> ApprovalResolved:
+    """The request's resolution for a bound answer, or raise :class:`Refusal`.
+
+    Runs inside LangGraph's validation of the resume value. A notice is worth
+    only the resolution recorded in the ledger; a decision is judged by the
+    authority against the action computed now. An ``invalid`` or ``conflict``ing
+    decision and a notice with nothing recorded behind it are refused, so the
+    interrupt stays pending (and a run that lost a race overwrites nothing).
+    """
     if isinstance(answer, ApprovalResolved):
-        recorded = authority.get_resolution(request.id)
+        # A recorded resolution never changes, so one read before the interrupt will do.
+        recorded = known if known is not None else authority.get_resolution(request.id)
         if recorded is None:
-            raise _reject("/resolution", "no resolution is recorded for this request")
-        return _at_time_of_use(authority, request, recorded, action)
-    decided = answer if isinstance(answer, ApprovalDecided) else ApprovalDecided.from_data(answer)
-    resolved = authority.decide(decided, current_action=action)
-    outcome = resolved.resolution.outcome
-    if outcome in ("invalid", "conflict") or (
-        outcome == "stale" and authority.get_resolution(request.id) is None
-    ):
-        raise _reject("/decision", resolved.resolution.message)
-    return _at_time_of_use(authority, request, resolved, action)
+            raise refuse("/resolution", "no resolution is recorded for this request")
+        resolved = recorded
+    else:
+        resolved = authority.decide(answer, current_action=action)
+        outcome = resolved.resolution.outcome
+        if outcome in ("invalid", "conflict") or (
+            outcome == "stale" and authority.get_resolution(request.id) is None
+        ):
+            raise refuse("/decision", resolved.resolution.message)
+    if resolved.approved and claim is not None and not _claim(authority, request, claim):
+        raise refuse("/decision", CLAIMED_MESSAGE)
+    return resolved
+
+
+def _prejudge(
+    authority: ApprovalAuthority,
+    request: Request,
+    recorded: ApprovalResolved | None,
+    answer: Answer,
+) -> Answer:
+    """The checks :func:`_judge` makes that need no I/O (async gates judge later, in a thread).
+
+    ``recorded`` is the resolution read before the interrupt. What only the
+    ledger can tell (a decision racing another) is judged after the answer is
+    accepted; the run then fails closed instead of keeping the interrupt.
+    """
+    if isinstance(answer, ApprovalResolved):
+        if recorded is None:
+            raise refuse("/resolution", "no resolution is recorded for this request")
+        return answer
+    decision = answer.decision
+    if recorded is not None:
+        if recorded.resolution.decision_id != decision.id:
+            raise refuse("/decision", MESSAGES["conflict"])
+        return answer
+    if decision.decision == "approve":
+        objection = authority.policy.on_decision(request, decision)
+        if objection is not None:
+            raise refuse("/decision", objection[:2000] or "Refused by policy.")
+    return answer
+
+
+def _judge_late(
+    authority: ApprovalAuthority,
+    request: Request,
+    action: Action,
+    answer: Answer,
+    claim: float | None,
+) -> ApprovalResolved:
+    """:func:`_judge` after the answer was accepted: a refusal can only fail closed now."""
+    try:
+        return _judge(authority, request, action, answer, claim=claim)
+    except Refusal as refusal:
+        if str(refusal.error).endswith(CLAIMED_MESSAGE):
+            return resolution_envelope(
+                request,
+                outcome="conflict",
+                message=CLAIMED_MESSAGE,
+                now=authority.clock(),
+                sequence=authority.ledger.last_sequence(),
+            )
+        if isinstance(answer, ApprovalDecided):
+            return authority.decide(answer, current_action=action)
+        return resolution_envelope(
+            request,
+            outcome="invalid",
+            message=str(refusal.error)[:2000],
+            now=authority.clock(),
+            sequence=authority.ledger.last_sequence(),
+        )
 
 
 def _at_time_of_use(
@@ -138,6 +228,14 @@ def _at_time_of_use(
     )
 
 
+def _ask(opened: _Opened, answer_type: AnswerType) -> Any:
+    """Raise the interrupt, or return the judged answer; refusals raise their error."""
+    try:
+        return interrupt(opened.requested.to_json(), response_schema=cast(Any, answer_type))
+    except Refusal as refusal:
+        raise refusal.error from None
+
+
 def request_approval(
     action: Action | Mapping[str, Any],
     *,
@@ -155,9 +253,14 @@ def request_approval(
     grants are consulted first (no interrupt when they settle it). Otherwise the
     request is persisted and the run pauses with the complete
     ``approval.requested`` envelope as the interrupt value. Resume with
-    ``Command(resume={interrupt_id: approval_decided_envelope})``. Only an
-    ``approved`` outcome for the action as it is *now* may execute: check
-    ``resolution.approved``.
+    ``Command(resume={interrupt_id: approval_decided_envelope})`` or with
+    :func:`~aais_langgraph.gate.resume_with_decisions`. Only an ``approved``
+    outcome for the action as it is *now* may execute: check ``resolution.approved``.
+
+    An answer for another request or digest, or with a choice that was not
+    offered, raises ``pydantic.ValidationError``; one the authority refuses
+    (policy, a conflicting decision) raises :class:`RejectedResumeError`. Either
+    way the interrupt stays pending.
     """
     action_model = Action.from_data(action, pointer="/action")
     found = find_authority(authority)
@@ -175,8 +278,17 @@ def request_approval(
     )
     if isinstance(opened, ApprovalResolved):
         return opened
-    answer = interrupt(opened.to_json(), response_schema=response_type(opened.request))
-    return _settle(found, opened, action_model, answer)
+    request = opened.requested.request
+    settle = functools.partial(
+        _judge,
+        found,
+        request,
+        action_model,
+        known=opened.recorded,
+        claim=claim_ttl() if coordinates.answer_is_fresh else None,
+    )
+    resolved: ApprovalResolved = _ask(opened, AnswerType(request, settle))
+    return _at_time_of_use(found, request, resolved, action_model)
 
 
 async def arequest_approval(
@@ -190,9 +302,14 @@ async def arequest_approval(
     graph_id: str | None = None,
     context: Mapping[str, Any] | None = None,
 ) -> ApprovalResolved:
-    """Async twin of :func:`request_approval`; ledger work runs in a worker thread."""
-    import asyncio
+    """Async twin of :func:`request_approval`; ledger work runs in a worker thread.
 
+    The answer's shape, binding, policy and any resolution recorded before the
+    run resumed are checked while LangGraph validates it (refusals keep the
+    interrupt pending, as in the sync gate). The authority then judges it in a
+    thread; a decision that lost a race with another one in that window is not
+    refused but fails closed (the node sees ``conflict``).
+    """
     action_model = Action.from_data(action, pointer="/action")
     found = find_authority(authority)
     coordinates = current_coordinates()
@@ -210,5 +327,15 @@ async def arequest_approval(
     )
     if isinstance(opened, ApprovalResolved):
         return opened
-    answer = interrupt(opened.to_json(), response_schema=response_type(opened.request))
-    return await asyncio.to_thread(_settle, found, opened, action_model, answer)
+    request = opened.requested.request
+    check = functools.partial(_prejudge, found, request, opened.recorded)
+    answer: Answer = _ask(opened, AnswerType(request, check))
+    resolved = await asyncio.to_thread(
+        _judge_late,
+        found,
+        request,
+        action_model,
+        answer,
+        claim_ttl() if coordinates.answer_is_fresh else None,
+    )
+    return _at_time_of_use(found, request, resolved, action_model)

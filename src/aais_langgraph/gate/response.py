@@ -1,109 +1,236 @@
-"""The resume value a gate accepts, as a pydantic type LangGraph validates for us.
+"""The resume value a gate accepts, judged while LangGraph validates it.
 
-LangGraph validates a resume value against a pydantic ``response_schema`` and, on
-mismatch, raises without saving anything, so the interrupt stays pending. The
-type accepts only an ``approval.decided`` for this request id and digest with an
-offered (decision, scope) pair, or an ``approval.resolved`` notice for this
-request (used when the decision was recorded elsewhere, e.g. a cancel).
+``interrupt(value, response_schema=T)`` validates the resume value against ``T``
+*before* it records the value as the task's answer. An exception raised there
+leaves nothing behind: the interrupt stays pending and a later, correct answer
+is accepted. An exception raised after ``interrupt()`` returned is different:
+LangGraph has already saved the answer, so every later resume of the task is
+handed the same bad value again and the approval can never be answered. So
+everything that can refuse an answer runs inside validation:
 
-LangGraph builds a ``TypeAdapter`` of the type on every ``interrupt()`` call (the
-first run and every resume), so the type is an ``Annotated`` union of the two
-envelope models, whose schemas pydantic has already built, plus a check bound to
-the request: building it costs a fraction of a millisecond, where creating
-pydantic models per request cost several. The JSON Schema surfaced to clients is
-precomputed once and specialised per request with ``const``/``anyOf`` constraints.
+- the shape (an ``approval.decided`` or an ``approval.resolved`` notice),
+- the binding (this request id, this digest, an offered decision and scope),
+- the authority's judgement (an ``invalid`` or ``conflict``ing decision, a
+  notice with no recorded resolution behind it).
+
+Binding and shape errors surface as ``pydantic.ValidationError`` (input values
+hidden); the authority's refusals as :class:`RejectedResumeError`. Both are
+marked as invalid resumes (``langgraph.errors.is_invalid_resume``).
+
+LangGraph builds a ``TypeAdapter`` of ``T`` on every ``interrupt()`` call, so
+:class:`AnswerType` is a light object with a plain validator function (a few
+microseconds to adapt, where creating pydantic models per request cost
+milliseconds), and its JSON Schema is a compact document built per request.
 """
 
 from __future__ import annotations
 
 import functools
-import json
+from collections.abc import Callable
 from typing import Annotated, Any, Union
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, TypeAdapter, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic_core import InitErrorDetails, PydanticCustomError, core_schema
 
-from ..protocol import ApprovalDecided, ApprovalResolved, Request
+from ..protocol import AAISValidationError, ApprovalDecided, ApprovalResolved, Request
 
-_Envelopes = Annotated[Union[ApprovalDecided, ApprovalResolved], Field(discriminator="type")]  # noqa: UP007
-
-
-def _plain_model(data: Any) -> Any:
-    """Let callers resume with any envelope model as well as a plain dict."""
-    if isinstance(data, BaseModel) and not isinstance(data, (ApprovalDecided, ApprovalResolved)):
-        return data.model_dump(mode="json")
-    return data
+Answer = Union[ApprovalDecided, ApprovalResolved]  # noqa: UP007
+_Envelopes = Annotated[Answer, Field(discriminator="type")]
 
 
-def _check_answer(
-    request_id: str, digest: str, offered: frozenset[tuple[str, str]], value: Any
-) -> Any:
-    """Bind the answer to this request; messages never echo the submitted values."""
-    if isinstance(value, ApprovalDecided):
-        decision = value.decision
-        if decision.request_id != request_id:
-            raise ValueError("decision.request_id: the decision is for another request")
-        if decision.action_digest != digest:
-            raise ValueError("decision.action_digest: does not match the requested action")
-        if (decision.decision, decision.scope) not in offered:
-            raise ValueError("decision: this decision and scope were not offered")
-        return value
-    if isinstance(value, ApprovalResolved) and value.resolution.request_id == request_id:
-        return value
-    raise ValueError("resolution.request_id: the resolution is for another request")
+class RejectedResumeError(AAISValidationError):
+    """The resume value cannot answer this request; the interrupt stays pending."""
 
 
-def _inline(node: Any, definitions: dict[str, Any]) -> Any:
-    """Replace local ``$ref``s by their definitions (the envelope schemas are not recursive)."""
-    if isinstance(node, dict):
-        reference = node.get("$ref")
-        if isinstance(reference, str) and reference.startswith("#/$defs/"):
-            return _inline(definitions[reference.removeprefix("#/$defs/")], definitions)
-        return {key: _inline(value, definitions) for key, value in node.items()}
-    if isinstance(node, list):
-        return [_inline(item, definitions) for item in node]
-    return node
+class Refusal(Exception):
+    """Carries a refusal through pydantic untouched (it is not a ``ValueError``)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def mark_invalid_resume(error: BaseException) -> None:
+    """Tell LangGraph this is a bad resume value, so it keeps the interrupt pending."""
+    try:
+        from langgraph.errors import _mark_invalid_resume as mark
+    except ImportError:  # pragma: no cover - older langgraph keeps the interrupt anyway
+        return
+    mark(error)
+
+
+def refuse(pointer: str, reason: str) -> Refusal:
+    """A :class:`RejectedResumeError` (marked as an invalid resume) ready to raise."""
+    error = RejectedResumeError(pointer, reason)
+    mark_invalid_resume(error)
+    return Refusal(error)
+
+
+def _binding_error(location: tuple[str, ...], reason: str) -> Refusal:
+    details: InitErrorDetails = {
+        "type": PydanticCustomError("aais_binding", reason.replace("{", "(").replace("}", ")")),
+        "loc": location,
+        "input": None,
+    }
+    error = ValidationError.from_exception_data("approval answer", [details], hide_input=True)
+    mark_invalid_resume(error)
+    return Refusal(error)
+
+
+def _without_input(error: ValidationError) -> ValidationError:
+    """The same errors with the submitted values dropped (they may hold arguments)."""
+    details: list[InitErrorDetails] = []
+    for line in error.errors(include_url=False, include_input=False):
+        reason = str(line["msg"]).replace("{", "(").replace("}", ")")
+        details.append(
+            {
+                "type": PydanticCustomError(str(line["type"]), reason),
+                "loc": tuple(line["loc"]),
+                "input": None,
+            }
+        )
+    cleaned = ValidationError.from_exception_data(error.title, details, hide_input=True)
+    mark_invalid_resume(cleaned)
+    return cleaned
 
 
 @functools.lru_cache(maxsize=1)
-def _base_schema_text() -> str:
-    # Self-contained (no $defs): pydantic re-reads ``$ref``s inside WithJsonSchema.
-    generated = TypeAdapter(_Envelopes).json_schema()
-    definitions = generated.pop("$defs")
-    return json.dumps(
-        {
-            "oneOf": _inline(generated["oneOf"], definitions),
-            "discriminator": {"propertyName": "type"},
-        }
-    )
+def _envelopes() -> TypeAdapter[Answer]:
+    return TypeAdapter(_Envelopes, config=ConfigDict(hide_input_in_errors=True))
+
+
+def parse_answer(request: Request, value: Any) -> Answer:
+    """The answer as an envelope bound to ``request``, or raise :class:`Refusal`."""
+    if isinstance(value, BaseModel) and not isinstance(value, (ApprovalDecided, ApprovalResolved)):
+        value = value.model_dump(mode="json")
+    try:
+        answer = _envelopes().validate_python(value)
+    except ValidationError as error:
+        raise Refusal(_without_input(error)) from None
+    if isinstance(answer, ApprovalDecided):
+        decision = answer.decision
+        if decision.request_id != request.id:
+            raise _binding_error(("decision", "request_id"), "the decision is for another request")
+        if decision.action_digest != request.action_digest:
+            raise _binding_error(
+                ("decision", "action_digest"), "does not match the requested action"
+            )
+        if request.offers(decision.decision, decision.scope) is None:
+            raise _binding_error(("decision",), "this decision and scope were not offered")
+    elif answer.resolution.request_id != request.id:
+        raise _binding_error(("resolution", "request_id"), "the resolution is for another request")
+    return answer
+
+
+class AnswerType:
+    """A ``response_schema`` for ``interrupt()``: validates, binds and judges the answer.
+
+    ``settle`` receives the bound envelope and returns what ``interrupt()`` should
+    return, or raises :class:`Refusal`; the gate catches the refusal around
+    ``interrupt()`` and raises the error it carries.
+    """
+
+    __slots__ = ("request", "settle")
+
+    def __init__(self, request: Request, settle: Callable[[Answer], Any]) -> None:
+        self.request = request
+        self.settle = settle
+
+    def _validate(self, value: Any) -> Any:
+        return self.settle(parse_answer(self.request, value))
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> core_schema.CoreSchema:
+        return core_schema.no_info_plain_validator_function(self._validate)
+
+    def __get_pydantic_json_schema__(self, schema: Any, handler: Any) -> dict[str, Any]:
+        return response_json_schema(self.request)
+
+
+def _id() -> dict[str, Any]:
+    return {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 200,
+        "pattern": "^[A-Za-z0-9][A-Za-z0-9._:-]*$",
+    }
+
+
+def _text() -> dict[str, Any]:
+    return {"type": "string", "minLength": 1}
+
+
+_HEADER = ("aais", "type", "id", "occurred_at", "sequence")
+
+
+def _envelope(kind: str, member: str, body: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "required": [*_HEADER, member],
+        "properties": {
+            "aais": {"const": "1.0"},
+            "type": {"const": kind},
+            "id": _id(),
+            "occurred_at": _text(),
+            "sequence": {"type": "integer", "minimum": 0},
+            "stream": _id(),
+            "extensions": {"type": "object"},
+            member: body,
+        },
+        "additionalProperties": False,
+    }
 
 
 def response_json_schema(request: Request) -> dict[str, Any]:
-    """JSON Schema of the answers ``request`` accepts (a fresh dict each call)."""
-    schema: dict[str, Any] = json.loads(_base_schema_text())
-    decided, resolved = schema["oneOf"]
-    decision = decided["properties"]["decision"]
-    decision["properties"]["request_id"]["const"] = request.id
-    decision["properties"]["action_digest"]["const"] = request.action_digest
-    decision["anyOf"] = [
-        {
-            "properties": {
-                "decision": {"const": choice.decision},
-                "scope": {"const": choice.scope},
+    """JSON Schema of the answers ``request`` accepts: an ``approval.decided`` with this
+    id, digest and an offered choice, or an ``approval.resolved`` notice for it.
+
+    A fresh document each call. Compact on purpose: pydantic post-processes it
+    every time an interrupt is raised.
+    """
+    decision = {
+        "type": "object",
+        "required": [
+            "id",
+            "request_id",
+            "action_digest",
+            "decided_at",
+            "decision",
+            "scope",
+            "actor",
+        ],
+        "properties": {
+            "id": _id(),
+            "request_id": {"const": request.id},
+            "action_digest": {"const": request.action_digest},
+            "decided_at": _text(),
+            "decision": {"enum": sorted({choice.decision for choice in request.choices})},
+            "scope": {"enum": sorted({choice.scope for choice in request.choices})},
+            "actor": {
+                "type": "object",
+                "required": ["id", "type"],
+                "properties": {"id": _id(), "type": {"enum": ["human", "policy"]}},
+            },
+            "extensions": {"type": "object"},
+        },
+        "anyOf": [
+            {
+                "properties": {
+                    "decision": {"const": choice.decision},
+                    "scope": {"const": choice.scope},
+                }
             }
-        }
-        for choice in request.choices
-    ]
-    resolved["properties"]["resolution"]["properties"]["request_id"]["const"] = request.id
-    return schema
-
-
-def response_type(request: Request) -> Any:
-    """A pydantic type matching exactly the answers this request can take."""
-    offered = frozenset((choice.decision, choice.scope) for choice in request.choices)
-    check = functools.partial(_check_answer, request.id, request.action_digest, offered)
-    return Annotated[  # type: ignore[valid-type]
-        _Envelopes,
-        BeforeValidator(_plain_model),
-        AfterValidator(check),
-        WithJsonSchema(response_json_schema(request)),
-    ]
+            for choice in request.choices
+        ],
+        "additionalProperties": False,
+    }
+    resolution = {
+        "type": "object",
+        "required": ["id", "request_id", "action_digest", "resolved_at", "outcome", "message"],
+        "properties": {"request_id": {"const": request.id}},
+    }
+    return {
+        "oneOf": [
+            _envelope("approval.decided", "decision", decision),
+            _envelope("approval.resolved", "resolution", resolution),
+        ]
+    }

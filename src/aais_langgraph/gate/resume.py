@@ -30,7 +30,14 @@ from ..protocol import (
     ApprovalResolved,
     parse_envelope,
 )
-from .run_context import AUTHORITY_KEY, MISSING_AUTHORITY, authority_in
+from ..server_env import authority_from_env, env_authority_configured
+from .run_context import (
+    AUTHORITY_KEY,
+    CLAIM_TTL_KEY,
+    MISSING_AUTHORITY,
+    authority_in,
+    claim_ttl_for_lease,
+)
 
 
 @dataclass(frozen=True)
@@ -47,21 +54,27 @@ Answer = ApprovalDecided | Cancellation | Mapping[str, Any] | str | bytes
 def _authority_of(
     authority: ApprovalAuthority | None, config: RunnableConfig, context: Any
 ) -> ApprovalAuthority:
-    """The explicit authority, else the one the run context or ``configurable`` carries."""
+    """The explicit authority, else the one the run context or ``configurable`` carries,
+    else the one ``AAIS_LEDGER_URL`` configures."""
     if authority is not None:
         return authority
     found = authority_in(context, config)
+    if found is None and env_authority_configured():
+        found = authority_from_env()
     if found is None:
         raise ValueError(MISSING_AUTHORITY)
     return found
 
 
-def _carrying(config: RunnableConfig, authority: ApprovalAuthority) -> RunnableConfig:
-    """``config`` with the authority in ``configurable``, for gates that look there."""
-    configurable = config.get("configurable") or {}
-    if AUTHORITY_KEY in configurable:
-        return config
-    return {**config, "configurable": {**configurable, AUTHORITY_KEY: authority}}
+def _carrying(
+    config: RunnableConfig, authority: ApprovalAuthority, lease_ttl: float
+) -> RunnableConfig:
+    """``config`` for a lease-driven resume: the authority in ``configurable`` (for
+    gates that look there) and the lease TTL as the execution-claim lifetime."""
+    configurable = dict(config.get("configurable") or {})
+    configurable.setdefault(AUTHORITY_KEY, authority)
+    configurable[CLAIM_TTL_KEY] = claim_ttl_for_lease(lease_ttl)
+    return {**config, "configurable": configurable}
 
 
 def _thread_of(config: RunnableConfig) -> str:
@@ -165,8 +178,14 @@ def _judge_all(
         results.append(resolved)
         if interrupt_id is None:
             continue
-        recorded = authority.get_resolution(request_id)
-        if recorded is not None and recorded.resolution.outcome in TERMINAL | {"stale"}:
+        # A stale, invalid or conflicting answer changed nothing; resume only with
+        # what the ledger holds (a conflict's recorded resolution unsticks the run).
+        recorded = (
+            resolved
+            if resolved.resolution.outcome in TERMINAL
+            else authority.get_resolution(request_id)
+        )
+        if recorded is not None:
             resume[interrupt_id] = recorded.to_json()
     return results, resume
 
@@ -198,7 +217,7 @@ def resume_with_decisions(
         results, resume = _judge_all(found, answers, view, actor)
         if resume:
             kwargs = {} if context is None else {"context": context}
-            graph.invoke(Command(resume=resume), _carrying(config, found), **kwargs)
+            graph.invoke(Command(resume=resume), _carrying(config, found, lease_ttl), **kwargs)
     return results
 
 
@@ -222,5 +241,7 @@ async def aresume_with_decisions(
         results, resume = await asyncio.to_thread(_judge_all, found, answers, view, actor)
         if resume:
             kwargs = {} if context is None else {"context": context}
-            await graph.ainvoke(Command(resume=resume), _carrying(config, found), **kwargs)
+            await graph.ainvoke(
+                Command(resume=resume), _carrying(config, found, lease_ttl), **kwargs
+            )
     return results

@@ -9,14 +9,24 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+import xxhash
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 
 from ..authority import ApprovalAuthority
 from ..protocol import Origin
+from ..server_env import authority_from_env, env_authority_configured
 
 AUTHORITY_KEY = "aais_authority"
 """``config["configurable"]`` key (or runtime-context attribute ``authority``) for the authority."""
+
+CLAIM_TTL_KEY = "aais_claim_ttl"
+"""``config["configurable"]`` key: seconds an approval's execution claim lasts. A resume
+driven under a run lease passes :func:`claim_ttl_for_lease`, so a crashed run's claim
+is gone before its lease is."""
+
+RESUME_MAP_KEY = "__pregel_resume_map"
+"""LangGraph's (private) configurable key holding the current ``Command(resume={...})`` map."""
 
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._:-]")
 _CALLS: ContextVar[tuple[object, int] | None] = ContextVar("aais_gate_calls", default=None)
@@ -31,6 +41,9 @@ class RunCoordinates:
     node: str | None
     run_id: str | None
     call_index: int
+    answer_is_fresh: bool = True
+    """Whether this gate's answer (if any) was submitted for this run, rather than
+    replayed from an earlier execution of the task that already consumed it."""
 
     @property
     def request_id(self) -> str:
@@ -83,8 +96,29 @@ def current_coordinates(
         checkpoint_ns=str(configurable.get("checkpoint_ns", "")),
         node=metadata.get("langgraph_node"),
         run_id=run_id,
-        call_index=_next_call_index(configurable, consume=_consume),
+        call_index=(index := _next_call_index(configurable, consume=_consume)),
+        answer_is_fresh=_answer_is_fresh(configurable, index),
     )
+
+
+def _answer_is_fresh(configurable: Mapping[str, Any], call_index: int) -> bool:
+    """True unless LangGraph will hand this gate an answer saved by an earlier execution.
+
+    A resume map (``Command(resume={id: value})``) names the interrupts answered
+    now; a plain resume fills the first slot past the answers already saved.
+    """
+    resume_map = configurable.get(RESUME_MAP_KEY)
+    if resume_map:
+        namespace = str(configurable.get("checkpoint_ns", ""))
+        return interrupt_id_for(namespace, call_index) in resume_map
+    saved = getattr(configurable.get("__pregel_scratchpad"), "resume", None) or ()
+    return call_index >= len(saved)
+
+
+def interrupt_id_for(checkpoint_ns: str, slot: int) -> str:
+    """The id LangGraph gives the interrupt filling answer slot ``slot`` of a task."""
+    key = f"{checkpoint_ns}|{slot}" if slot else checkpoint_ns
+    return xxhash.xxh3_128_hexdigest(key.encode())
 
 
 def safe_id(text: str | None, *, fallback: str | None = None) -> str | None:
@@ -135,14 +169,16 @@ def authority_in(context: Any, config: RunnableConfig | None) -> ApprovalAuthori
 
 MISSING_AUTHORITY = (
     "authority: pass authority=..., give the graph a context with an 'authority' "
-    f"attribute, or set config['configurable']['{AUTHORITY_KEY}']"
+    f"attribute, set config['configurable']['{AUTHORITY_KEY}'], or set the "
+    "AAIS_LEDGER_URL environment variable"
 )
 
 
 def find_authority(
     explicit: ApprovalAuthority | None, config: RunnableConfig | None = None
 ) -> ApprovalAuthority:
-    """The authority to use: the argument, else runtime context, else ``configurable``."""
+    """The authority to use: the argument, else runtime context, else ``configurable``,
+    else the one ``AAIS_LEDGER_URL`` configures (:mod:`aais_langgraph.server_env`)."""
     if explicit is not None:
         return explicit
     try:
@@ -152,6 +188,27 @@ def find_authority(
     except (RuntimeError, AttributeError):
         context = None
     found = authority_in(context, config if config is not None else get_config())
+    if found is None and env_authority_configured():
+        # Hosted graphs (LangGraph Server) cannot be handed objects: use AAIS_LEDGER_URL.
+        found = authority_from_env()
     if found is None:
         raise RuntimeError(MISSING_AUTHORITY)
     return found
+
+
+def claim_ttl(config: RunnableConfig | None = None, default: float = 60.0) -> float:
+    """The execution-claim lifetime for this run (see :data:`CLAIM_TTL_KEY`)."""
+    cfg = config if config is not None else get_config()
+    value = (cfg.get("configurable") or {}).get(CLAIM_TTL_KEY, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        return default
+    return float(value)
+
+
+def claim_ttl_for_lease(lease_ttl: float) -> float:
+    """A claim lifetime that ends before the lease of the run that took it.
+
+    The lease is renewed every third of its TTL, so it outlives its holder by at
+    least two thirds of the TTL after any claim; half the TTL is inside that.
+    """
+    return lease_ttl / 2

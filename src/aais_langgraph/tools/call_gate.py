@@ -185,15 +185,15 @@ class ToolCallGate:
         for record in earlier:
             # The state was edited while the call waited: what was shown is gone.
             authority.supersede(record.request_id)
-        action = Action.from_data(
-            {
-                "kind": ACTION_KIND,
-                "name": call["name"],
-                "summary": summary_for(request, rule, self.describe),
-                "arguments": call["args"],
-            },
-            pointer="/action",
-        )
+        fields: dict[str, Any] = {
+            "kind": ACTION_KIND,
+            "name": call["name"],
+            "summary": summary_for(request, rule, self.describe),
+            "arguments": call["args"],
+        }
+        if rule.presentation is not None:
+            fields["presentation"] = rule.presentation.to_json()
+        action = Action.from_data(fields, pointer="/action")
         origin = derive_origin(coordinates, harness=authority.harness, graph_id=self.graph_id)
         screening = authority.screen(action, origin=origin)
         if screening.resolved is not None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, Union
 
-from ..protocol import AAISValidationError, Choice, Risk, RiskLevel
+from ..protocol import AAISValidationError, Choice, Presentation, Risk, RiskLevel
 
 if TYPE_CHECKING:
     from langgraph.prebuilt.tool_node import ToolCallRequest
@@ -36,6 +36,7 @@ _KNOWN_KEYS = frozenset(
         "expires_in",
         "description",
         "when",
+        "presentation",
         "args_schema",  # accepted for HumanInTheLoopMiddleware configs; unused there too
     }
 )
@@ -60,6 +61,9 @@ class ToolApprovalConfig(TypedDict, total=False):
     - ``when``: predicate on the ``ToolCallRequest``; evaluated once, when the call
       first reaches the gate. Once a request exists for the call, the request
       stands and ``when`` is not asked again.
+    - ``presentation``: the AAIS ``action.presentation`` of every request for this
+      tool, e.g. ``{"redacted": True, "binding_hint": ...}`` when an argument is an
+      opaque reference to a secret (the secret itself must never be an argument).
     - ``args_schema``: accepted and ignored, as HumanInTheLoopMiddleware does.
     """
 
@@ -70,6 +74,7 @@ class ToolApprovalConfig(TypedDict, total=False):
     expires_in: timedelta | float
     description: str | ToolCallDescriber
     when: ToolCallPredicate
+    presentation: Presentation | Mapping[str, Any]
     args_schema: Mapping[str, Any]
 
 
@@ -87,6 +92,7 @@ class ToolRule:
     expires_in: timedelta | None = None
     description: str | ToolCallDescriber | None = None
     when: ToolCallPredicate | None = None
+    presentation: Presentation | None = None
 
 
 def _risk(tool: str, value: Any) -> Risk:
@@ -166,6 +172,13 @@ def rule_for(tool: str, entry: bool | Mapping[str, Any]) -> ToolRule | None:
     try:
         choices, editable = _choices(tool, config)
         risk = _risk(tool, config["risk"]) if "risk" in config else None
+        presentation = (
+            Presentation.from_data(
+                config["presentation"], pointer=f"/interrupt_on/{tool}/presentation"
+            )
+            if "presentation" in config
+            else None
+        )
     except AAISValidationError as error:
         raise ValueError(f"interrupt_on[{tool!r}]: {error}") from None
     return ToolRule(
@@ -176,6 +189,7 @@ def rule_for(tool: str, entry: bool | Mapping[str, Any]) -> ToolRule | None:
         expires_in=_expiry(tool, config["expires_in"]) if "expires_in" in config else None,
         description=config.get("description"),
         when=config.get("when"),
+        presentation=presentation,
     )
 
 

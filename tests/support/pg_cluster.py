@@ -1,5 +1,8 @@
 """A throwaway PostgreSQL cluster for tests: ``initdb`` + ``pg_ctl`` in a temp dir on loopback.
 
+Shared by tests/postgres and tests/distributed through the session fixture
+``postgres_cluster`` in tests/conftest.py (one server per test session).
+
 The server listens on 127.0.0.1 at a free port and on a Unix socket inside the temp
 dir, trusts local connections, and runs without fsync (it is deleted afterwards).
 initdb refuses to run as root, so as root every server command runs as the
@@ -9,6 +12,7 @@ dir belongs to that user.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shutil
@@ -16,6 +20,7 @@ import socket
 import subprocess
 import tempfile
 from pathlib import Path
+from urllib.parse import quote
 
 NO_SERVER_HELP = (
     "PostgreSQL server binaries (initdb, pg_ctl) were not found on PATH, in "
@@ -31,6 +36,12 @@ _SERVER_SETTINGS = (
     "-c full_page_writes=off",
     "-c max_connections=200",
 )
+
+
+ALLOW_NO_POSTGRES = os.environ.get("AAIS_ALLOW_NO_POSTGRES") == "1"
+"""Set locally to skip (instead of fail) when the server binaries are missing; never in CI."""
+
+_schema_numbers = itertools.count(1)
 
 
 def find_bindir() -> Path | None:
@@ -156,3 +167,15 @@ def _give_to(root: Path, user: str) -> None:
         ) from None
     for path in [root, *root.rglob("*")]:
         os.chown(path, account.pw_uid, account.pw_gid)
+
+
+def fresh_schema_url(cluster: PostgresCluster, database: str = "aais") -> str:
+    """The URL of a new, empty schema (via ``search_path``) in ``database``."""
+    import psycopg
+    from psycopg import sql
+
+    schema = f"t_{os.getpid()}_{next(_schema_numbers)}"
+    url = cluster.url(database)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+    return f"{url}?options={quote(f'-c search_path={schema}')}"

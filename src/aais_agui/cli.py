@@ -1,0 +1,257 @@
+"""``aais-agui``: serve the demo agent or your own graph with AG-UI, the AAIS profile and the inbox.
+
+    aais-agui demo  [--host 127.0.0.1] [--port 8000] [--db ./aais-demo.db] [--workspace DIR]
+    aais-agui serve pkg.module:graph [--host ...] [--port ...] [--db PATH|URL] [--token-env VAR]
+
+``--db`` is a SQLite file path (the approval ledger; LangGraph checkpoints go to
+the sibling ``<name>.checkpoints<suffix>``) or a ``postgresql://`` URL (ledger and
+checkpoints in that database). It is the same value ``aais-langgraph --db``
+takes, so a decision made with that CLI reaches the running server, which
+resumes the thread. ``--port 0`` picks a free port; the URL is printed once the
+server listens.
+
+``serve`` accepts for ``pkg.module:attr``: a compiled graph (given the server's
+checkpointer when it has none; its own is kept otherwise), a ``StateGraph``
+builder (compiled with the server's checkpointer), or a callable taking
+``checkpointer=`` and returning either.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import importlib
+import os
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+from aais_langgraph.authority import ApprovalAuthority
+from aais_langgraph.ledger import Ledger, open_ledger
+from aais_langgraph.ledger.opening import is_postgres_url
+
+__all__ = ["load_graph", "main"]
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def checkpoints_path(db: str) -> Path:
+    """The SQLite file holding LangGraph checkpoints next to the ledger file ``db``."""
+    path = Path(db)
+    return path.with_name(f"{path.stem}.checkpoints{path.suffix or '.db'}")
+
+
+@asynccontextmanager
+async def open_storage(db: str) -> AsyncIterator[tuple[Ledger, Any]]:
+    """The approval ledger and an async LangGraph checkpointer for ``--db``."""
+    if is_postgres_url(db):
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+        with open_ledger(db) as ledger:
+            async with AsyncPostgresSaver.from_conn_string(db) as saver:
+                await saver.setup()
+                yield ledger, saver
+        return
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    Path(db).parent.mkdir(parents=True, exist_ok=True)
+    with open_ledger(db) as ledger:
+        async with AsyncSqliteSaver.from_conn_string(str(checkpoints_path(db))) as saver:
+            yield ledger, saver
+
+
+def load_graph(spec: str, checkpointer: Any) -> Any:
+    """Import ``pkg.module:attr`` and make a compiled graph of it (see the module doc)."""
+    from langgraph.pregel import Pregel
+
+    module_name, colon, attribute = spec.partition(":")
+    if not colon or not module_name or not attribute:
+        raise SystemExit(f"aais-agui: expected module:attribute, got {spec!r}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    target: Any = importlib.import_module(module_name)
+    for part in attribute.split("."):
+        target = getattr(target, part)
+    for _ in range(2):
+        if isinstance(target, Pregel):
+            if target.checkpointer is None:
+                return target.copy(update={"checkpointer": checkpointer})
+            print("aais-agui: the graph has its own checkpointer; --db holds only the ledger")
+            return target
+        if callable(getattr(target, "compile", None)):
+            return target.compile(checkpointer=checkpointer)
+        if callable(target):
+            target = target(checkpointer=checkpointer)
+    raise SystemExit(
+        f"aais-agui: {spec} is not a compiled graph, a StateGraph, or a factory of one"
+    )
+
+
+def _authenticator(token_env: str | None) -> Any:
+    from .security import bearer_token_authenticator, local_development_authenticator
+
+    if token_env is None:
+        return local_development_authenticator()
+    token = os.environ.get(token_env)
+    if not token:
+        raise SystemExit(f"aais-agui: --token-env {token_env}: the variable is empty or unset")
+    actor = {"id": "api-client", "type": "human", "authenticated_by": "bearer token"}
+    return bearer_token_authenticator({token: actor})
+
+
+def _url(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    return f"http://{shown}:{port}/"
+
+
+class _EndStreamsOnShutdown:
+    """ASGI middleware: once the server shuts down, open GET streams (the AAIS event
+    stream) see their client as gone and end, instead of being cut off with an error."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.closing = asyncio.Event()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope.get("method") != "GET":
+            await self.app(scope, receive, send)
+            return
+
+        async def receive_until_closing() -> Any:
+            message = asyncio.ensure_future(receive())
+            closing = asyncio.ensure_future(self.closing.wait())
+            await asyncio.wait({message, closing}, return_when=asyncio.FIRST_COMPLETED)
+            if message.done():
+                closing.cancel()
+                return message.result()
+            message.cancel()
+            return {"type": "http.disconnect"}
+
+        state = {"started": False, "complete": False}
+
+        async def send_tracked(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                state["started"] = True
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                state["complete"] = True
+            await send(message)
+
+        await self.app(scope, receive_until_closing, send_tracked)
+        if state["started"] and not state["complete"]:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _serve(app: Any, host: str, port: int, banner: list[str]) -> None:
+    """Run uvicorn; print the URL (and ``banner``) once it listens."""
+    import uvicorn
+
+    streams = _EndStreamsOnShutdown(app)
+
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets: Any = None) -> None:
+            streams.closing.set()
+            await super().shutdown(sockets=sockets)
+
+    config = uvicorn.Config(
+        streams, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5
+    )
+    server = Server(config)
+    serving = asyncio.create_task(server.serve())
+    while not server.started and not serving.done():
+        await asyncio.sleep(0.05)
+    if server.started:
+        bound = server.servers[0].sockets[0].getsockname()[1]
+        print(f"aais-agui: serving on {_url(host, bound)}", flush=True)
+        for line in banner:
+            print(f"  {line}", flush=True)
+    await serving
+
+
+async def _run(args: argparse.Namespace) -> None:
+    from .app import create_app
+
+    async with open_storage(args.db) as (ledger, checkpointer):
+        authority = ApprovalAuthority(ledger)
+        banner = [f"approvals  aais-langgraph --db {args.db} pending"]
+        if args.command == "demo":
+            from .demo import DemoWorkspace, build_demo_agent
+
+            workspace = DemoWorkspace(args.workspace or _default_workspace(args.db))
+            graph = build_demo_agent(workspace, checkpointer=checkpointer)
+            banner.append(f"workspace  {workspace.root}")
+            name = "aais-demo"
+        else:
+            graph = load_graph(args.graph, checkpointer)
+            name = args.graph.partition(":")[2] or "graph"
+        if args.host not in LOOPBACK and args.token_env is None:
+            banner.append("WARNING: the local-development authenticator only answers loopback")
+        app = create_app(
+            graph,
+            authority=authority,
+            authenticate=_authenticator(args.token_env),
+            name=name,
+            watch_decisions=not args.no_watch,
+        )
+        await _serve(app, args.host, args.port, banner)
+
+
+def _default_workspace(db: str) -> Path:
+    """A stable scratch directory per database, under the system temp directory."""
+    key = hashlib.sha256(os.path.abspath(db).encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / "aais-demo" / key
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="aais-agui",
+        description="Serve the demo agent or your own LangGraph graph over AG-UI, with AAIS "
+        "approvals and the approval inbox page.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    demo = commands.add_parser("demo", help="serve the demo agent and the inbox page")
+    serve = commands.add_parser("serve", help="serve your graph: pkg.module:attr")
+    serve.add_argument("graph", help="pkg.module:attr (compiled graph, StateGraph, or factory)")
+    for sub, default_db in ((demo, "aais-demo.db"), (serve, "aais-agui.db")):
+        sub.add_argument("--host", default="127.0.0.1", help="default 127.0.0.1")
+        sub.add_argument("--port", type=int, default=8000, help="default 8000; 0 picks one")
+        sub.add_argument(
+            "--db", default=default_db, help=f"SQLite path or postgresql:// URL ({default_db})"
+        )
+        sub.add_argument(
+            "--no-watch",
+            action="store_true",
+            help="do not resume threads whose approvals another process decided",
+        )
+    demo.add_argument("--workspace", type=Path, help="where the demo's write_file may write")
+    demo.set_defaults(token_env=None)
+    serve.add_argument(
+        "--token-env",
+        metavar="VAR",
+        help="authenticate API clients with 'Authorization: Bearer $VAR' instead of the "
+        "local-development authenticator",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``aais-agui`` command."""
+    args = _parser().parse_args(argv)
+    try:
+        with suppress(KeyboardInterrupt):
+            asyncio.run(_run(args))
+    except ImportError as error:
+        print(
+            f"aais-agui: {error}\n(the server needs the extras: "
+            "pip install 'aais-langgraph[server,sqlite,langchain]'; add 'postgres' for Postgres)",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

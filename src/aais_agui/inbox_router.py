@@ -1,0 +1,129 @@
+"""The approval inbox page and the two read-only helpers it needs.
+
+- ``GET /`` -> the page; ``GET /inbox/static/{name}`` -> its scripts and style
+  (shipped in the package, nothing fetched from elsewhere; a strict CSP says so);
+- ``GET /inbox/config`` -> where the AG-UI and AAIS endpoints are, and who you are;
+- ``GET /inbox/explanations/{request_id}`` -> the authority's plain-language
+  explanation of every offered choice's scope constraints
+  (:func:`~aais_langgraph.authority.explain_constraints`), which the AAIS
+  snapshot has no field for;
+- ``GET /inbox/threads/{thread_id}`` -> a thread's messages (AG-UI shape), its
+  open approval interrupts and whether its run has settled, so the chat can
+  follow a run that another presenter resumed.
+
+Everything but the static files needs an authenticated actor.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Any
+
+from ag_ui_langgraph.utils import langchain_messages_to_agui
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import Response
+
+from aais_langgraph.authority import ApprovalAuthority, explain_constraints
+from aais_langgraph.gate.resume import pending_interrupt_ids
+
+from .security import Security
+
+_ASSETS = {
+    "index.html": "text/html; charset=utf-8",
+    "app.js": "text/javascript; charset=utf-8",
+    "chat.js": "text/javascript; charset=utf-8",
+    "cards.js": "text/javascript; charset=utf-8",
+    "common.js": "text/javascript; charset=utf-8",
+    "style.css": "text/css; charset=utf-8",
+}
+_CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+    "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+_HEADERS = {
+    "Content-Security-Policy": _CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
+
+
+def _asset(name: str) -> Response:
+    body = resources.files("aais_agui").joinpath("static").joinpath(name).read_bytes()
+    return Response(body, media_type=_ASSETS[name], headers=_HEADERS)
+
+
+def inbox_router(
+    graph: Any,
+    authority: ApprovalAuthority,
+    security: Security,
+    *,
+    agent_path: str = "/agent",
+    approvals_prefix: str = "/approvals",
+    title: str = "AAIS approvals",
+) -> APIRouter:
+    """The inbox routes; mount at the app root (the page lives at ``/``)."""
+    router = APIRouter()
+
+    @router.get("/", include_in_schema=False)
+    async def page() -> Response:
+        return _asset("index.html")
+
+    @router.get("/inbox/static/{name}", include_in_schema=False)
+    async def static(name: str) -> Response:
+        if name not in _ASSETS or name == "index.html":
+            raise HTTPException(404, {"code": "inbox.not_found", "message": "no such file"})
+        return _asset(name)
+
+    @router.get("/inbox/config")
+    async def config(request: Request) -> dict[str, Any]:
+        authenticated = await security.actor(request)
+        return {
+            "title": title,
+            "agent_path": agent_path,
+            "approvals_prefix": approvals_prefix,
+            "actor": authenticated.actor.to_json(),
+            "csrf": authenticated.cookie_session,
+        }
+
+    @router.get("/inbox/explanations/{request_id}")
+    async def explanations(request_id: str, request: Request) -> dict[str, Any]:
+        await security.actor(request)
+        requested = await authority.aget_request(request_id)
+        if requested is None:
+            raise HTTPException(
+                404, {"code": "aais.unknown_request", "message": "no such approval request"}
+            )
+        return {
+            "request_id": request_id,
+            "choices": [
+                {
+                    "decision": choice.decision,
+                    "scope": choice.scope,
+                    "explanation": explain_constraints(choice.scope_constraints or {}),
+                }
+                for choice in requested.request.choices
+            ],
+        }
+
+    @router.get("/inbox/threads/{thread_id}")
+    async def thread(thread_id: str, request: Request) -> dict[str, Any]:
+        await security.actor(request)
+        state = await graph.aget_state({"configurable": {"thread_id": thread_id}})
+        values = state.values if isinstance(state.values, dict) else {}
+        messages = langchain_messages_to_agui(list(values.get("messages") or []))
+        waiting = pending_interrupt_ids(state.interrupts)
+        return {
+            "thread_id": thread_id,
+            "messages": [
+                message.model_dump(mode="json", by_alias=True, exclude_none=True)
+                for message in messages
+            ],
+            "interrupts": [
+                {"interrupt_id": interrupt_id, "request_id": request_id}
+                for request_id, interrupt_id in waiting.items()
+            ],
+            "settled": bool(state.interrupts) or not state.next,
+        }
+
+    return router

@@ -1,0 +1,45 @@
+// The AAIS approval inbox: a chat with the agent over AG-UI, and pending approvals as cards.
+
+import { connectEvents, tick } from "./cards.js";
+import { sendMessage, setChatStatus, useThread } from "./chat.js";
+import { $, approvalsPath, getJSON, randomId, state } from "./common.js";
+
+async function start() {
+  try {
+    state.config = await getJSON("inbox/config");
+  } catch (error) {
+    $("connection").dataset.state = "down";
+    $("connection").textContent = "Not signed in";
+    setChatStatus(`The server refused this page: ${error.message}`, "error");
+    return;
+  }
+  $("title").textContent = state.config.title;
+  const actor = state.config.actor;
+  $("actor").textContent = `Deciding as ${actor.display_name || actor.id}`;
+  if (String(actor.authenticated_by || "").startsWith("local-development")) {
+    const warning = $("dev-warning");
+    warning.hidden = false;
+    warning.textContent =
+      "Local development mode: every program on this machine can approve as you. Never expose this server beyond localhost.";
+  }
+  state.csrf = (await getJSON(approvalsPath("/csrf")).catch(() => ({}))).csrf_token || null;
+  $("composer").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const text = $("prompt").value.trim();
+    if (!text || state.running) return;
+    $("prompt").value = "";
+    sendMessage(text);
+  });
+  $("prompt").addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey) {
+      event.preventDefault();
+      $("composer").requestSubmit();
+    }
+  });
+  $("new-thread").addEventListener("click", () => useThread(randomId("thread")));
+  connectEvents();
+  setInterval(() => state.cards.forEach(tick), 1000);
+  await useThread(localStorage.getItem("aais-inbox-thread") || randomId("thread"));
+}
+
+start();

@@ -1,0 +1,291 @@
+// Pending approvals as cards: the AAIS snapshot and event stream in, decisions out (the AAIS
+// decisions endpoint, or an AG-UI resume when the conversation's run waits on this card alone).
+
+import { $, appendVisible, approvalsPath, el, getJSON, headers, href, json, randomId, state } from "./common.js";
+import { followThread, runAgent, setChatStatus } from "./chat.js";
+
+function decidedEnvelope(request, choice) {
+  const now = new Date().toISOString();
+  return {
+    aais: "1.0",
+    type: "approval.decided",
+    id: randomId("evt"),
+    occurred_at: now,
+    sequence: 0,
+    decision: {
+      id: randomId("dec"),
+      request_id: request.id,
+      action_digest: request.action_digest,
+      decided_at: now,
+      decision: choice.decision,
+      scope: choice.scope,
+      actor: state.config.actor,
+    },
+  };
+}
+
+function setCardStatus(card, text, kind = "") {
+  const status = card.element.querySelector(".card-status");
+  status.textContent = text;
+  status.dataset.kind = kind;
+}
+
+function setCardBusy(card, busy) {
+  card.busy = busy;
+  for (const button of card.element.querySelectorAll(".choices button")) {
+    button.disabled = busy || card.expired || !card.explained;
+  }
+}
+
+async function decide(card, choice) {
+  const { request } = card;
+  setCardBusy(card, true);
+  setCardStatus(card, "Submitting your decision…");
+  const envelope = decidedEnvelope(request, choice);
+  const interruptId = state.interrupts.get(request.id);
+  if (interruptId && state.interrupts.size === 1 && !state.running) {
+    // The chat's own run waits on this approval alone: answer it with an AG-UI resume.
+    const resume = [{ interruptId, status: "resolved", metadata: { aais: envelope } }];
+    setChatStatus("Resuming the run…");
+    const ok = await runAgent({ resume });
+    if (ok) {
+      setCardStatus(card, choice.decision === "approve" ? "Approved." : "Denied.", "done");
+    } else {
+      setCardStatus(card, "The decision was not accepted; see the conversation.", "error");
+      setCardBusy(card, false);
+      followThread();
+    }
+    return;
+  }
+  try {
+    const response = await fetch(href(approvalsPath(`/${encodeURIComponent(request.id)}/decisions`)), {
+      method: "POST",
+      credentials: "same-origin",
+      headers: headers({ "Content-Type": "application/json" }),
+      body: JSON.stringify(envelope),
+    });
+    const body = await response.json().catch(() => ({}));
+    if (!response.ok) {
+      const message = body?.resolution?.message || body?.error?.message || `HTTP ${response.status}`;
+      setCardStatus(card, `Not recorded: ${message}`, "error");
+      setCardBusy(card, false);
+      return;
+    }
+    const outcome = body.resolution.outcome;
+    setCardStatus(card, `Recorded: ${outcome}. The run continues.`, "done");
+    if (state.interrupts.has(request.id)) followThread(request.id);
+  } catch (error) {
+    setCardStatus(card, `Could not submit: ${error.message}`, "error");
+    setCardBusy(card, false);
+  }
+}
+
+function explanationFor(requestId) {
+  if (!state.explanations.has(requestId)) {
+    state.explanations.set(requestId, getJSON(`inbox/explanations/${encodeURIComponent(requestId)}`));
+  }
+  return state.explanations.get(requestId);
+}
+
+function addRow(list, term, value, className = "") {
+  const row = el("div", className);
+  row.append(el("dt", "", term));
+  const description = el("dd");
+  if (value instanceof Node) description.append(value);
+  else appendVisible(description, value);
+  row.append(description);
+  list.append(row);
+}
+
+function isReference(value, hint) {
+  return typeof value === "string" && (/^secret:\/\//i.test(value) || (hint && hint.includes(value)));
+}
+
+function buildCard(request) {
+  const element = $("card-template").content.firstElementChild.cloneNode(true);
+  const card = { request, element, expired: false, explained: false, busy: false };
+  element.dataset.requestId = request.id;
+  element.dataset.session = request.origin.session_id;
+  const { action, origin, risk } = request;
+
+  appendVisible(element.querySelector(".summary"), action.summary);
+  const badge = element.querySelector(".risk");
+  badge.textContent = `${risk.level} risk`;
+  badge.dataset.level = risk.level;
+
+  const originList = element.querySelector(".origin");
+  addRow(originList, "Harness", origin.harness);
+  addRow(originList, "Session", origin.session_id, "id");
+  const requester = [origin.agent_id, origin.graph_id, origin.node_id].filter(Boolean).join(" › ");
+  addRow(originList, "Requester", requester || "—");
+  if (origin.run_id) addRow(originList, "Run", origin.run_id, "id");
+  if (origin.project) addRow(originList, "Project", origin.project);
+
+  const line = element.querySelector(".action-line");
+  line.append(el("code", "kind", action.kind), el("span", "sep", "·"), el("code", "name", action.name));
+  if (action.resource) line.append(el("span", "extra", `resource ${action.resource}`));
+  if (action.working_directory) line.append(el("span", "extra", `in ${action.working_directory}`));
+
+  const presentation = action.presentation || {};
+  const hint = presentation.redacted ? presentation.binding_hint || "" : "";
+  if (presentation.redacted) {
+    const box = element.querySelector(".redacted");
+    box.hidden = false;
+    appendVisible(box.querySelector(".hint"), `Binding hint: ${hint}`);
+  }
+  const args = element.querySelector(".arguments");
+  const names = Object.keys(action.arguments);
+  if (!names.length) addRow(args, "(none)", "This action takes no arguments.");
+  for (const name of names) {
+    const value = action.arguments[name];
+    const shown = appendVisible(el("pre", "value"), json(value), { keepNewlines: true });
+    const cell = document.createDocumentFragment();
+    cell.append(shown);
+    if (presentation.redacted && isReference(value, hint)) {
+      cell.append(el("span", "flag", "redacted reference — see binding hint"));
+    }
+    addRow(args, name, cell, presentation.redacted && isReference(value, hint) ? "ref" : "");
+  }
+  if (action.effects?.length) {
+    const effects = el("ul", "effects");
+    for (const effect of action.effects) effects.append(el("li", "", effect));
+    addRow(args, "effects", effects);
+  }
+
+  const reasons = element.querySelector(".reasons");
+  for (const reason of risk.reasons) reasons.append(el("li", "", reason));
+
+  const choices = element.querySelector(".choices");
+  const buttons = el("div", "buttons");
+  choices.append(buttons);
+  for (const [index, choice] of request.choices.entries()) {
+    const kind = choice.decision === "approve" ? (choice.scope === "once" ? "approve" : "approve-wide") : "deny";
+    const button = el("button", kind, choice.label);
+    button.type = "button";
+    button.dataset.decision = choice.decision;
+    button.dataset.scope = choice.scope;
+    button.disabled = true;
+    button.addEventListener("click", () => decide(card, choice));
+    buttons.append(button);
+    if (choice.scope !== "once") {
+      const scope = el("div", "scope");
+      scope.dataset.index = String(index);
+      scope.append(el("p", "scope-title", `“${choice.label}” also approves later actions, without asking, when they match:`));
+      scope.append(el("ul", "scope-lines"));
+      choices.append(scope);
+    }
+  }
+  explanationFor(request.id)
+    .then((explained) => {
+      for (const [index, choice] of explained.choices.entries()) {
+        const scope = choices.querySelector(`.scope[data-index="${index}"] .scope-lines`);
+        if (!scope) continue;
+        const lines = choice.explanation.length ? choice.explanation : ["(no constraints stated)"];
+        scope.replaceChildren(...lines.map((text) => el("li", "", text)));
+      }
+      card.explained = true;
+      setCardBusy(card, card.busy);
+    })
+    .catch((error) => setCardStatus(card, `Could not load the scope explanation: ${error.message}`, "error"));
+
+  appendVisible(element.querySelector(".digest"), request.action_digest);
+  element.querySelector(".request-id").textContent = `Request ${request.id}`;
+  markThread(card);
+  tick(card);
+  return card;
+}
+
+function markThread(card) {
+  const mine = state.interrupts.has(card.request.id) || card.request.origin.session_id === state.threadId;
+  card.element.classList.toggle("this-thread", mine);
+}
+
+export function tick(card) {
+  const expiry = card.element.querySelector(".expiry");
+  if (!card.request.expires_at) {
+    expiry.textContent = "No expiry";
+    return;
+  }
+  const left = Date.parse(card.request.expires_at) - (Date.now() + state.clockOffset);
+  if (left <= 0) {
+    expiry.textContent = "Expired — it can no longer be approved";
+    expiry.dataset.kind = "expired";
+    if (!card.expired) {
+      card.expired = true;
+      setCardBusy(card, card.busy);
+    }
+    return;
+  }
+  const seconds = Math.floor(left / 1000);
+  const hours = Math.floor(seconds / 3600);
+  const minutes = Math.floor((seconds % 3600) / 60);
+  const rest = String(seconds % 60).padStart(2, "0");
+  expiry.textContent = `Expires in ${hours ? `${hours}:${String(minutes).padStart(2, "0")}` : minutes}:${rest}`;
+  expiry.dataset.kind = seconds < 60 ? "soon" : "";
+}
+
+function renderCount() {
+  const count = state.cards.size;
+  $("pending-count").textContent = String(count);
+  $("empty").hidden = count > 0;
+  document.title = count ? `(${count}) ${state.config?.title || "AAIS approvals"}` : state.config?.title || "AAIS approvals";
+}
+
+function addCard(request) {
+  if (state.cards.has(request.id)) return;
+  const card = buildCard(request);
+  state.cards.set(request.id, card);
+  const cards = [...state.cards.values()].sort((a, b) =>
+    a.request.created_at < b.request.created_at ? -1 : a.request.created_at > b.request.created_at ? 1 : 0,
+  );
+  $("cards").replaceChildren(...cards.map((c) => c.element));
+  renderCount();
+}
+
+function removeCard(requestId, outcome) {
+  const card = state.cards.get(requestId);
+  if (!card) return;
+  state.cards.delete(requestId);
+  renderCount();
+  if (!card.busy) setCardStatus(card, `Resolved elsewhere: ${outcome}.`, "done");
+  card.element.classList.add("leaving");
+  setTimeout(() => card.element.remove(), 450);
+}
+
+function onAaisEvent(envelope) {
+  if (envelope.type === "approval.snapshot") {
+    state.clockOffset = Date.parse(envelope.occurred_at) - Date.now();
+    const pending = new Set(envelope.snapshot.pending.map((r) => r.id));
+    for (const requestId of [...state.cards.keys()]) {
+      if (!pending.has(requestId)) removeCard(requestId, "no longer pending");
+    }
+    for (const request of envelope.snapshot.pending) addCard(request);
+    document.body.dataset.ready = "true";
+  } else if (envelope.type === "approval.requested") {
+    addCard(envelope.request);
+  } else if (envelope.type === "approval.resolved") {
+    const { request_id: requestId, outcome } = envelope.resolution;
+    const ours = state.interrupts.has(requestId);
+    removeCard(requestId, outcome);
+    if (ours && !state.running) followThread(requestId);
+  }
+}
+
+export function connectEvents() {
+  const connection = $("connection");
+  const source = new EventSource(href(approvalsPath("/events")), { withCredentials: true });
+  source.addEventListener("open", () => {
+    connection.dataset.state = "live";
+    connection.textContent = "Live";
+  });
+  source.addEventListener("error", () => {
+    connection.dataset.state = "down";
+    connection.textContent = "Reconnecting…";
+  });
+  source.addEventListener("message", (message) => onAaisEvent(JSON.parse(message.data)));
+  // A gap means older events were compacted: the snapshot that follows replaces everything.
+  source.addEventListener("aais.gap", () => {});
+}
+
+
+document.addEventListener("aais:transcript", () => state.cards.forEach(markThread));

@@ -1,0 +1,44 @@
+"""Session-wide fixtures shared by every test folder.
+
+``postgres_cluster`` starts one throwaway PostgreSQL server (``initdb`` + ``pg_ctl``
+in a temp dir, loopback only) the first time a test asks for it, and deletes it at
+the end of the session. Without the server binaries it fails with instructions;
+``AAIS_ALLOW_NO_POSTGRES=1`` turns that into a skip (never set in CI).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from support.pg_cluster import (
+    ALLOW_NO_POSTGRES,
+    NO_SERVER_HELP,
+    PostgresCluster,
+    find_bindir,
+    fresh_schema_url,
+)
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[PostgresCluster]:
+    """A server started for this test session and deleted afterwards (database ``aais``)."""
+    bindir = find_bindir()
+    if bindir is None:
+        if ALLOW_NO_POSTGRES:
+            pytest.skip(NO_SERVER_HELP)
+        pytest.fail(NO_SERVER_HELP, pytrace=False)
+    cluster = PostgresCluster(bindir)
+    try:
+        cluster.start()
+        cluster.create_database("aais")
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_cluster: PostgresCluster) -> str:
+    """A connection URL whose tables land in a schema of their own, empty at the start."""
+    return fresh_schema_url(postgres_cluster)

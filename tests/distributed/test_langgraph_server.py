@@ -1,0 +1,172 @@
+"""The example graph on LangGraph Server (``langgraph dev``), driven with ``langgraph-sdk``.
+
+The server runs as its own process on a loopback port, from a copy of
+examples/langgraph_server, with telemetry, tracing and the version check off.
+The authority comes from ``AAIS_LEDGER_URL`` (a SQLite file, then a Postgres
+schema). The pending approval is visible in ``threads.get_state``; a decision
+whose digest was tampered with runs nothing and leaves it pending; the genuine
+decision, sent through ``runs.wait(command={"resume": {interrupt_id: decided}})``,
+runs the action once, and sending it again runs nothing more.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from aais_langgraph import ApprovalRequested, build_decision
+from aais_langgraph.ledger import open_ledger
+from support.pg_cluster import free_port
+
+pytestmark = pytest.mark.timeout(120)
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "langgraph_server"
+LANGGRAPH = Path(sys.executable).with_name("langgraph")
+STARTUP_TIMEOUT = 60.0
+HUMAN = {"id": "user_alex", "type": "human"}
+QUIET = {
+    "LANGGRAPH_CLI_NO_ANALYTICS": "1",  # the CLI's usage report
+    "LANGGRAPH_NO_VERSION_CHECK": "true",  # the server's look-up of newer releases
+    "LANGSMITH_TRACING": "false",
+    "LANGSMITH_TRACING_V2": "false",
+    "LANGCHAIN_TRACING_V2": "false",
+    "LANGCHAIN_TRACING": "false",
+    "LANGGRAPH_METRICS_ENABLED": "false",
+}
+
+
+class Server:
+    def __init__(
+        self, url: str, folder: Path, ledger_url: str, process: subprocess.Popen[bytes]
+    ) -> None:
+        self.url = url
+        self.folder = folder
+        self.ledger_url = ledger_url
+        self.process = process
+
+    def pending_in_ledger(self) -> list[str]:
+        with open_ledger(self.ledger_url, setup=False) as ledger:
+            return [stored.request_id for stored in ledger.list_pending()]
+
+    def effects(self) -> list[str]:
+        path = self.folder / "effects.log"
+        return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+
+    def log(self) -> str:
+        return (self.folder / "server.log").read_text(errors="replace")[-4000:]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
+    """``langgraph dev`` serving a copy of the example, killed (with its group) afterwards."""
+    if not LANGGRAPH.exists():
+        pytest.fail("langgraph-cli[inmem] is not installed (it is in the dev extra)")
+    folder = tmp_path / "app"
+    shutil.copytree(EXAMPLE, folder, ignore=shutil.ignore_patterns("__pycache__", ".langgraph_api"))
+    ledger_url = (
+        request.getfixturevalue("postgres_url")
+        if request.param == "postgres"
+        else str(folder / "approvals.db")
+    )
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("LANGSMITH_", "LANGCHAIN_", "LANGGRAPH_", "AAIS_"))
+    }
+    env |= QUIET | {
+        "AAIS_LEDGER_URL": ledger_url,
+        "AAIS_EXAMPLE_EFFECTS": str(folder / "effects.log"),
+    }
+    port = free_port()
+    with (folder / "server.log").open("wb") as log:
+        process = subprocess.Popen(
+            [
+                str(LANGGRAPH), "dev", "--config", "langgraph.json",
+                "--host", "127.0.0.1", "--port", str(port),
+                "--no-browser", "--no-reload",
+            ],
+            cwd=folder,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+    running = Server(f"http://127.0.0.1:{port}", folder, ledger_url, process)
+    try:
+        _wait_until_up(running)
+        yield running
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+
+
+def _wait_until_up(server: Server) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            pytest.fail(f"langgraph dev exited:\n{server.log()}")
+        try:
+            if httpx.get(f"{server.url}/ok", timeout=1.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    pytest.fail(f"langgraph dev did not answer in {STARTUP_TIMEOUT} s:\n{server.log()}")
+
+
+def test_approve_through_the_sdk_runs_the_action_once(server: Server) -> None:
+    from langgraph_sdk import get_sync_client
+
+    client = get_sync_client(url=server.url, timeout=60)
+    thread_id = client.threads.create()["thread_id"]
+
+    paused = client.runs.wait(thread_id, "approvals", input={"command": "ls -la"})
+    state = client.threads.get_state(thread_id)
+    [interrupt] = state["interrupts"]
+    assert interrupt["value"]["type"] == "approval.requested"
+    assert _interrupt_ids(paused) == [interrupt["id"]]
+    requested = ApprovalRequested.from_data(interrupt["value"])
+    assert requested.request.action.arguments == {"command": "ls -la"}
+    assert state["next"] == ["act"] and server.effects() == []
+    assert server.pending_in_ledger() == [requested.request.id]
+
+    decided = build_decision(requested, decision="approve", scope="once", actor=HUMAN).to_json()
+    forged = "sha256:" + "0" * 64
+    tampered = {**decided, "decision": {**decided["decision"], "action_digest": forged}}
+    refused = client.runs.wait(
+        thread_id, "approvals", command={"resume": {interrupt["id"]: tampered}}, raise_error=False
+    )
+    after = client.threads.get_state(thread_id)
+    assert isinstance(refused, dict) and refused["__error__"]["error"] == "ValidationError"
+    assert "action_digest" in refused["__error__"]["message"]
+    assert [i["id"] for i in after["interrupts"]] == [interrupt["id"]]
+    assert server.pending_in_ledger() == [requested.request.id]
+    assert server.effects() == []
+
+    done = client.runs.wait(thread_id, "approvals", command={"resume": {interrupt["id"]: decided}})
+    assert isinstance(done, dict) and done["outcome"] == "approved", done
+    assert server.effects() == [f"{requested.request.id} ls -la"]
+    assert server.pending_in_ledger() == []
+
+    again = client.runs.wait(
+        thread_id, "approvals", command={"resume": {interrupt["id"]: decided}}, raise_error=False
+    )
+    final = client.threads.get_state(thread_id)
+    assert final["next"] == [] and final["interrupts"] == [], again
+    assert server.effects() == [f"{requested.request.id} ls -la"]
+
+
+def _interrupt_ids(result: Any) -> list[str]:
+    return [i["id"] for i in result.get("__interrupt__", [])] if isinstance(result, dict) else []

@@ -1,0 +1,102 @@
+"""The execution claim: an approved action runs at most once per approval, without
+getting in the way of nodes that ask more than once or of answers replayed by LangGraph."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, TypedDict
+
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, StateGraph
+from langgraph.types import Command
+
+from aais_langgraph import ApprovalAuthority, ApprovalRequested, build_decision, request_approval
+from aais_langgraph.gate.run_context import RESUME_MAP_KEY, interrupt_id_for
+
+HUMAN = {"id": "alice", "type": "human"}
+
+
+class State(TypedDict, total=False):
+    done: list[str]
+
+
+def action(name: str) -> dict[str, Any]:
+    return {"kind": "test.step", "name": name, "summary": f"Run {name}", "arguments": {}}
+
+
+def test_interrupt_id_seam_matches_langgraph() -> None:
+    """Fails loudly if LangGraph changes how it names interrupts or its resume-map key."""
+    from langgraph._internal._constants import CONFIG_KEY_RESUME_MAP
+    from langgraph.types import _interrupt_id
+
+    assert RESUME_MAP_KEY == CONFIG_KEY_RESUME_MAP
+    for namespace in ("gate:1f0e", "outer:ab|inner:cd"):
+        for slot in (0, 1, 2):
+            assert interrupt_id_for(namespace, slot) == _interrupt_id(namespace, slot)
+
+
+def test_a_node_with_two_gates_is_answered_one_after_the_other() -> None:
+    """The second resume replays the first gate's saved answer: no claim, no refusal."""
+    authority = ApprovalAuthority()
+    runs: list[str] = []
+
+    def two_steps(state: State) -> State:
+        first = request_approval(action("first"), authority=authority)
+        second = request_approval(action("second"), authority=authority)
+        if first.approved and second.approved:
+            runs.append("both")
+        return {"done": [first.resolution.outcome, second.resolution.outcome]}
+
+    builder = StateGraph(State)
+    builder.add_node("two_steps", two_steps)
+    builder.add_edge(START, "two_steps")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "two-gates"}}
+
+    graph.invoke({}, config)
+    for _ in range(2):
+        [pending] = graph.get_state(config).interrupts
+        requested = ApprovalRequested.from_data(pending.value)
+        decided = build_decision(requested, decision="approve", actor=HUMAN)
+        graph.invoke(Command(resume={pending.id: decided.to_json()}), config)
+
+    assert graph.get_state(config).values["done"] == ["approved", "approved"]
+    assert runs == ["both"]
+
+
+def test_two_threads_resuming_the_same_interrupt_at_once_execute_once() -> None:
+    """Raw ``Command(resume=...)`` from two threads of one process: one claim wins."""
+    authority = ApprovalAuthority()
+    runs: list[str] = []
+    barrier = threading.Barrier(2)
+
+    def gated(state: State) -> State:
+        resolution = request_approval(action("deploy"), authority=authority)
+        if resolution.approved:
+            runs.append("deploy")
+        return {"done": [resolution.resolution.outcome]}
+
+    builder = StateGraph(State)
+    builder.add_node("gated", gated)
+    builder.add_edge(START, "gated")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "race"}}
+    [pending] = graph.invoke({}, config)["__interrupt__"]
+    decided = build_decision(pending.value, decision="approve", actor=HUMAN).to_json()
+    errors: list[str] = []
+
+    def resume() -> None:
+        barrier.wait()
+        try:
+            graph.invoke(Command(resume={pending.id: decided}), config)
+        except Exception as error:  # the loser is refused; the test checks which error
+            errors.append(type(error).__name__)
+
+    racers = [threading.Thread(target=resume) for _ in range(2)]
+    for racer in racers:
+        racer.start()
+    for racer in racers:
+        racer.join(timeout=30)
+
+    assert runs == ["deploy"]
+    assert errors in ([], ["RejectedResumeError"])

@@ -24,6 +24,7 @@ from aais_langgraph.protocol import (
     Request,
     parse_envelope,
 )
+from aais_langgraph.protocol.answer_schema import decided_schema
 from aais_langgraph.protocol.errors import join_pointer
 
 METADATA_KEY = "aais"
@@ -36,29 +37,6 @@ E = TypeVar("E", ApprovalRequested, ApprovalDecided)
 
 APPROVAL_REASON = "aais:approval"
 TOOL_CALL_REASON = "tool_call"
-
-_ID_SCHEMA: dict[str, Any] = {
-    "type": "string",
-    "minLength": 1,
-    "maxLength": 200,
-    "pattern": "^[A-Za-z0-9][A-Za-z0-9._:-]*$",
-}
-_TIMESTAMP_SCHEMA: dict[str, Any] = {"type": "string", "format": "date-time"}
-_EXTENSIONS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "propertyNames": {"pattern": "^(https?://|[A-Za-z0-9-]+\\.[A-Za-z0-9.-]+/)"},
-}
-_ACTOR_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["id", "type"],
-    "properties": {
-        "id": _ID_SCHEMA,
-        "type": {"enum": ["human", "policy"]},
-        "display_name": {"type": "string", "minLength": 1, "maxLength": 200},
-        "authenticated_by": {"type": "string", "minLength": 1, "maxLength": 200},
-    },
-    "additionalProperties": False,
-}
 
 
 def is_approval_request(value: Any) -> bool:
@@ -85,58 +63,12 @@ def decided_response_schema(request: Request) -> dict[str, Any]:
     ``request_id`` and ``action_digest`` are constants and ``(decision, scope)``
     is one of the offered pairs, so a form built from it cannot invent a scope.
     """
-    pairs = [
-        {
-            "title": choice.label,
-            "properties": {
-                "decision": {"const": choice.decision},
-                "scope": {"const": choice.scope},
-            },
-        }
-        for choice in request.choices
-    ]
-    decision: dict[str, Any] = {
-        "type": "object",
-        "required": [
-            "id",
-            "request_id",
-            "action_digest",
-            "decided_at",
-            "decision",
-            "scope",
-            "actor",
-        ],
-        "properties": {
-            "id": _ID_SCHEMA,
-            "request_id": {"const": request.id},
-            "action_digest": {"const": request.action_digest},
-            "decided_at": _TIMESTAMP_SCHEMA,
-            "decision": {"enum": sorted({c.decision for c in request.choices})},
-            "scope": {"enum": sorted({c.scope for c in request.choices})},
-            "actor": _ACTOR_SCHEMA,
-            "extensions": _EXTENSIONS_SCHEMA,
-        },
-        "oneOf": pairs,
-        "additionalProperties": False,
-    }
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "AAIS approval.decided",
         "description": "An approval.decided envelope answering this request with an offered "
         "choice.",
-        "type": "object",
-        "required": ["aais", "type", "id", "occurred_at", "sequence", "decision"],
-        "properties": {
-            "aais": {"const": "1.0"},
-            "type": {"const": "approval.decided"},
-            "id": _ID_SCHEMA,
-            "occurred_at": _TIMESTAMP_SCHEMA,
-            "sequence": {"type": "integer", "minimum": 0, "maximum": 2**53 - 1},
-            "stream": _ID_SCHEMA,
-            "extensions": _EXTENSIONS_SCHEMA,
-            "decision": decision,
-        },
-        "additionalProperties": False,
+        **decided_schema(request),
     }
 
 

@@ -14,6 +14,7 @@ from .gate import (
     AUTHORITY_KEY,
     Cancellation,
     RejectedResumeError,
+    approval_key,
     approval_node,
     arequest_approval,
     aresume_with_decisions,
@@ -22,7 +23,9 @@ from .gate import (
     request_approval,
     requires_approval,
     resume_resolved,
+    resume_stranded,
     resume_with_decisions,
+    stranded_threads,
     sweep_expired,
 )
 from .ledger import InMemoryLedger, Ledger, SqliteLedger
@@ -69,6 +72,7 @@ __all__ = [
     "SqliteLedger",
     "UnknownRequestError",
     "action_digest",
+    "approval_key",
     "approval_node",
     "arequest_approval",
     "aresume_with_decisions",
@@ -81,6 +85,8 @@ __all__ = [
     "request_approval",
     "requires_approval",
     "resume_resolved",
+    "resume_stranded",
     "resume_with_decisions",
+    "stranded_threads",
     "sweep_expired",
 ]

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError, core_schema
 
 from ..protocol import AAISValidationError, ApprovalDecided, ApprovalResolved, Request
+from ..protocol.answer_schema import decided_schema, envelope_schema
 
 Answer = Union[ApprovalDecided, ApprovalResolved]  # noqa: UP007
 _Envelopes = Annotated[Answer, Field(discriminator="type")]
@@ -146,83 +147,9 @@ class AnswerType:
         return response_json_schema(self.request)
 
 
-def _id() -> dict[str, Any]:
-    return {
-        "type": "string",
-        "minLength": 1,
-        "maxLength": 200,
-        "pattern": "^[A-Za-z0-9][A-Za-z0-9._:-]*$",
-    }
-
-
-def _text() -> dict[str, Any]:
-    return {"type": "string", "minLength": 1}
-
-
-_HEADER = ("aais", "type", "id", "occurred_at", "sequence")
-
-
-def _envelope(kind: str, member: str, body: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "required": [*_HEADER, member],
-        "properties": {
-            "aais": {"const": "1.0"},
-            "type": {"const": kind},
-            "id": _id(),
-            "occurred_at": _text(),
-            "sequence": {"type": "integer", "minimum": 0},
-            "stream": _id(),
-            "extensions": {"type": "object"},
-            member: body,
-        },
-        "additionalProperties": False,
-    }
-
-
 def response_json_schema(request: Request) -> dict[str, Any]:
     """JSON Schema of the answers ``request`` accepts: an ``approval.decided`` with this
-    id, digest and an offered choice, or an ``approval.resolved`` notice for it.
-
-    A fresh document each call. Compact on purpose: pydantic post-processes it
-    every time an interrupt is raised.
-    """
-    decision = {
-        "type": "object",
-        "required": [
-            "id",
-            "request_id",
-            "action_digest",
-            "decided_at",
-            "decision",
-            "scope",
-            "actor",
-        ],
-        "properties": {
-            "id": _id(),
-            "request_id": {"const": request.id},
-            "action_digest": {"const": request.action_digest},
-            "decided_at": _text(),
-            "decision": {"enum": sorted({choice.decision for choice in request.choices})},
-            "scope": {"enum": sorted({choice.scope for choice in request.choices})},
-            "actor": {
-                "type": "object",
-                "required": ["id", "type"],
-                "properties": {"id": _id(), "type": {"enum": ["human", "policy"]}},
-            },
-            "extensions": {"type": "object"},
-        },
-        "anyOf": [
-            {
-                "properties": {
-                    "decision": {"const": choice.decision},
-                    "scope": {"const": choice.scope},
-                }
-            }
-            for choice in request.choices
-        ],
-        "additionalProperties": False,
-    }
+    id, digest and an offered choice, or an ``approval.resolved`` notice for it."""
     resolution = {
         "type": "object",
         "required": ["id", "request_id", "action_digest", "resolved_at", "outcome", "message"],
@@ -230,7 +157,7 @@ def response_json_schema(request: Request) -> dict[str, Any]:
     }
     return {
         "oneOf": [
-            _envelope("approval.decided", "decision", decision),
-            _envelope("approval.resolved", "resolution", resolution),
+            decided_schema(request),
+            envelope_schema("approval.resolved", "resolution", resolution),
         ]
     }

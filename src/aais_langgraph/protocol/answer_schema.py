@@ -1,0 +1,94 @@
+"""JSON Schema of the ``approval.decided`` envelopes that can answer one request.
+
+Clients build answer forms from it (LangGraph's ``response_schema``, AG-UI's
+``Interrupt.response_schema``): ``request_id`` and ``action_digest`` are
+constants and ``(decision, scope)`` is one of the offered pairs, so a form
+built from it cannot invent a scope.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .ijson import MAX_SAFE_INTEGER
+from .parts import Request
+
+ID_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 200,
+    "pattern": "^[A-Za-z0-9][A-Za-z0-9._:-]*$",
+}
+TIMESTAMP_SCHEMA: dict[str, Any] = {"type": "string", "format": "date-time"}
+EXTENSIONS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "propertyNames": {"pattern": "^(https?://|[A-Za-z0-9-]+\\.[A-Za-z0-9.-]+/)"},
+}
+ACTOR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["id", "type"],
+    "properties": {
+        "id": ID_SCHEMA,
+        "type": {"enum": ["human", "policy"]},
+        "display_name": {"type": "string", "minLength": 1, "maxLength": 200},
+        "authenticated_by": {"type": "string", "minLength": 1, "maxLength": 200},
+    },
+    "additionalProperties": False,
+}
+
+
+def envelope_schema(kind: str, member: str, body: dict[str, Any]) -> dict[str, Any]:
+    """An AAIS envelope of type ``kind`` whose payload ``member`` matches ``body``."""
+    return {
+        "type": "object",
+        "required": ["aais", "type", "id", "occurred_at", "sequence", member],
+        "properties": {
+            "aais": {"const": "1.0"},
+            "type": {"const": kind},
+            "id": ID_SCHEMA,
+            "occurred_at": TIMESTAMP_SCHEMA,
+            "sequence": {"type": "integer", "minimum": 0, "maximum": MAX_SAFE_INTEGER},
+            "stream": ID_SCHEMA,
+            "extensions": EXTENSIONS_SCHEMA,
+            member: body,
+        },
+        "additionalProperties": False,
+    }
+
+
+def decided_schema(request: Request) -> dict[str, Any]:
+    """JSON Schema of an ``approval.decided`` envelope that can answer ``request``."""
+    decision: dict[str, Any] = {
+        "type": "object",
+        "required": [
+            "id",
+            "request_id",
+            "action_digest",
+            "decided_at",
+            "decision",
+            "scope",
+            "actor",
+        ],
+        "properties": {
+            "id": ID_SCHEMA,
+            "request_id": {"const": request.id},
+            "action_digest": {"const": request.action_digest},
+            "decided_at": TIMESTAMP_SCHEMA,
+            "decision": {"enum": sorted({c.decision for c in request.choices})},
+            "scope": {"enum": sorted({c.scope for c in request.choices})},
+            "actor": ACTOR_SCHEMA,
+            "extensions": EXTENSIONS_SCHEMA,
+        },
+        "oneOf": [
+            {
+                "title": choice.label,
+                "properties": {
+                    "decision": {"const": choice.decision},
+                    "scope": {"const": choice.scope},
+                },
+            }
+            for choice in request.choices
+        ],
+        "additionalProperties": False,
+    }
+    return envelope_schema("approval.decided", "decision", decision)

@@ -236,3 +236,34 @@ def check_ttl(ttl: float) -> None:
     """A lease lifetime must be a positive, finite number of seconds."""
     if not 0 < ttl < float("inf"):
         raise ValueError("ttl: a lease needs a positive, finite lifetime in seconds")
+
+
+def pending_query(
+    columns: str,
+    *,
+    placeholder: str,
+    no_limit: Any,
+    thread_id: str | None,
+    session_id: str | None,
+    expires_before: float | None,
+    limit: int | None,
+) -> tuple[str, list[Any]]:
+    """SQL and parameters listing pending requests in sequence order, for any SQL backend.
+
+    The literal ``status = 'pending'`` matches the backends' partial index, which
+    also yields sequence order; ``expires_before`` keeps requests with
+    ``expires_at <= expires_before`` (expired at that moment).
+    """
+    sql = f"SELECT {columns} FROM aais_requests WHERE status = 'pending'"
+    params: list[Any] = []
+    for column, value, operator in (
+        ("thread_id", thread_id, "="),
+        ("session_id", session_id, "="),
+        ("expires_at", expires_before, "<="),
+    ):
+        if value is not None:
+            sql += f" AND {column} {operator} {placeholder}"
+            params.append(value)
+    sql += f" ORDER BY sequence LIMIT {placeholder}"
+    params.append(no_limit if limit is None else max(limit, 0))
+    return sql, params

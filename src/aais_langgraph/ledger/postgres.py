@@ -36,6 +36,7 @@ from . import _postgres_rows as db
 from ._records import (
     check_ttl,
     draft_write,
+    pending_query,
     plain,
     request_fields,
     requested_audit,
@@ -175,20 +176,15 @@ class PostgresLedger(Ledger):
     ) -> list[StoredRequest]:
         """Pending requests in sequence order; ``expires_before`` keeps those with
         ``expires_at <= expires_before`` (expired at that moment)."""
-        # The literal status matches the partial index, which also yields sequence order.
-        query = f"SELECT {db.REQUEST_COLUMNS} FROM aais_requests WHERE status = 'pending'"
-        params: list[Any] = []
-        if thread_id is not None:
-            query += " AND thread_id = %s"
-            params.append(thread_id)
-        if session_id is not None:
-            query += " AND session_id = %s"
-            params.append(session_id)
-        if expires_before is not None:
-            query += " AND expires_at <= %s"
-            params.append(expires_before)
-        query += " ORDER BY sequence LIMIT %s"  # LIMIT NULL is no limit
-        params.append(None if limit is None else max(limit, 0))
+        query, params = pending_query(
+            db.REQUEST_COLUMNS,
+            placeholder="%s",
+            no_limit=None,
+            thread_id=thread_id,
+            session_id=session_id,
+            expires_before=expires_before,
+            limit=limit,
+        )
         with self._statement() as cur:
             cur.execute(query, params)
             rows = cur.fetchall()

@@ -23,6 +23,7 @@ from ._records import (
     check_ttl,
     draft_write,
     dump_json,
+    pending_query,
     plain,
     request_fields,
     requested_audit,
@@ -188,20 +189,15 @@ class SqliteLedger(Ledger):
     ) -> list[StoredRequest]:
         """Pending requests in sequence order; ``expires_before`` keeps those with
         ``expires_at <= expires_before`` (expired at that moment)."""
-        # The literal status matches the partial index, which also yields sequence order.
-        sql = f"SELECT {db.REQUEST_COLUMNS} FROM aais_requests WHERE status = 'pending'"
-        params: list[Any] = []
-        if thread_id is not None:
-            sql += " AND thread_id = ?"
-            params.append(thread_id)
-        if session_id is not None:
-            sql += " AND session_id = ?"
-            params.append(session_id)
-        if expires_before is not None:
-            sql += " AND expires_at <= ?"
-            params.append(expires_before)
-        sql += " ORDER BY sequence LIMIT ?"
-        params.append(-1 if limit is None else max(limit, 0))
+        sql, params = pending_query(
+            db.REQUEST_COLUMNS,
+            placeholder="?",
+            no_limit=-1,
+            thread_id=thread_id,
+            session_id=session_id,
+            expires_before=expires_before,
+            limit=limit,
+        )
         with self._lock:
             rows = self._conn.execute(sql, params).fetchall()
         return [db.request_from_row(row) for row in rows]

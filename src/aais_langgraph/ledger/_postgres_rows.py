@@ -10,7 +10,14 @@ from typing import Any
 
 import psycopg
 
-from ._records import RequestFields, dump_json, load_json, next_audit_entry
+from ._records import RequestFields, dump_json, next_audit_entry
+from ._rows import AUDIT_COLUMNS as AUDIT_COLUMNS
+from ._rows import GRANT_COLUMNS as GRANT_COLUMNS
+from ._rows import REQUEST_COLUMNS as REQUEST_COLUMNS
+from ._rows import audit_from_row as audit_from_row
+from ._rows import grant_from_row as grant_from_row
+from ._rows import json_object as json_object
+from ._rows import request_from_row as request_from_row
 from .base import AuditEntry, Grant, JsonDict, StoredRequest, StoredResolution
 
 SCHEMA_VERSION = 1
@@ -79,12 +86,6 @@ SCHEMA = (
     )""",
 )
 
-REQUEST_COLUMNS = "request_id, envelope, session_id, expires_at, status, thread_id, context"
-GRANT_COLUMNS = (
-    "grant_id, request_id, scope, session_id, action_name, constraints, created_at, "
-    "expires_at, revoked_at"
-)
-AUDIT_COLUMNS = "idx, kind, occurred_at, payload, prev_hash, entry_hash"
 
 Cursor = psycopg.Cursor[tuple[Any, ...]]
 
@@ -223,44 +224,3 @@ def resolution(cur: Cursor, request_id: str) -> StoredResolution | None:
     if row is None:
         return None
     return StoredResolution(request_id, json_object(row[0]), row[1])
-
-
-def request_from_row(row: tuple[Any, ...]) -> StoredRequest:
-    request_id, envelope, session_id, expires_at, status, thread_id, context = row
-    return StoredRequest(
-        request_id=request_id,
-        envelope=json_object(envelope),
-        session_id=session_id,
-        expires_at=expires_at,
-        status=status,
-        thread_id=thread_id,
-        context=json_object(context),
-    )
-
-
-def grant_from_row(row: tuple[Any, ...]) -> Grant:
-    grant_id, request_id, scope, session_id, action_name, constraints, *times = row
-    created_at, expires_at, revoked_at = times
-    return Grant(
-        grant_id=grant_id,
-        request_id=request_id,
-        scope=scope,
-        session_id=session_id,
-        action_name=action_name,
-        constraints=json_object(constraints),
-        created_at=created_at,
-        expires_at=expires_at,
-        revoked_at=revoked_at,
-    )
-
-
-def audit_from_row(row: tuple[Any, ...]) -> AuditEntry:
-    idx, kind, occurred_at, payload, prev_hash, entry_hash = row
-    return AuditEntry(int(idx), kind, occurred_at, json_object(payload), prev_hash, entry_hash)
-
-
-def json_object(text: str) -> JsonDict:
-    value = load_json(text)
-    if not isinstance(value, dict):
-        raise ValueError("ledger row holds JSON that is not an object")
-    return value

@@ -10,7 +10,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._records import dump_json, load_json, next_audit_entry
-from .base import AuditEntry, Grant, JsonDict, StoredRequest, StoredResolution
+from ._rows import AUDIT_COLUMNS as AUDIT_COLUMNS
+from ._rows import GRANT_COLUMNS as GRANT_COLUMNS
+from ._rows import REQUEST_COLUMNS as REQUEST_COLUMNS
+from ._rows import audit_from_row as audit_from_row
+from ._rows import grant_from_row as grant_from_row
+from ._rows import json_object as json_object
+from ._rows import request_from_row as request_from_row
+from .base import AuditEntry, Grant, JsonDict, StoredResolution
 
 SCHEMA_VERSION = 1
 
@@ -68,13 +75,6 @@ SCHEMA = (
         expires_at REAL NOT NULL
     ) WITHOUT ROWID""",
 )
-
-REQUEST_COLUMNS = "request_id, envelope, session_id, expires_at, status, thread_id, context"
-GRANT_COLUMNS = (
-    "grant_id, request_id, scope, session_id, action_name, constraints, created_at, "
-    "expires_at, revoked_at"
-)
-AUDIT_COLUMNS = "idx, kind, occurred_at, payload, prev_hash, entry_hash"
 
 
 def meta(conn: sqlite3.Connection, key: str) -> str | None:
@@ -152,12 +152,6 @@ def insert_grant(conn: sqlite3.Connection, grant: Grant) -> None:
     )
 
 
-def audit_from_row(row: tuple[Any, ...]) -> AuditEntry:
-    """An audit entry from a row of :data:`AUDIT_COLUMNS`."""
-    index, kind, occurred_at, payload, prev_hash, entry_hash = row
-    return AuditEntry(int(index), kind, occurred_at, json_object(payload), prev_hash, entry_hash)
-
-
 def resolution(conn: sqlite3.Connection, request_id: str) -> StoredResolution | None:
     """The recorded resolution of a request, if any."""
     row = conn.execute(
@@ -167,42 +161,3 @@ def resolution(conn: sqlite3.Connection, request_id: str) -> StoredResolution | 
     if row is None:
         return None
     return StoredResolution(request_id, json_object(row[0]), row[1])
-
-
-def request_from_row(row: tuple[Any, ...]) -> StoredRequest:
-    """A stored request from a row of :data:`REQUEST_COLUMNS`."""
-    request_id, envelope, session_id, expires_at, status, thread_id, context = row
-    return StoredRequest(
-        request_id=request_id,
-        envelope=json_object(envelope),
-        session_id=session_id,
-        expires_at=expires_at,
-        status=status,
-        thread_id=thread_id,
-        context=json_object(context),
-    )
-
-
-def grant_from_row(row: tuple[Any, ...]) -> Grant:
-    """A grant from a row of :data:`GRANT_COLUMNS`."""
-    grant_id, request_id, scope, session_id, action_name, constraints, *times = row
-    created_at, expires_at, revoked_at = times
-    return Grant(
-        grant_id=grant_id,
-        request_id=request_id,
-        scope=scope,
-        session_id=session_id,
-        action_name=action_name,
-        constraints=json_object(constraints),
-        created_at=created_at,
-        expires_at=expires_at,
-        revoked_at=revoked_at,
-    )
-
-
-def json_object(text: str) -> JsonDict:
-    """A JSON object read back from a text column."""
-    value = load_json(text)
-    if not isinstance(value, dict):
-        raise ValueError("ledger row holds JSON that is not an object")
-    return value

@@ -37,6 +37,7 @@ from ..protocol import (
     sha256_digest,
     utc_now,
 )
+from .cache import request_cache, resolution_cache
 from .errors import UnknownRequestError
 from .grants import find_grant, grant_from_decision
 from .outcomes import (
@@ -80,6 +81,8 @@ class AuthorityStateMachine:
             raise ValueError("default_expiry: must be positive")
         self.ledger: Ledger = ledger if ledger is not None else InMemoryLedger()
         self.clock = clock
+        self._requests = request_cache()
+        self._resolutions = resolution_cache()
         self.policy: ApprovalPolicy = policy if policy is not None else AskEveryTime()
         self.default_expiry = default_expiry
         self.harness = harness
@@ -137,7 +140,7 @@ class AuthorityStateMachine:
         if request_id is not None:
             stored = self.ledger.get_request(request_id)
             if stored is not None:
-                return ApprovalRequested.from_data(stored.envelope)
+                return self._requests.load(stored.envelope)
         requested = build_request(
             action,
             origin=origin,
@@ -173,13 +176,15 @@ class AuthorityStateMachine:
         stored, created = self.ledger.add_request(document, thread_id=thread_id, context=context)
         if created:
             # Stored as given apart from the ledger's sequence: no need to validate again.
-            return envelope.model_copy(update={"sequence": stored.envelope["sequence"]})
-        return ApprovalRequested.from_data(stored.envelope)
+            return self._requests.remember(
+                envelope.model_copy(update={"sequence": stored.envelope["sequence"]})
+            )
+        return self._requests.load(stored.envelope)
 
     def get_request(self, request_id: str) -> ApprovalRequested | None:
         """The stored request, pending or resolved."""
         stored = self.ledger.get_request(request_id)
-        return None if stored is None else ApprovalRequested.from_data(stored.envelope)
+        return None if stored is None else self._requests.load(stored.envelope)
 
     def get_stored_request(self, request_id: str) -> StoredRequest | None:
         """The ledger record of a request, with its thread and context."""
@@ -188,7 +193,7 @@ class AuthorityStateMachine:
     def get_resolution(self, request_id: str) -> ApprovalResolved | None:
         """The recorded resolution of a request, if it has one."""
         stored = self.ledger.get_resolution(request_id)
-        return None if stored is None else ApprovalResolved.from_data(stored.envelope)
+        return None if stored is None else self._resolutions.load(stored.envelope)
 
     # -- decisions -------------------------------------------------------------------
 
@@ -236,7 +241,7 @@ class AuthorityStateMachine:
             return self._replay(
                 existing.envelope, existing.decision_fingerprint, fingerprint, moment, decision.id
             )
-        requested = ApprovalRequested.from_data(stored.envelope)
+        requested = self._requests.load(stored.envelope)
         request = requested.request
         verdict = judge(
             request,
@@ -288,7 +293,7 @@ class AuthorityStateMachine:
         decision_id: str,
     ) -> ApprovalResolved:
         """Same resolution for an identical decision, a ``conflict`` for any other."""
-        resolved = ApprovalResolved.from_data(recorded)
+        resolved = self._resolutions.load(recorded)
         if recorded_fingerprint == fingerprint:
             return resolved
         conflict = conflict_envelope(resolved, now=now, sequence=self.ledger.last_sequence())
@@ -315,8 +320,8 @@ class AuthorityStateMachine:
             raise UnknownRequestError("/request_id")
         existing = self.ledger.get_resolution(request_id)
         if existing is not None:
-            return ApprovalResolved.from_data(existing.envelope)
-        requested = ApprovalRequested.from_data(stored.envelope)
+            return self._resolutions.load(existing.envelope)
+        requested = self._requests.load(stored.envelope)
         resolved = resolution_envelope(
             requested.request,
             outcome=outcome,
@@ -328,7 +333,7 @@ class AuthorityStateMachine:
         recorded, _ = self.ledger.record_resolution(
             ResolutionWrite(request_id=request_id, resolved=resolved.to_json())
         )
-        return ApprovalResolved.from_data(recorded.envelope)
+        return self._resolutions.load(recorded.envelope)
 
     def cancel_session(self, session_id: str) -> list[ApprovalResolved]:
         """Cancel every pending request of a session (each atomically)."""
@@ -381,7 +386,7 @@ class AuthorityStateMachine:
         now = self.clock()
         pending = []
         for stored in self.ledger.list_pending(session_id=session_id):
-            request = ApprovalRequested.from_data(stored.envelope).request
+            request = self._requests.load(stored.envelope).request
             if now < effective_expiry(request, self.default_expiry.total_seconds()):
                 pending.append(request.to_json())
         return snapshot_envelope(pending, as_of=as_of, now=now, stream=stream)

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The README's install command: the package with every extra, plus what the
+# end-to-end tests drive. Idempotent; run from anywhere inside the repository.
+#
+#   1. pip: this package in editable mode with extras all + dev (into the active Python);
+#   2. Debian packages, only when missing: postgresql (the tests start their own
+#      throwaway cluster; Debian's default cluster is not created) and chromium
+#      (driven headless by Playwright);
+#   3. npm: the two Node test projects from their lockfiles (@ag-ui/client, playwright-core).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python -m pip install -e ".[all,dev]"
+
+as_root=()
+if [ "$(id -u)" -ne 0 ]; then as_root=(sudo); fi
+
+have_initdb() {
+    if [ -n "${AAIS_PG_BINDIR:-}" ] && [ -x "${AAIS_PG_BINDIR}/initdb" ]; then return 0; fi
+    if command -v initdb >/dev/null 2>&1; then return 0; fi
+    compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null
+}
+
+missing=()
+have_initdb || missing+=(postgresql)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+if [ "${#missing[@]}" -gt 0 ]; then
+    "${as_root[@]}" mkdir -p /etc/postgresql-common/createcluster.d
+    echo "create_main_cluster = false" |
+        "${as_root[@]}" tee /etc/postgresql-common/createcluster.d/aais-no-main-cluster.conf >/dev/null
+    "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+if ! have_initdb; then
+    echo "install: initdb is still missing after installing postgresql" >&2
+    exit 1
+fi
+
+npm ci --prefix tests/agui_client --no-audit --no-fund
+npm ci --prefix tests/demo/browser --no-audit --no-fund

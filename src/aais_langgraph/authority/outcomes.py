@@ -7,7 +7,7 @@ import json
 import sys
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from ..protocol import (
     DEFAULT_MAX_BYTES,
@@ -89,8 +89,18 @@ def judge(
     return Judgement("cancelled", MESSAGES["cancelled"], True)
 
 
+class RequestRef(Protocol):
+    """What a resolution needs of its request: the id and the action digest."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def action_digest(self) -> str: ...
+
+
 def resolution_envelope(
-    request: Request,
+    request: RequestRef,
     *,
     outcome: Outcome,
     message: str,

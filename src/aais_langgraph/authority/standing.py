@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..ledger import Grant
-from ..protocol import Action, ApprovalResolved, Origin, build_request
+from ..protocol import Action, ApprovalResolved, action_digest, new_id
 from .outcomes import EXTENSION_NAMESPACE, resolution_audit, resolution_envelope
 from .policy import PolicyVerdict
 
@@ -35,10 +35,17 @@ class EventPage:
     last_sequence: int
 
 
+@dataclass(frozen=True)
+class StandingAction:
+    """The id and digest a standing resolution is about (no request is stored)."""
+
+    id: str
+    action_digest: str
+
+
 def standing_resolution(
     authority: AuthorityStateMachine,
     action: Action,
-    origin: Origin,
     *,
     outcome: Literal["approved", "denied"],
     message: str,
@@ -49,9 +56,8 @@ def standing_resolution(
     The resolution names the grant (or the policy) in its extensions.
     """
     now = authority.clock()
-    requested = build_request(
-        action, origin=origin, created_at=now, expires_in=authority.default_expiry
-    )
+    # No request is stored for a standing resolution; it names a fresh id and the digest.
+    bound = StandingAction(id=new_id("apr"), action_digest=action_digest(action))
     extensions: dict[str, Any] = {}
     if grant is not None:
         extensions[EXTENSION_NAMESPACE + "grant"] = {
@@ -62,7 +68,7 @@ def standing_resolution(
     else:
         extensions[EXTENSION_NAMESPACE + "policy"] = {"verdict": outcome}
     resolved = resolution_envelope(
-        requested.request,
+        bound,
         outcome=outcome,
         message=message[:2000],
         now=now,

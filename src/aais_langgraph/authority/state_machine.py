@@ -104,7 +104,7 @@ class AuthorityStateMachine:
                 "Allowed by policy." if outcome == "approved" else "Denied by policy."
             )
             resolved = standing_resolution(
-                self, action_model, origin_model, outcome=outcome, message=reason, grant=None
+                self, action_model, outcome=outcome, message=reason, grant=None
             )
             return Screening(resolved, verdict)
         grant = self.match_grant(action_model, origin_model)
@@ -112,7 +112,6 @@ class AuthorityStateMachine:
             resolved = standing_resolution(
                 self,
                 action_model,
-                origin_model,
                 outcome="approved",
                 message="Approved by a standing grant.",
                 grant=grant,

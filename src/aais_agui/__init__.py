@@ -1,6 +1,15 @@
 """AAIS approvals surfaced to AG-UI frontends: interrupt mapping, an AG-UI server for
 LangGraph graphs, and the AAIS HTTP/SSE presenter profile."""
 
+try:  # the AG-UI server is an optional extra; say which one when it is missing
+    import ag_ui_langgraph as _ag_ui_langgraph  # noqa: F401
+    import fastapi as _fastapi  # noqa: F401
+except ImportError as _missing:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "aais_agui needs the 'server' extra: pip install 'aais-langgraph[server]'"
+    ) from _missing
+
+
 from .agent import AAISLangGraphAgent
 from .agui_router import agui_router
 from .app import create_app

@@ -50,7 +50,7 @@ ACTOR = {"id": "bench-approver", "type": "human"}
 sys.path.insert(0, str(SERVER.parent))
 from demo_graph import EffectLog  # noqa: E402
 
-from aais_agui.mapping import resume_entry_for  # noqa: E402
+from aais_agui.mapping import resume_entry_for, run_agent_input  # noqa: E402
 from aais_langgraph import build_decision  # noqa: E402
 from aais_langgraph.ledger import SqliteLedger  # noqa: E402
 
@@ -94,23 +94,6 @@ def server(folder: Path, *, plain: bool) -> Iterator[str]:
         log.close()
 
 
-def run_body(thread_id: str, *, text: str | None = None, resume: Any = None) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "threadId": thread_id,
-        "runId": f"run_{uuid.uuid4().hex}",
-        "messages": []
-        if text is None
-        else [{"id": f"u_{uuid.uuid4().hex}", "role": "user", "content": text}],
-        "state": {},
-        "tools": [],
-        "context": [],
-        "forwardedProps": {},
-    }
-    if resume is not None:
-        body["resume"] = resume
-    return body
-
-
 async def agui_run(client: httpx.AsyncClient, body: dict[str, Any]) -> tuple[float, dict[str, Any]]:
     """One AG-UI run; returns (seconds, terminal event)."""
     started = time.perf_counter()
@@ -150,7 +133,7 @@ async def bench_aais(url: str, folder: Path, threads: int, answer: str) -> dict[
     async with client_for(url, threads, token=True) as client:
         started = time.perf_counter()
         paused = await asyncio.gather(
-            *(agui_run(client, run_body(t, text=f"delete /srv/{t}")) for t in thread_ids)
+            *(agui_run(client, run_agent_input(t, text=f"delete /srv/{t}")) for t in thread_ids)
         )
         pause_wall = time.perf_counter() - started
     interrupts = []
@@ -191,7 +174,7 @@ async def resume(
 ) -> tuple[float, dict[str, Any]]:
     decided = build_decision(interrupt["metadata"]["aais"], decision="approve", actor=ACTOR)
     entry = resume_entry_for(decided, interrupt_id=interrupt["id"])
-    body = run_body(thread_id, resume=[entry.model_dump(by_alias=True, mode="json")])
+    body = run_agent_input(thread_id, resume=[entry.model_dump(by_alias=True, mode="json")])
     return await agui_run(client, body)
 
 
@@ -243,7 +226,7 @@ async def bench_plain(url: str, folder: Path, threads: int) -> dict[str, Any]:
     async with client_for(url, threads, token=False) as client:
         started = time.perf_counter()
         runs = await asyncio.gather(
-            *(agui_run(client, run_body(t, text=f"delete /srv/{t}")) for t in thread_ids)
+            *(agui_run(client, run_agent_input(t, text=f"delete /srv/{t}")) for t in thread_ids)
         )
         wall = time.perf_counter() - started
     errors = [terminal for _, terminal in runs if terminal.get("type") != "RUN_FINISHED"]
@@ -316,9 +299,9 @@ def main() -> None:
 
 async def _warm(aais_url: str, plain_url: str) -> None:
     async with client_for(aais_url, 1, token=True) as client:
-        await agui_run(client, run_body(f"warm_{uuid.uuid4().hex}", text="hello"))
+        await agui_run(client, run_agent_input(f"warm_{uuid.uuid4().hex}", text="hello"))
     async with client_for(plain_url, 1, token=False) as client:
-        await agui_run(client, run_body(f"warm_{uuid.uuid4().hex}", text="hello"))
+        await agui_run(client, run_agent_input(f"warm_{uuid.uuid4().hex}", text="hello"))
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from .mapping import (
     parse_resume_entry,
     request_to_interrupt,
     resume_entry_for,
+    run_agent_input,
 )
 from .resume import ResumeRejected, aresume_recorded, plan_resume
 from .security import (
@@ -62,5 +63,6 @@ __all__ = [
     "plan_resume",
     "request_to_interrupt",
     "resume_entry_for",
+    "run_agent_input",
     "watcher_lifespan",
 ]

@@ -10,6 +10,7 @@ and a reason that never echoes the offending value.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -114,6 +115,27 @@ def resume_entry_for(
         status="resolved",
         metadata={METADATA_KEY: envelope.to_json()},
     )
+
+
+def run_agent_input(
+    thread_id: str, *, text: str | None = None, resume: Any = None
+) -> dict[str, Any]:
+    """An AG-UI ``RunAgentInput`` in its wire form: a user message, or a resume
+    (a list of resume entries as JSON) for the thread's open interrupts (client-side helper)."""
+    body: dict[str, Any] = {
+        "threadId": thread_id,
+        "runId": f"run_{uuid.uuid4().hex}",
+        "messages": []
+        if text is None
+        else [{"id": f"u_{uuid.uuid4().hex}", "role": "user", "content": text}],
+        "state": {},
+        "tools": [],
+        "context": [],
+        "forwardedProps": {},
+    }
+    if resume is not None:
+        body["resume"] = resume
+    return body
 
 
 def parse_resume_entry(

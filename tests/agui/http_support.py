@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -54,24 +53,6 @@ def sse_messages(lines: Iterator[str]) -> Iterator[dict[str, Any]]:
             data.append(value)
         elif field in ("event", "id"):
             message[field] = value
-
-
-def run_input(thread_id: str, *, text: str | None = None, resume: Any = None) -> dict[str, Any]:
-    """An AG-UI ``RunAgentInput`` in its wire form."""
-    body: dict[str, Any] = {
-        "threadId": thread_id,
-        "runId": f"run_{uuid.uuid4().hex}",
-        "messages": []
-        if text is None
-        else [{"id": f"u_{uuid.uuid4().hex}", "role": "user", "content": text}],
-        "state": {},
-        "tools": [],
-        "context": [],
-        "forwardedProps": {},
-    }
-    if resume is not None:
-        body["resume"] = resume
-    return body
 
 
 def agui_run(

@@ -50,7 +50,7 @@ async def run(
     messages = (
         [] if text is None else [UserMessage(id=f"u_{uuid.uuid4().hex}", role="user", content=text)]
     )
-    run_input = RunAgentInput(
+    run_agent_input = RunAgentInput(
         thread_id=thread_id,
         run_id=f"run_{uuid.uuid4().hex}",
         messages=messages,
@@ -60,7 +60,7 @@ async def run(
         forwarded_props={},
         resume=resume,
     )
-    return [event async for event in agent.with_actor(actor).run(run_input)]
+    return [event async for event in agent.with_actor(actor).run(run_agent_input)]
 
 
 def terminal(events: list[BaseEvent]) -> Any:

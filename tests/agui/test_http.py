@@ -15,14 +15,14 @@ import pytest
 from fastapi import Request
 from langgraph.checkpoint.memory import InMemorySaver
 
-from aais_agui import Authenticated, bearer_token_authenticator, create_app
+from aais_agui import Authenticated, bearer_token_authenticator, create_app, run_agent_input
 from aais_langgraph import ApprovalAuthority, build_decision
 from aais_langgraph.ledger import SqliteLedger
 from aais_langgraph.protocol import Actor
 
 from .conftest import ALICE
 from .demo_graph import EffectLog, build_demo_graph
-from .http_support import agui_run, run_input, serve, sse_messages
+from .http_support import agui_run, serve, sse_messages
 
 BOB = {"id": "bob", "type": "human"}
 MALLORY = {"id": "mallory", "type": "human"}
@@ -79,7 +79,7 @@ def pause(client: httpx.Client, text: str | None = None) -> tuple[str, dict[str,
     """Start a run that pauses on one approval; returns its thread and interrupt."""
     thread_id = f"thread_{uuid.uuid4().hex}"
     events = agui_run(
-        client, "/agent", run_input(thread_id, text=text or f"delete /srv/{thread_id}")
+        client, "/agent", run_agent_input(thread_id, text=text or f"delete /srv/{thread_id}")
     )
     finished = events[-1]
     assert finished["type"] == "RUN_FINISHED", finished
@@ -249,7 +249,7 @@ def test_a_foreign_origin_is_refused(
     assert response.status_code == 403
     assert response.json()["error"]["code"] == "aais.foreign_origin"
     assert site.authority.get_resolution(request_id(interrupt)) is None
-    body = run_input(thread_id, text="delete /srv/other")
+    body = run_agent_input(thread_id, text="delete /srv/other")
     assert client.post("/agent", json=body, headers=headers).status_code == 403
 
 
@@ -310,7 +310,7 @@ def test_a_malformed_envelope_is_422_without_echoing_values(client: httpx.Client
 
 
 def test_agui_runs_need_authentication(site: Site) -> None:
-    response = httpx.post(f"{site.url}/agent", json=run_input("t-unauth", text="hello"))
+    response = httpx.post(f"{site.url}/agent", json=run_agent_input("t-unauth", text="hello"))
     assert response.status_code == 401
 
 
@@ -328,7 +328,7 @@ def test_agui_resume_uses_the_authenticated_actor(client: httpx.Client, site: Si
         "payload": {"aais": decision(interrupt)},
     }
     bob = {"Authorization": "Bearer bob-token"}
-    events = agui_run(client, "/agent", run_input(thread_id, resume=[entry]), headers=bob)
+    events = agui_run(client, "/agent", run_agent_input(thread_id, resume=[entry]), headers=bob)
     assert events[-1]["type"] == "RUN_FINISHED" and "outcome" not in events[-1]
     recorded = site.authority.ledger.events_after(0, limit=100_000)
     actors = [
@@ -425,7 +425,7 @@ def test_agui_input_is_validated(client: httpx.Client) -> None:
 
 
 def test_agui_bodies_are_limited(client: httpx.Client) -> None:
-    body = run_input("t-big", text="x" * (MAX_BODY + 1))
+    body = run_agent_input("t-big", text="x" * (MAX_BODY + 1))
     assert client.post("/agent", json=body).status_code == 413
 
 
@@ -436,7 +436,7 @@ def test_agui_resume_with_a_tampered_digest_is_a_run_error(
     body = decision(interrupt)
     body["decision"]["action_digest"] = "sha256:" + "0" * 64
     entry = {"interruptId": interrupt["id"], "status": "resolved", "metadata": {"aais": body}}
-    events = agui_run(client, "/agent", run_input(thread_id, resume=[entry]))
+    events = agui_run(client, "/agent", run_agent_input(thread_id, resume=[entry]))
     assert [e["type"] for e in events] == ["RUN_STARTED", "RUN_ERROR"]
     assert events[-1]["code"] == "aais.digest_mismatch"
     assert site.authority.get_resolution(request_id(interrupt)) is None

@@ -71,9 +71,9 @@ def paused(tmp_path: Path) -> Any:
     for thread in ("t-approve", "t-deny"):
         graph.invoke({"command": SECRETLESS_COMMAND}, {"configurable": {"thread_id": thread}})
     ids = {
-        thread: graph.get_state({"configurable": {"thread_id": thread}}).interrupts[0].value[
-            "request"
-        ]["id"]
+        thread: graph.get_state({"configurable": {"thread_id": thread}})
+        .interrupts[0]
+        .value["request"]["id"]
         for thread in ("t-approve", "t-deny")
     }
     yield db, graph, authority, ids, executed

@@ -11,7 +11,6 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -100,24 +99,6 @@ def running(args: list[str], *, cwd: Path = ROOT, **options: Any) -> Iterator[Se
         yield server
     finally:
         server.stop()
-
-
-def run_input(thread_id: str, *, text: str | None = None, resume: Any = None) -> dict[str, Any]:
-    """An AG-UI ``RunAgentInput`` in its wire form."""
-    body: dict[str, Any] = {
-        "threadId": thread_id,
-        "runId": f"run_{uuid.uuid4().hex}",
-        "messages": []
-        if text is None
-        else [{"id": f"u_{uuid.uuid4().hex}", "role": "user", "content": text}],
-        "state": {},
-        "tools": [],
-        "context": [],
-        "forwardedProps": {},
-    }
-    if resume is not None:
-        body["resume"] = resume
-    return body
 
 
 def agui_run(client: httpx.Client, body: dict[str, Any]) -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ import httpx
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
+from aais_agui import run_agent_input
 from aais_agui.cli import checkpoints_path, load_graph
 from aais_langgraph import build_decision
 
@@ -18,7 +19,6 @@ from .support import (
     agui_run,
     finished,
     interrupts_of,
-    run_input,
     running,
     wait_for,
 )
@@ -56,7 +56,7 @@ def test_serve_runs_a_users_graph_and_its_approval(tmp_path: Path) -> None:
         running(args, cwd=HERE, env={"TINY_GRAPH_LOG": str(log)}) as server,
         httpx.Client(base_url=server.url, timeout=30) as client,
     ):
-        [interrupt] = interrupts_of(agui_run(client, run_input("t1", text="delete it")))
+        [interrupt] = interrupts_of(agui_run(client, run_agent_input("t1", text="delete it")))
         assert interrupt["reason"] == "aais:approval"
         requested = interrupt["metadata"]["aais"]
         decided = build_decision(requested, decision="approve", actor={"id": "x", "type": "human"})

@@ -13,11 +13,11 @@ import httpx
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from aais_agui import create_app
+from aais_agui import create_app, run_agent_input
 from aais_agui.demo import DemoWorkspace, build_demo_agent
 from aais_langgraph import ApprovalAuthority, explain_constraints
 
-from .support import JSON_HEADERS, run_input
+from .support import JSON_HEADERS
 
 # ag-ui-langgraph 0.0.47 still calls a LangGraph 1.x deprecated API on every run.
 pytestmark = pytest.mark.filterwarnings("ignore:`get_config_jsonschema`")
@@ -41,7 +41,7 @@ async def client(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
 
 
 async def _ask(client: httpx.AsyncClient, thread_id: str, text: str) -> list[dict[str, Any]]:
-    body = run_input(thread_id, text=text)
+    body = run_agent_input(thread_id, text=text)
     async with client.stream("POST", "/agent", json=body, headers=JSON_HEADERS) as response:
         lines = [line async for line in response.aiter_lines() if line.startswith("data:")]
     return [json.loads(line[5:]) for line in lines]

@@ -10,6 +10,7 @@ import httpx
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
+from aais_agui import run_agent_input
 from aais_agui.demo import DemoWorkspace, build_demo_agent
 from aais_agui.watcher import DecisionWatcher
 from aais_langgraph import AUTHORITY_KEY, ApprovalAuthority, build_decision
@@ -20,7 +21,6 @@ from .support import (
     finished,
     interrupts_of,
     ledger_cli,
-    run_input,
     running,
     wait_for,
 )
@@ -32,7 +32,7 @@ def _demo(tmp_path: Path) -> list[str]:
 
 
 def _ask(client: httpx.Client, thread_id: str, text: str) -> str:
-    [interrupt] = interrupts_of(agui_run(client, run_input(thread_id, text=text)))
+    [interrupt] = interrupts_of(agui_run(client, run_agent_input(thread_id, text=text)))
     request_id: str = interrupt["metadata"]["aais"]["request"]["id"]
     return request_id
 

@@ -25,9 +25,10 @@ from typing import Any
 import httpx
 import pytest
 
+from aais_agui import run_agent_input
 from aais_langgraph import build_decision
 from agui.demo_graph import EffectLog
-from agui.http_support import run_input, sse_messages
+from agui.http_support import sse_messages
 from support.pg_cluster import PostgresCluster, free_port, fresh_schema_url
 
 from .harness import ROOT
@@ -144,7 +145,7 @@ def agui_run(client: httpx.Client, body: dict[str, Any]) -> list[dict[str, Any]]
 def pause_on(client: httpx.Client) -> tuple[str, dict[str, Any]]:
     """A new thread whose run pauses on one approval; its id and the AG-UI interrupt."""
     thread_id = f"thread_{uuid.uuid4().hex}"
-    events = agui_run(client, run_input(thread_id, text=f"delete /srv/{thread_id}"))
+    events = agui_run(client, run_agent_input(thread_id, text=f"delete /srv/{thread_id}"))
     assert events[-1]["type"] == "RUN_FINISHED", events[-1]
     [interrupt] = events[-1]["outcome"]["interrupts"]
     return thread_id, interrupt
@@ -183,7 +184,7 @@ def test_paused_on_a_listed_and_approved_on_b_runs_once(replicas: Replicas) -> N
         ]
 
         # An AG-UI client reconnecting to B sees the finished run, and nothing runs again.
-        events = agui_run(b, run_input(thread_id))
+        events = agui_run(b, run_agent_input(thread_id))
         time.sleep(0.5)
     finished = events[-1]
     assert finished["type"] == "RUN_FINISHED" and "outcome" not in finished, finished

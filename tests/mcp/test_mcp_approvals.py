@@ -256,3 +256,18 @@ def test_pending_mcp_approval_survives_a_restart_and_resumes(tmp_path) -> None:
     assert writes(tmp_path / "notes") == [WRITE]
     assert (tmp_path / "notes" / "todo.md").read_text(encoding="utf-8") == WRITE["text"]
     assert "wrote todo.md" in json.dumps(result["answers"]["c_write"])
+
+
+def test_example_runs_end_to_end(tmp_path) -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "mcp" / "agent.py"
+    run = subprocess.run(
+        [sys.executable, str(example), "--dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "waiting: mcp.tool.call · write_note · mcp://notes/write_note" in run.stdout
+    assert "resolution: approved" in run.stdout
+    assert writes(tmp_path / "notes") == [WRITE]

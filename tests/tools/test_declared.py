@@ -9,10 +9,15 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from aais_langgraph import ApprovalAuthority, InMemoryLedger
 from aais_langgraph.protocol import AAISValidationError
-from aais_langgraph.tools import TOOL_ACTION_METADATA, ApprovalMiddleware, ToolAction
+from aais_langgraph.tools import (
+    TOOL_ACTION_METADATA,
+    ApprovalMiddleware,
+    ToolAction,
+    edit_tool_call,
+)
 from aais_langgraph.tools.mcp import mark_mcp_tools, mcp_resource
 
-from .helpers import answer, call, pending, script, thread, tool_messages, turn
+from .helpers import ALICE, answer, call, pending, script, thread, tool_messages, turn
 
 
 def recording_tool(runs: list[str], metadata: dict[str, object] | None = None) -> BaseTool:
@@ -48,6 +53,30 @@ def test_declared_kind_and_resource_are_in_the_request_and_summary() -> None:
     )
     [resolved] = answer(agent, thread(), authority, (pending(agent, thread())["c1"], "approve"))
     assert resolved.approved and runs == ["prod"]
+
+
+def test_an_edited_call_keeps_the_declared_kind_and_resource() -> None:
+    runs: list[str] = []
+    declared = ToolAction(kind="deploy.release", resource="https://ci.example.com/app")
+    authority = ApprovalAuthority(InMemoryLedger())
+    agent = agent_for(recording_tool(runs, declared.with_metadata(None)), authority)
+    agent.invoke({"messages": [("user", "go")]}, thread())  # type: ignore[attr-defined]
+    original = pending(agent, thread())["c1"]["request"]
+    edit_tool_call(
+        agent,
+        thread(),
+        original["id"],
+        {"target": "staging"},
+        actor=ALICE,
+        authority=authority,
+        action_digest=original["action_digest"],
+    )
+    waiting = pending(agent, thread())["c1"]
+    action = waiting["request"]["action"]
+    assert (action["kind"], action["resource"]) == ("deploy.release", "https://ci.example.com/app")
+    assert action["summary"].startswith("Call the tool 'deploy' on https://ci.example.com/app")
+    [resolved] = answer(agent, thread(), authority, (waiting, "approve"))
+    assert resolved.approved and runs == ["staging"]
 
 
 def test_plain_data_under_the_metadata_key_is_refused_and_nothing_runs() -> None:

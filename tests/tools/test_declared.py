@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from langchain.agents import create_agent
 from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -101,6 +105,13 @@ def test_mcp_resource_escapes_names_so_no_server_can_pose_as_another() -> None:
     assert mcp_resource("notes", "write_note") == "mcp://notes/write_note"
     assert mcp_resource("notes/write_note", "x") == "mcp://notes%2Fwrite_note/x"
     assert mcp_resource("a b", "é") == "mcp://a%20b/%C3%A9"
+
+
+@given(st.tuples(st.text(), st.text()), st.tuples(st.text(), st.text()))
+def test_mcp_resource_is_one_to_one_and_plain_ascii(first, second) -> None:
+    resource = mcp_resource(*first)
+    assert re.fullmatch(r"mcp://[A-Za-z0-9%._~-]*/[A-Za-z0-9%._~-]*", resource)
+    assert (resource == mcp_resource(*second)) == (first == second)
 
 
 def test_mark_mcp_tools_copies_tools_and_strips_the_server_prefix() -> None:

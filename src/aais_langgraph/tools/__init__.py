@@ -9,13 +9,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .call_gate import (
-    ACTION_KIND,
     EDIT_EXTENSION,
     EDITABLE_EXTENSION,
     TOOL_CALL_ID_EXTENSION,
     ToolCallGate,
 )
 from .config import InterruptOn, ToolApprovalConfig, ToolCallDescriber, ToolCallPredicate
+from .declared import ACTION_KIND, TOOL_ACTION_METADATA, ToolAction
 from .describe import describe_tool_call
 from .edits import aedit_tool_call, edit_tool_call
 from .messages import EDIT_NOTICE
@@ -29,10 +29,12 @@ __all__ = [
     "EDITABLE_EXTENSION",
     "EDIT_EXTENSION",
     "EDIT_NOTICE",
+    "TOOL_ACTION_METADATA",
     "TOOL_CALL_ID_EXTENSION",
     "ApprovalMiddleware",
     "ApprovalToolNode",
     "InterruptOn",
+    "ToolAction",
     "ToolApprovalConfig",
     "ToolCallDescriber",
     "ToolCallGate",

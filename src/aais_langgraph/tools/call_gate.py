@@ -13,7 +13,8 @@ each step is idempotent:
 3. A cancellation that an edit superseded continues with the edited request,
    which needs its own approval (see :mod:`.edits`).
 4. Only an approval whose digest equals the digest of the call about to run,
-   recomputed right before it runs, executes it; every other outcome returns an
+   recomputed right before it runs (arguments, and the kind and resource the
+   tool declares, see :mod:`.declared`), executes it; every other outcome returns an
    error ``ToolMessage``.
 """
 
@@ -41,6 +42,7 @@ from ..protocol import (
     build_request,
 )
 from .config import ToolCallDescriber, ToolRule
+from .declared import declared_action, declares_same
 from .describe import summary_for
 from .messages import (
     EDIT_NOTICE,
@@ -53,7 +55,6 @@ from .messages import (
 if TYPE_CHECKING:
     from langgraph.prebuilt.tool_node import ToolCallRequest
 
-ACTION_KIND = "tool.call"
 TOOL_CALL_ID_EXTENSION = EXTENSION_NAMESPACE + "tool_call_id"
 """Request extension: the model's tool call id (the AG-UI mapping reads it)."""
 EDITABLE_EXTENSION = EXTENSION_NAMESPACE + "editable"
@@ -186,7 +187,7 @@ class ToolCallGate:
             # The state was edited while the call waited: what was shown is gone.
             authority.supersede(record.request_id)
         fields: dict[str, Any] = {
-            "kind": ACTION_KIND,
+            **declared_action(request.tool).fields(),  # kind (default tool.call), resource...
             "name": call["name"],
             "summary": summary_for(request, rule, self.describe),
             "arguments": call["args"],
@@ -249,8 +250,10 @@ class ToolCallGate:
             return refusal_message(call, resolved)
         arguments = gated.action.to_json()["arguments"]  # a fresh copy nobody else holds
         current = Action.from_data({**gated.action.to_json(), "arguments": arguments})
-        if gated.action.name != call["name"] or (
-            action_digest(current) != resolved.resolution.action_digest
+        if (
+            gated.action.name != call["name"]
+            or not declares_same(gated.action, getattr(request, "tool", None))
+            or action_digest(current) != resolved.resolution.action_digest
         ):
             return time_of_use_message(call, resolved.resolution.request_id)
         return request.override(tool_call={**call, "args": arguments})

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .config import ToolCallDescriber, ToolRule
+from .declared import declared_action
 
 if TYPE_CHECKING:
     from langgraph.prebuilt.tool_node import ToolCallRequest
@@ -18,17 +19,21 @@ if TYPE_CHECKING:
 SUMMARY_LIMIT = 1000
 
 
-def summarize_call(name: str, arguments: Mapping[str, Any]) -> str:
-    """A value-free summary: the tool and the names of its arguments."""
+def summarize_call(name: str, arguments: Mapping[str, Any], resource: str | None = None) -> str:
+    """A value-free summary: the tool, the resource it declares, and its argument names."""
     text = f"Call the tool '{name}'"
+    if resource is not None:
+        text += f" on {resource}"
     if arguments:
         text += " with arguments: " + ", ".join(sorted(str(key) for key in arguments))
     return _fit(text)
 
 
 def describe_tool_call(request: ToolCallRequest) -> str:
-    """The default describer: tool name and argument names, never argument values."""
-    return summarize_call(request.tool_call["name"], request.tool_call.get("args") or {})
+    """The default describer: tool name, declared resource and argument names, never values."""
+    call = request.tool_call
+    resource = declared_action(getattr(request, "tool", None)).resource
+    return summarize_call(call["name"], call.get("args") or {}, resource)
 
 
 def summary_for(request: ToolCallRequest, rule: ToolRule, default: ToolCallDescriber | None) -> str:

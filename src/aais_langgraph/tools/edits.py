@@ -121,7 +121,7 @@ def _supersede(
             **original.action.to_json(),
             "arguments": dict(arguments),
             "summary": summary
-            or summarize_call(original.action.name, arguments)
+            or summarize_call(original.action.name, arguments, original.action.resource)
             + " (arguments edited by a reviewer)",
         },
         pointer="/action",

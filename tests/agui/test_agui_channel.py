@@ -66,9 +66,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     authority = ApprovalAuthority(ledger, policy=OnlyAliceApproves())
     effects = EffectLog(folder / "effects.db")
     graph = build_demo_graph(effects, InMemorySaver())
-    authenticate = bearer_token_authenticator(
-        {"alice-token": ALICE, "mallory-token": MALLORY}
-    )
+    authenticate = bearer_token_authenticator({"alice-token": ALICE, "mallory-token": MALLORY})
     app = create_app(graph, authority=authority, authenticate=authenticate, inbox=False)
     with serve(app) as url:
         yield Site(url, authority, effects, graph)
@@ -124,8 +122,14 @@ def assert_still_pending(site: Site, thread_id: str, interrupts: list[dict[str, 
     assert site.effects.list(thread_id) == []
 
 
-def alice_can_still_approve(client: httpx.Client, site: Site, thread_id: str, interrupt: Any) -> None:
-    entry = {"interruptId": interrupt["id"], "status": "resolved", "payload": {"aais": decided(interrupt)}}
+def alice_can_still_approve(
+    client: httpx.Client, site: Site, thread_id: str, interrupt: Any
+) -> None:
+    entry = {
+        "interruptId": interrupt["id"],
+        "status": "resolved",
+        "payload": {"aais": decided(interrupt)},
+    }
     status, events, _ = post_run(client, run_agent_input(thread_id, resume=[entry]), AS_ALICE)
     assert status == 200 and events[-1]["type"] == "RUN_FINISHED", events[-1]
     assert site.effects.list(thread_id) != []
@@ -165,6 +169,7 @@ def test_legacy_command_resume_answering_one_of_three_is_refused(
     body = run_agent_input(thread_id)
     body["forwardedProps"] = {"command": {"resume": {first["id"]: decided(first)}}}
     status, events, _ = post_run(client, body, AS_ALICE)
+    assert status == 200
     assert run_error(events)["code"] == "aais.forwarded_props_refused"
     assert_still_pending(site, thread_id, interrupts)
 
@@ -267,7 +272,11 @@ def test_duplicate_keys_in_a_resume_envelope_are_refused(
     client: httpx.Client, site: Site, where: str
 ) -> None:
     thread_id, [interrupt] = pause(client, f"delete /srv/dup-{where}.txt")
-    entry = {"interruptId": interrupt["id"], "status": "resolved", where: {"aais": decided(interrupt)}}
+    entry = {
+        "interruptId": interrupt["id"],
+        "status": "resolved",
+        where: {"aais": decided(interrupt)},
+    }
     raw = _with_duplicate_decision(json.dumps(run_agent_input(thread_id, resume=[entry])))
     status, events, error = post_run(client, raw, AS_ALICE)
     assert status == 422 and error is not None, events
@@ -280,8 +289,10 @@ def test_duplicate_keys_in_a_resume_envelope_are_refused(
 
 
 def test_duplicate_keys_elsewhere_in_the_body_are_refused(client: httpx.Client) -> None:
-    raw = b'{"threadId": "t-a", "threadId": "t-b", "runId": "r", "messages": [], "state": {},' \
+    raw = (
+        b'{"threadId": "t-a", "threadId": "t-b", "runId": "r", "messages": [], "state": {},'
         b' "tools": [], "context": [], "forwardedProps": {}}'
+    )
     status, _, error = post_run(client, raw, AS_ALICE)
     assert status == 422 and error is not None
     assert error["error"] == {

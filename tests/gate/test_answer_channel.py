@@ -51,7 +51,7 @@ MALLORY = {"id": "mallory", "type": "human"}
 
 @dataclass(frozen=True)
 class ServerUser:
-    """The shape LangGraph Server hands a graph: ``identity``, ``display_name``, ``is_authenticated``."""
+    """What LangGraph Server hands a graph: ``identity``, ``display_name``, ``is_authenticated``."""
 
     identity: str
     display_name: str = ""
@@ -160,7 +160,9 @@ def test_a_body_naming_alice_does_not_pass_alices_policy(
     assert effects.ran == ["ls -la"]
 
 
-@pytest.mark.parametrize("user", [None, ServerUser("", is_authenticated=True), ServerUser("x", is_authenticated=False)])
+@pytest.mark.parametrize(
+    "user", [None, ServerUser("", is_authenticated=True), ServerUser("x", is_authenticated=False)]
+)
 def test_an_unauthenticated_server_refuses_raw_decisions(
     backend: Backend, effects: Effects, user: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -241,8 +243,12 @@ def test_a_served_graph_accepts_only_recorded_resolutions(
     decided = build_decision(requested_of(pending), decision="approve", actor=HUMAN)
     assert_refused_and_pending(graph, cfg, pending, decided.to_json(), backend.authority, effects)
     # Even with a LangGraph Server user present, the served mode wins.
-    both = {"configurable": {**on_server("t-served", ServerUser("alice"))["configurable"],
-                             RECORDED_ONLY_KEY: True}}
+    both = {
+        "configurable": {
+            **on_server("t-served", ServerUser("alice"))["configurable"],
+            RECORDED_ONLY_KEY: True,
+        }
+    }
     assert_refused_and_pending(graph, both, pending, decided.to_json(), backend.authority, effects)
 
     notice = backend.authority.decide(decided, actor={"id": "alice", "type": "human"})

@@ -299,3 +299,15 @@ async def test_the_async_gate_refuses_raw_decisions_when_served(
     assert [i.id for i in (await graph.aget_state(cfg)).interrupts] == [pending.id]
     assert memory_backend.authority.get_resolution(requested_of(pending).request.id) is None
     assert effects.ran == []
+
+
+# -- configurable keys a LangGraph Server client could set --------------------------------
+
+
+def test_a_server_client_cannot_shorten_the_execution_claim() -> None:
+    from aais_langgraph.gate.run_context import CLAIM_TTL_KEY, claim_ttl
+
+    # A claim that expired at once would let two concurrent resumes both run the action.
+    hosted = on_server("t-ttl", ServerUser("mallory"), **{CLAIM_TTL_KEY: 0.001})
+    assert claim_ttl(hosted) == 60.0
+    assert claim_ttl({"configurable": {CLAIM_TTL_KEY: 5.0}}) == 5.0  # set by trusted code

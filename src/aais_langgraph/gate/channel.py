@@ -44,6 +44,7 @@ __all__ = [
     "AnswerChannel",
     "actor_from_langgraph_user",
     "answer_channel",
+    "on_langgraph_server",
 ]
 
 logger = logging.getLogger(__name__)
@@ -108,7 +109,7 @@ def answer_channel(config: RunnableConfig | None = None) -> AnswerChannel:
     configurable: Mapping[str, Any] = cfg.get("configurable") or {}
     if configurable.get(RECORDED_ONLY_KEY):
         return AnswerChannel(refusal=RECORDED_ONLY)
-    if not any(key in configurable for key in _SERVER_KEYS):
+    if not on_langgraph_server(configurable):
         return AnswerChannel()
     actor = actor_from_langgraph_user(configurable.get(LANGGRAPH_AUTH_USER_KEY))
     if actor is not None:
@@ -121,6 +122,15 @@ def answer_channel(config: RunnableConfig | None = None) -> AnswerChannel:
         )
         return AnswerChannel()
     return AnswerChannel(refusal=UNAUTHENTICATED)
+
+
+def on_langgraph_server(configurable: Mapping[str, Any]) -> bool:
+    """True for a run LangGraph Server started: its reserved keys are in ``configurable``.
+
+    There every other ``configurable`` key is client input (``config`` and
+    ``context`` of the run request), so a gate trusts none of its own keys.
+    """
+    return any(key in configurable for key in _SERVER_KEYS)
 
 
 def _field(user: Any, name: str) -> Any:

@@ -79,18 +79,27 @@ class AnswerChannel:
     """How a gate treats a raw ``approval.decided``: refuse it, or record it as ``actor``.
 
     ``refusal`` set: raw decisions are refused with it. Otherwise ``actor`` (when
-    set) replaces the decision's actor; None keeps the body's actor (in process).
+    set) replaces the decision's actor; None keeps the body's actor (in process,
+    or on an unauthenticated server that opted in: ``warn`` logs each one).
     """
 
     refusal: str | None = None
     actor: Actor | None = None
+    pointer: str = "/decision"
+    warn: bool = False
 
     def admit(self, answer: Answer) -> Answer:
         """The answer as the gate may judge it, or raise the refusal (keeps the interrupt)."""
         if not isinstance(answer, ApprovalDecided):
             return answer  # a notice is judged against the ledger alone
         if self.refusal is not None:
-            raise refuse("/decision/actor", self.refusal)
+            raise refuse(self.pointer, self.refusal)
+        if self.warn:
+            logger.warning(
+                "%s=1: recording an approval decision under the actor its body names, "
+                "without authentication. Never run a deployment like this.",
+                ALLOW_UNAUTHENTICATED_VAR,
+            )
         if self.actor is None:
             return answer
         decision = answer.decision.model_copy(update={"actor": self.actor})
@@ -98,7 +107,7 @@ class AnswerChannel:
 
     def guard(self, settle: Callable[[Answer], S]) -> Callable[[Answer], S]:
         """``settle`` behind :meth:`admit`."""
-        if self.refusal is None and self.actor is None:
+        if self.refusal is None and self.actor is None and not self.warn:
             return settle
         return lambda answer: settle(self.admit(answer))
 
@@ -115,13 +124,8 @@ def answer_channel(config: RunnableConfig | None = None) -> AnswerChannel:
     if actor is not None:
         return AnswerChannel(actor=actor)
     if os.environ.get(ALLOW_UNAUTHENTICATED_VAR, "").strip() == "1":
-        logger.warning(
-            "%s=1: recording an approval decision under the actor its body names, "
-            "without authentication. Never run a deployment like this.",
-            ALLOW_UNAUTHENTICATED_VAR,
-        )
-        return AnswerChannel()
-    return AnswerChannel(refusal=UNAUTHENTICATED)
+        return AnswerChannel(warn=True)
+    return AnswerChannel(refusal=UNAUTHENTICATED, pointer="/decision/actor")
 
 
 def on_langgraph_server(configurable: Mapping[str, Any]) -> bool:

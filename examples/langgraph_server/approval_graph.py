@@ -9,7 +9,9 @@ The "action" appends one line to the file named by ``AAIS_EXAMPLE_EFFECTS``
 (default ``effects.log``), keyed by the request id, so a test can count how
 often it really ran. Start it with::
 
-    AAIS_LEDGER_URL=approvals.db langgraph dev --config examples/langgraph_server/langgraph.json
+    AAIS_LEDGER_URL=approvals.db AAIS_EXAMPLE_TOKENS=alice-token=alice langgraph dev
+
+from this folder, and call it with ``Authorization: Bearer alice-token`` (``auth.py``).
 """
 
 from __future__ import annotations

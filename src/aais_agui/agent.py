@@ -11,6 +11,13 @@ Two private seams are overridden, each in a few lines, and
 
 Everything else (streaming, snapshots, re-emitting pending interrupts on a
 run without ``resume``) is ag-ui-langgraph's.
+
+One way in: every answer reaches the graph through :func:`~aais_agui.resume.plan_resume`
+under the authenticated actor. ``forwardedProps`` that would steer the graph
+around it (ag-ui-langgraph's legacy ``command`` resume, ``nodeName``'s state write
+as if a node had run) are refused with ``RUN_ERROR`` before anything is read or
+recorded, and the graph runs with ``configurable[RECORDED_ONLY_KEY]`` set, so its
+gates accept only resolutions the authority already recorded.
 """
 
 from __future__ import annotations
@@ -30,15 +37,15 @@ from ag_ui.core import (
     RunStartedEvent,
 )
 from ag_ui_langgraph import LangGraphAgent
+from ag_ui_langgraph.utils import camel_to_snake
 from langgraph.types import Command
 from typing_extensions import Self
 
 from aais_langgraph.authority import ApprovalAuthority, LeaseHeldError
-from aais_langgraph.gate import AUTHORITY_KEY
 from aais_langgraph.protocol import AAISValidationError, Actor
 
 from .mapping import is_approval_request, request_to_interrupt
-from .resume import ResumeRejected, held_lease, open_interrupts, plan_resume
+from .resume import ResumeRejected, held_lease, open_interrupts, plan_resume, served_config
 
 logger = logging.getLogger(__name__)
 
@@ -65,13 +72,11 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
         lease_ttl: float = 60.0,
         lease_wait: float = 10.0,
     ) -> None:
-        base = dict(config or {})
-        base["configurable"] = {**(base.get("configurable") or {}), AUTHORITY_KEY: authority}
         super().__init__(
             name=name,
             graph=graph,
             description=description,
-            config=base,
+            config=served_config(config, authority),
             enable_legacy_on_interrupt_event=False,
             emit_interrupt_outcome=True,
             emit_raw_events=emit_raw_events,
@@ -117,6 +122,17 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
     async def run(self, input: RunAgentInput) -> AsyncIterator[BaseEvent]:
         """Run or resume one thread under its run lease; a refused resume is ``RUN_ERROR``."""
         self._planned_resume = None
+        steering = steering_props(input.forwarded_props)
+        if steering:
+            for event in _refusal(
+                input,
+                "aais.forwarded_props_refused",
+                "forwardedProps may not steer the graph: "
+                + ", ".join(f"/forwardedProps/{key}" for key in steering)
+                + " (answer approvals with RunAgentInput.resume)",
+            ):
+                yield event
+            return
         try:
             async with held_lease(
                 self.authority, input.thread_id, ttl=self.lease_ttl, wait=self.lease_wait
@@ -169,6 +185,19 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
         if self._planned_resume is None:
             raise RuntimeError("a resume reached the graph unplanned; use AAISLangGraphAgent.run")
         return Command(resume=dict(self._planned_resume))
+
+
+#: ``forwardedProps`` keys (as ag-ui-langgraph reads them, snake_cased) that steer a run:
+#: ``command`` becomes ``Command(resume=...)`` outside the planner, ``node_name`` writes the
+#: client's state as if that node had run and continues after it.
+STEERING_PROPS = frozenset({"command", "node_name"})
+
+
+def steering_props(forwarded_props: Any) -> list[str]:
+    """The keys of ``forwardedProps`` that would steer the graph around the planner."""
+    if not isinstance(forwarded_props, Mapping):
+        return []
+    return [key for key in forwarded_props if camel_to_snake(str(key)) in STEERING_PROPS]
 
 
 def _refusal(input: RunAgentInput, code: str, message: str) -> list[BaseEvent]:

@@ -1,10 +1,17 @@
 """The AG-UI endpoint: ``POST {path}`` runs or resumes a thread and streams AG-UI events.
 
+The body is checked for duplicate object keys in its raw text before pydantic
+decodes it (pydantic, like ``json``, keeps the last of them): a repeated key in an
+AAIS envelope of ``resume[]`` is refused as the AAIS HTTP profile refuses it
+(``422 aais.invalid_envelope``, naming the JSON pointer), one anywhere else as
+``422 agui.invalid_input``. Nothing is recorded or run.
+
 Mountable alone: ``app.include_router(agui_router(agent, security))``.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -14,8 +21,13 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
 
+from aais_langgraph.protocol import AAISValidationError, check_unique_keys
+
 from .agent import AAISLangGraphAgent
 from .security import Security
+
+# Where a resume entry carries an AAIS envelope (``payload`` or ``metadata``).
+_ENVELOPE_POINTER = re.compile(r"/resume/[0-9]+/(payload|metadata)(/|$)")
 
 
 def agui_router(
@@ -29,6 +41,7 @@ def agui_router(
     async def run_agent(request: Request) -> StreamingResponse:
         authenticated = await security.state_change(request)
         body = await security.read_body(request)
+        _refuse_duplicate_keys(body)
         try:
             run_input = RunAgentInput.model_validate_json(body)
         except ValidationError as error:
@@ -60,3 +73,15 @@ def agui_router(
         return {"status": "ok", "agent": {"name": agent.name}}
 
     return router
+
+
+def _refuse_duplicate_keys(body: bytes) -> None:
+    """422 at the first repeated object key of the raw body (see the module docstring)."""
+    try:
+        check_unique_keys(body)
+    except AAISValidationError as error:
+        if error.pointer == "":
+            return  # not JSON: pydantic reports it with its own location
+        envelope = _ENVELOPE_POINTER.match(error.pointer) is not None
+        code = "aais.invalid_envelope" if envelope else "agui.invalid_input"
+        raise HTTPException(422, {"code": code, "message": str(error)}) from None

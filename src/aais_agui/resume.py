@@ -28,7 +28,8 @@ from aais_langgraph.authority import (
     new_holder,
 )
 from aais_langgraph.authority.outcomes import effective_expiry
-from aais_langgraph.gate import Cancellation
+from aais_langgraph.gate import AUTHORITY_KEY, Cancellation
+from aais_langgraph.gate.channel import RECORDED_ONLY_KEY
 from aais_langgraph.gate.resume import pending_interrupt_ids
 from aais_langgraph.gate.run_context import CLAIM_TTL_KEY, claim_ttl_for_lease
 from aais_langgraph.ledger import Lease
@@ -200,6 +201,19 @@ def plan_resume(
     return resume
 
 
+def served_config(config: Mapping[str, Any] | None, authority: ApprovalAuthority) -> RunnableConfig:
+    """``config`` for every run this server drives: the authority in ``configurable``,
+    and gates that accept only resolutions the authority already recorded
+    (:data:`~aais_langgraph.gate.channel.RECORDED_ONLY_KEY`; no caller can switch it off)."""
+    base = dict(config or {})
+    configurable = {
+        **(base.get("configurable") or {}),
+        AUTHORITY_KEY: authority,
+        RECORDED_ONLY_KEY: True,
+    }
+    return {**base, "configurable": configurable}  # type: ignore[typeddict-item]
+
+
 @asynccontextmanager
 async def held_lease(
     authority: ApprovalAuthority, thread_id: str, *, ttl: float, wait: float
@@ -239,9 +253,9 @@ async def aresume_recorded(
     Under the lease, every pending AAIS interrupt that has a recorded resolution
     is resumed with it; the others stay pending. Returns the resumed request ids.
     """
-    base = dict(config or {})
+    base = served_config(config, authority)
     run_config: RunnableConfig = {
-        **base,  # type: ignore[typeddict-item]
+        **base,
         "configurable": {
             **(base.get("configurable") or {}),
             "thread_id": thread_id,

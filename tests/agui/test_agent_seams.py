@@ -91,3 +91,40 @@ def test_overrides_keep_the_seam_signatures() -> None:
         ours = [p[:2] for p in _parameters(getattr(AAISLangGraphAgent, name))]
         theirs = [p[:2] for p in _parameters(getattr(LangGraphAgent, name))]
         assert ours == theirs, name
+
+
+def _forwarded_keys_read() -> set[str]:
+    import re
+
+    import ag_ui_langgraph.agent as module
+
+    source = inspect.getsource(module)
+    got = re.findall(
+        r"forwarded(?:_props)?(?:\)|\s*or\s*\{\})?\s*\.get\(\s*['\"](\w+)['\"]", source
+    )
+    tested = re.findall(r"['\"](\w+)['\"]\s+in\s+forwarded", source)
+    indexed = re.findall(r"forwarded\w*\[['\"](\w+)", source)
+    return set(got) | set(tested) | set(indexed)
+
+
+def test_the_forwarded_props_ag_ui_langgraph_reads_are_the_screened_ones() -> None:
+    from aais_agui.agent import STEERING_PROPS
+
+    # Steering keys are refused by AAISLangGraphAgent.run; the rest only tune streaming
+    # or add a tool. A new key read here must be judged before widening the pin.
+    harmless = {"stream_subgraphs", "inject_a2_u_i_tool", "injectA2UITool"}
+    assert _forwarded_keys_read() == STEERING_PROPS | harmless
+
+
+def test_forwarded_props_keys_are_snake_cased_with_the_function_the_agent_uses() -> None:
+    from ag_ui_langgraph.utils import camel_to_snake
+
+    assert "camel_to_snake(k)" in inspect.getsource(LangGraphAgent.run)
+    assert [camel_to_snake(k) for k in ("nodeName", "Command", "command")] == [
+        "node_name",
+        "command",
+        "command",
+    ]
+    prepare = inspect.getsource(LangGraphAgent.prepare_stream)
+    assert "Command(resume=resume_payload)" in prepare, "the legacy resume channel moved"
+    assert 'as_node=self.active_run.get("node_name")' in prepare, "nodeName's state write moved"

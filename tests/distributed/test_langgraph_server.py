@@ -3,14 +3,19 @@
 The server runs as its own process on a loopback port, from a copy of
 examples/langgraph_server, with telemetry, tracing and the version check off.
 The authority comes from ``AAIS_LEDGER_URL`` (a SQLite file, then a Postgres
-schema). The pending approval is visible in ``threads.get_state``; a decision
-whose digest was tampered with runs nothing and leaves it pending; the genuine
-decision, sent through ``runs.wait(command={"resume": {interrupt_id: decided}})``,
-runs the action once, and sending it again runs nothing more.
+schema). The example's custom auth (``auth.py``) maps bearer tokens to users:
+a request without a token is refused, and a decision sent with alice's token is
+recorded as alice's whatever its body names. The pending approval is visible in
+``threads.get_state``; a decision whose digest was tampered with runs nothing and
+leaves it pending; the genuine decision, sent through
+``runs.wait(command={"resume": {interrupt_id: decided}})``, runs the action once,
+and sending it again runs nothing more. Without auth, raw decisions are refused
+and only a resolution the authority already recorded resumes the thread.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -18,13 +23,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from aais_langgraph import ApprovalRequested, build_decision
+from aais_langgraph import ApprovalAuthority, ApprovalRequested, build_decision
 from aais_langgraph.ledger import open_ledger
 from support.pg_cluster import free_port
 
@@ -33,7 +39,9 @@ pytestmark = pytest.mark.timeout(120)
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "langgraph_server"
 LANGGRAPH = Path(sys.executable).with_name("langgraph")
 STARTUP_TIMEOUT = 60.0
-HUMAN = {"id": "user_alex", "type": "human"}
+MALLORY = {"id": "mallory", "type": "human"}
+TOKENS = "alice-token=alice,bob-token=bob"
+AS_ALICE = {"Authorization": "Bearer alice-token"}
 QUIET = {
     "LANGGRAPH_CLI_NO_ANALYTICS": "1",  # the CLI's usage report
     "LANGGRAPH_NO_VERSION_CHECK": "true",  # the server's look-up of newer releases
@@ -58,6 +66,16 @@ class Server:
         with open_ledger(self.ledger_url, setup=False) as ledger:
             return [stored.request_id for stored in ledger.list_pending()]
 
+    def recorded_actor(self, request_id: str) -> dict[str, Any]:
+        with open_ledger(self.ledger_url, setup=False) as ledger:
+            [decided] = [
+                event
+                for event in ledger.events_after(0, limit=10_000)
+                if event["type"] == "approval.decided"
+                and event["decision"]["request_id"] == request_id
+            ]
+        return dict(decided["decision"]["actor"])
+
     def effects(self) -> list[str]:
         path = self.folder / "effects.log"
         return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
@@ -68,16 +86,30 @@ class Server:
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
-    """``langgraph dev`` serving a copy of the example, killed (with its group) afterwards."""
+    """``langgraph dev`` serving a copy of the example with its auth, killed afterwards."""
+    ledger_url = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
+    with _serve_example(tmp_path, ledger_url, auth=True) as running:
+        yield running
+
+
+@pytest.fixture
+def server_without_auth(tmp_path: Path) -> Iterator[Server]:
+    """The example with the ``"auth"`` entry removed from langgraph.json (SQLite ledger)."""
+    with _serve_example(tmp_path, None, auth=False) as running:
+        yield running
+
+
+@contextmanager
+def _serve_example(tmp_path: Path, ledger_url: str | None, *, auth: bool) -> Iterator[Server]:
     if not LANGGRAPH.exists():
         pytest.fail("langgraph-cli[inmem] is not installed (it is in the dev extra)")
     folder = tmp_path / "app"
     shutil.copytree(EXAMPLE, folder, ignore=shutil.ignore_patterns("__pycache__", ".langgraph_api"))
-    ledger_url = (
-        request.getfixturevalue("postgres_url")
-        if request.param == "postgres"
-        else str(folder / "approvals.db")
-    )
+    if not auth:
+        settings = json.loads((folder / "langgraph.json").read_text())
+        del settings["auth"]
+        (folder / "langgraph.json").write_text(json.dumps(settings))
+    ledger_url = ledger_url or str(folder / "approvals.db")
     env = {
         key: value
         for key, value in os.environ.items()
@@ -86,6 +118,7 @@ def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
     env |= QUIET | {
         "AAIS_LEDGER_URL": ledger_url,
         "AAIS_EXAMPLE_EFFECTS": str(folder / "effects.log"),
+        "AAIS_EXAMPLE_TOKENS": TOKENS,
     }
     port = free_port()
     with (folder / "server.log").open("wb") as log:
@@ -129,7 +162,10 @@ def _wait_until_up(server: Server) -> None:
 def test_approve_through_the_sdk_runs_the_action_once(server: Server) -> None:
     from langgraph_sdk import get_sync_client
 
-    client = get_sync_client(url=server.url, timeout=60)
+    for refused_headers in ({}, {"Authorization": "Bearer mallory-token"}):
+        response = httpx.post(f"{server.url}/threads", json={}, headers=refused_headers)
+        assert response.status_code == 401, "the example's auth refuses unknown callers"
+    client = get_sync_client(url=server.url, timeout=60, headers=AS_ALICE)
     thread_id = client.threads.create()["thread_id"]
 
     paused = client.runs.wait(thread_id, "approvals", input={"command": "ls -la"})
@@ -142,7 +178,8 @@ def test_approve_through_the_sdk_runs_the_action_once(server: Server) -> None:
     assert state["next"] == ["act"] and server.effects() == []
     assert server.pending_in_ledger() == [requested.request.id]
 
-    decided = build_decision(requested, decision="approve", scope="once", actor=HUMAN).to_json()
+    # The body names mallory; the server authenticated alice.
+    decided = build_decision(requested, decision="approve", scope="once", actor=MALLORY).to_json()
     forged = "sha256:" + "0" * 64
     tampered = {**decided, "decision": {**decided["decision"], "action_digest": forged}}
     refused = client.runs.wait(
@@ -159,12 +196,53 @@ def test_approve_through_the_sdk_runs_the_action_once(server: Server) -> None:
     assert isinstance(done, dict) and done["outcome"] == "approved", done
     assert server.effects() == [f"{requested.request.id} ls -la"]
     assert server.pending_in_ledger() == []
+    assert server.recorded_actor(requested.request.id) == {
+        "id": "alice",
+        "type": "human",
+        "display_name": "Alice",
+        "authenticated_by": "langgraph-server auth",
+    }
 
     again = client.runs.wait(
         thread_id, "approvals", command={"resume": {interrupt["id"]: decided}}, raise_error=False
     )
     final = client.threads.get_state(thread_id)
     assert final["next"] == [] and final["interrupts"] == [], again
+    assert server.effects() == [f"{requested.request.id} ls -la"]
+
+
+def test_without_auth_raw_decisions_are_refused(server_without_auth: Server) -> None:
+    from langgraph_sdk import get_sync_client
+
+    server = server_without_auth
+    client = get_sync_client(url=server.url, timeout=60)
+    thread_id = client.threads.create()["thread_id"]
+    client.runs.wait(thread_id, "approvals", input={"command": "ls -la"})
+    [interrupt] = client.threads.get_state(thread_id)["interrupts"]
+    requested = ApprovalRequested.from_data(interrupt["value"])
+    decided = build_decision(requested, decision="approve", actor=MALLORY)
+
+    refused = client.runs.wait(
+        thread_id,
+        "approvals",
+        command={"resume": {interrupt["id"]: decided.to_json()}},
+        raise_error=False,
+    )
+    assert isinstance(refused, dict)
+    assert refused["__error__"]["error"] == "RejectedResumeError", refused
+    assert "AAIS_ALLOW_UNAUTHENTICATED_DECISIONS" in refused["__error__"]["message"]
+    after = client.threads.get_state(thread_id)
+    assert [i["id"] for i in after["interrupts"]] == [interrupt["id"]]
+    assert server.pending_in_ledger() == [requested.request.id]
+    assert server.effects() == []
+
+    # A resolution the authority recorded under an authenticated actor still resumes it.
+    with open_ledger(server.ledger_url, setup=False) as ledger:
+        notice = ApprovalAuthority(ledger).decide(decided, actor={"id": "alice", "type": "human"})
+    done = client.runs.wait(
+        thread_id, "approvals", command={"resume": {interrupt["id"]: notice.to_json()}}
+    )
+    assert isinstance(done, dict) and done["outcome"] == "approved", done
     assert server.effects() == [f"{requested.request.id} ls -la"]
 
 

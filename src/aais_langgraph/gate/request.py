@@ -34,6 +34,7 @@ from ..protocol import (
     Risk,
     action_digest,
 )
+from .channel import answer_channel
 from .response import Answer, AnswerType, Refusal, RejectedResumeError, refuse
 from .run_context import (
     RunCoordinates,
@@ -287,7 +288,8 @@ def request_approval(
         known=opened.recorded,
         claim=claim_ttl() if coordinates.answer_is_fresh else None,
     )
-    resolved: ApprovalResolved = _ask(opened, AnswerType(request, settle))
+    # The run's answer channel decides whose raw decision counts (invariant 7).
+    resolved: ApprovalResolved = _ask(opened, AnswerType(request, answer_channel().guard(settle)))
     return _at_time_of_use(found, request, resolved, action_model)
 
 
@@ -329,7 +331,7 @@ async def arequest_approval(
         return opened
     request = opened.requested.request
     check = functools.partial(_prejudge, found, request, opened.recorded)
-    answer: Answer = _ask(opened, AnswerType(request, check))
+    answer: Answer = _ask(opened, AnswerType(request, answer_channel().guard(check)))
     resolved = await asyncio.to_thread(
         _judge_late,
         found,

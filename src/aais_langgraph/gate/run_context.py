@@ -16,6 +16,7 @@ from langgraph.config import get_config
 from ..authority import ApprovalAuthority
 from ..protocol import Origin
 from ..server_env import authority_from_env, env_authority_configured
+from .channel import on_langgraph_server
 
 AUTHORITY_KEY = "aais_authority"
 """``config["configurable"]`` key (or runtime-context attribute ``authority``) for the authority."""
@@ -197,9 +198,13 @@ def find_authority(
 
 
 def claim_ttl(config: RunnableConfig | None = None, default: float = 60.0) -> float:
-    """The execution-claim lifetime for this run (see :data:`CLAIM_TTL_KEY`)."""
+    """The execution-claim lifetime for this run (see :data:`CLAIM_TTL_KEY`); on
+    LangGraph Server, where clients write ``configurable``, always ``default``."""
     cfg = config if config is not None else get_config()
-    value = (cfg.get("configurable") or {}).get(CLAIM_TTL_KEY, default)
+    configurable = cfg.get("configurable") or {}
+    if on_langgraph_server(configurable):
+        return default
+    value = configurable.get(CLAIM_TTL_KEY, default)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
         return default
     return float(value)

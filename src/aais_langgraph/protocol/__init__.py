@@ -16,7 +16,13 @@ from .envelopes import (
     Envelope,
 )
 from .errors import AAISValidationError
-from .ijson import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, check_ijson, loads_strict
+from .ijson import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_DEPTH,
+    check_ijson,
+    check_unique_keys,
+    loads_strict,
+)
 from .parsing import parse_envelope
 from .parts import (
     Action,
@@ -71,6 +77,7 @@ __all__ = [
     "build_request",
     "canonical_json",
     "check_ijson",
+    "check_unique_keys",
     "format_timestamp",
     "loads_strict",
     "new_id",

@@ -108,6 +108,24 @@ def loads_strict(
     return value
 
 
+def check_unique_keys(data: str | bytes) -> None:
+    """Raise at the first repeated object key anywhere in JSON text (RFC 8259 leaves its
+    meaning open, and Python and pydantic silently keep the last one).
+
+    Only duplicates are checked: a document that carries AAIS envelopes among other
+    data (an AG-UI run body) is refused here before any decoder can pick a member;
+    the envelopes are held to I-JSON when they are parsed. Text that is not JSON at
+    all raises too.
+    """
+    duplicates: list[bool] = []
+    try:
+        value = json.loads(data, object_pairs_hook=_object_hook(duplicates))
+    except (ValueError, RecursionError):
+        raise AAISValidationError("", "not well-formed JSON text") from None
+    if duplicates:
+        _raise_duplicate(value)
+
+
 def _valid_string(text: str) -> bool:
     if text.isascii():
         return True

@@ -1,0 +1,177 @@
+"""Who may answer a gate from inside the graph, and as whom: the run's answer channel.
+
+A gate accepts two answers: an ``approval.resolved`` notice, worth only the
+resolution the authority already recorded, and a raw ``approval.decided``, which
+the gate records itself. The actor of a raw decision must come from an
+authenticated channel (DESIGN invariant 7), and what that channel is depends on
+who runs the graph, never on the answer:
+
+- **Served by aais-agui** (``configurable[RECORDED_ONLY_KEY]``, set by the server,
+  out of clients' reach): every presenter records through the authority under its
+  authenticated actor first and resumes with the notice, so a raw decision that
+  reaches the gate by any other route is refused.
+- **LangGraph Server** (the server's reserved ``configurable`` keys are present):
+  the actor is the user the server's custom auth put in
+  ``configurable["langgraph_auth_user"]``, replacing whatever the body names. With
+  no authentication configured, raw decisions are refused unless the deployment
+  sets ``AAIS_ALLOW_UNAUTHENTICATED_DECISIONS=1`` (local development; logged loudly).
+- **In process** (neither): the caller is trusted code holding the graph; the
+  body's actor is recorded as given (``Command(resume={id: decided})``).
+
+Refusals are raised while LangGraph validates the resume value, so the interrupt
+stays pending for a correct answer (see :mod:`.response`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_config
+
+from ..protocol import AAISValidationError, Actor, ApprovalDecided
+from .response import Answer, refuse
+
+__all__ = [
+    "ALLOW_UNAUTHENTICATED_VAR",
+    "LANGGRAPH_AUTH_USER_KEY",
+    "RECORDED_ONLY_KEY",
+    "AnswerChannel",
+    "actor_from_langgraph_user",
+    "answer_channel",
+    "on_langgraph_server",
+]
+
+logger = logging.getLogger(__name__)
+
+RECORDED_ONLY_KEY = "aais_recorded_answers_only"
+"""``configurable`` key: when true, gates accept only resolutions the authority recorded."""
+
+LANGGRAPH_AUTH_USER_KEY = "langgraph_auth_user"
+"""LangGraph Server's reserved ``configurable`` key for the authenticated user."""
+
+ALLOW_UNAUTHENTICATED_VAR = "AAIS_ALLOW_UNAUTHENTICATED_DECISIONS"
+"""``1`` lets an unauthenticated LangGraph Server record raw decisions (local development)."""
+
+# Keys LangGraph Server sets on every run and strips from client input.
+_SERVER_KEYS = (LANGGRAPH_AUTH_USER_KEY, "langgraph_auth_user_id", "langgraph_request_id")
+
+RECORDED_ONLY = (
+    "this graph accepts only decisions recorded by its server; answer through the "
+    "server's AG-UI resume or POST /approvals/{request_id}/decisions"
+)
+UNAUTHENTICATED = (
+    "LangGraph Server runs this graph without authentication, so a decision has no "
+    "authenticated actor; configure custom auth (langgraph.json 'auth') or, for local "
+    f"development only, set {ALLOW_UNAUTHENTICATED_VAR}=1"
+)
+
+S = TypeVar("S")
+
+
+@dataclass(frozen=True)
+class AnswerChannel:
+    """How a gate treats a raw ``approval.decided``: refuse it, or record it as ``actor``.
+
+    ``refusal`` set: raw decisions are refused with it. Otherwise ``actor`` (when
+    set) replaces the decision's actor; None keeps the body's actor (in process,
+    or on an unauthenticated server that opted in: ``warn`` logs each one).
+    """
+
+    refusal: str | None = None
+    actor: Actor | None = None
+    pointer: str = "/decision"
+    warn: bool = False
+
+    def admit(self, answer: Answer) -> Answer:
+        """The answer as the gate may judge it, or raise the refusal (keeps the interrupt)."""
+        if not isinstance(answer, ApprovalDecided):
+            return answer  # a notice is judged against the ledger alone
+        if self.refusal is not None:
+            raise refuse(self.pointer, self.refusal)
+        if self.warn:
+            logger.warning(
+                "%s=1: recording an approval decision under the actor its body names, "
+                "without authentication. Never run a deployment like this.",
+                ALLOW_UNAUTHENTICATED_VAR,
+            )
+        if self.actor is None:
+            return answer
+        decision = answer.decision.model_copy(update={"actor": self.actor})
+        return answer.model_copy(update={"decision": decision})
+
+    def guard(self, settle: Callable[[Answer], S]) -> Callable[[Answer], S]:
+        """``settle`` behind :meth:`admit`."""
+        if self.refusal is None and self.actor is None and not self.warn:
+            return settle
+        return lambda answer: settle(self.admit(answer))
+
+
+def answer_channel(config: RunnableConfig | None = None) -> AnswerChannel:
+    """The answer channel of the calling run (see the module docstring)."""
+    cfg = config if config is not None else get_config()
+    configurable: Mapping[str, Any] = cfg.get("configurable") or {}
+    if configurable.get(RECORDED_ONLY_KEY):
+        return AnswerChannel(refusal=RECORDED_ONLY)
+    if not on_langgraph_server(configurable):
+        return AnswerChannel()
+    actor = actor_from_langgraph_user(configurable.get(LANGGRAPH_AUTH_USER_KEY))
+    if actor is not None:
+        return AnswerChannel(actor=actor)
+    if os.environ.get(ALLOW_UNAUTHENTICATED_VAR, "").strip() == "1":
+        return AnswerChannel(warn=True)
+    return AnswerChannel(refusal=UNAUTHENTICATED, pointer="/decision/actor")
+
+
+def on_langgraph_server(configurable: Mapping[str, Any]) -> bool:
+    """True for a run LangGraph Server started: its reserved keys are in ``configurable``.
+
+    There every other ``configurable`` key is client input (``config`` and
+    ``context`` of the run request), so a gate trusts none of its own keys.
+    """
+    return any(key in configurable for key in _SERVER_KEYS)
+
+
+def _field(user: Any, name: str) -> Any:
+    if isinstance(user, Mapping):
+        return user.get(name)
+    try:
+        return getattr(user, name, None)
+    except (NotImplementedError, KeyError):
+        return None
+
+
+def actor_from_langgraph_user(user: Any) -> Actor | None:
+    """The AAIS actor of LangGraph Server's authenticated user, or None if unauthenticated.
+
+    ``identity`` becomes the actor id when it is a valid AAIS id, else
+    ``sha256:`` + the hex digest of it (one id per identity; the identity is kept
+    as ``display_name``). The type is ``human`` unless the auth handler's user
+    says ``aais_actor_type: "policy"``.
+    """
+    if user is None or _field(user, "is_authenticated") is False:
+        return None
+    identity = _field(user, "identity")
+    if not isinstance(identity, str) or not identity:
+        return None
+    display = _field(user, "display_name")
+    display = display if isinstance(display, str) and display else identity
+    kind = _field(user, "aais_actor_type")
+    fields = {
+        "type": kind if kind in ("human", "policy") else "human",
+        "display_name": display[:200],
+        "authenticated_by": "langgraph-server auth",
+    }
+    try:
+        return Actor.from_data({"id": identity, **fields})
+    except AAISValidationError:
+        digest = hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()
+        try:
+            return Actor.from_data({"id": f"sha256:{digest}", **fields})
+        except AAISValidationError:  # a display name that is not valid text
+            return Actor.from_data({"id": f"sha256:{digest}", "type": fields["type"]})

@@ -98,7 +98,10 @@ def signer() -> JwtSigner:
     private = key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
     public = key.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)
     return JwtSigner(
-        active_kid="k1", active_private_key=private, trusted_public_keys={"k1": public}, issuer=ISSUER
+        active_kid="k1",
+        active_private_key=private,
+        trusted_public_keys={"k1": public},
+        issuer=ISSUER,
     )
 
 

@@ -67,9 +67,13 @@ async def test_the_approver_is_the_recorded_actor_not_the_decision_body(
     plan = proposal(tmp_path / "note.txt")
     run = asyncio.create_task(client.execute(plan))
     [request] = await wait_for_pending(authority)
-    await answer(authority, request.id, "approve", actor=ALICE, body_actor={"id": "mallory", "type": "human"})
+    await answer(
+        authority, request.id, "approve", actor=ALICE, body_actor={"id": "mallory", "type": "human"}
+    )
     await run
-    [granted] = [e for e in await events(sink, plan.proposal_id) if e.event_type == "approval_granted"]
+    [granted] = [
+        e for e in await events(sink, plan.proposal_id) if e.event_type == "approval_granted"
+    ]
     assert granted.payload["approver_id"] == "alice"
     assert granted.actor == "human:alice"
 
@@ -193,9 +197,12 @@ async def test_a_used_approval_is_not_granted_again(
     with pytest.raises(ApprovalAlreadyUsedError):
         await client.execute(plan)
     assert _lines(note) == ["hello"]
-    assert authority.ledger.acquire_lease(
-        CLAIM_PREFIX + request.id, "someone", ttl=1.0, now=time.time() + 50 * 365 * 86400
-    ) is None  # the claim outlives any realistic run
+    assert (
+        authority.ledger.acquire_lease(
+            CLAIM_PREFIX + request.id, "someone", ttl=1.0, now=time.time() + 50 * 365 * 86400
+        )
+        is None
+    )  # the claim outlives any realistic run
 
 
 async def test_a_changed_proposal_asks_again(authority: ApprovalAuthority, tmp_path: Path) -> None:
@@ -236,7 +243,12 @@ def test_stored_proposal_refuses_a_request_that_is_not_a_bridge_request(
     authority: ApprovalAuthority,
 ) -> None:
     requested = authority.request(
-        {"kind": "aae.proposal", "name": "aae.execute", "summary": "x", "arguments": {"proposal": {}}},
+        {
+            "kind": "aae.proposal",
+            "name": "aae.execute",
+            "summary": "x",
+            "arguments": {"proposal": {}},
+        },
         origin={"harness": "t", "session_id": "s"},
     )
     with pytest.raises(AAISValidationError, match="/request/action/arguments/proposal"):

@@ -54,3 +54,39 @@ def test_lookalikes_of_approved_are_denials() -> None:
 
     for outcome in ("Approved", "approved ", "granted", "allow", Sneaky("approved"), b"approved"):
         assert aae_outcome(outcome) == "denied"
+
+
+class _Says:
+    """An AAE delivery that answers with a fixed outcome string."""
+
+    def __init__(self, outcome: str) -> None:
+        self.outcome = outcome
+
+    async def request_and_wait(self, **_: object) -> tuple[str, str | None]:
+        return self.outcome, "someone"
+
+
+async def test_aae_itself_treats_an_unknown_outcome_as_a_grant(tmp_path: object) -> None:
+    """Why the mapping must be total: AAE 0.9 grants on any string it does not know."""
+    from pathlib import Path
+
+    from aae import Decision
+    from aae.audit import InMemoryAuditSink
+    from aae.lifecycle import LifecycleClient
+    from aae.tools import InMemoryToolRegistry
+
+    from .support import ISSUER, AlwaysAsk, proposal, signer, write_note_tool
+
+    registry = InMemoryToolRegistry()
+    registry.register(write_note_tool())
+    client = LifecycleClient(
+        registry=registry,
+        policy=AlwaysAsk(),
+        audit=InMemoryAuditSink(),
+        approvals=_Says("cancelled"),
+        tokens=signer(),
+        issuer=ISSUER,
+    )
+    note = Path(str(tmp_path)) / "note.txt"
+    result = await client.execute(proposal(note))
+    assert result.decision is Decision.ALLOW and note.read_text() == "hello\n"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -18,6 +20,7 @@ from aais_langgraph.aae import (
     ApprovalAlreadyUsedError,
     aae_request_id,
     areattach,
+    recorded_approver,
     stored_proposal,
 )
 from aais_langgraph.protocol import AAISValidationError, build_request
@@ -283,3 +286,33 @@ async def test_a_stored_request_with_another_digest_under_the_id_never_grants(
 def test_poll_interval_must_be_positive(authority: ApprovalAuthority) -> None:
     with pytest.raises(ValueError, match="poll_interval"):
         AAISApproval(authority, poll_interval=0)
+
+
+def test_the_recorded_approver_survives_event_compaction(authority: ApprovalAuthority) -> None:
+    requested = authority.request(
+        {"kind": "fs.write", "name": "w", "summary": "x", "arguments": {}},
+        origin={"harness": "t", "session_id": "s"},
+    )
+    decided = build_decision(
+        requested, decision="approve", actor={"id": "mallory", "type": "human"}
+    )
+    authority.decide(decided, actor=ALICE)
+    resolved = authority.get_resolution(requested.request.id)
+    assert resolved is not None
+    assert recorded_approver(authority, resolved) == "alice"
+    authority.ledger.compact_events(authority.ledger.last_sequence() + 1)
+    assert authority.ledger.events_after(0) == []
+    assert recorded_approver(authority, resolved) == "alice"  # from the audit chain
+
+
+def test_a_resolution_without_a_decision_has_no_approver(authority: ApprovalAuthority) -> None:
+    requested = authority.request(
+        {"kind": "fs.write", "name": "w", "summary": "x", "arguments": {}},
+        origin={"harness": "t", "session_id": "s"},
+    )
+    assert recorded_approver(authority, authority.cancel(requested.request.id)) is None
+
+
+def test_importing_aais_langgraph_does_not_import_the_aae_sdk() -> None:
+    code = "import sys, aais_langgraph, aais_langgraph.gate; assert 'aae' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)

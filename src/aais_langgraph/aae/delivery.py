@@ -124,7 +124,7 @@ class AAISApproval:
             return stored
         if isinstance(timeout_seconds, bool) or not timeout_seconds > 0:
             raise ValueError("timeout_seconds: must be positive")
-        blast = str(getattr(preview.aggregate_blast_radius, "value", "irreversible"))
+        blast = str(preview.aggregate_blast_radius.value)
         reasons = [f"AAE blast radius: {blast}"[:1000]]
         if decision.reason:
             reasons.append(f"AAE policy: {decision.reason}"[:1000])
@@ -206,7 +206,8 @@ def recorded_approver(authority: ApprovalAuthority, resolved: ApprovalResolved) 
     That actor is what the authenticated channel said (the authority replaced the
     decision body's actor with it). None for a resolution without a decision
     (cancel, expiry). The decision event is stored right before its resolution;
-    when the event stream was compacted, the audit chain names the actor.
+    when the event stream was compacted, the audit chain names the actor (a scan of
+    the chain, so only for compacted history).
     """
     resolution = resolved.resolution
     if resolution.decision_id is None:

@@ -74,7 +74,9 @@ class AAISApproval:
     ends the wait. The request expires after AAE's ``timeout_seconds`` by the
     authority's clock, and is then resolved ``expired`` (AAE: ``timed_out``).
     Cancelling the waiting task leaves the request pending: running the same
-    proposal again re-attaches to it.
+    proposal again re-attaches to it. The authority's request policy and grants
+    are not consulted (AAE's policy already asked for a human); its decision-time
+    veto (``ApprovalPolicy.on_decision``) applies as to any decision.
     """
 
     def __init__(

@@ -16,6 +16,7 @@ from .envelopes import (
     Envelope,
 )
 from .errors import AAISValidationError
+from .ids import DERIVED_ID_PREFIX, MAX_ID_LENGTH, id_for, is_id
 from .ijson import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, check_ijson, loads_strict
 from .parsing import parse_envelope
 from .parts import (
@@ -42,6 +43,8 @@ __all__ = [
     "DEFAULT_EXPIRY",
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_DEPTH",
+    "DERIVED_ID_PREFIX",
+    "MAX_ID_LENGTH",
     "AAISModel",
     "AAISValidationError",
     "Action",
@@ -72,6 +75,8 @@ __all__ = [
     "canonical_json",
     "check_ijson",
     "format_timestamp",
+    "id_for",
+    "is_id",
     "loads_strict",
     "new_id",
     "parse_envelope",

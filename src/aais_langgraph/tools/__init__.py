@@ -15,7 +15,14 @@ from .call_gate import (
     TOOL_CALL_ID_EXTENSION,
     ToolCallGate,
 )
-from .config import InterruptOn, ToolApprovalConfig, ToolCallDescriber, ToolCallPredicate
+from .config import (
+    InterruptOn,
+    SessionScopeDeriver,
+    ToolApprovalConfig,
+    ToolCallDescriber,
+    ToolCallPredicate,
+    command_session_scope,
+)
 from .describe import describe_tool_call
 from .edits import aedit_tool_call, edit_tool_call
 from .messages import EDIT_NOTICE
@@ -33,11 +40,13 @@ __all__ = [
     "ApprovalMiddleware",
     "ApprovalToolNode",
     "InterruptOn",
+    "SessionScopeDeriver",
     "ToolApprovalConfig",
     "ToolCallDescriber",
     "ToolCallGate",
     "ToolCallPredicate",
     "aedit_tool_call",
+    "command_session_scope",
     "describe_tool_call",
     "edit_tool_call",
     "pending_tool_calls",

@@ -130,3 +130,17 @@ def test_a_session_grant_for_pytest_asks_again_for_each_attack(
     assert covers(authority, command="pytest -q tests")
     for command in ATTACKS:
         assert not covers(authority, command=command)
+
+
+@settings(max_examples=300)
+@given(st.text(st.sampled_from("abgit -_./=;&|$'\"\n*"), max_size=24))
+def test_a_derived_session_prefix_covers_the_command_it_came_from_and_only_plain_ones(
+    command: str,
+) -> None:
+    from aais_langgraph.authority.commands import session_prefix
+
+    words = session_prefix(command)
+    if words is not None:
+        assert 1 <= len(words) <= 2
+        assert matches({"command_prefix": words}, command)
+        assert not any(ch in command for ch in ";&|$\n*")

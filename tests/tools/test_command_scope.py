@@ -118,3 +118,38 @@ def test_a_static_session_scope_is_not_offered_for_a_call_it_does_not_cover(
     answer(agent, thread(), authority, (pending(agent, thread())["c0"], "approve"))
     choice = session_choice(pending(agent, thread())["c1"])
     assert choice is not None and "pytest" in choice["label"]
+
+
+def test_an_edited_call_is_not_offered_a_session_choice_that_does_not_cover_it(
+    saver: Any, authority: Any
+) -> None:
+    from aais_langgraph.tools import edit_tool_call
+
+    from .helpers import ALICE
+
+    model = script(turn(call("run_shell", "c0", command="ls -la")))
+    agent = create_agent(
+        model,
+        tools=[shell_tool([])],
+        middleware=[
+            ApprovalMiddleware(
+                {"run_shell": {"session_scope": {"command_prefix": "ls"}}}, authority=authority
+            )
+        ],
+        checkpointer=saver,
+    )
+    agent.invoke({"messages": [("user", "go")]}, thread())
+    original = pending(agent, thread())["c0"]
+    assert session_choice(original) is not None
+
+    successor = edit_tool_call(
+        agent,
+        thread(),
+        original["request"]["id"],
+        {"command": "rm -rf build"},
+        actor=ALICE,
+        authority=authority,
+        action_digest=original["request"]["action_digest"],
+    )
+
+    assert [c.scope for c in successor.request.choices] == ["once", "once"]

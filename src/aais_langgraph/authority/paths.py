@@ -3,11 +3,13 @@
 ``/srv/a`` covers ``/srv/a`` and ``/srv/a/b``, never ``/srv/ab``. ``.`` and ``..``
 are resolved lexically (``posixpath.normpath``) before comparing, so the
 normalised path decides: ``/srv/a/../b`` is ``/srv/b``. A URL (``scheme://``)
-covers by scheme, authority (host and port, exactly) and then path components,
-after decoding percent escapes. What could be read two ways never matches: a
-relative path, a leading ``//``, a backslash, a NUL, control, format (bidi) or
-unassigned character, and in URLs an encoded separator (``%2F``, ``%5C``,
-``%00``), a malformed escape or one that is not UTF-8.
+covers by scheme, then authority compared exactly as written (``mcp://notes``
+is not ``mcp://Notes``), then path components, each percent-decoded on its own
+(so ``%2F`` stays inside its component, as :func:`~aais_langgraph.tools.mcp.mcp_resource`
+encodes names, and ``%2E%2E`` is a ``..``). What could be read two ways never
+matches: a relative path, a leading ``//``, a backslash, a NUL, control, format
+(bidi) or unassigned character (encoded or not), a malformed or non-UTF-8
+escape, and an encoded separator next to a dot segment (``a%2F..``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import re
 import unicodedata
 from pathlib import PurePosixPath
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 __all__ = ["location", "location_covers", "path_parts", "show_location"]
 
@@ -26,7 +28,8 @@ Location = tuple[str, ...]
 
 _ODD = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://", re.ASCII)
-_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})|%(2[fF]|5[cC]|00)", re.ASCII)
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})", re.ASCII)
+_DOTS = frozenset({"", ".", ".."})
 
 
 def _odd(text: str) -> bool:
@@ -43,6 +46,23 @@ def path_parts(value: Any) -> tuple[str, ...] | None:
     return PurePosixPath(normal).parts
 
 
+def _url_path_parts(path: str) -> tuple[str, ...] | None:
+    """Components of a URL path, each percent-decoded on its own, dot segments resolved."""
+    if (path and not path.startswith("/")) or _BAD_ESCAPE.search(path):
+        return None
+    components: list[str] = []
+    for segment in path.split("/")[1:]:
+        piece = unquote(segment, errors="strict")
+        if _odd(piece) or ("/" in piece and _DOTS & set(piece.split("/"))):
+            return None
+        if piece == "..":
+            if components:
+                components.pop()
+        elif piece not in ("", "."):
+            components.append(piece)
+    return ("/", *components)
+
+
 def location(value: Any, *, prefix: bool = False) -> Location | None:
     """An absolute path or URL as comparable components, or None if it is neither or odd.
 
@@ -57,15 +77,12 @@ def location(value: Any, *, prefix: bool = False) -> Location | None:
         return None
     try:
         split = urlsplit(value)
-        raw_path = split.path or "/"
-        if _BAD_ESCAPE.search(raw_path) or "%" in split.netloc:
-            return None
-        parts = path_parts(unquote(raw_path, errors="strict"))
+        parts = _url_path_parts(split.path)
     except (ValueError, UnicodeDecodeError):
         return None
     if parts is None or (prefix and (split.query or split.fragment)):
         return None
-    return (split.scheme.lower(), split.netloc.lower(), *parts)
+    return (split.scheme.lower(), split.netloc, *parts)
 
 
 def location_covers(prefix: Any, value: Any) -> bool:
@@ -80,6 +97,8 @@ def show_location(value: Any) -> str | None:
     parts = location(value, prefix=True)
     if parts is None:
         return None
-    scheme, authority, *components = parts
-    path = str(PurePosixPath(*components))
-    return f"{scheme}://{authority}{path}" if scheme else path
+    scheme, authority, _root, *components = parts
+    if not scheme:
+        return str(PurePosixPath("/", *components))
+    path = "/".join(quote(component, safe="!$&'()*+,;=:@-._~") for component in components)
+    return f"{scheme}://{authority}/{path}"

@@ -99,10 +99,10 @@ def test_argument_prefixes_constraint_needs_string_with_prefix(
 
 
 def test_command_prefix_and_argument_prefixes_must_both_hold(authority: ApprovalAuthority) -> None:
-    # A second prefix for ``command`` narrows the grant; it must never replace the first.
-    grant_for(authority, {"command_prefix": "node --check ", "argument_prefixes": {"command": ""}})
-    assert covers(authority, command="node --check other.js")
-    assert not covers(authority, command="rm -rf /")
+    # A second constraint on ``command`` narrows the grant; it must never replace the first.
+    grant_for(authority, {"command_prefix": "node --check ", "argument_prefixes": {"command": "/"}})
+    assert not covers(authority, command="node --check other.js")
+    assert not covers(authority, command="/bin/rm -rf /")
 
 
 def test_resource_prefix_constraint(authority: ApprovalAuthority) -> None:

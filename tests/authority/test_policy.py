@@ -163,7 +163,8 @@ def test_explain_constraints_for_the_conformance_session_choice() -> None:
     lines = explain_constraints({"action_name": "shell.exec", "command_prefix": "node --check "})
     assert lines == [
         "only the action named 'shell.exec'",
-        "argument 'command' starting with 'node --check '",
+        "argument 'command' starting with 'node --check' as whole words, with no shell "
+        "operators, substitutions, redirections, globs or newlines",
     ]
 
 
@@ -182,8 +183,8 @@ def test_explain_constraints_names_every_known_key() -> None:
     assert lines == [
         "only actions of kind 'process.exec'",
         "argument 'mode' exactly equal to 'dry-run'",
-        "argument 'path' starting with '/tmp/'",
-        "resource starting with 'file:///w/'",
+        "argument 'path' at or under '/tmp'",
+        "resource at or under 'file:///w'",
         "working directory exactly '/w'",
         "until 2026-08-30T19:00:00Z",
         "for 600 seconds after approval",

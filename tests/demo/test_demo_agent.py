@@ -118,7 +118,7 @@ def test_a_session_approval_covers_later_test_runs_only(tmp_path: Path) -> None:
     session = pending.value["request"]["choices"][1]
     assert (session["scope"], session["scope_constraints"]["command_prefix"]) == (
         "session",
-        "pytest",
+        ["pytest"],
     )
     decided = build_decision(pending.value, decision="approve", scope="session", actor=ALICE)
     resume_with_decisions(graph, config, [decided], actor=ALICE, authority=authority)

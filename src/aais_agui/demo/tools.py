@@ -21,6 +21,8 @@ from typing import Any
 
 from langchain_core.tools import BaseTool, tool
 
+from aais_langgraph.tools import command_session_scope
+
 from .model import SMTP_CREDENTIAL_REF
 
 
@@ -112,11 +114,8 @@ def demo_interrupt_on(workspace: DemoWorkspace) -> dict[str, Any]:
                 ],
             },
             "allowed_decisions": ["approve", "reject"],
-            "session_scope": {
-                "action_name": "run_shell",
-                "command_prefix": "pytest",
-                "expires_in_seconds": 1800,
-            },
+            # The session choice covers the proposed program and subcommand, as shown.
+            "session_scope": command_session_scope(expires_in_seconds=1800),
         },
         "write_file": {
             "description": lambda request: (

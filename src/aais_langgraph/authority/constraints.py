@@ -2,101 +2,182 @@
 
 A grant covers a later action only if every constraint key is known, well-formed
 and holds. Unknown keys and malformed values never match, so a constraint this
-version does not understand can only narrow a grant, never widen it.
+version does not understand can only narrow a grant, never widen it. Each key
+is one row of :data:`VOCABULARY`: how it is checked and how it is explained to
+the human who grants it, side by side.
 
 Keys:
 
 - ``action_name``: the action's ``name`` equals this string.
 - ``action_kind``: the action's ``kind`` equals this string.
 - ``arguments``: an object; each listed argument equals the given JSON value.
-- ``argument_prefixes``: an object; each listed argument is a string starting
-  with the given prefix.
-- ``command_prefix``: the ``command`` argument is a string starting with this
-  prefix (the form the AAIS examples use); checked in addition to any
-  ``argument_prefixes``, so it can only narrow them.
-- ``resource_prefix``: the action's ``resource`` starts with this string.
-- ``working_directory``: the action's ``working_directory`` equals this string.
+- ``argument_prefixes``: an object; each listed argument is an absolute path or
+  URL at or under the given one, compared by normalised path components
+  (:mod:`.paths`). A prefix that is not an absolute path or URL never matches.
+- ``command_prefix``: words (a string, split like a shell would, or a list of
+  words); the ``command`` argument (a string or an argv list) is a plain command
+  whose first words are exactly these (:mod:`.commands`). Any shell operator,
+  substitution, redirection, glob or newline fails the match. Checked apart
+  from ``argument_prefixes``, so each can only narrow the other.
+- ``resource_prefix``: the action's ``resource`` is an absolute path or URL at or
+  under this one (components, as ``argument_prefixes``).
+- ``working_directory``: the action's ``working_directory`` is this absolute
+  directory, after normalisation (not a subdirectory).
 - ``expires_at``: RFC 3339 time after which the grant no longer applies.
 - ``expires_in_seconds``: lifetime of the grant from when it is recorded.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from pathlib import PurePosixPath
 from typing import Any
 
 from ..protocol import AAISValidationError, Action, parse_timestamp
+from .commands import command_argv, prefix_words
+from .paths import location_covers, path_parts, show_location
 
-KNOWN_KEYS = frozenset(
-    {
-        "action_name",
-        "action_kind",
-        "arguments",
-        "argument_prefixes",
-        "command_prefix",
-        "resource_prefix",
-        "working_directory",
-        "expires_at",
-        "expires_in_seconds",
-    }
+__all__ = [
+    "KNOWN_KEYS",
+    "VOCABULARY",
+    "ConstraintKey",
+    "constraints_match",
+    "explain_constraints",
+    "grant_expiry",
+]
+
+_PLAIN_COMMAND = (
+    "as whole words, with no shell operators, substitutions, redirections, globs or newlines"
 )
 
 
-def _prefix_maps(constraints: Mapping[str, Any]) -> list[Any]:
-    """Every argument-prefix map the constraints state; each must hold on its own.
+@dataclass(frozen=True)
+class ConstraintKey:
+    """One constraint key: whether an action satisfies its value, and what it says to a human.
 
-    ``command_prefix`` is checked apart from ``argument_prefixes``, so a second
-    prefix for ``command`` can only narrow the grant, never replace the first.
+    ``holds(value, action)`` is False for a malformed value; ``explain(value)``
+    returns the plain-language lines, or None for a malformed value.
     """
-    maps: list[Any] = []
-    if "argument_prefixes" in constraints:
-        maps.append(constraints["argument_prefixes"])
-    if "command_prefix" in constraints:
-        maps.append({"command": constraints["command_prefix"]})
-    return maps
+
+    holds: Callable[[Any, Action], bool]
+    explain: Callable[[Any], list[str] | None]
 
 
-def _prefixes_hold(prefixes: Any, action: Action) -> bool:
-    if not isinstance(prefixes, Mapping):
-        return False
-    return all(
-        isinstance(prefix, str)
-        and isinstance(action.arguments.get(key), str)
-        and action.arguments[key].startswith(prefix)
-        for key, prefix in prefixes.items()
+def _equal(field: str) -> Callable[[Any, Action], bool]:
+    return lambda value, action: isinstance(value, str) and getattr(action, field) == value
+
+
+def _arguments_hold(expected: Any, action: Action) -> bool:
+    return isinstance(expected, Mapping) and all(
+        key in action.arguments and _same_json(action.arguments[key], value)
+        for key, value in expected.items()
     )
+
+
+def _explain_arguments(expected: Any) -> list[str] | None:
+    if not isinstance(expected, Mapping):
+        return None
+    return [f"argument {key!r} exactly equal to {value!r}" for key, value in expected.items()]
+
+
+def _argument_prefixes_hold(prefixes: Any, action: Action) -> bool:
+    return isinstance(prefixes, Mapping) and all(
+        location_covers(prefix, action.arguments.get(key)) for key, prefix in prefixes.items()
+    )
+
+
+def _explain_argument_prefixes(prefixes: Any) -> list[str] | None:
+    if not isinstance(prefixes, Mapping):
+        return None
+    shown = {key: show_location(prefix) for key, prefix in prefixes.items()}
+    if None in shown.values():
+        return None
+    return [f"argument {key!r} at or under {place!r}" for key, place in shown.items()]
+
+
+def _command_prefix_holds(prefix: Any, action: Action) -> bool:
+    words = prefix_words(prefix)
+    argv = command_argv(action.arguments.get("command"))
+    return words is not None and argv is not None and argv[: len(words)] == words
+
+
+def _explain_command_prefix(prefix: Any) -> list[str] | None:
+    words = prefix_words(prefix)
+    if words is None:
+        return None
+    return [f"argument 'command' starting with {' '.join(words)!r} {_PLAIN_COMMAND}"]
+
+
+def _resource_prefix_holds(prefix: Any, action: Action) -> bool:
+    return location_covers(prefix, action.resource)
+
+
+def _explain_resource_prefix(prefix: Any) -> list[str] | None:
+    place = show_location(prefix)
+    return None if place is None else [f"resource at or under {place!r}"]
+
+
+def _working_directory_holds(directory: Any, action: Action) -> bool:
+    expected = path_parts(directory)
+    return expected is not None and path_parts(action.working_directory) == expected
+
+
+def _explain_working_directory(directory: Any) -> list[str] | None:
+    parts = path_parts(directory)
+    return None if parts is None else [f"working directory exactly {str(PurePosixPath(*parts))!r}"]
+
+
+def _expiry_holds(key: str) -> Callable[[Any, Action], bool]:
+    # The limit itself is the grant's expires_at (see grant_expiry); here only its form.
+    return lambda value, action: _expiry_error(key, value) is None
+
+
+def _expiry_error(key: str, value: Any) -> AAISValidationError | None:
+    try:
+        grant_expiry({key: value}, datetime.now(timezone.utc))
+    except AAISValidationError as error:
+        return error
+    return None
+
+
+def _explain_expiry(key: str, line: str) -> Callable[[Any], list[str] | None]:
+    return lambda value: None if _expiry_error(key, value) else [line.format(value)]
+
+
+VOCABULARY: Mapping[str, ConstraintKey] = {
+    "action_name": ConstraintKey(
+        _equal("name"),
+        lambda value: [f"only the action named {value!r}"] if isinstance(value, str) else None,
+    ),
+    "action_kind": ConstraintKey(
+        _equal("kind"),
+        lambda value: [f"only actions of kind {value!r}"] if isinstance(value, str) else None,
+    ),
+    "arguments": ConstraintKey(_arguments_hold, _explain_arguments),
+    "argument_prefixes": ConstraintKey(_argument_prefixes_hold, _explain_argument_prefixes),
+    "command_prefix": ConstraintKey(_command_prefix_holds, _explain_command_prefix),
+    "resource_prefix": ConstraintKey(_resource_prefix_holds, _explain_resource_prefix),
+    "working_directory": ConstraintKey(_working_directory_holds, _explain_working_directory),
+    "expires_at": ConstraintKey(
+        _expiry_holds("expires_at"), _explain_expiry("expires_at", "until {}")
+    ),
+    "expires_in_seconds": ConstraintKey(
+        _expiry_holds("expires_in_seconds"),
+        _explain_expiry("expires_in_seconds", "for {} seconds after approval"),
+    ),
+}
+"""Every constraint key this version understands; adding a key is adding a row."""
+
+KNOWN_KEYS = frozenset(VOCABULARY)
 
 
 def constraints_match(constraints: Mapping[str, Any], action: Action) -> bool:
     """True only if every constraint is known, well-formed, and the action satisfies it."""
     if not constraints or not set(constraints) <= KNOWN_KEYS:
         return False
-    checks: list[bool] = []
-    if "action_name" in constraints:
-        checks.append(constraints["action_name"] == action.name)
-    if "action_kind" in constraints:
-        checks.append(constraints["action_kind"] == action.kind)
-    if "arguments" in constraints:
-        expected = constraints["arguments"]
-        checks.append(
-            isinstance(expected, Mapping)
-            and all(
-                key in action.arguments and _same_json(action.arguments[key], value)
-                for key, value in expected.items()
-            )
-        )
-    checks.extend(_prefixes_hold(prefixes, action) for prefixes in _prefix_maps(constraints))
-    if "resource_prefix" in constraints:
-        prefix = constraints["resource_prefix"]
-        checks.append(
-            isinstance(prefix, str)
-            and action.resource is not None
-            and action.resource.startswith(prefix)
-        )
-    if "working_directory" in constraints:
-        checks.append(constraints["working_directory"] == action.working_directory)
-    return all(checks)
+    return all(VOCABULARY[key].holds(value, action) for key, value in constraints.items())
 
 
 def _same_json(left: Any, right: Any) -> bool:
@@ -127,41 +208,16 @@ def grant_expiry(constraints: Mapping[str, Any], granted_at: datetime) -> dateti
 def explain_constraints(constraints: Mapping[str, Any]) -> list[str]:
     """Plain-language lines a presenter shows before a human grants this scope."""
     lines: list[str] = []
-    unknown = sorted(set(constraints) - KNOWN_KEYS)
     malformed: list[str] = []
-    if "action_name" in constraints:
-        lines.append(f"only the action named {constraints['action_name']!r}")
-    if "action_kind" in constraints:
-        lines.append(f"only actions of kind {constraints['action_kind']!r}")
-    if "arguments" in constraints:
-        arguments = constraints["arguments"]
-        if isinstance(arguments, Mapping):
-            for key, value in arguments.items():
-                lines.append(f"argument {key!r} exactly equal to {value!r}")
-        else:
-            malformed.append("arguments")
-    for name in ("argument_prefixes", "command_prefix"):
-        if name not in constraints:
+    for key in VOCABULARY:  # the vocabulary's order, whatever the constraints' order
+        if key not in constraints:
             continue
-        value = constraints[name]
-        prefixes = value if name == "argument_prefixes" else {"command": value}
-        if isinstance(prefixes, Mapping):
-            for key, prefix in prefixes.items():
-                lines.append(f"argument {key!r} starting with {prefix!r}")
+        explained = VOCABULARY[key].explain(constraints[key])
+        if explained is None:
+            malformed.append(key)
         else:
-            malformed.append(name)
-    if "resource_prefix" in constraints:
-        lines.append(f"resource starting with {constraints['resource_prefix']!r}")
-    if "working_directory" in constraints:
-        lines.append(f"working directory exactly {constraints['working_directory']!r}")
-    if "expires_at" in constraints:
-        lines.append(f"until {constraints['expires_at']}")
-    if "expires_in_seconds" in constraints:
-        lines.append(f"for {constraints['expires_in_seconds']} seconds after approval")
-    try:
-        grant_expiry(constraints, datetime.now(timezone.utc))
-    except AAISValidationError as error:
-        malformed.append(error.pointer.rsplit("/", 1)[-1])
+            lines.extend(explained)
+    unknown = sorted(set(constraints) - KNOWN_KEYS)
     if unknown:
         lines.append(
             "unrecognised constraint(s) "

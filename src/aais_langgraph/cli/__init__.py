@@ -16,7 +16,7 @@ from typing import TextIO
 
 from ..authority import ApprovalAuthority, UnknownRequestError, explain_constraints
 from ..ledger import open_ledger
-from ..protocol import AAISValidationError, Actor, DecisionKind, Scope, build_decision
+from ..protocol import AAISValidationError, Actor, DecisionKind, Scope, build_decision, id_for
 from . import render
 
 __all__ = ["main"]
@@ -25,7 +25,7 @@ __all__ = ["main"]
 def _actor() -> Actor:
     """The CLI's authenticated channel is the operating-system account running it."""
     return Actor(
-        id=render.escape(getpass.getuser()) or "unknown", type="human", authenticated_by="os-user"
+        id=id_for(getpass.getuser() or "unknown"), type="human", authenticated_by="os-user"
     )
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -14,7 +13,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 
 from ..authority import ApprovalAuthority
-from ..protocol import Origin
+from ..protocol import Origin, id_for
 from ..server_env import authority_from_env, env_authority_configured
 from .channel import on_langgraph_server
 
@@ -29,7 +28,6 @@ is gone before its lease is."""
 RESUME_MAP_KEY = "__pregel_resume_map"
 """LangGraph's (private) configurable key holding the current ``Command(resume={...})`` map."""
 
-_ID_UNSAFE = re.compile(r"[^A-Za-z0-9._:-]")
 _CALLS: ContextVar[tuple[object, int] | None] = ContextVar("aais_gate_calls", default=None)
 
 
@@ -123,13 +121,14 @@ def interrupt_id_for(checkpoint_ns: str, slot: int) -> str:
 
 
 def safe_id(text: str | None, *, fallback: str | None = None) -> str | None:
-    """Turn free text into an AAIS id (or ``fallback``), for origin fields."""
+    """The AAIS id for free text (or ``fallback`` when there is none), for origin fields.
+
+    Injective (:func:`~aais_langgraph.protocol.id_for`): thread ids come from
+    clients, and two threads must never share a session, nor its grants.
+    """
     if not text:
         return fallback
-    cleaned = _ID_UNSAFE.sub("_", text)[:200]
-    if not cleaned[0].isalnum():
-        cleaned = ("x" + cleaned)[:200]
-    return cleaned
+    return id_for(text)
 
 
 def derive_origin(

@@ -16,6 +16,7 @@ from .envelopes import (
     Envelope,
 )
 from .errors import AAISValidationError
+from .ids import DERIVED_ID_PREFIX, MAX_ID_LENGTH, id_for, is_id
 from .ijson import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_DEPTH,
@@ -48,6 +49,8 @@ __all__ = [
     "DEFAULT_EXPIRY",
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_DEPTH",
+    "DERIVED_ID_PREFIX",
+    "MAX_ID_LENGTH",
     "AAISModel",
     "AAISValidationError",
     "Action",
@@ -79,6 +82,8 @@ __all__ = [
     "check_ijson",
     "check_unique_keys",
     "format_timestamp",
+    "id_for",
+    "is_id",
     "loads_strict",
     "new_id",
     "parse_envelope",

@@ -14,7 +14,14 @@ from .call_gate import (
     TOOL_CALL_ID_EXTENSION,
     ToolCallGate,
 )
-from .config import InterruptOn, ToolApprovalConfig, ToolCallDescriber, ToolCallPredicate
+from .config import (
+    InterruptOn,
+    SessionScopeDeriver,
+    ToolApprovalConfig,
+    ToolCallDescriber,
+    ToolCallPredicate,
+    command_session_scope,
+)
 from .declared import ACTION_KIND, TOOL_ACTION_METADATA, ToolAction
 from .describe import describe_tool_call
 from .edits import aedit_tool_call, edit_tool_call
@@ -34,12 +41,14 @@ __all__ = [
     "ApprovalMiddleware",
     "ApprovalToolNode",
     "InterruptOn",
+    "SessionScopeDeriver",
     "ToolAction",
     "ToolApprovalConfig",
     "ToolCallDescriber",
     "ToolCallGate",
     "ToolCallPredicate",
     "aedit_tool_call",
+    "command_session_scope",
     "describe_tool_call",
     "edit_tool_call",
     "pending_tool_calls",

@@ -41,7 +41,7 @@ from ..protocol import (
     action_digest,
     build_request,
 )
-from .config import ToolCallDescriber, ToolRule
+from .config import ToolCallDescriber, ToolRule, offered_for
 from .declared import declared_action, declares_same
 from .describe import summary_for
 from .messages import (
@@ -200,11 +200,14 @@ class ToolCallGate:
         if screening.resolved is not None:
             return GatedCall(action, screening.resolved)
         verdict = screening.verdict
+        offered = rule.choices_for(request, action)
+        if offered is None and verdict.choices is not None:
+            offered = offered_for(verdict.choices, action)
         requested = build_request(
             action,
             origin=origin,
             risk=rule.risk if rule.risk is not None else verdict.risk,
-            choices=rule.choices if rule.choices is not None else verdict.choices,
+            choices=offered,
             expires_in=rule.expires_in or verdict.expires_in or authority.default_expiry,
             request_id=coordinates.request_id,
             created_at=authority.clock(),

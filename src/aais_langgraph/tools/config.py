@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, Union
 
-from ..protocol import AAISValidationError, Choice, Presentation, Risk, RiskLevel
+from ..authority.commands import prefix_words, session_prefix
+from ..authority.constraints import constraints_match
+from ..protocol import AAISValidationError, Action, Choice, Presentation, Risk, RiskLevel
 
 if TYPE_CHECKING:
     from langgraph.prebuilt.tool_node import ToolCallRequest
@@ -23,6 +25,10 @@ ToolCallDescriber = Callable[["ToolCallRequest"], str]
 
 ToolCallPredicate = Callable[["ToolCallRequest"], bool]
 """``when``: True to ask a human about this call, False to let it run ungated."""
+
+SessionScopeDeriver = Callable[["ToolCallRequest"], Union[Mapping[str, Any], None]]  # noqa: UP007
+"""``session_scope`` as a function of the call: the constraints of the *approve for this
+session* choice offered for it, or None to offer none (see :func:`command_session_scope`)."""
 
 AllowedDecision = Literal["approve", "reject", "edit"]
 
@@ -55,6 +61,10 @@ class ToolApprovalConfig(TypedDict, total=False):
     - ``session_scope``: scope constraints for an extra *approve for this session*
       choice; an approval with that scope records a grant that auto-approves later
       calls of this tool inside the constraints (see ``authority.constraints``).
+      Either fixed constraints, or a function of the call that derives them
+      (:func:`command_session_scope` derives them from a proposed command). A
+      session choice is offered only for a call its constraints cover, so what
+      is granted is what the reviewer was shown.
     - ``risk``: ``"low" | "medium" | "high" | "critical"``, or a full AAIS risk object.
     - ``expires_in``: a ``timedelta`` or seconds; default is the authority's expiry.
     - ``description``: the summary shown to the reviewer, a string or a describer.
@@ -69,7 +79,7 @@ class ToolApprovalConfig(TypedDict, total=False):
 
     allowed_decisions: Sequence[AllowedDecision]
     choices: Sequence[Choice | Mapping[str, Any]]
-    session_scope: Mapping[str, Any]
+    session_scope: Mapping[str, Any] | SessionScopeDeriver
     risk: RiskLevel | Risk | Mapping[str, Any]
     expires_in: timedelta | float
     description: str | ToolCallDescriber
@@ -93,6 +103,85 @@ class ToolRule:
     description: str | ToolCallDescriber | None = None
     when: ToolCallPredicate | None = None
     presentation: Presentation | None = None
+    session_scope: SessionScopeDeriver | None = None
+
+    def choices_for(self, request: ToolCallRequest, action: Action) -> tuple[Choice, ...] | None:
+        """The choices to offer for this call (None: leave them to the policy).
+
+        A derived session choice is added after *approve once*; any standing
+        choice whose constraints do not cover ``action`` itself is left out.
+        """
+        if self.choices is None:
+            return None
+        choices = list(self.choices)
+        if self.session_scope is not None:
+            constraints = self.session_scope(request)
+            if constraints is not None:
+                pointer = f"/interrupt_on/{self.tool}/session_scope"
+                choices.insert(_after_approve_once(choices), session_choice(constraints, pointer))
+        return offered_for(choices, action)
+
+
+def offered_for(choices: Sequence[Choice], action: Action) -> tuple[Choice, ...]:
+    """``choices`` without the standing ones whose constraints do not cover ``action``.
+
+    Approving such a choice would grant something other than what is on the card.
+    """
+    return tuple(
+        choice
+        for choice in choices
+        if choice.scope == "once"
+        or constraints_match(
+            {"action_name": action.name, **(choice.scope_constraints or {})}, action
+        )
+    )
+
+
+def _after_approve_once(choices: Sequence[Choice]) -> int:
+    for index, choice in enumerate(choices):
+        if (choice.decision, choice.scope) == ("approve", "once"):
+            return index + 1
+    return 0
+
+
+def session_choice(constraints: Mapping[str, Any], pointer: str) -> Choice:
+    """The *approve for this session* choice granting ``constraints``, labelled with the
+    command words it covers when it covers a command."""
+    words = prefix_words(constraints.get("command_prefix"))
+    label = (
+        f"Approve `{' '.join(words)} ...` for this session"
+        if words is not None
+        else "Approve for this session"
+    )
+    return Choice.from_data(
+        {
+            "decision": "approve",
+            "scope": "session",
+            "label": label,
+            "scope_constraints": dict(constraints),
+        },
+        pointer=pointer,
+    )
+
+
+def command_session_scope(**constraints: Any) -> SessionScopeDeriver:
+    """A ``session_scope`` derived from the proposed ``command`` argument.
+
+    It covers the call's program and subcommand as whole words (``git status -s``
+    -> ``command_prefix: ["git", "status"]``; ``ls -la`` -> ``["ls"]``), limited to
+    this tool, plus ``constraints`` (e.g. ``expires_in_seconds=1800``). No session
+    choice is offered for a command that is not plain (any shell operator,
+    substitution, redirection, glob or newline) or whose program runs other
+    programs (:data:`~aais_langgraph.authority.commands.RUNS_OTHER_PROGRAMS`).
+    """
+
+    def derive(request: ToolCallRequest) -> Mapping[str, Any] | None:
+        words = session_prefix(request.tool_call["args"].get("command"))
+        if words is None:
+            return None
+        return {"action_name": request.tool_call["name"], "command_prefix": words, **constraints}
+
+    return derive
 
 
 def _risk(tool: str, value: Any) -> Risk:
@@ -136,17 +225,12 @@ def _choices(tool: str, config: Mapping[str, Any]) -> tuple[tuple[Choice, ...] |
         choices = []
         if "approve" in allowed:
             choices.append(Choice(decision="approve", scope="once", label="Approve once"))
-        if "session_scope" in config:
-            choices.append(
-                Choice.from_data(
-                    {
-                        "decision": "approve",
-                        "scope": "session",
-                        "label": "Approve for this session",
-                        "scope_constraints": dict(config["session_scope"]),
-                    },
-                    pointer=f"/interrupt_on/{tool}/session_scope",
-                )
+        scope = config.get("session_scope")
+        if isinstance(scope, Mapping):
+            choices.append(session_choice(scope, f"/interrupt_on/{tool}/session_scope"))
+        elif scope is not None and not callable(scope):
+            raise ValueError(
+                f"interrupt_on[{tool!r}].session_scope: expected constraints or a function"
             )
         if "reject" in allowed:
             choices.append(Choice(decision="deny", scope="once", label="Deny"))
@@ -169,6 +253,7 @@ def rule_for(tool: str, entry: bool | Mapping[str, Any]) -> ToolRule | None:
         value = config.get(key)
         if value is not None and not (callable(value) or (key == "description" and value)):
             raise ValueError(f"interrupt_on[{tool!r}].{key}: expected a callable")
+    scope = config.get("session_scope")
     try:
         choices, editable = _choices(tool, config)
         risk = _risk(tool, config["risk"]) if "risk" in config else None
@@ -190,6 +275,7 @@ def rule_for(tool: str, entry: bool | Mapping[str, Any]) -> ToolRule | None:
         description=config.get("description"),
         when=config.get("when"),
         presentation=presentation,
+        session_scope=None if isinstance(scope, Mapping) else scope,
     )
 
 

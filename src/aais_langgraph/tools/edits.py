@@ -54,6 +54,7 @@ from ..protocol import (
     parse_timestamp,
 )
 from .call_gate import EDIT_EXTENSION, EDITABLE_EXTENSION, TOOL_CALL_ID_EXTENSION, request_context
+from .config import offered_for
 from .describe import summarize_call
 
 EDIT_REASON = "Superseded by an edited request."
@@ -154,7 +155,7 @@ def _supersede(
         action,
         origin=original.origin,
         risk=original.risk,
-        choices=original.choices,
+        choices=offered_for(original.choices, action),
         request_id=coordinates.request_id,
         created_at=authority.clock(),
         expires_in=max(lifetime, timedelta(seconds=1)),

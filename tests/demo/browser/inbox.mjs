@@ -86,6 +86,8 @@ try {
   expect((await tests.locator(".arguments").textContent()).includes('"pytest -q"'), "arguments shown");
   expect((await tests.locator(".origin").textContent()).includes("aais-langgraph"), "harness shown");
   await tests.locator(".scope-lines li", { hasText: "starting with 'pytest'" }).waitFor();
+  // The session choice names what it grants: the proposed program, as whole words.
+  await tests.getByRole("button", { name: "Approve `pytest ...` for this session" }).waitFor();
   expect(/Expires in \d+:\d\d/.test(await tests.locator(".expiry").textContent()), "expiry countdown");
   await transcript.getByText("Waiting for 1 approval").waitFor();
   step("card", digest);

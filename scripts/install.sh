@@ -6,7 +6,8 @@
 #   2. Debian packages, only when missing: postgresql (the tests start their own
 #      throwaway cluster; Debian's default cluster is not created) and chromium
 #      (driven headless by Playwright);
-#   3. npm: the two Node test projects from their lockfiles (@ag-ui/client, playwright-core).
+#   3. npm: the Node projects from their lockfiles (@ag-ui/client, playwright-core, and the
+#      CopilotKit example: @copilotkit/react-core, @copilotkit/runtime, esbuild).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,3 +40,4 @@ fi
 
 npm ci --prefix tests/agui_client --no-audit --no-fund
 npm ci --prefix tests/demo/browser --no-audit --no-fund
+npm ci --prefix examples/copilotkit --no-audit --no-fund

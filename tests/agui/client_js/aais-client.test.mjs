@@ -96,3 +96,28 @@ test("cancel entries carry the interrupt id and an optional reason", () => {
   assert.deepEqual(entry, { interruptId: interrupt.id, status: "cancelled", payload: { reason: "Not now" } });
   built.push({ name: "cancel", entry });
 });
+
+test("the served responseSchema's patterns mean in JavaScript what they mean in Python", () => {
+  const patterns = [];
+  (function walk(node) {
+    if (Array.isArray(node)) node.forEach(walk);
+    else if (node && typeof node === "object") {
+      if (typeof node.pattern === "string") patterns.push(node.pattern);
+      Object.values(node).forEach(walk);
+    }
+  })(interrupt.responseSchema);
+  assert.ok(patterns.length >= 3);
+  const compiled = patterns.map((pattern) => new RegExp(pattern, "u")); // JSON Schema: ECMA-262
+  const decided = interrupt.responseSchema.$defs.decided;
+  const id = new RegExp(decided.properties.id.pattern, "u");
+  assert.ok(id.test("evt_1.a:b-c") && !id.test("a\n") && !id.test("-a") && !id.test("a b"));
+  const time = new RegExp(decided.properties.occurred_at.pattern, "u");
+  for (const ok of ["2026-08-30T18:01:00Z", "2024-02-29t00:00:00.123456789+05:30", "2000-02-29T23:59:59-23:59"]) {
+    assert.ok(time.test(ok), ok);
+  }
+  for (const bad of ["2026-02-29T00:00:00Z", "1900-02-29T00:00:00Z", "2026-04-31T00:00:00Z", "2026-01-01T24:00:00Z",
+    "2026-01-01T00:00:60Z", "2026-01-01T00:00:00+05:60", "2026-01-01T00:00:00", "0000-01-01T00:00:00Z", "2026-01-01T00:00:00Z\n"]) {
+    assert.ok(!time.test(bad), bad);
+  }
+  assert.equal(compiled.length, patterns.length);
+});

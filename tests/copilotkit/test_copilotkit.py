@@ -69,7 +69,7 @@ def example_run(
     if not CHROMIUM.exists():
         pytest.fail("/usr/bin/chromium is missing: run `apt-get install -y chromium` (Debian)")
     built = subprocess.run(
-        [node, "build.mjs"], cwd=EXAMPLE, capture_output=True, text=True, timeout=300
+        [node, "build.mjs"], cwd=EXAMPLE, capture_output=True, text=True, timeout=120
     )
     assert built.returncode == 0, built.stdout + built.stderr
     sizes = json.loads((EXAMPLE / "dist" / "sizes.json").read_text())
@@ -123,7 +123,7 @@ def example_run(
             },
             capture_output=True,
             text=True,
-            timeout=600,
+            timeout=240,
         )
         logs = ""
         for process in processes:

@@ -45,6 +45,7 @@ from aais_langgraph.authority import ApprovalAuthority, LeaseHeldError
 from aais_langgraph.protocol import AAISValidationError, Actor
 
 from .mapping import is_approval_request, request_to_interrupt
+from .reoffer import reoffer_events
 from .resume import ResumeRejected, held_lease, open_interrupts, plan_resume, served_config
 
 logger = logging.getLogger(__name__)
@@ -120,7 +121,8 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
         return capabilities
 
     async def run(self, input: RunAgentInput) -> AsyncIterator[BaseEvent]:
-        """Run or resume one thread under its run lease; a refused resume is ``RUN_ERROR``."""
+        """Run or resume one thread under its run lease; a refused resume is ``RUN_ERROR``,
+        followed by a run that offers the still-open interrupts again (:mod:`.reoffer`)."""
         self._planned_resume = None
         steering = steering_props(input.forwarded_props)
         if steering:
@@ -143,6 +145,15 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
                     yield event
         except ResumeRejected as rejected:
             for event in _refusal(input, rejected.code, rejected.message):
+                yield event
+            for event in await reoffer_events(
+                self.graph,
+                self.authority,
+                thread_id=input.thread_id,
+                code=rejected.code,
+                configurable=self.config["configurable"],
+                to_agui=self._interrupts_to_agui,
+            ):
                 yield event
         except LeaseHeldError:
             for event in _refusal(

@@ -2,6 +2,8 @@
 
 - ``GET /`` -> the page; ``GET /inbox/static/{name}`` -> its scripts and style
   (shipped in the package, nothing fetched from elsewhere; a strict CSP says so);
+- ``GET /aais-client.js`` -> the dependency-free ES module that turns an interrupt and
+  an offered choice into the resume entry (the page uses it too); any origin may load it;
 - ``GET /inbox/config`` -> where the AG-UI and AAIS endpoints are, and who you are;
 - ``GET /inbox/explanations/{request_id}`` -> the authority's plain-language
   explanation of every offered choice's scope constraints
@@ -34,6 +36,7 @@ _ASSETS = {
     "chat.js": "text/javascript; charset=utf-8",
     "cards.js": "text/javascript; charset=utf-8",
     "common.js": "text/javascript; charset=utf-8",
+    "aais-client.js": "text/javascript; charset=utf-8",
     "style.css": "text/css; charset=utf-8",
 }
 _CSP = (
@@ -48,9 +51,13 @@ _HEADERS = {
 }
 
 
-def _asset(name: str) -> Response:
+CLIENT_MODULE_PATH = "/aais-client.js"
+"""Where the client helper module is served (stable; ``import ... from "/aais-client.js"``)."""
+
+
+def _asset(name: str, **extra: str) -> Response:
     body = resources.files("aais_agui").joinpath("static").joinpath(name).read_bytes()
-    return Response(body, media_type=_ASSETS[name], headers=_HEADERS)
+    return Response(body, media_type=_ASSETS[name], headers={**_HEADERS, **extra})
 
 
 def inbox_router(
@@ -68,6 +75,11 @@ def inbox_router(
     @router.get("/", include_in_schema=False)
     async def page() -> Response:
         return _asset("index.html")
+
+    @router.get(CLIENT_MODULE_PATH, include_in_schema=False)
+    async def client_module() -> Response:
+        # A public, credential-free file: module scripts on other origins need CORS to load it.
+        return _asset("aais-client.js", **{"Access-Control-Allow-Origin": "*"})
 
     @router.get("/inbox/static/{name}", include_in_schema=False)
     async def static(name: str) -> Response:

@@ -2,8 +2,9 @@
 
 An ``approval.requested`` envelope becomes one :class:`ag_ui.core.Interrupt`
 (the complete envelope under ``metadata.aais``); the answer comes back as a
-:class:`ag_ui.core.ResumeEntry` carrying an ``approval.decided`` envelope under
-``metadata.aais`` (or ``payload.aais``, for clients that cannot set metadata).
+:class:`ag_ui.core.ResumeEntry` carrying an ``approval.decided`` envelope as its
+``payload`` (what the interrupt's ``response_schema`` describes), wrapped as
+``payload.aais``, or under ``metadata.aais`` (the AAIS integration guide's place).
 Every malformed shape raises :class:`AAISValidationError` with a JSON pointer
 and a reason that never echoes the offending value.
 """
@@ -59,8 +60,10 @@ def tool_call_id_of(request: Request) -> str | None:
 
 
 def decided_response_schema(request: Request) -> dict[str, Any]:
-    """JSON Schema of an ``approval.decided`` envelope that can answer ``request``.
+    """JSON Schema of the ``ResumeEntry.payload`` values that answer ``request``.
 
+    Exactly what :func:`parse_resume_entry` accepts as a payload: the
+    ``approval.decided`` envelope itself, or ``{"aais": envelope}``. In both,
     ``request_id`` and ``action_digest`` are constants and ``(decision, scope)``
     is one of the offered pairs, so a form built from it cannot invent a scope.
     """
@@ -68,8 +71,17 @@ def decided_response_schema(request: Request) -> dict[str, Any]:
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "AAIS approval.decided",
         "description": "An approval.decided envelope answering this request with an offered "
-        "choice.",
-        **decided_schema(request),
+        'choice, sent as the resume payload itself or wrapped as {"aais": envelope}.',
+        "oneOf": [
+            {"$ref": "#/$defs/decided"},
+            {
+                "type": "object",
+                "required": [METADATA_KEY],
+                "properties": {METADATA_KEY: {"$ref": "#/$defs/decided"}},
+                "additionalProperties": False,
+            },
+        ],
+        "$defs": {"decided": decided_schema(request)},
     }
 
 
@@ -146,30 +158,33 @@ def parse_resume_entry(
 ) -> ApprovalDecided | Cancellation:
     """The AAIS answer carried by a resume entry.
 
-    ``status: "resolved"`` needs an ``approval.decided`` envelope under
-    ``metadata.aais`` or else ``payload.aais``; when both are present they must
-    agree. ``status: "cancelled"`` is an AAIS cancel of ``request`` (an envelope,
-    if any, must still name that request). With ``request`` given, the decision
-    must name it. Digest, choice and expiry are the authority's to judge.
+    ``status: "resolved"`` needs an ``approval.decided`` envelope: the
+    ``payload`` itself (its ``aais`` is the version string), ``payload.aais``
+    (an object; nothing else beside it), or ``metadata.aais``; when payload and
+    metadata both carry one they must agree. ``status: "cancelled"`` is an AAIS
+    cancel of ``request`` (an envelope, if any, must still name that request).
+    With ``request`` given, the decision must name it. Digest, choice and expiry
+    are the authority's to judge.
     """
     model = _model(ResumeEntry, entry, pointer)
     from_metadata = _member(model.metadata, pointer + "/metadata")
-    from_payload = _member(model.payload, pointer + "/payload")
-    if from_metadata is not None and from_payload is not None and from_metadata != from_payload:
+    from_payload = _payload_envelope(model.payload, pointer + "/payload", model.status)
+    if (
+        from_metadata is not None
+        and from_payload is not None
+        and from_metadata[0] != from_payload[0]
+    ):
         raise AAISValidationError(
-            pointer + "/payload/aais", "disagrees with metadata.aais; send one envelope"
+            from_payload[1], "disagrees with metadata.aais; send one envelope"
         )
-    raw, where = (
-        (from_metadata, pointer + "/metadata/aais")
-        if from_metadata is not None
-        else (from_payload, pointer + "/payload/aais")
-    )
+    found = from_metadata if from_metadata is not None else from_payload
+    raw, where = found if found is not None else (None, pointer + "/metadata/aais")
     if model.status == "cancelled":
         return _cancellation(model, raw, where, request, pointer)
     if raw is None:
         raise AAISValidationError(
-            pointer + "/metadata/aais",
-            "an approval.decided envelope is required (metadata.aais or payload.aais)",
+            pointer + "/payload",
+            "an approval.decided envelope is required (the payload, payload.aais or metadata.aais)",
         )
     decided: ApprovalDecided = _envelope(raw, ApprovalDecided, where)
     if request is not None and decided.decision.request_id != request.id:
@@ -208,18 +223,41 @@ def _cancellation(
     return Cancellation(request_id=request_id, reason=reason)
 
 
-def _member(container: Any, where: str) -> Any:
-    """``container["aais"]`` when the container is an object that has it."""
+def _member(container: Any, where: str) -> tuple[Any, str] | None:
+    """``(metadata["aais"], its pointer)`` when the metadata object has it."""
     if container is None:
         return None
     if not isinstance(container, Mapping):
-        if where.endswith("/metadata"):
-            raise AAISValidationError(where, "must be a JSON object")
+        raise AAISValidationError(where, "must be a JSON object")
+    if METADATA_KEY not in container:
         return None
-    value = container.get(METADATA_KEY)
-    if METADATA_KEY in container and value is None:
+    if not isinstance(container[METADATA_KEY], Mapping):
         raise AAISValidationError(where + "/aais", "must be an approval.decided envelope")
-    return value
+    return container[METADATA_KEY], where + "/aais"
+
+
+def _payload_envelope(payload: Any, where: str, status: str) -> tuple[Any, str] | None:
+    """The envelope a payload carries: itself when its ``aais`` is the version string,
+    ``payload.aais`` when that is an object; None when it has no ``aais`` member."""
+    if not isinstance(payload, Mapping) or METADATA_KEY not in payload:
+        return None
+    version = payload[METADATA_KEY]
+    if isinstance(version, str):
+        return payload, where
+    if not isinstance(version, Mapping):
+        raise AAISValidationError(
+            where + "/aais",
+            'must be an approval.decided envelope (an object) or the version "1.0" of the '
+            "envelope the payload is",
+        )
+    allowed = {METADATA_KEY, "reason"} if status == "cancelled" else {METADATA_KEY}
+    for key in payload:
+        if key not in allowed:
+            raise AAISValidationError(
+                join_pointer(where, key) if isinstance(key, str) else where,
+                'not allowed beside "aais"; send the envelope, or {"aais": envelope}',
+            )
+    return version, where + "/aais"
 
 
 def _envelope(raw: Any, expected: type[E], where: str) -> E:

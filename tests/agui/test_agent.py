@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Annotated, Any
 
 import aais
+import jsonschema
 from ag_ui.core import (
     BaseEvent,
     EventType,
@@ -18,6 +19,7 @@ from ag_ui.core import (
     RunAgentInput,
     UserMessage,
 )
+from ag_ui_validate.pytest_plugin import validate_agui
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 from langgraph.types import Send
@@ -64,9 +66,32 @@ async def run(
 
 
 def terminal(events: list[BaseEvent]) -> Any:
+    """The event that ends the (first) run; a refusal may be followed by a re-offer run."""
     assert events[0].type == EventType.RUN_STARTED
-    assert events[-1].type in (EventType.RUN_FINISHED, EventType.RUN_ERROR)
-    return events[-1]
+    ends = [
+        i for i, e in enumerate(events) if e.type in (EventType.RUN_FINISHED, EventType.RUN_ERROR)
+    ]
+    first = events[ends[0]]
+    rest = events[ends[0] + 1 :]
+    if first.type == EventType.RUN_FINISHED or not rest:
+        assert rest == []
+    else:
+        reoffered(events)
+    return first
+
+
+def reoffered(events: list[BaseEvent]) -> list[Interrupt]:
+    """The interrupts offered again after a refusal (a second run: started, finished)."""
+    ends = [
+        i for i, e in enumerate(events) if e.type in (EventType.RUN_FINISHED, EventType.RUN_ERROR)
+    ]
+    assert events[ends[0]].type == EventType.RUN_ERROR
+    rest = events[ends[0] + 1 :]
+    if not rest:
+        return []
+    assert [e.type for e in rest] == [EventType.RUN_STARTED, EventType.RUN_FINISHED]
+    assert rest[0].run_id == rest[1].run_id != events[0].run_id
+    return interrupts_of(rest)
 
 
 def interrupts_of(events: list[BaseEvent]) -> list[Interrupt]:
@@ -353,6 +378,65 @@ async def test_a_thread_driven_elsewhere_is_busy(
     error = terminal(await run(agent, thread_id, resume=[answer(item)]))
     assert error.type == EventType.RUN_ERROR and error.code == "aais.thread_busy"
     assert_untouched(authority, [item], effects)
+
+
+async def test_a_refused_answer_offers_the_open_interrupts_again(
+    agent: AAISLangGraphAgent, authority: ApprovalAuthority, effects: EffectLog
+) -> None:
+    # CopilotKit's useInterrupt drops the interrupts it showed when a run starts; the
+    # refusal's stream must hand them back, as a reconnect would, for a correct answer.
+    thread_id, interrupts = await paused(agent, "email ann@example.com,bob@example.com")
+    body = answer(interrupts[0]).metadata["aais"]
+    body["decision"]["action_digest"] = "sha256:" + "0" * 64
+    tampered = ResumeEntry(interrupt_id=interrupts[0].id, status="resolved", payload=body)
+    events = await run(agent, thread_id, resume=[tampered, answer(interrupts[1])])
+    assert terminal(events).code == "aais.digest_mismatch"
+    again = reoffered(events)
+    assert [i.model_dump() for i in again] == [i.model_dump() for i in interrupts]
+    assert_untouched(authority, interrupts, effects)
+    wire = [e.model_dump(mode="json", by_alias=True, exclude_none=True) for e in events]
+    report = validate_agui(wire)
+    assert report.summary.errors == 0, report.diagnostics
+    resume = [answer(item) for item in again]
+    assert terminal(await run(agent, thread_id, resume=resume)).type == EventType.RUN_FINISHED
+    assert len(effects.list()) == 2
+
+
+async def test_nothing_is_offered_again_after_a_busy_or_unauthenticated_refusal(
+    make_agent: Callable[..., AAISLangGraphAgent], authority: ApprovalAuthority
+) -> None:
+    import time
+
+    agent = make_agent(lease_wait=0.2)
+    thread_id, [item] = await paused(agent)
+    assert reoffered(await run(agent, thread_id, resume=[answer(item)], actor=None)) == []
+    authority.ledger.acquire_lease(thread_id, new_holder(), ttl=30, now=time.time())
+    assert reoffered(await run(agent, thread_id, resume=[answer(item)])) == []
+
+
+async def test_an_approval_resolved_elsewhere_is_not_offered_again(
+    agent: AAISLangGraphAgent, authority: ApprovalAuthority
+) -> None:
+    thread_id, [item] = await paused(agent)
+    authority.decide(build_decision(item.metadata["aais"], decision="approve", actor=ALICE))
+    events = await run(
+        agent, thread_id, resume=[ResumeEntry(interrupt_id=item.id, status="cancelled")]
+    )
+    assert terminal(events).code == "aais.conflict"
+    assert reoffered(events) == []
+
+
+async def test_the_envelope_the_response_schema_describes_is_accepted_as_the_payload(
+    agent: AAISLangGraphAgent, effects: EffectLog
+) -> None:
+    # resolve(decided, interrupt.id): the payload is the approval.decided envelope itself.
+    thread_id, [item] = await paused(agent)
+    decided = answer(item).metadata["aais"]
+    schema = jsonschema.Draft202012Validator(item.response_schema)
+    assert schema.is_valid(decided) and schema.is_valid({"aais": decided})
+    entry = ResumeEntry(interrupt_id=item.id, status="resolved", payload=decided)
+    assert terminal(await run(agent, thread_id, resume=[entry])).type == EventType.RUN_FINISHED
+    assert len(effects.list()) == 1
 
 
 # -- plain LangGraph interrupts keep working, resumed by id ---------------------------

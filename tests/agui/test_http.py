@@ -437,7 +437,14 @@ def test_agui_resume_with_a_tampered_digest_is_a_run_error(
     body["decision"]["action_digest"] = "sha256:" + "0" * 64
     entry = {"interruptId": interrupt["id"], "status": "resolved", "metadata": {"aais": body}}
     events = agui_run(client, "/agent", run_agent_input(thread_id, resume=[entry]))
-    assert [e["type"] for e in events] == ["RUN_STARTED", "RUN_ERROR"]
-    assert events[-1]["code"] == "aais.digest_mismatch"
+    # The refused run, then a run that offers the still-open interrupt again.
+    assert [e["type"] for e in events] == [
+        "RUN_STARTED",
+        "RUN_ERROR",
+        "RUN_STARTED",
+        "RUN_FINISHED",
+    ]
+    assert events[1]["code"] == "aais.digest_mismatch"
+    assert [i["id"] for i in events[-1]["outcome"]["interrupts"]] == [interrupt["id"]]
     assert site.authority.get_resolution(request_id(interrupt)) is None
     assert site.effects.list(thread_id) == []

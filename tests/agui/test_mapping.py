@@ -225,7 +225,46 @@ def test_metadata_and_payload_that_disagree_are_rejected() -> None:
 def test_resolved_entry_without_an_envelope_is_rejected() -> None:
     with pytest.raises(AAISValidationError) as caught:
         parse_resume_entry({"interruptId": "i1", "status": "resolved", "payload": {"ok": True}})
-    assert caught.value.pointer == "/metadata/aais"
+    assert caught.value.pointer == "/payload"
+
+
+def test_the_envelope_itself_as_payload_is_accepted() -> None:
+    # What the interrupt's responseSchema describes: resolve(decided, interrupt.id).
+    request = requested()
+    decision = decided(request)
+    entry = {"interruptId": "i1", "status": "resolved", "payload": decision.to_json()}
+    assert parse_resume_entry(entry, request=request.request) == decision
+
+
+def test_an_envelope_payload_and_the_same_envelope_in_metadata_agree() -> None:
+    request = requested()
+    body = decided(request).to_json()
+    entry = {"interruptId": "i1", "status": "resolved", "payload": body, "metadata": {"aais": body}}
+    assert parse_resume_entry(entry, request=request.request).to_json() == body
+
+
+def test_a_wrapper_with_other_members_is_rejected_naming_the_member() -> None:
+    request = requested()
+    payload = {"aais": decided(request).to_json(), "note": "hi"}
+    with pytest.raises(AAISValidationError) as caught:
+        parse_resume_entry({"interruptId": "i1", "status": "resolved", "payload": payload})
+    assert caught.value.pointer == "/payload/note"
+
+
+@pytest.mark.parametrize("version", [None, 1, ["1.0"], True])
+def test_a_payload_aais_that_is_neither_envelope_nor_version_is_rejected(version: Any) -> None:
+    with pytest.raises(AAISValidationError) as caught:
+        parse_resume_entry(
+            {"interruptId": "i1", "status": "resolved", "payload": {"aais": version}}
+        )
+    assert caught.value.pointer == "/payload/aais"
+
+
+def test_a_payload_with_the_version_but_no_type_is_read_as_an_envelope() -> None:
+    with pytest.raises(AAISValidationError) as caught:
+        parse_resume_entry({"interruptId": "i1", "status": "resolved", "payload": {"aais": "1.0"}})
+    assert caught.value.pointer.startswith("/payload/")
+    assert not caught.value.pointer.startswith("/payload/aais")
 
 
 def test_decision_for_another_request_is_rejected() -> None:
@@ -287,7 +326,7 @@ def test_a_requested_envelope_is_not_an_answer() -> None:
 def test_errors_are_pointed_under_the_given_prefix() -> None:
     with pytest.raises(AAISValidationError) as caught:
         parse_resume_entry({"interruptId": "i1", "status": "resolved"}, pointer="/resume/3")
-    assert caught.value.pointer == "/resume/3/metadata/aais"
+    assert caught.value.pointer == "/resume/3/payload"
 
 
 # -- properties -----------------------------------------------------------------------
@@ -349,8 +388,8 @@ def test_any_entry_parses_or_raises_a_value_free_validation_error(data: st.DataO
         carried = [
             container["aais"]
             for container in (entry.get("metadata"), entry.get("payload"))
-            if isinstance(container, dict) and "aais" in container
-        ]
+            if isinstance(container, dict) and isinstance(container.get("aais"), dict)
+        ] + [entry.get("payload")]
         assert answer.to_json() in carried
         aais.validate(answer.to_json())
 
@@ -358,7 +397,7 @@ def test_any_entry_parses_or_raises_a_value_free_validation_error(data: st.DataO
 @settings(max_examples=100, deadline=None)
 @given(
     decision=st.sampled_from([("approve", "once"), ("approve", "session"), ("deny", "once")]),
-    placement=st.sampled_from(["metadata", "payload", "both"]),
+    placement=st.sampled_from(["metadata", "payload", "both", "bare", "bare+metadata"]),
 )
 def test_valid_decisions_round_trip_wherever_they_are_placed(
     decision: tuple[str, str], placement: str
@@ -366,10 +405,12 @@ def test_valid_decisions_round_trip_wherever_they_are_placed(
     request = requested()
     body = decided(request, decision=decision[0], scope=decision[1])
     entry: dict[str, Any] = {"interruptId": "i1", "status": "resolved"}
-    if placement != "payload":
+    if placement in ("metadata", "both", "bare+metadata"):
         entry["metadata"] = {"aais": body.to_json()}
-    if placement != "metadata":
+    if placement in ("payload", "both"):
         entry["payload"] = {"aais": body.to_json()}
+    if placement.startswith("bare"):
+        entry["payload"] = body.to_json()
     assert parse_resume_entry(entry, request=request.request) == body
 
 

@@ -1,28 +1,9 @@
 // Pending approvals as cards: the AAIS snapshot and event stream in, decisions out (the AAIS
 // decisions endpoint, or an AG-UI resume when the conversation's run waits on this card alone).
 
-import { $, appendVisible, approvalsPath, el, getJSON, headers, href, json, randomId, state } from "./common.js";
+import { answerEntry, decide as decideApproval } from "./aais-client.js";
+import { $, appendVisible, approvalsPath, el, getJSON, headers, href, json, state } from "./common.js";
 import { followThread, runAgent, setChatStatus } from "./chat.js";
-
-function decidedEnvelope(request, choice) {
-  const now = new Date().toISOString();
-  return {
-    aais: "1.0",
-    type: "approval.decided",
-    id: randomId("evt"),
-    occurred_at: now,
-    sequence: 0,
-    decision: {
-      id: randomId("dec"),
-      request_id: request.id,
-      action_digest: request.action_digest,
-      decided_at: now,
-      decision: choice.decision,
-      scope: choice.scope,
-      actor: state.config.actor,
-    },
-  };
-}
 
 function setCardStatus(card, text, kind = "") {
   const status = card.element.querySelector(".card-status");
@@ -41,11 +22,11 @@ async function decide(card, choice) {
   const { request } = card;
   setCardBusy(card, true);
   setCardStatus(card, "Submitting your decision…");
-  const envelope = decidedEnvelope(request, choice);
+  const envelope = decideApproval(request, choice, { actor: state.config.actor });
   const interruptId = state.interrupts.get(request.id);
   if (interruptId && state.interrupts.size === 1 && !state.running) {
     // The chat's own run waits on this approval alone: answer it with an AG-UI resume.
-    const resume = [{ interruptId, status: "resolved", metadata: { aais: envelope } }];
+    const resume = [answerEntry(interruptId, envelope, { placement: "metadata" })];
     setChatStatus("Resuming the run…");
     const ok = await runAgent({ resume });
     if (ok) {

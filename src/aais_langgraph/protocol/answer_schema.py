@@ -4,6 +4,14 @@ Clients build answer forms from it (LangGraph's ``response_schema``, AG-UI's
 ``Interrupt.response_schema``): ``request_id`` and ``action_digest`` are
 constants and ``(decision, scope)`` is one of the offered pairs, so a form
 built from it cannot invent a scope.
+
+The schema states every rule the parser applies to such an envelope, so a
+document validates exactly when it parses, except the rules of the JSON text
+itself (I-JSON: integers within +/-(2**53-1) and written as integers, no lone
+surrogates, no duplicate keys, nesting within the server's bound), which JSON
+Schema cannot express. Patterns are written in the dialect Python and
+ECMA-262 share and end with ``(?![\\s\\S])``: Python's ``$`` would also match
+before a final newline.
 """
 
 from __future__ import annotations
@@ -12,14 +20,22 @@ from typing import Any
 
 from .ijson import MAX_SAFE_INTEGER
 from .parts import Request
+from .timestamps import RFC3339_PATTERN
+
+END = "(?![\\s\\S])"
+"""End of text in every regex dialect (Python's ``$`` also matches before a final newline)."""
 
 ID_SCHEMA: dict[str, Any] = {
     "type": "string",
     "minLength": 1,
     "maxLength": 200,
-    "pattern": "^[A-Za-z0-9][A-Za-z0-9._:-]*$",
+    "pattern": "^[A-Za-z0-9][A-Za-z0-9._:-]*" + END,
 }
-TIMESTAMP_SCHEMA: dict[str, Any] = {"type": "string", "format": "date-time"}
+TIMESTAMP_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "format": "date-time",
+    "pattern": f"^{RFC3339_PATTERN}{END}",
+}
 EXTENSIONS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "propertyNames": {"pattern": "^(https?://|[A-Za-z0-9-]+\\.[A-Za-z0-9.-]+/)"},

@@ -7,14 +7,25 @@ from datetime import datetime, timezone
 
 from .errors import AAISValidationError
 
-_RFC3339 = re.compile(
-    r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:\d{2})",
-    re.ASCII,
+_DAY = (
+    r"(?!0000)[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])"
+    r"|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))"
 )
+_LEAP_DAY = (
+    r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)-02-29"
+)
+_TIME = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,9})?"
+_OFFSET = r"(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
+
+RFC3339_PATTERN = f"(?:{_DAY}|{_LEAP_DAY})[Tt]{_TIME}{_OFFSET}"
+"""An RFC 3339 date-time with seconds and an explicit offset, calendar-exact (years 0001-9999,
+no leap second), in the regex dialect Python and ECMA-262 share (JSON Schema ``pattern``)."""
+
+_RFC3339 = re.compile(RFC3339_PATTERN)
 
 
 def parse_timestamp(text: str, pointer: str = "") -> datetime:
-    """Parse an RFC 3339 date-time; reject anything without an explicit offset."""
+    """Parse an RFC 3339 date-time; reject one without an explicit offset or off the calendar."""
     if not isinstance(text, str) or _RFC3339.fullmatch(text) is None:
         raise AAISValidationError(pointer, "not an RFC 3339 date-time with an explicit offset")
     normalized = text.upper().replace("Z", "+00:00")

@@ -15,7 +15,7 @@ test("a gated node ends the run with an interrupt outcome carrying metadata.aais
   assert.equal(interrupt.message, "Delete a file from the shared drive");
   assert.equal(interrupt.metadata.aais.type, "approval.requested");
   assert.equal(interrupt.expiresAt, interrupt.metadata.aais.request.expires_at);
-  assert.equal(interrupt.responseSchema.properties.decision.properties.request_id.const,
+  assert.equal(interrupt.responseSchema.$defs.decided.properties.decision.properties.request_id.const,
     interrupt.metadata.aais.request.id);
   record("interrupt-node", { threadId, interrupt });
 });
@@ -82,6 +82,8 @@ test("a tampered digest ends in RUN_ERROR and nothing runs", async () => {
   const seen = await run(agent, { resume: [resumeWith(interrupt, decided)] });
   assert.ok(seen.error, "expected RUN_ERROR");
   assert.equal(seen.error.code, "aais.digest_mismatch");
+  // The refusal's stream offers the still-open interrupt again.
+  assert.deepEqual(agent.pendingInterrupts.map((i) => i.id), [interrupt.id]);
   const again = agentFor(threadId, "tampered-reconnect");
   await run(again);
   assert.deepEqual(again.pendingInterrupts.map((i) => i.id), [interrupt.id]);

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import pytest
@@ -63,7 +63,9 @@ class Paused:
     def request_ids(self) -> list[str]:
         return [str(i["metadata"]["aais"]["request"]["id"]) for i in self.interrupts]
 
-    def decided(self, index: int = 0, kind: str = "approve", **options: Any) -> dict[str, Any]:
+    def decided(
+        self, index: int = 0, kind: Literal["approve", "deny"] = "approve", **options: Any
+    ) -> dict[str, Any]:
         """A well-formed ``approval.decided`` for interrupt ``index`` (naming alice)."""
         requested = self.interrupts[index]["metadata"]["aais"]
         return build_decision(requested, decision=kind, actor=ALICE, **options).to_json()

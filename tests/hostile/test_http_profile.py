@@ -325,7 +325,7 @@ def test_bad_hosts_are_refused(site: Site) -> None:
     port = site.url.rsplit(":", 1)[1]
     with site.client() as client:
         for host in hostile_hosts(port):
-            headers = {"Host": host.encode("latin-1")}
+            headers = {b"Host": host.encode("latin-1")}
             response = _post(client, paused, {"json": paused.decided(), "headers": headers})
             assert response.status_code == 400, (host, response.status_code)
             assert response.json()["error"]["code"] == "aais.bad_host"

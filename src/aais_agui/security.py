@@ -61,10 +61,13 @@ class Security:
     allowed_origins: frozenset[str] = field(default_factory=frozenset)
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
 
+    _allowed: frozenset[tuple[str, Authority]] = field(init=False, repr=False, compare=False)
+
     def __post_init__(self) -> None:
-        for origin in self.allowed_origins:
-            if parse_origin(origin) is None:
-                raise ValueError("allowed_origins: each must be scheme://host[:port]")
+        parsed = {parse_origin(origin) for origin in self.allowed_origins}
+        if None in parsed:
+            raise ValueError("allowed_origins: each must be scheme://host[:port]")
+        object.__setattr__(self, "_allowed", frozenset(item for item in parsed if item))
 
     async def actor(self, request: Request) -> Authenticated:
         """The authenticated actor; 400 for a malformed ``Host``, 401 for no actor."""
@@ -99,8 +102,7 @@ class Security:
         origin = request.headers.get("origin")
         if origin is not None:
             parsed = parse_origin(origin)
-            allowed = {parse_origin(value) for value in self.allowed_origins}
-            if parsed is None or (parsed != own_origin(request) and parsed not in allowed):
+            if parsed is None or (parsed != own_origin(request) and parsed not in self._allowed):
                 raise _error(403, "aais.foreign_origin", "requests from this origin are refused")
             return
         site = request.headers.get("sec-fetch-site")

@@ -38,6 +38,7 @@ logger = logging.getLogger(__name__)
 CSRF_COOKIE = "aais_csrf"
 CSRF_HEADER = "x-aais-csrf"
 DEFAULT_MAX_BODY_BYTES = 1_000_000
+_PROXY_HEADERS = ("forwarded", "x-forwarded-for", "x-real-ip")
 
 
 @dataclass(frozen=True)
@@ -168,7 +169,9 @@ def local_development_authenticator(
 
     Accepts only loopback clients that address the server by a loopback name
     in a well-formed ``Host`` (``localhost``, ``127.0.0.0/8``, ``[::1]``), so a
-    DNS-rebinding page cannot reach it, and prints a warning when built.
+    DNS-rebinding page cannot reach it; a request relayed by a proxy
+    (``Forwarded``, ``X-Forwarded-For``, ``X-Real-IP``) is not local either.
+    Prints a warning when built.
     Origin checks still apply: another site open in the browser cannot approve.
     Never a default: ``aais-agui demo`` and ``serve --local-dev-login`` choose it.
     """
@@ -190,6 +193,8 @@ def local_development_authenticator(
         named = parse_host(request.headers.get("host"))
         if not _is_loopback(client) or not is_loopback_name(named):
             return None
+        if any(name in request.headers for name in _PROXY_HEADERS):
+            return None  # relayed by a proxy on this machine: the client is not local
         return actor
 
     return authenticate

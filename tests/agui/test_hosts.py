@@ -186,3 +186,16 @@ def test_allowed_origins_must_be_origins() -> None:
 )
 def test_origins_parse_with_default_ports(origin: str, expected: Any) -> None:
     assert parse_origin(origin) == expected
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        {"X-Forwarded-For": "203.0.113.9"},
+        {"Forwarded": "for=203.0.113.9"},
+        {"X-Real-IP": "203.0.113.9"},
+    ],
+)
+def test_the_local_development_login_refuses_proxied_requests(header: dict[str, str]) -> None:
+    # A reverse proxy on this machine connects from loopback with Host 127.0.0.1:PORT.
+    assert local_development_authenticator()(request(headers=header)) is None

@@ -53,6 +53,9 @@ HEADERS = [
     "x-aais-csrf",
     "last-event-id",
     "accept",
+    "forwarded",
+    "x-forwarded-for",
+    "x-real-ip",
 ]
 
 #: Every query parameter the app reads, plus one it does not.

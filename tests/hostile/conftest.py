@@ -8,6 +8,7 @@ approve. Every executed action lands in an :class:`EffectLog`, the action counte
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -40,6 +41,8 @@ USERS = {
     "mallory-token": {"id": "mallory", "type": "human"},
 }
 CAROL_SESSION = "carol-session"
+#: Put into hostile values; no response or event may ever echo it (errors name fields only).
+SENTINEL = "S3NT1NEL"
 
 
 class OnlyAliceApproves:
@@ -110,6 +113,7 @@ class Probe:
     failed_open: int = 0
     server_errors: int = 0
     lost: int = 0
+    leaks: int = 0
     notes: list[str] = field(default_factory=list)
     _effects_before: int = 0
 
@@ -118,14 +122,20 @@ class Probe:
 
     def response(self, response: httpx.Response, what: str) -> None:
         """One hostile HTTP input and its response."""
+        self._leak(response.text, what)
         self._count(what, response.status_code >= 500, f"HTTP {response.status_code}")
 
     def run(self, events: list[dict[str, Any]], what: str) -> None:
         """One hostile AG-UI run and the events it streamed."""
-        internal = any(
-            e["type"] == "RUN_ERROR" and e.get("code") in ("aais.internal", None) for e in events
-        )
+        errors = [e for e in events if e["type"] == "RUN_ERROR"]
+        self._leak(json.dumps(errors), what)
+        internal = any(e.get("code") in ("aais.internal", None) for e in errors)
         self._count(what, internal, "RUN_ERROR aais.internal")
+
+    def _leak(self, text: str, what: str) -> None:
+        if SENTINEL in text:
+            self.leaks += 1
+            self.notes.append(f"echoed a value: {what}")
 
     def status(self, status: int, what: str) -> None:
         """One hostile input whose response was only a status (e.g. an unread stream)."""
@@ -180,9 +190,8 @@ class Probe:
     def finish(self) -> None:
         """Record the tally, then fail on anything that opened, errored or was lost."""
         record(self.category, self.tried, self.failed_open, self.server_errors)
-        assert self.failed_open == 0 and self.server_errors == 0 and self.lost == 0, "\n".join(
-            self.notes[:20]
-        )
+        problems = (self.failed_open, self.server_errors, self.lost, self.leaks)
+        assert problems == (0, 0, 0, 0), "\n".join(self.notes[:20])
 
 
 @pytest.fixture(scope="session")

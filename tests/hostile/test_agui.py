@@ -20,7 +20,7 @@ import httpx
 from aais_agui import run_agent_input
 from agui.http_support import sse_messages
 
-from .conftest import Paused, Probe, Site
+from .conftest import SENTINEL, Paused, Probe, Site
 
 CATEGORY = "AG-UI"
 
@@ -139,6 +139,10 @@ CASES: list[Case] = [
         code="aais.invalid_resume",
     ),
     Case(
+        "scope sentinel",
+        lambda t: resume(t.one, entry(t.one, envelope=with_decision(t.one, scope=SENTINEL))),
+    ),
+    Case(
         "decision not offered",
         lambda t: resume(t.one, entry(t.one, envelope=with_decision(t.one, decision="maybe"))),
     ),
@@ -154,6 +158,8 @@ CASES: list[Case] = [
         Case(f"payload {name}", _with_payload(payload))
         for name, payload in [
             ("string", "approve"),
+            ("sentinel string", SENTINEL),
+            ("sentinel aais", {"aais": {"type": SENTINEL, SENTINEL: SENTINEL}}),
             ("number", 1),
             ("true", True),
             ("list", ["approve"]),

@@ -13,12 +13,19 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from langgraph.checkpoint.memory import InMemorySaver
 
+from aais_agui import create_app, local_development_authenticator
+from aais_langgraph import ApprovalAuthority
+from aais_langgraph.ledger import SqliteLedger
 from aais_langgraph.protocol import AAISValidationError, ApprovalDecided, parse_envelope
+from agui.demo_graph import EffectLog, build_demo_graph
+from agui.http_support import serve
 
-from .conftest import MAX_BODY, Paused, Probe, Site
+from .conftest import MAX_BODY, SENTINEL, Paused, Probe, Site
 
 CATEGORY = "HTTP profile"
 JSON = {"Content-Type": "application/json"}
@@ -81,6 +88,11 @@ BAD_ENVELOPES: list[tuple[str, Mutation]] = [
     ("decision APPROVE", _set("decision/decision", "APPROVE")),
     ("scope forever", _set("decision/scope", "forever")),
     ("scope global", _set("decision/scope", "global")),
+    ("scope sentinel", _set("decision/scope", SENTINEL)),
+    ("decision sentinel", _set("decision/decision", SENTINEL)),
+    ("unknown field sentinel", _set("decision/unknown", SENTINEL)),
+    ("digest sentinel", _set("decision/action_digest", "sha256:" + SENTINEL)),
+    ("actor id sentinel", _set("decision/actor", {"id": SENTINEL, "type": SENTINEL})),
     ("digest zeros", _set("decision/action_digest", "sha256:" + "0" * 64)),
     ("digest upper", _set("decision/action_digest", "SHA256:" + "A" * 64)),
     ("digest short", _set("decision/action_digest", "sha256:abc")),
@@ -381,3 +393,34 @@ def test_random_envelope_mutations_change_nothing(site: Site) -> None:
         client.close()
     probe.finish()
     probe.still_answerable()
+
+
+def test_the_local_development_login_refuses_rebound_and_malformed_hosts(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The demo's login over real HTTP: only a loopback client naming a loopback host."""
+    folder = tmp_path_factory.mktemp("local-login")
+    ledger = SqliteLedger(folder / "ledger.db", synchronous="NORMAL")
+    ledger.setup()
+    authority = ApprovalAuthority(ledger)
+    effects = EffectLog(folder / "effects.db")
+    graph = build_demo_graph(effects, InMemorySaver())
+    app = create_app(graph, authority=authority, authenticate=local_development_authenticator())
+    with serve(app) as url:
+        local = Site(url, authority, effects, graph)
+        paused = local.pause()
+        probe = Probe(local, CATEGORY, [paused])
+        port = url.rsplit(":", 1)[1]
+        rebound = [f"evil.example:{port}", f"127.0.0.1.evil.example:{port}", "localhost.evil"]
+        with local.client(token=None) as client:
+            for host in [*hostile_hosts(port), *rebound]:
+                headers = {b"Host": host.encode("latin-1")}
+                response = _post(client, paused, {"json": paused.decided(), "headers": headers})
+                assert response.status_code in (400, 401), (host, response.status_code)
+                probe.response(response, f"local login, host {host!r}")
+            for proxied in ({"X-Forwarded-For": "203.0.113.9"}, {"Forwarded": "for=x"}):
+                response = _post(client, paused, {"json": paused.decided(), "headers": proxied})
+                assert response.status_code == 401
+                probe.response(response, f"local login, proxied {proxied}")
+        probe.finish()
+        probe.still_answerable()

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from hypothesis import HealthCheck, given, settings
+import pytest
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -142,7 +143,8 @@ def _flat(routes: list[Any]) -> Any:
             yield route
 
 
-def test_no_header_or_query_value_is_a_server_error(site: Site) -> None:
+@pytest.mark.parametrize("route", sorted(ROUTES), ids=lambda route: " ".join(route))
+def test_no_header_or_query_value_is_a_server_error(site: Site, route: tuple[str, str]) -> None:
     paused = site.pause()
     probe = Probe(site, CATEGORY, [paused])
     stale = paused.decided()
@@ -150,22 +152,20 @@ def test_no_header_or_query_value_is_a_server_error(site: Site) -> None:
     client = site.client(token=None)
 
     @settings(
-        max_examples=200,
+        max_examples=25,
         deadline=None,
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
     )
     @given(
-        route=st.sampled_from(sorted(ROUTES)),
         headers=st.dictionaries(st.sampled_from(HEADERS), header_values, max_size=4),
         query=st.dictionaries(st.sampled_from(QUERY), header_values, max_size=2),
         authenticated=st.booleans(),
     )
-    def send(
-        route: tuple[str, str],
-        headers: dict[str, str],
-        query: dict[str, str],
-        authenticated: bool,
-    ) -> None:
+    # Issue 10: str.isdigit() took superscripts that int() refuses (a 500 on /approvals/events).
+    @example(headers={"last-event-id": "\xb2"}, query={}, authenticated=True)
+    @example(headers={}, query={"after": "\xb9\xb2\xb3"}, authenticated=True)
+    @example(headers={"host": "[::1].evil.com:1", "origin": "null"}, query={}, authenticated=True)
+    def send(headers: dict[str, str], query: dict[str, str], authenticated: bool) -> None:
         method, template = route
         sent: dict[str, Any] = {"Authorization": "Bearer alice-token"} if authenticated else {}
         sent.update({name: value.encode("latin-1") for name, value in headers.items()})

@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from aais_langgraph.protocol import AAISValidationError, check_unique_keys
 
 from .agent import AAISLangGraphAgent
+from .limits import MAX_CLIENT_ID_LENGTH, oversized_id
 from .security import Security
 
 # Where a resume entry carries an AAIS envelope (``payload`` or ``metadata``).
@@ -50,6 +51,10 @@ def agui_router(
             raise HTTPException(
                 422, {"code": "agui.invalid_input", "message": f"{location}: {first['msg']}"}
             ) from None
+        oversized = oversized_id(run_input)
+        if oversized is not None:
+            message = f"{oversized}: ids are limited to {MAX_CLIENT_ID_LENGTH} characters"
+            raise HTTPException(422, {"code": "agui.id_too_long", "message": message})
         runner = agent.with_actor(authenticated.actor)
         encoder = EventEncoder(accept=request.headers.get("accept", "text/event-stream"))
 

@@ -18,7 +18,7 @@ from aais_langgraph.authority import ApprovalAuthority
 from .agent import AAISLangGraphAgent
 from .agui_router import agui_router
 from .approvals_router import approvals_router
-from .inbox_router import inbox_router
+from .inbox_router import SECURITY_HEADERS, inbox_router
 from .security import DEFAULT_MAX_BODY_BYTES, Authenticator, Security
 from .watcher import watcher_lifespan
 
@@ -40,6 +40,7 @@ def create_app(
     poll_interval: float = 0.2,
     inbox: bool = True,
     watch_decisions: bool = False,
+    api_docs: bool = False,
 ) -> FastAPI:
     """An ASGI app serving ``graph`` over AG-UI at ``path`` plus the AAIS profile.
 
@@ -50,6 +51,12 @@ def create_app(
     every graph run (the authority is added under ``configurable``). ``inbox``
     serves the approval inbox page at ``/``; ``watch_decisions`` resumes threads
     whose approvals another process decided (see :mod:`aais_agui.watcher`).
+
+    ``api_docs=True`` serves the OpenAPI document at ``/openapi.json`` (with the
+    inbox's security headers). FastAPI's ``/docs`` and ``/redoc`` pages are never
+    served: they load Swagger UI / ReDoc from a CDN, and any script running on
+    the approval origin could approve as the signed-in user. Open the document
+    in a viewer on another origin instead.
     """
     security = Security(
         authenticate=authenticate,
@@ -71,7 +78,12 @@ def create_app(
         else None
     )
     app = FastAPI(
-        title="aais-agui", description="AG-UI endpoint with AAIS approvals", lifespan=lifespan
+        title="aais-agui",
+        description="AG-UI endpoint with AAIS approvals",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
     )
     app.include_router(agui_router(agent, security, path=path))
     app.include_router(
@@ -90,10 +102,20 @@ def create_app(
                 graph, authority, security, agent_path=path, approvals_prefix=approvals_prefix
             )
         )
+    if api_docs:
+        _serve_openapi(app)
     app.add_exception_handler(HTTPException, _http_error)  # type: ignore[arg-type]
     app.state.aais_agent = agent
     app.state.aais_security = security
     return app
+
+
+def _serve_openapi(app: FastAPI) -> None:
+    """``GET /openapi.json``: the schema FastAPI builds, as data under the inbox's CSP."""
+
+    @app.get("/openapi.json", include_in_schema=False)
+    async def openapi() -> JSONResponse:
+        return JSONResponse(app.openapi(), headers=SECURITY_HEADERS)
 
 
 async def _http_error(request: Request, error: HTTPException) -> JSONResponse:

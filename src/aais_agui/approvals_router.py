@@ -32,7 +32,9 @@ from aais_langgraph.authority import (
 )
 from aais_langgraph.gate import AUTHORITY_KEY
 from aais_langgraph.protocol import AAISValidationError, ApprovalDecided, parse_envelope
+from aais_langgraph.protocol.ijson import MAX_SAFE_INTEGER
 
+from .limits import MAX_CLIENT_ID_LENGTH, ascii_decimal, id_too_long
 from .resume import aresume_recorded
 from .security import CSRF_COOKIE, Security, new_csrf_token
 from .sse import event_stream, pending_snapshot
@@ -40,6 +42,11 @@ from .sse import event_stream, pending_snapshot
 logger = logging.getLogger(__name__)
 
 _STATUS = {"conflict": 409, "stale": 409, "invalid": 422}
+_SEQUENCE_DIGITS = len(str(MAX_SAFE_INTEGER))
+_ID_TOO_LONG = {
+    "code": "aais.id_too_long",
+    "message": f"/path/request_id: ids are limited to {MAX_CLIENT_ID_LENGTH} characters",
+}
 
 
 def approvals_router(
@@ -72,6 +79,8 @@ def approvals_router(
     @router.post("/{request_id}/decisions")
     async def decide(request_id: str, request: Request) -> JSONResponse:
         authenticated = await security.state_change(request)
+        if id_too_long(request_id):
+            raise HTTPException(422, _ID_TOO_LONG)
         body = await security.read_body(request)
         try:
             decided = parse_envelope(body, expected=ApprovalDecided)
@@ -157,8 +166,9 @@ def _after(request: Request) -> int | None:
     raw = request.headers.get("last-event-id") or request.query_params.get("after")
     if raw is None or raw == "":
         return None
-    if not raw.isdigit() or len(raw) > 16:
+    after = ascii_decimal(raw, max_digits=_SEQUENCE_DIGITS)
+    if after is None or after > MAX_SAFE_INTEGER:
         raise HTTPException(
             400, {"code": "aais.bad_last_event_id", "message": "Last-Event-ID must be a sequence"}
         )
-    return int(raw)
+    return after

@@ -1,7 +1,8 @@
 """``aais-agui``: serve the demo agent or your own graph with AG-UI, the AAIS profile and the inbox.
 
     aais-agui demo  [--host 127.0.0.1] [--port 8000] [--db ./aais-demo.db] [--workspace DIR]
-    aais-agui serve pkg.module:graph [--host ...] [--port ...] [--db PATH|URL] [--token-env VAR]
+    aais-agui serve pkg.module:graph (--token-env VAR | --local-dev-login) [--host ...] [--port ...]
+                    [--db PATH|URL]
 
 ``--db`` is a SQLite file path (the approval ledger; LangGraph checkpoints go to
 the sibling ``<name>.checkpoints<suffix>``) or a ``postgresql://`` URL (ledger and
@@ -9,6 +10,10 @@ checkpoints in that database). It is the same value ``aais-langgraph --db``
 takes, so a decision made with that CLI reaches the running server, which
 resumes the thread. ``--port 0`` picks a free port; the URL is printed once the
 server listens.
+
+``serve`` needs a login: ``--token-env VAR`` (a bearer token) or, on a laptop
+only, ``--local-dev-login`` (every loopback client approves as one local
+developer); ``demo`` always uses the latter.
 
 ``serve`` accepts for ``pkg.module:attr``: a compiled graph (given the server's
 checkpointer when it has none; its own is kept otherwise), a ``StateGraph``
@@ -227,19 +232,27 @@ def _parser() -> argparse.ArgumentParser:
             help="do not resume threads whose approvals another process decided",
         )
     demo.add_argument("--workspace", type=Path, help="where the demo's write_file may write")
-    demo.set_defaults(token_env=None)
-    serve.add_argument(
+    demo.set_defaults(token_env=None, local_dev_login=True)
+    login = serve.add_mutually_exclusive_group()
+    login.add_argument(
         "--token-env",
         metavar="VAR",
-        help="authenticate API clients with 'Authorization: Bearer $VAR' instead of the "
-        "local-development authenticator",
+        help="authenticate API clients with 'Authorization: Bearer $VAR'",
+    )
+    login.add_argument(
+        "--local-dev-login",
+        action="store_true",
+        help="UNSAFE outside a laptop: every loopback client approves as 'local-developer'",
     )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``aais-agui`` command."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.token_env is None and not args.local_dev_login:
+        parser.error("serve needs a login: --token-env VAR, or on a laptop only --local-dev-login")
     try:
         with suppress(KeyboardInterrupt):
             asyncio.run(_run(args))

@@ -28,6 +28,7 @@ from fastapi.responses import Response
 from aais_langgraph.authority import ApprovalAuthority, explain_constraints
 from aais_langgraph.gate.resume import pending_interrupt_ids
 
+from .limits import MAX_CLIENT_ID_LENGTH, id_too_long
 from .security import Security
 
 _ASSETS = {
@@ -43,7 +44,8 @@ _CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
     "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
-_HEADERS = {
+#: Headers of every page and asset: the strict CSP (nothing from elsewhere, no inline code).
+SECURITY_HEADERS = {
     "Content-Security-Policy": _CSP,
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
@@ -57,7 +59,13 @@ CLIENT_MODULE_PATH = "/aais-client.js"
 
 def _asset(name: str, **extra: str) -> Response:
     body = resources.files("aais_agui").joinpath("static").joinpath(name).read_bytes()
-    return Response(body, media_type=_ASSETS[name], headers={**_HEADERS, **extra})
+    return Response(body, media_type=_ASSETS[name], headers={**SECURITY_HEADERS, **extra})
+
+
+def _check_id(name: str, value: str) -> None:
+    if id_too_long(value):
+        message = f"/path/{name}: ids are limited to {MAX_CLIENT_ID_LENGTH} characters"
+        raise HTTPException(422, {"code": "aais.id_too_long", "message": message})
 
 
 def inbox_router(
@@ -101,6 +109,7 @@ def inbox_router(
     @router.get("/inbox/explanations/{request_id}")
     async def explanations(request_id: str, request: Request) -> dict[str, Any]:
         await security.actor(request)
+        _check_id("request_id", request_id)
         requested = await authority.aget_request(request_id)
         if requested is None:
             raise HTTPException(
@@ -121,6 +130,7 @@ def inbox_router(
     @router.get("/inbox/threads/{thread_id}")
     async def thread(thread_id: str, request: Request) -> dict[str, Any]:
         await security.actor(request)
+        _check_id("thread_id", thread_id)
         state = await graph.aget_state({"configurable": {"thread_id": thread_id}})
         values = state.values if isinstance(state.values, dict) else {}
         messages = langchain_messages_to_agui(list(values.get("messages") or []))

@@ -8,6 +8,10 @@ request body. State-changing requests (every ``POST``) must also:
 - not come from a foreign ``Origin`` or a cross-site ``Sec-Fetch-Site`` (403);
 - for cookie sessions, echo the CSRF cookie in the ``X-AAIS-CSRF`` header (403);
 - fit in ``max_body_bytes`` (413).
+
+Every authenticated request must also name this server by a well-formed
+``Host`` (400 otherwise; parsed by :mod:`aais_agui.hosts`), and an ``Origin``
+is compared as a parsed (scheme, host, port), never as text.
 """
 
 from __future__ import annotations
@@ -26,12 +30,15 @@ from fastapi import HTTPException, Request
 
 from aais_langgraph.protocol import AAISValidationError, Actor
 
+from .hosts import Authority, is_loopback_name, parse_host, parse_origin, with_default_port
+from .limits import ascii_decimal
+
 logger = logging.getLogger(__name__)
 
 CSRF_COOKIE = "aais_csrf"
 CSRF_HEADER = "x-aais-csrf"
 DEFAULT_MAX_BODY_BYTES = 1_000_000
-LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+_PROXY_HEADERS = ("forwarded", "x-forwarded-for", "x-real-ip")
 
 
 @dataclass(frozen=True)
@@ -55,8 +62,18 @@ class Security:
     allowed_origins: frozenset[str] = field(default_factory=frozenset)
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
 
+    _allowed: frozenset[tuple[str, Authority]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        parsed = {parse_origin(origin) for origin in self.allowed_origins}
+        if None in parsed:
+            raise ValueError("allowed_origins: each must be scheme://host[:port]")
+        object.__setattr__(self, "_allowed", frozenset(item for item in parsed if item))
+
     async def actor(self, request: Request) -> Authenticated:
-        """The authenticated actor, or 401."""
+        """The authenticated actor; 400 for a malformed ``Host``, 401 for no actor."""
+        if parse_host(request.headers.get("host")) is None:
+            raise _error(400, "aais.bad_host", "the Host header is not a valid host[:port]")
         result = self.authenticate(request)
         if inspect.isawaitable(result):
             result = await result
@@ -85,7 +102,8 @@ class Security:
         """403 unless the request is same-origin, from an allowed origin, or not from a browser."""
         origin = request.headers.get("origin")
         if origin is not None:
-            if origin != own_origin(request) and origin not in self.allowed_origins:
+            parsed = parse_origin(origin)
+            if parsed is None or (parsed != own_origin(request) and parsed not in self._allowed):
                 raise _error(403, "aais.foreign_origin", "requests from this origin are refused")
             return
         site = request.headers.get("sec-fetch-site")
@@ -98,7 +116,8 @@ class Security:
             413, "aais.body_too_large", f"bodies are limited to {self.max_body_bytes} bytes"
         )
         declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
+        length = None if declared is None else ascii_decimal(declared.strip(), max_digits=18)
+        if length is not None and length > self.max_body_bytes:
             raise too_large
         chunks: list[bytes] = []
         size = 0
@@ -110,17 +129,11 @@ class Security:
         return b"".join(chunks)
 
 
-def own_origin(request: Request) -> str:
-    """``scheme://host[:port]`` of this server as the client addressed it."""
-    return f"{request.url.scheme}://{request.headers.get('host', request.url.netloc)}"
-
-
-def host_name(request: Request) -> str:
-    """The host name of the ``Host`` header, without port (``[::1]`` keeps its brackets)."""
-    header = request.headers.get("host", "").strip().lower()
-    if header.startswith("["):
-        return header[: header.find("]") + 1] if "]" in header else header
-    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+def own_origin(request: Request) -> tuple[str, Authority] | None:
+    """(scheme, host and port) of this server as the client addressed it; None for a bad Host."""
+    scheme = request.url.scheme
+    host = parse_host(request.headers.get("host"))
+    return None if host is None else (scheme, with_default_port(host, scheme))
 
 
 def check_csrf(request: Request) -> None:
@@ -155,8 +168,12 @@ def local_development_authenticator(
     """UNSAFE outside a laptop: everyone on this machine is ``actor_id``.
 
     Accepts only loopback clients that address the server by a loopback name
-    (so a DNS-rebinding page cannot reach it), and prints a warning when built.
+    in a well-formed ``Host`` (``localhost``, ``127.0.0.0/8``, ``[::1]``), so a
+    DNS-rebinding page cannot reach it; a request relayed by a proxy
+    (``Forwarded``, ``X-Forwarded-For``, ``X-Real-IP``) is not local either.
+    Prints a warning when built.
     Origin checks still apply: another site open in the browser cannot approve.
+    Never a default: ``aais-agui demo`` and ``serve --local-dev-login`` choose it.
     """
     message = (
         "aais-agui: LOCAL DEVELOPMENT AUTHENTICATOR IN USE - every loopback client "
@@ -173,8 +190,11 @@ def local_development_authenticator(
 
     def authenticate(request: Request) -> Actor | None:
         client = request.client.host if request.client is not None else None
-        if not _is_loopback(client) or host_name(request) not in LOOPBACK_HOSTS:
+        named = parse_host(request.headers.get("host"))
+        if not _is_loopback(client) or not is_loopback_name(named):
             return None
+        if any(name in request.headers for name in _PROXY_HEADERS):
+            return None  # relayed by a proxy on this machine: the client is not local
         return actor
 
     return authenticate

@@ -448,3 +448,100 @@ def test_agui_resume_with_a_tampered_digest_is_a_run_error(
     assert [i["id"] for i in events[-1]["outcome"]["interrupts"]] == [interrupt["id"]]
     assert site.authority.get_resolution(request_id(interrupt)) is None
     assert site.effects.list(thread_id) == []
+
+
+# -- bounds on client input (issue 10 §6) ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("headers", "query"),
+    [
+        ({"Last-Event-ID": "²".encode("latin-1")}, ""),
+        ({"Last-Event-ID": "1³¹".encode("latin-1")}, ""),
+        ({}, "?after=%C2%B2"),
+        ({}, "?after=%D9%A1"),
+        ({"Last-Event-ID": "\uff11".encode()}, ""),
+        ({"Last-Event-ID": "1" * 17}, ""),
+        ({"Last-Event-ID": "9007199254740992"}, ""),
+        ({"Last-Event-ID": "-1"}, ""),
+    ],
+)
+def test_a_last_event_id_that_is_not_ascii_digits_is_400(
+    client: httpx.Client, headers: dict[str, Any], query: str
+) -> None:
+    response = client.get(f"/approvals/events{query}", headers=headers)
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "aais.bad_last_event_id"
+
+
+@pytest.mark.parametrize(
+    ("field", "pointer"),
+    [
+        ("threadId", "/threadId"),
+        ("runId", "/runId"),
+        ("parentRunId", "/parentRunId"),
+        ("message", "/messages/0/id"),
+        ("resume", "/resume/0/interruptId"),
+    ],
+)
+def test_an_oversized_client_id_is_refused_naming_the_field(
+    client: httpx.Client, field: str, pointer: str
+) -> None:
+    huge = "t" * 20_000  # the site limits bodies to 64 kB; the default 1 MB took 200k
+    body = run_agent_input(f"thread_{uuid.uuid4().hex}", text="hello")
+    if field == "message":
+        body["messages"][0]["id"] = huge
+    elif field == "resume":
+        body["resume"] = [{"interruptId": huge, "status": "resolved", "payload": {}}]
+    else:
+        body[field] = huge
+    response = client.post("/agent", json=body, headers={"Content-Type": "application/json"})
+    assert response.status_code == 422
+    error = response.json()["error"]
+    assert error["code"] == "agui.id_too_long"
+    assert error["message"].startswith(pointer + ":")
+    assert huge not in response.text
+
+
+def test_an_id_of_the_limit_is_accepted(client: httpx.Client) -> None:
+    thread_id = "t" * 200
+    events = agui_run(client, "/agent", run_agent_input(thread_id, text="hello"))
+    assert events[-1]["type"] == "RUN_FINISHED"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/approvals/{}/decisions",
+        "/inbox/explanations/{}",
+        "/inbox/threads/{}",
+    ],
+)
+def test_an_oversized_id_in_a_path_is_refused(client: httpx.Client, path: str) -> None:
+    url = path.format("r" * 201)
+    response = client.post(url, json={}) if "decisions" in url else client.get(url)
+    assert response.status_code == 422
+    assert response.json()["error"]["code"] == "aais.id_too_long"
+
+
+@pytest.mark.parametrize("path", ["/docs", "/redoc", "/openapi.json", "/docs/oauth2-redirect"])
+def test_api_docs_are_off_by_default(site: Site, path: str) -> None:
+    assert httpx.get(f"{site.url}{path}").status_code == 404
+
+
+def test_api_docs_opt_in_serves_only_the_schema_under_the_inbox_csp(tmp_path: Path) -> None:
+    ledger = SqliteLedger(tmp_path / "ledger.db")
+    ledger.setup()
+    app = create_app(
+        build_demo_graph(EffectLog(tmp_path / "effects.db"), InMemorySaver()),
+        authority=ApprovalAuthority(ledger),
+        authenticate=lambda _: None,
+        api_docs=True,
+    )
+    with serve(app) as url:
+        schema = httpx.get(f"{url}/openapi.json")
+        assert schema.status_code == 200
+        assert "/agent" in schema.json()["paths"]
+        assert schema.headers["content-security-policy"].startswith("default-src 'none'")
+        assert httpx.get(f"{url}/docs").status_code == 404
+        assert httpx.get(f"{url}/redoc").status_code == 404

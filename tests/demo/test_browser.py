@@ -10,9 +10,21 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import httpx
 import pytest
 
-from .support import ROOT, Server, executed, free_port, ledger_cli
+from aais_agui import run_agent_input
+
+from .support import (
+    ROOT,
+    Server,
+    agui_run,
+    executed,
+    free_port,
+    interrupts_of,
+    ledger_cli,
+    running,
+)
 
 BROWSER_PROJECT = Path(__file__).resolve().parent / "browser"
 CHROMIUM = Path("/usr/bin/chromium")
@@ -81,3 +93,23 @@ def test_inbox_page_approves_across_a_restart(tmp_path: Path) -> None:
         ("run_shell", {"command": "ls -la"}),
     ]
     assert (workspace / "notes.md").read_text() == "ship the demo"
+
+
+def test_inbox_shows_the_end_of_a_long_argument(tmp_path: Path) -> None:
+    """Issue 10: a 5 KB argument hid `; TAIL-rm -rf ~` below its scroll box."""
+    node = _require_tools()
+    here = Path(__file__).resolve().parent
+    args = ["serve", "long_value_graph:builder", "--local-dev-login", "--port", "0"]
+    args += ["--db", str(tmp_path / "long.db")]
+    with running(args, cwd=here) as server, httpx.Client(base_url=server.url, timeout=30) as client:
+        events = agui_run(client, run_agent_input("long-1", text="go"))
+        assert len(interrupts_of(events)) == 1
+        driver = subprocess.run(
+            [node, "long_value.mjs", server.url, str(SCREENSHOTS / "long-value")],
+            cwd=BROWSER_PROJECT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert driver.returncode == 0 and driver.stdout.strip() == "OK", driver.stdout + driver.stderr

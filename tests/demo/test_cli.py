@@ -52,6 +52,7 @@ def test_demo_command_serves_agui_the_approvals_profile_and_the_inbox(tmp_path: 
 def test_serve_runs_a_users_graph_and_its_approval(tmp_path: Path) -> None:
     log = tmp_path / "deleted.log"
     args = ["serve", "tiny_graph:builder", "--port", "0", "--db", str(tmp_path / "app.db")]
+    args.append("--local-dev-login")
     with (
         running(args, cwd=HERE, env={"TINY_GRAPH_LOG": str(log)}) as server,
         httpx.Client(base_url=server.url, timeout=30) as client,
@@ -84,6 +85,17 @@ def test_serve_with_a_bearer_token_refuses_anonymous_clients(tmp_path: Path) -> 
         token = {"Authorization": "Bearer s3cret"}
         assert client.get("/approvals/snapshot", headers=token).status_code == 200
     assert "LOCAL DEVELOPMENT" not in server.log()
+
+
+def test_serve_without_a_chosen_login_refuses_to_start(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from aais_agui.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "tiny_graph:graph", "--port", "0"])
+    assert exited.value.code == 2
+    assert "--local-dev-login" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("attribute", ["graph", "builder", "make_graph"])

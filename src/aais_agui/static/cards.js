@@ -78,6 +78,50 @@ function addRow(list, term, value, className = "") {
   list.append(row);
 }
 
+// A long value is never cut by a scroll box: its length, its start and its end are shown
+// (the end is where `…; rm -rf ~` hides), with a button that shows all of it.
+const HEAD_CHARS = 240;
+const HEAD_LINES = 6;
+const TAIL_CHARS = 400;
+const TAIL_LINES = 10;
+
+function valueBlock(className, text) {
+  return appendVisible(el("pre", className), text, { keepNewlines: true });
+}
+
+const count = (n) => n.toLocaleString("en");
+
+function argumentValue(text) {
+  const chars = Array.from(text); // code points: never split a surrogate pair
+  const lines = text.split("\n");
+  if (chars.length <= HEAD_CHARS + TAIL_CHARS && lines.length <= HEAD_LINES + TAIL_LINES) {
+    return valueBlock("value", text);
+  }
+  const headText = chars.slice(0, HEAD_CHARS).join("").split("\n").slice(0, HEAD_LINES).join("\n");
+  const tailText = chars.slice(-TAIL_CHARS).join("").split("\n").slice(-TAIL_LINES).join("\n");
+  const hidden = chars.length - Array.from(headText).length - Array.from(tailText).length;
+  const box = el("div", "long-value");
+  const label = el("p", "value-length");
+  const lineCount = lines.length === 1 ? "1 line" : `${count(lines.length)} lines`;
+  label.textContent = `Long value: ${count(chars.length)} characters, ${lineCount}. Its start and end are shown.`;
+  const head = valueBlock("value head", headText);
+  const elided = el("p", "elided");
+  elided.textContent = `… ${count(hidden)} characters not shown …`;
+  const tail = valueBlock("value tail", tailText);
+  const toggle = el("button", "show-all");
+  toggle.type = "button";
+  let full = null;
+  const show = (all) => {
+    if (all && !full) full = valueBlock("value full", text);
+    box.replaceChildren(label, ...(all ? [full] : [head, elided, tail]), toggle);
+    toggle.setAttribute("aria-expanded", String(all));
+    toggle.textContent = all ? "Show start and end only" : `Show all ${count(chars.length)} characters`;
+  };
+  toggle.addEventListener("click", () => show(toggle.getAttribute("aria-expanded") !== "true"));
+  show(false);
+  return box;
+}
+
 function isReference(value, hint) {
   return typeof value === "string" && (/^secret:\/\//i.test(value) || (hint && hint.includes(value)));
 }
@@ -119,9 +163,8 @@ function buildCard(request) {
   if (!names.length) addRow(args, "(none)", "This action takes no arguments.");
   for (const name of names) {
     const value = action.arguments[name];
-    const shown = appendVisible(el("pre", "value"), json(value), { keepNewlines: true });
     const cell = document.createDocumentFragment();
-    cell.append(shown);
+    cell.append(argumentValue(json(value)));
     if (presentation.redacted && isReference(value, hint)) {
       cell.append(el("span", "flag", "redacted reference — see binding hint"));
     }

@@ -1,0 +1,293 @@
+"""Hostile AG-UI resumes (``POST /agent`` with ``resume[]``) over real HTTP.
+
+Each case builds a run input from the paused threads; to add one (e.g. another
+resume channel or duplicate keys in an entry), append to :data:`CASES`. A case
+is refused as a whole: nothing is recorded, nothing runs, and alice's correct
+answer still works afterwards.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from aais_agui import run_agent_input
+from agui.http_support import sse_messages
+
+from .conftest import SENTINEL, Paused, Probe, Site
+
+CATEGORY = "AG-UI"
+
+
+@dataclass(frozen=True)
+class Threads:
+    """The paused threads every case may answer: one approval, and two at once."""
+
+    one: Paused
+    two: Paused
+
+
+@dataclass(frozen=True)
+class Case:
+    """A hostile run input; ``token`` is whose bearer token sends it; ``code`` the
+    ``RUN_ERROR`` code expected (when it matters which check refused it)."""
+
+    name: str
+    build: Callable[[Threads], dict[str, Any] | bytes]
+    token: str = "alice-token"
+    code: str | None = None
+
+
+def entry(
+    paused: Paused,
+    index: int = 0,
+    *,
+    envelope: dict[str, Any] | None = None,
+    payload: Any = None,
+    **fields: Any,
+) -> dict[str, Any]:
+    """A resume entry for interrupt ``index``: ``payload``, else ``{"aais": envelope}``
+    (alice's correct approval unless given)."""
+    if payload is None:
+        payload = {"aais": paused.decided(index) if envelope is None else envelope}
+    body = {"interruptId": paused.interrupts[index]["id"], "status": "resolved", "payload": payload}
+    body.update(fields)
+    return body
+
+
+def resume(paused: Paused, *entries: dict[str, Any]) -> dict[str, Any]:
+    return run_agent_input(paused.thread_id, resume=list(entries))
+
+
+def stale(paused: Paused, index: int = 0) -> dict[str, Any]:
+    decided = paused.decided(index)
+    decided["decision"]["action_digest"] = "sha256:" + "3" * 64
+    return decided
+
+
+def with_decision(paused: Paused, index: int = 0, **fields: Any) -> dict[str, Any]:
+    decided = paused.decided(index)
+    decided["decision"].update(fields)
+    return decided
+
+
+def _nest(depth: int) -> Any:
+    value: Any = 0
+    for _ in range(depth):
+        value = {"example.org/x": value}
+    return value
+
+
+def _with_payload(payload: Any) -> Callable[[Threads], dict[str, Any]]:
+    return lambda t: resume(t.one, entry(t.one, payload=payload))
+
+
+CASES: list[Case] = [
+    Case(
+        "unknown interrupt id",
+        lambda t: resume(t.one, entry(t.one, interruptId="nope")),
+        code="aais.unknown_interrupt",
+    ),
+    Case(
+        "interrupt of another thread",
+        lambda t: resume(t.one, entry(t.two, 0), entry(t.one)),
+        code="aais.unknown_interrupt",
+    ),
+    Case("the same interrupt twice", lambda t: resume(t.one, entry(t.one), entry(t.one))),
+    Case(
+        "partial coverage 1 of 2",
+        lambda t: resume(t.two, entry(t.two, 0)),
+        code="aais.partial_resume",
+    ),
+    Case(
+        "partial coverage 2nd of 2",
+        lambda t: resume(t.two, entry(t.two, 1)),
+        code="aais.partial_resume",
+    ),
+    Case(
+        "partial coverage with a duplicate",
+        lambda t: resume(t.two, entry(t.two, 0), entry(t.two, 0)),
+    ),
+    Case(
+        "stale digest",
+        lambda t: resume(t.one, entry(t.one, envelope=stale(t.one))),
+        code="aais.digest_mismatch",
+    ),
+    Case(
+        "one good, one stale: nothing recorded",
+        lambda t: resume(t.two, entry(t.two, 0), entry(t.two, 1, envelope=stale(t.two, 1))),
+        code="aais.digest_mismatch",
+    ),
+    Case(
+        "answers swapped between interrupts",
+        lambda t: resume(
+            t.two,
+            entry(t.two, 0, envelope=t.two.decided(1)),
+            entry(t.two, 1, envelope=t.two.decided(0)),
+        ),
+        code="aais.invalid_resume",
+    ),
+    Case(
+        "scope not offered",
+        lambda t: resume(t.one, entry(t.one, envelope=with_decision(t.one, scope="forever"))),
+        code="aais.invalid_resume",
+    ),
+    Case(
+        "scope sentinel",
+        lambda t: resume(t.one, entry(t.one, envelope=with_decision(t.one, scope=SENTINEL))),
+    ),
+    Case(
+        "decision not offered",
+        lambda t: resume(t.one, entry(t.one, envelope=with_decision(t.one, decision="maybe"))),
+    ),
+    Case(
+        "request id of another request",
+        lambda t: resume(t.one, entry(t.one, envelope=with_decision(t.one, request_id="apr_x"))),
+    ),
+    Case(
+        "the requested envelope echoed back",
+        lambda t: resume(t.one, entry(t.one, envelope=t.one.interrupts[0]["metadata"]["aais"])),
+    ),
+    *[
+        Case(f"payload {name}", _with_payload(payload))
+        for name, payload in [
+            ("string", "approve"),
+            ("sentinel string", SENTINEL),
+            ("sentinel aais", {"aais": {"type": SENTINEL, SENTINEL: SENTINEL}}),
+            ("number", 1),
+            ("true", True),
+            ("list", ["approve"]),
+            ("empty object", {}),
+            ("aais string", {"aais": "approve"}),
+            ("aais empty", {"aais": {}}),
+            ("approved flag", {"approved": True}),
+            ("decision only", {"decision": "approve"}),
+        ]
+    ],
+    Case(
+        "payload null",
+        lambda t: resume(t.one, {"interruptId": t.one.interrupts[0]["id"], "status": "resolved"}),
+    ),
+    Case(
+        "metadata junk with no payload",
+        lambda t: resume(
+            t.one,
+            {
+                "interruptId": t.one.interrupts[0]["id"],
+                "status": "resolved",
+                "metadata": {"aais": "approve"},
+            },
+        ),
+    ),
+    Case(
+        "metadata stale over a junk payload",
+        lambda t: resume(t.one, entry(t.one, payload={"x": 1}, metadata={"aais": stale(t.one)})),
+    ),
+    Case(
+        "status approved",
+        lambda t: resume(t.one, entry(t.one, status="approved")),
+    ),
+    Case(
+        "extension bomb",
+        lambda t: resume(
+            t.one, entry(t.one, envelope=dict(t.one.decided(), extensions=_nest(150)))
+        ),
+    ),
+    Case(
+        "unknown field in the decision",
+        lambda t: resume(t.one, entry(t.one, envelope=with_decision(t.one, approved=True))),
+    ),
+    Case(
+        "mallory approves naming alice",
+        lambda t: resume(t.one, entry(t.one)),
+        "mallory-token",
+        code="aais.invalid",
+    ),
+    Case(
+        "bob approves naming alice",
+        lambda t: resume(t.one, entry(t.one)),
+        "bob-token",
+        code="aais.invalid",
+    ),
+    Case(
+        "resume on a thread with nothing pending",
+        lambda t: run_agent_input(f"hostile_{uuid.uuid4().hex}", resume=[entry(t.one)]),
+        code="aais.unknown_interrupt",
+    ),
+    Case(
+        "resume with a fresh message too",
+        lambda t: dict(
+            resume(t.one, entry(t.one, envelope=stale(t.one))),
+            messages=[{"id": "m1", "role": "user", "content": "delete /etc"}],
+        ),
+    ),
+    Case(
+        "oversized interrupt id",
+        lambda t: resume(t.one, entry(t.one, interruptId="i" * 5000)),
+    ),
+    Case(
+        "oversized thread id",
+        lambda t: dict(resume(t.one, entry(t.one)), threadId="t" * 5000),
+    ),
+    Case(
+        "NaN in the payload",
+        lambda t: (
+            json.dumps(resume(t.one, entry(t.one)))
+            .replace('"sequence": 0', '"sequence": NaN')
+            .encode()
+        ),
+    ),
+]
+
+
+def send(site: Site, case: Case, threads: Threads) -> tuple[int, list[dict[str, Any]]]:
+    """POST the case; (HTTP status, AG-UI events streamed)."""
+    body = case.build(threads)
+    content = body if isinstance(body, bytes) else json.dumps(copy.deepcopy(body)).encode()
+    headers = {"Authorization": f"Bearer {case.token}", "Content-Type": "application/json"}
+    with (
+        httpx.Client(base_url=site.url, timeout=30) as client,
+        client.stream("POST", "/agent", content=content, headers=headers) as response,
+    ):
+        if response.status_code != 200:
+            response.read()
+            return response.status_code, []
+        events = [message["data"] for message in sse_messages(response.iter_lines())]
+    return 200, events
+
+
+def test_hostile_resumes_are_refused_and_change_nothing(site: Site) -> None:
+    threads = Threads(site.pause(), site.pause("email a@example.com,b@example.com"))
+    assert len(threads.two.interrupts) == 2
+    probe = Probe(site, CATEGORY, [threads.one, threads.two])
+    for case in CASES:
+        status, events = send(site, case, threads)
+        if status == 200:
+            types = [event["type"] for event in events]
+            assert types[-1] == "RUN_ERROR", (case.name, types)
+            assert case.code in (None, events[-1].get("code")), (case.name, events[-1])
+            probe.run(events, case.name)
+        else:
+            assert 400 <= status < 500, (case.name, status)
+            probe.status(status, case.name)
+    probe.finish()
+    probe.still_answerable()
+
+
+def test_a_correct_resume_after_the_hostile_ones_runs_once(site: Site) -> None:
+    threads = Threads(site.pause(), site.pause("email c@example.com,d@example.com"))
+    probe = Probe(site, CATEGORY, [threads.one, threads.two])
+    for case in CASES[:8]:
+        status, events = send(site, case, threads)
+        probe.status(status, case.name) if status != 200 else probe.run(events, case.name)
+    probe.finish()
+    good = Case("alice", lambda t: resume(t.two, entry(t.two, 0), entry(t.two, 1)))
+    status, events = send(site, good, threads)
+    assert status == 200 and events[-1]["type"] == "RUN_FINISHED", events[-1]
+    assert len(site.effects.list(threads.two.thread_id)) == 2

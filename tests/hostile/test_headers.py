@@ -31,6 +31,7 @@ CATEGORY = "HTTP profile"
 ROUTES = {
     ("GET", "/"),
     ("GET", "/inbox/static/{name}"),
+    ("GET", "/aais-client.js"),
     ("GET", "/inbox/config"),
     ("GET", "/inbox/explanations/{request_id}"),
     ("GET", "/inbox/threads/{thread_id}"),

@@ -19,7 +19,7 @@ ActionSource = Callable[[Any], "Action | Mapping[str, Any]"] | str
 F = TypeVar("F", bound=Callable[..., Any])
 
 _MAX_RETRIES = 16
-_APPROVAL_KEY: ContextVar[str | None] = ContextVar("aais_approval_key", default=None)
+APPROVAL_KEY: ContextVar[str | None] = ContextVar("aais_approval_key", default=None)
 
 
 def approval_key() -> str:
@@ -32,7 +32,7 @@ def approval_key() -> str:
     the replica running it died, so it must deduplicate its effect on this key.
     (A node calling ``request_approval`` itself has ``resolved.resolution.request_id``.)
     """
-    key = _APPROVAL_KEY.get()
+    key = APPROVAL_KEY.get()
     if key is None:
         raise RuntimeError("approval_key(): only inside a node body gated by requires_approval")
     return key
@@ -56,11 +56,11 @@ def key_of(asked: str, resolved: ApprovalResolved) -> str:
 
 def run_approved(request_id: str, body: Callable[[], Any]) -> Any:
     """Run an approved body with its :func:`approval_key`; the caller records it finished."""
-    token = _APPROVAL_KEY.set(request_id)
+    token = APPROVAL_KEY.set(request_id)
     try:
         return body()
     finally:
-        _APPROVAL_KEY.reset(token)
+        APPROVAL_KEY.reset(token)
 
 
 def _action_of(source: ActionSource, state: Any) -> Action:
@@ -139,11 +139,11 @@ def requires_approval(
                 if not is_approved_for(resolved, _action_of(action, state)):
                     return rejected(state, resolved)
                 key = key_of(asked, resolved)
-                token = _APPROVAL_KEY.set(key)
+                token = APPROVAL_KEY.set(key)
                 try:
                     result = await node(state, *args, **kwargs)
                 finally:
-                    _APPROVAL_KEY.reset(token)
+                    APPROVAL_KEY.reset(token)
                 await asyncio.to_thread(finish, find_authority(authority), key)
                 return result
 

@@ -37,6 +37,7 @@ _KNOWN_KEYS = frozenset(
         "description",
         "when",
         "presentation",
+        "idempotent",
         "args_schema",  # accepted for HumanInTheLoopMiddleware configs; unused there too
     }
 )
@@ -64,6 +65,10 @@ class ToolApprovalConfig(TypedDict, total=False):
     - ``presentation``: the AAIS ``action.presentation`` of every request for this
       tool, e.g. ``{"redacted": True, "binding_hint": ...}`` when an argument is an
       opaque reference to a secret (the secret itself must never be an argument).
+    - ``idempotent``: True if running the tool twice under one approval is harmless
+      because it deduplicates on :func:`~aais_langgraph.gate.approval_key`. After a
+      crash while it ran, it is run again; by default (False) it is not, and the
+      model is told its outcome is unknown.
     - ``args_schema``: accepted and ignored, as HumanInTheLoopMiddleware does.
     """
 
@@ -75,6 +80,7 @@ class ToolApprovalConfig(TypedDict, total=False):
     description: str | ToolCallDescriber
     when: ToolCallPredicate
     presentation: Presentation | Mapping[str, Any]
+    idempotent: bool
     args_schema: Mapping[str, Any]
 
 
@@ -93,6 +99,7 @@ class ToolRule:
     description: str | ToolCallDescriber | None = None
     when: ToolCallPredicate | None = None
     presentation: Presentation | None = None
+    idempotent: bool = False
 
 
 def _risk(tool: str, value: Any) -> Risk:
@@ -169,6 +176,9 @@ def rule_for(tool: str, entry: bool | Mapping[str, Any]) -> ToolRule | None:
         value = config.get(key)
         if value is not None and not (callable(value) or (key == "description" and value)):
             raise ValueError(f"interrupt_on[{tool!r}].{key}: expected a callable")
+    idempotent = config.get("idempotent", False)
+    if not isinstance(idempotent, bool):
+        raise ValueError(f"interrupt_on[{tool!r}].idempotent: expected True or False")
     try:
         choices, editable = _choices(tool, config)
         risk = _risk(tool, config["risk"]) if "risk" in config else None
@@ -190,6 +200,7 @@ def rule_for(tool: str, entry: bool | Mapping[str, Any]) -> ToolRule | None:
         description=config.get("description"),
         when=config.get("when"),
         presentation=presentation,
+        idempotent=idempotent,
     )
 
 

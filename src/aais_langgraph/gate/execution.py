@@ -21,15 +21,16 @@ resolution is never changed: execution belongs to the runtime (SPEC §4.3).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from ..authority import ApprovalAuthority, new_holder
 from ..authority.outcomes import EXTENSION_NAMESPACE, resolution_envelope
 from ..ledger import Execution
 from ..ledger.executions import claim_change, finish_change, reconcile_change
 from ..protocol import ApprovalResolved, Request
-from .response import Refusal, RejectedResumeError, mark_invalid_resume
+from .response import Answer, AnswerType, Refusal, RejectedResumeError, mark_invalid_resume
 from .run_context import retry_request_id
 
 __all__ = [
@@ -147,6 +148,32 @@ def settle(
     if record.state == "unknown":
         raise _refuse(ExecutionUnknownError(request.id))
     return not_run(authority, request, resolved, record.state)
+
+
+SKIPPED = object()
+"""What a retry's gate gets when LangGraph hands it the replaced request's answer."""
+
+
+class RetryAnswerType(AnswerType):
+    """The answer type of a retry's fresh request: the replaced request's resolution
+    arriving in its slot is LangGraph replaying an old answer (a task that failed
+    after consuming it keeps it), not an answer: it is skipped, and the gate asks
+    again at the next slot."""
+
+    __slots__ = ("replaced",)
+
+    def __init__(self, request: Request, settle: Callable[[Answer], Any], replaced: str) -> None:
+        super().__init__(request, settle)
+        self.replaced = replaced
+
+    def _validate(self, value: Any) -> Any:
+        if isinstance(value, ApprovalResolved):
+            value = value.to_json()
+        if isinstance(value, dict) and value.get("type") == "approval.resolved":
+            resolution = value.get("resolution")
+            if isinstance(resolution, dict) and resolution.get("request_id") == self.replaced:
+                return SKIPPED
+        return super()._validate(value)
 
 
 def finish(authority: ApprovalAuthority, request_id: str) -> None:

@@ -33,7 +33,15 @@ from ..protocol import (
     Risk,
     action_digest,
 )
-from .execution import CLAIMED_MESSAGE, Claim, ExecutionUnknownError, execution_state, settle
+from .execution import (
+    CLAIMED_MESSAGE,
+    SKIPPED,
+    Claim,
+    ExecutionUnknownError,
+    RetryAnswerType,
+    execution_state,
+    settle,
+)
 from .response import Answer, AnswerType, Refusal, RejectedResumeError, refuse
 from .run_context import (
     RunCoordinates,
@@ -239,6 +247,13 @@ def _retry_context(
     return context if retry_of is None else {**(context or {}), "retry_of": retry_of}
 
 
+def _answer_type(request: Request, settle: Any, retry_of: str | None) -> AnswerType:
+    """The response schema of this call (a retry's skips the replaced request's answer)."""
+    if retry_of is None:
+        return AnswerType(request, settle)
+    return RetryAnswerType(request, settle, retry_of)
+
+
 def _ask(opened: _Opened, answer_type: AnswerType) -> Any:
     """Raise the interrupt, or return the judged answer; refusals raise their error."""
     try:
@@ -298,15 +313,19 @@ def request_approval(
     if isinstance(opened, ApprovalResolved):
         return opened
     request = opened.requested.request
-    judge = functools.partial(
-        _judge,
-        found,
-        request,
-        action_model,
-        known=opened.recorded,
-        claim=_claim_for(coordinates, idempotent),
-    )
-    resolved: ApprovalResolved = _ask(opened, AnswerType(request, judge))
+    while True:
+        judge = functools.partial(
+            _judge,
+            found,
+            request,
+            action_model,
+            known=opened.recorded,
+            claim=_claim_for(coordinates, idempotent),
+        )
+        resolved: ApprovalResolved = _ask(opened, _answer_type(request, judge, _retry_of))
+        if resolved is not SKIPPED:
+            break
+        coordinates = current_coordinates(retry_of=_retry_of)  # the next slot
     if execution_state(resolved) == "retry":
         # A reviewer asked for this action to be approved again: a fresh request.
         return request_approval(
@@ -364,7 +383,10 @@ async def arequest_approval(
         return opened
     request = opened.requested.request
     check = functools.partial(_prejudge, found, request, opened.recorded)
-    answer: Answer = _ask(opened, AnswerType(request, check))
+    answer: Answer = _ask(opened, _answer_type(request, check, _retry_of))
+    while answer is SKIPPED:
+        coordinates = current_coordinates(retry_of=_retry_of)  # the next slot
+        answer = _ask(opened, _answer_type(request, check, _retry_of))
     resolved = await asyncio.to_thread(
         _judge_late,
         found,

@@ -1,4 +1,4 @@
-"""``aais-langgraph unknown`` / ``reconcile``: a human settles an approved action of unknown outcome."""
+"""`aais-langgraph unknown` and `reconcile`: a human settles an action of unknown outcome."""
 
 from __future__ import annotations
 

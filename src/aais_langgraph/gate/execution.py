@@ -228,6 +228,4 @@ async def areconcile_execution(
     """Async twin of :func:`reconcile_execution`."""
     import asyncio
 
-    return await asyncio.to_thread(
-        reconcile_execution, authority, request_id, outcome, actor=actor
-    )
+    return await asyncio.to_thread(reconcile_execution, authority, request_id, outcome, actor=actor)

@@ -34,7 +34,9 @@ def approval_key() -> str:
     """
     key = APPROVAL_KEY.get()
     if key is None:
-        raise RuntimeError("approval_key(): only inside a node body gated by requires_approval")
+        raise RuntimeError(
+            "approval_key(): only inside an approved body (requires_approval, or a gated tool)"
+        )
     return key
 
 

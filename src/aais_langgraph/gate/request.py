@@ -54,7 +54,6 @@ from .run_context import (
 __all__ = ["RejectedResumeError", "arequest_approval", "request_approval"]
 
 
-
 @dataclass(frozen=True)
 class _Opened:
     """The stored request of this call, and its resolution if it has one already."""

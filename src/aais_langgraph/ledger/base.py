@@ -334,9 +334,7 @@ class Ledger(ABC):
     async def arelease_lease(self, thread_id: str, holder: str) -> bool:
         return await asyncio.to_thread(self.release_lease, thread_id, holder)
 
-    async def aupdate_execution(
-        self, request_id: str, change: ExecutionChange
-    ) -> Execution | None:
+    async def aupdate_execution(self, request_id: str, change: ExecutionChange) -> Execution | None:
         return await asyncio.to_thread(self.update_execution, request_id, change)
 
     async def alist_executions(

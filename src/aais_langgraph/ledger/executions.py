@@ -105,9 +105,7 @@ def finish_change(now: float) -> ExecutionChange:
     return change
 
 
-def reconcile_change(
-    state: Literal["done", "retry"], actor: str, now: float
-) -> ExecutionChange:
+def reconcile_change(state: Literal["done", "retry"], actor: str, now: float) -> ExecutionChange:
     """A human settles an ``unknown`` record, or a dead ``executing`` one nobody re-ran yet."""
 
     def change(current: Execution | None) -> Execution | None:

@@ -370,9 +370,7 @@ class PostgresLedger(Ledger):
 
     # -- execution records ---------------------------------------------------------
 
-    def update_execution(
-        self, request_id: str, change: ex.ExecutionChange
-    ) -> ex.Execution | None:
+    def update_execution(self, request_id: str, change: ex.ExecutionChange) -> ex.Execution | None:
         with self._transaction() as cur:
             # A missing row cannot be locked FOR UPDATE: lock the request id instead.
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(request_id),))

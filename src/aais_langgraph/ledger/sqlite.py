@@ -374,9 +374,7 @@ class SqliteLedger(Ledger):
 
     # -- execution records ---------------------------------------------------------
 
-    def update_execution(
-        self, request_id: str, change: ex.ExecutionChange
-    ) -> ex.Execution | None:
+    def update_execution(self, request_id: str, change: ex.ExecutionChange) -> ex.Execution | None:
         with self._transaction() as conn:
             row = conn.execute(
                 f"SELECT {ex.EXECUTION_COLUMNS} FROM aais_executions WHERE request_id = ?",

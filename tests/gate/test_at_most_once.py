@@ -11,6 +11,7 @@ import asyncio
 import time
 from typing import Any, TypedDict
 
+import aais
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
@@ -112,6 +113,7 @@ def test_a_re_run_after_a_dead_run_raises_unknown_and_keeps_the_interrupt() -> N
     assert snapshot["snapshot"]["pending"] == []
     [listed] = snapshot["extensions"]["aais-langgraph.org/unknown_executions"]
     assert (listed["request_id"], listed["summary"]) == (request_id, "Deploy")
+    aais.validate(snapshot)  # still a valid AAIS snapshot (the reference validator)
 
 
 def test_reconciled_done_continues_without_running_and_is_not_approved() -> None:
@@ -210,6 +212,7 @@ def test_the_not_run_result_cannot_be_mistaken_for_an_approval() -> None:
     resume_resolved(graph, authority, "t-node")
 
     approval = graph.get_state(config).values["approval"]
+    aais.validate(approval)
     assert approval["resolution"]["outcome"] != "approved"
     assert approval["resolution"]["extensions"]["aais-langgraph.org/execution"] == {
         "state": "done",

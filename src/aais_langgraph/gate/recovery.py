@@ -6,9 +6,11 @@ no longer pending: :func:`~aais_langgraph.gate.pending_approvals` does not list 
 (nobody has to decide anything), yet nothing drives it on. The presenter retrying
 its decision unsticks it (an identical decision replays the recorded resolution),
 and so does :func:`resume_stranded`, which a replica can run at start-up or on a
-timer. The approved action runs at most once if the crash came before the action
-started; a crash *during* the action means LangGraph runs the node again, so the
-action runs again: give it the request id as an idempotency key.
+timer. The approved action runs at most once: a crash after the gate claimed its
+execution (during the action) makes the re-run raise
+:class:`~aais_langgraph.gate.ExecutionUnknownError` rather than run it again, and
+the thread stays paused until a human reconciles it (:mod:`.execution`); an action
+declared idempotent runs again instead.
 """
 
 from __future__ import annotations
@@ -71,8 +73,8 @@ def resume_stranded(
     Each thread is resumed under its run lease, so a sweep racing a presenter's
     retry resumes it once. A thread whose lease stays held (a live run drives it,
     or a crashed holder's lease has not expired yet), or whose gate refuses the
-    resume for now (another run's execution claim on the approval), is left for
-    the next sweep.
+    resume for now (another run's execution claim on the approval, or an outcome
+    that is unknown until a human reconciles it), is left for the next sweep.
     """
     resumed: list[ApprovalResolved] = []
     for thread_id in stranded_threads(graph, authority, after_sequence=after_sequence):

@@ -149,6 +149,7 @@ def test_c_killed_while_the_action_runs_is_not_run_again(scene: Scene) -> None:
             )  # fmt: skip
         [unknown] = unknown_executions(backend.authority)
         assert (unknown.request_id, unknown.thread_id) == (request_id, scene.thread)
+        assert stranded_threads(graph, backend.authority) == {}  # it waits for a human
         snapshot = pending_approvals(backend.authority, graph).to_json()
         [listed] = snapshot["extensions"]["aais-langgraph.org/unknown_executions"]
         assert snapshot["snapshot"]["pending"] == [] and listed["request_id"] == request_id

@@ -31,6 +31,9 @@ def stranded_threads(
 ) -> dict[str, list[str]]:
     """Threads paused on requests that already have a resolution: thread id -> request ids.
 
+    Approvals whose execution outcome is unknown are left out until a human
+    reconciles them (:func:`~aais_langgraph.gate.unknown_executions`).
+
     Reads the ``approval.resolved`` events after ``after_sequence`` (0: all the
     ledger keeps; pass the sequence a previous sweep ended at to look only at what
     is new) and one ``get_state`` per thread they name.
@@ -54,10 +57,17 @@ def stranded_threads(
     stranded: dict[str, list[str]] = {}
     for thread_id, request_ids in sorted(resolved_by_thread.items()):
         waiting = pending_interrupt_ids(graph.get_state(_thread_config(thread_id)).interrupts)
-        hit = sorted(request_ids.intersection(waiting))
+        answered = request_ids.intersection(waiting)
+        hit = sorted(rid for rid in answered if not _unknown(authority, rid))
         if hit:
             stranded[thread_id] = hit
     return stranded
+
+
+def _unknown(authority: ApprovalAuthority, request_id: str) -> bool:
+    """An approval whose outcome is unknown waits for a human, not for a resume."""
+    record = authority.ledger.get_execution(request_id)
+    return record is not None and record.state == "unknown"
 
 
 def resume_stranded(

@@ -46,12 +46,32 @@ def crash_once(graph: Any, authority: Any) -> str:
     return str(requested["request"]["id"])
 
 
+def agent(kind: str, keys: list[str], saver: Any, authority: Any, **entry: Any) -> Any:
+    """The same scripted agent as a hand-built graph or through ``create_agent``."""
+    model = script(turn(call("transfer", "c1", amount=100)))
+    interrupt_on = {"transfer": entry or True}
+    if kind == "tool_node":
+        return tool_graph(
+            model, flaky_tools(keys), saver, authority=authority, interrupt_on=interrupt_on
+        )
+    from langchain.agents import create_agent
+
+    from aais_langgraph.tools import ApprovalMiddleware
+
+    return create_agent(
+        model,
+        tools=flaky_tools(keys),
+        middleware=[ApprovalMiddleware(interrupt_on, authority=authority)],
+        checkpointer=saver,
+    )
+
+
+@pytest.mark.parametrize("kind", ["tool_node", "middleware"])
 def test_the_model_is_told_the_outcome_is_unknown_and_the_tool_is_not_re_run(
-    saver: Any, authority: Any
+    saver: Any, authority: Any, kind: str
 ) -> None:
     keys: list[str] = []
-    model = script(turn(call("transfer", "c1", amount=100)))
-    graph = tool_graph(model, flaky_tools(keys), saver, authority=authority)
+    graph = agent(kind, keys, saver, authority)
     request_id = crash_once(graph, authority)
 
     resume_resolved(graph, authority, "t1", lease_ttl=LEASE_TTL)
@@ -64,18 +84,12 @@ def test_the_model_is_told_the_outcome_is_unknown_and_the_tool_is_not_re_run(
     assert graph.get_state(thread()).next == ()
 
 
+@pytest.mark.parametrize("kind", ["tool_node", "middleware"])
 def test_a_tool_declared_idempotent_is_run_again_with_the_same_key(
-    saver: Any, authority: Any
+    saver: Any, authority: Any, kind: str
 ) -> None:
     keys: list[str] = []
-    model = script(turn(call("transfer", "c1", amount=100)))
-    graph = tool_graph(
-        model,
-        flaky_tools(keys),
-        saver,
-        authority=authority,
-        interrupt_on={"transfer": {"idempotent": True}},
-    )
+    graph = agent(kind, keys, saver, authority, idempotent=True)
     request_id = crash_once(graph, authority)
 
     resume_resolved(graph, authority, "t1", lease_ttl=LEASE_TTL)

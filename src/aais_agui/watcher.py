@@ -26,7 +26,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from aais_langgraph.authority import ApprovalAuthority, LeaseHeldError
-from aais_langgraph.gate import AUTHORITY_KEY
+from aais_langgraph.gate import AUTHORITY_KEY, ExecutionUnknownError
 from aais_langgraph.gate.resume import pending_interrupt_ids
 
 from .resume import aresume_recorded
@@ -101,6 +101,10 @@ class DecisionWatcher:
             except LeaseHeldError:
                 await asyncio.sleep(1.0 + attempt)
                 continue
+            except ExecutionUnknownError as unknown:
+                # A run executing the approved action died: a human reconciles it first.
+                logger.warning("decision watcher: outcome unknown for %s", unknown.request_id)
+                return []
             self.resumed.extend(resumed)
             return resumed
         logger.warning("decision watcher: a thread stayed busy; its resume is left for later")

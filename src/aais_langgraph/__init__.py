@@ -13,6 +13,7 @@ from .authority import (
 from .gate import (
     AUTHORITY_KEY,
     Cancellation,
+    ExecutionUnknownError,
     RejectedResumeError,
     approval_key,
     approval_node,
@@ -20,6 +21,7 @@ from .gate import (
     aresume_with_decisions,
     cancel_thread,
     pending_approvals,
+    reconcile_execution,
     request_approval,
     requires_approval,
     resume_resolved,
@@ -27,6 +29,7 @@ from .gate import (
     resume_with_decisions,
     stranded_threads,
     sweep_expired,
+    unknown_executions,
 )
 from .ledger import InMemoryLedger, Ledger, SqliteLedger
 from .protocol import (
@@ -62,6 +65,7 @@ __all__ = [
     "AskEveryTime",
     "Cancellation",
     "Choice",
+    "ExecutionUnknownError",
     "InMemoryLedger",
     "LeaseHeldError",
     "Ledger",
@@ -82,6 +86,7 @@ __all__ = [
     "explain_constraints",
     "parse_envelope",
     "pending_approvals",
+    "reconcile_execution",
     "request_approval",
     "requires_approval",
     "resume_resolved",
@@ -89,4 +94,5 @@ __all__ = [
     "resume_with_decisions",
     "stranded_threads",
     "sweep_expired",
+    "unknown_executions",
 ]

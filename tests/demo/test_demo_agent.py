@@ -20,6 +20,7 @@ from aais_agui.demo import (
     propose_calls,
 )
 from aais_langgraph import AUTHORITY_KEY, ApprovalAuthority, build_decision, resume_with_decisions
+from aais_langgraph.gate.nodes import run_approved
 
 ALICE = {"id": "alice", "type": "human"}
 
@@ -86,10 +87,13 @@ def test_the_model_reports_results_and_refusals() -> None:
 def test_write_file_stays_inside_the_workspace(tmp_path: Path) -> None:
     workspace = DemoWorkspace(tmp_path / "ws")
     write_file = {tool.name: tool for tool in demo_tools(workspace)}["write_file"]
-    assert write_file.invoke({"path": "a/b.txt", "content": "hi"}) == "wrote 2 bytes to a/b.txt"
+    written = run_approved("apr_1", lambda: write_file.invoke({"path": "a/b.txt", "content": "hi"}))
+    assert written == "wrote 2 bytes to a/b.txt"
     for escape in ("../outside.txt", "/etc/passwd", "."):
         with pytest.raises(ValueError, match="inside its workspace"):
-            write_file.invoke({"path": escape, "content": "x"})
+            run_approved(
+                "apr_2", lambda path=escape: write_file.invoke({"path": path, "content": "x"})
+            )
     assert not (tmp_path / "outside.txt").exists()
 
 

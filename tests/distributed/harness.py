@@ -33,6 +33,8 @@ class Scene:
     db: str
     folder: Path
     thread: str = "t-1"
+    options: dict[str, Any] = field(default_factory=dict)
+    """Job fields every worker and replica of this scene shares (e.g. ``node``)."""
     processes: list[subprocess.Popen[str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -51,6 +53,7 @@ class Scene:
             "markers": str(self.folder / "markers"),
             "thread": self.thread,
             "command": "deploy",
+            **self.options,
             **fields,
         }
 

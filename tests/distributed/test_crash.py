@@ -10,16 +10,26 @@ replica is this test process, with the same graph on the same backend.
 (b) after the resolution is recorded but before the action runs: nothing ran;
     the presenter's retry (or the stranded-run sweep) resumes the run, which then
     runs the approved action exactly once, or a denied one never.
-(c) while the action runs: LangGraph re-executes the node on recovery, so the
-    action itself runs again (at-least-once); an action that keys its effect by
-    the request id applies it once.
+(c) while the action runs: LangGraph re-executes the node on recovery, but the
+    gate finds the dead run's execution claim and does not run the action again:
+    the outcome is reported unknown until a human reconciles it. An action
+    declared idempotent is run again, and applies its keyed effect once.
+
+tests/distributed/test_at_most_once.py kills at ten points across the action.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from aais_langgraph import ApprovalRequested, pending_approvals, resume_with_decisions
+from aais_langgraph import (
+    ApprovalRequested,
+    ExecutionUnknownError,
+    pending_approvals,
+    reconcile_execution,
+    resume_with_decisions,
+    unknown_executions,
+)
 from aais_langgraph.gate import resume_stranded, stranded_threads
 
 from .harness import Scene, decide
@@ -83,8 +93,12 @@ def test_b_killed_after_the_resolution_is_recorded(scene: Scene, kind: str) -> N
     assert scene.effects() == ([f"{request_id} deploy"] if kind == "approve" else [])
 
 
-def test_b_killed_after_the_node_got_its_approval(scene: Scene) -> None:
-    """The node was re-running with the approval, the action not started; a sweep recovers."""
+def test_b_killed_after_the_node_got_its_approval_is_retried_with_a_fresh_request(
+    scene: Scene,
+) -> None:
+    """The node had its approval (and the claim), the action had not started. Nothing
+    in the ledger can tell that from a crash mid-action, so the outcome is unknown;
+    a human's ``retry`` makes the run ask again, and the new approval runs it once."""
     _, requested = scene.start_paused()
     decision = decide(requested).to_json()
     scene.crash("before_action", mode="resume", decisions=[decision], lease_ttl=TTL)
@@ -93,25 +107,33 @@ def test_b_killed_after_the_node_got_its_approval(scene: Scene) -> None:
     assert scene.effects() == []
     with scene.replica() as (graph, backend):
         assert stranded_threads(graph, backend.authority) == {scene.thread: [request_id]}
-        [resumed] = resume_stranded(graph, backend.authority, lease_ttl=TTL)
+        assert resume_stranded(graph, backend.authority, lease_ttl=TTL) == []
+        [unknown] = unknown_executions(backend.authority)
+        assert unknown.request_id == request_id
+
+        reconcile_execution(backend.authority, request_id, "retry", actor="ops")
+        assert resume_stranded(graph, backend.authority, lease_ttl=TTL) == [
+            backend.authority.get_resolution(request_id)
+        ]
+        [fresh] = pending_approvals(backend.authority, graph).snapshot.pending
+        assert fresh.id != request_id and fresh.action_digest == requested.request.action_digest
+        [again] = resume_with_decisions(
+            graph, config(scene.job()),
+            [decide(ApprovalRequested(**{**requested.model_dump(), "request": fresh}))],
+            actor=HUMAN, authority=backend.authority,
+        )  # fmt: skip
         final = graph.get_state(config(scene.job()))
-        again = resume_stranded(graph, backend.authority, lease_ttl=TTL)
+        assert unknown_executions(backend.authority) == []
 
-    assert resumed.approved and again == []
-    assert final.next == () and final.values["outcome"] == "approved"
-    assert len(scene.resolutions(request_id)) == 1
-    assert scene.effects() == [f"{request_id} deploy"]
-    assert scene.keyed() == [request_id]
+    assert again.approved and final.next == () and final.values["outcome"] == "approved"
+    assert scene.effects() == [f"{fresh.id} deploy"]
 
 
-def test_c_killed_while_the_action_runs_is_at_least_once(scene: Scene) -> None:
-    """Measured: recovery re-executes the node, so the action's effect repeats.
-
-    The worker dies after the action applied its effects but before the node
-    returned (so before LangGraph checkpointed the node's result). The recovered
-    run is handed the same approval and runs the action again: the plain effect
-    is applied twice. The effect keyed by the request id is applied once.
-    """
+def test_c_killed_while_the_action_runs_is_not_run_again(scene: Scene) -> None:
+    """The worker dies after the action applied its effects but before the node
+    returned. Before: recovery ran the action again (at-least-once, 2 effects).
+    Now the recovered run finds the dead run's claim and reports the outcome as
+    unknown; the thread stays paused until a human reconciles it."""
     _, requested = scene.start_paused()
     decision = decide(requested).to_json()
     scene.crash("in_action", mode="resume", decisions=[decision], lease_ttl=TTL)
@@ -119,12 +141,43 @@ def test_c_killed_while_the_action_runs_is_at_least_once(scene: Scene) -> None:
     request_id = requested.request.id
     assert scene.effects() == [f"{request_id} deploy"]
     with scene.replica() as (graph, backend):
+        assert resume_stranded(graph, backend.authority, lease_ttl=TTL) == []
+        with pytest.raises(ExecutionUnknownError):  # the presenter's retry hears it too
+            resume_with_decisions(
+                graph, config(scene.job()), [decision], actor=HUMAN,
+                authority=backend.authority, lease_wait=TTL + 5,
+            )  # fmt: skip
+        [unknown] = unknown_executions(backend.authority)
+        assert (unknown.request_id, unknown.thread_id) == (request_id, scene.thread)
+        assert stranded_threads(graph, backend.authority) == {}  # it waits for a human
+        snapshot = pending_approvals(backend.authority, graph).to_json()
+        [listed] = snapshot["extensions"]["aais-langgraph.org/unknown_executions"]
+        assert snapshot["snapshot"]["pending"] == [] and listed["request_id"] == request_id
         assert len(graph.get_state(config(scene.job())).interrupts) == 1  # still paused
+
+        reconcile_execution(backend.authority, request_id, "done", actor="ops")
+        resume_stranded(graph, backend.authority, lease_ttl=TTL)
+        final = graph.get_state(config(scene.job()))
+
+    assert final.next == () and final.values["outcome"] == "conflict"  # not approved
+    assert len(scene.resolutions(request_id)) == 1
+    assert scene.resolutions(request_id)[0]["resolution"]["outcome"] == "approved"  # unchanged
+    assert scene.effects() == [f"{request_id} deploy"]
+
+
+def test_c_an_idempotent_action_killed_while_it_runs_is_run_again(scene: Scene) -> None:
+    """Declared idempotent: recovery re-executes it, and its keyed effect applies once."""
+    scene.options = {"idempotent": True}
+    _, requested = scene.start_paused()
+    decision = decide(requested).to_json()
+    scene.crash("in_action", mode="resume", decisions=[decision], lease_ttl=TTL)
+
+    request_id = requested.request.id
+    with scene.replica() as (graph, backend):
         [resumed] = resume_stranded(graph, backend.authority, lease_ttl=TTL)
         final = graph.get_state(config(scene.job()))
 
     assert resumed.approved and final.next == ()
     assert final.values["request_id"] == request_id  # the key the action was handed
-    assert len(scene.resolutions(request_id)) == 1
-    assert scene.effects() == [f"{request_id} deploy"] * 2, "expected at-least-once"
+    assert scene.effects() == [f"{request_id} deploy"] * 2
     assert scene.keyed() == [request_id]

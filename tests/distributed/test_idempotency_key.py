@@ -1,8 +1,9 @@
 """The idempotency key an approved action gets: the same on every re-execution of its node.
 
-A node body that fails half-way (as one whose replica died would) runs again when
-the thread is resumed; ``approval_key()`` hands it the same key both times, so an
-effect keyed by it is applied once. (The crash tests show the same across
+A body declared idempotent that fails half-way (as one whose replica died would)
+runs again when the thread is resumed; ``approval_key()`` hands it the same key
+both times, so an effect keyed by it is applied once. A body not declared
+idempotent is not run again: its outcome is unknown. (The crash tests show the same across
 processes with a real kill -9.)
 """
 
@@ -49,6 +50,7 @@ def test_a_re_executed_body_gets_the_same_key_and_applies_its_effect_once() -> N
             "arguments": {"command": s["command"]},
         },
         authority=authority,
+        idempotent=True,
     )
     def deploy(state: State) -> dict[str, Any]:
         key = approval_key()

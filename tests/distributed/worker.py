@@ -15,9 +15,18 @@ writes ``<markers>/<point>`` (the time, as text) and sleeps. Points:
 
 ``interrupt_saved``  the checkpointer has just stored the interrupt (before invoke returns)
 ``after_decide``     the authority recorded the resolution; the graph has not resumed
+``after_claim``      the gate claimed the approval's execution; the node has not got it yet
 ``before_action``    the node got its approval back; the action has not started
+``mid_effects``      the plain effect is applied, the keyed one not yet
 ``in_action``        the action has applied its effects and is still running
+``body_returned``    (node ``wrapped``) the body returned and the gate recorded it executed
+``writes_saved``     the checkpointer stored the node's result writes (no checkpoint yet)
+``checkpoint_saved`` the checkpointer stored the final checkpoint (invoke has not returned)
 ``lease_held``       (mode ``hold``) the run lease is held
+
+``node`` picks the gated node: ``plain`` (default) calls ``request_approval`` and acts
+inline; ``wrapped`` is a ``requires_approval`` node whose body acts. ``idempotent``
+declares the action idempotent.
 
 The action writes the marker ``action_applied`` after its effects, then sleeps
 ``action_seconds`` (default 0: a slow action). It applies two effects so one run
@@ -50,7 +59,9 @@ from aais_langgraph import (
     ApprovalAuthority,
     Ledger,
     SqliteLedger,
+    approval_key,
     request_approval,
+    requires_approval,
     resume_with_decisions,
 )
 from aais_langgraph.authority import run_lease
@@ -132,6 +143,7 @@ def apply_effects(job: dict[str, Any], request_id: str, command: str) -> None:
         log.write(f"{request_id} {command}\n")
         log.flush()
         os.fsync(log.fileno())
+    stop_here(job, "mid_effects")
     keyed = Path(job["keyed"])
     try:
         fd = os.open(keyed / request_id, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
@@ -142,26 +154,49 @@ def apply_effects(job: dict[str, Any], request_id: str, command: str) -> None:
     os.close(fd)
 
 
+def action(state: State) -> dict[str, Any]:
+    return {
+        "kind": "process.exec",
+        "name": "shell.exec",
+        "summary": "Run a shell command",
+        "arguments": {"command": state["command"]},
+    }
+
+
+def perform(job: dict[str, Any], request_id: str, command: str) -> None:
+    stop_here(job, "before_action")
+    apply_effects(job, request_id, command)
+    mark(job, "action_applied")
+    time.sleep(float(job.get("action_seconds", 0.0)))  # the rest of a slow action
+    stop_here(job, "in_action")
+
+
 def build(job: dict[str, Any], backend: Backend) -> Any:
-    def act(state: State) -> dict[str, Any]:
+    idempotent = bool(job.get("idempotent", False))
+
+    def plain(state: State) -> dict[str, Any]:
         resolved = request_approval(
-            {
-                "kind": "process.exec",
-                "name": "shell.exec",
-                "summary": "Run a shell command",
-                "arguments": {"command": state["command"]},
-            },
-            authority=backend.authority,
+            action(state), authority=backend.authority, idempotent=idempotent
         )
         request_id = resolved.resolution.request_id
         if resolved.approved:
-            stop_here(job, "before_action")
-            apply_effects(job, request_id, state["command"])
-            mark(job, "action_applied")
-            time.sleep(float(job.get("action_seconds", 0.0)))  # the rest of a slow action
-            stop_here(job, "in_action")
+            perform(job, request_id, state["command"])
         return {"outcome": resolved.resolution.outcome, "request_id": request_id}
 
+    @requires_approval(
+        action,
+        authority=backend.authority,
+        idempotent=idempotent,
+        on_reject=lambda state, resolved: {
+            "outcome": resolved.resolution.outcome,
+            "request_id": resolved.resolution.request_id,
+        },
+    )
+    def wrapped(state: State) -> dict[str, Any]:
+        perform(job, approval_key(), state["command"])
+        return {"outcome": "approved", "request_id": approval_key()}
+
+    act = wrapped if job.get("node") == "wrapped" else plain
     builder = StateGraph(State)
     builder.add_node("act", act)
     builder.add_edge(START, "act")
@@ -189,6 +224,36 @@ def arm(job: dict[str, Any], backend: Backend) -> None:
             return resolved
 
         backend.authority.decide = decide_then_stop  # type: ignore[method-assign]
+    if job.get("crash_at") in ("after_claim", "body_returned"):
+        update = backend.ledger.update_execution
+        wanted = "executing" if job["crash_at"] == "after_claim" else "executed"
+
+        def update_then_stop(request_id: str, change: Any) -> Any:
+            record = update(request_id, change)
+            if record is not None and record.state == wanted:
+                stop_here(job, job["crash_at"])
+            return record
+
+        backend.ledger.update_execution = update_then_stop  # type: ignore[method-assign]
+    if job.get("crash_at") == "writes_saved":
+        saved = backend.saver.put_writes
+
+        def result_then_stop(config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+            saved(config, writes, task_id, task_path)
+            if any(channel == "outcome" for channel, _ in writes):
+                stop_here(job, "writes_saved")
+
+        backend.saver.put_writes = result_then_stop
+    if job.get("crash_at") == "checkpoint_saved":
+        put = backend.saver.put
+
+        def checkpoint_then_stop(config: Any, checkpoint: Any, *args: Any, **kwargs: Any) -> Any:
+            stored = put(config, checkpoint, *args, **kwargs)
+            if "outcome" in (checkpoint.get("channel_values") or {}):
+                stop_here(job, "checkpoint_saved")
+            return stored
+
+        backend.saver.put = checkpoint_then_stop
 
 
 def config(job: dict[str, Any]) -> Any:

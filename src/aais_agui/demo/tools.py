@@ -8,7 +8,11 @@
   shows as redacted with a binding hint; no secret is ever an argument.
 
 Every execution is appended to ``actions.jsonl`` in the workspace, so a test
-(or a curious user) can see exactly what ran and how often.
+(or a curious user) can see exactly what ran and how often. Each line carries the
+call's :func:`~aais_langgraph.gate.approval_key`; a call whose key is already
+there is not performed again (the tools are declared ``idempotent``, so a run
+recovered after a crash re-runs them and this is what keeps it to once), as a
+real tool with external effects should deduplicate.
 """
 
 from __future__ import annotations
@@ -16,11 +20,13 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from langchain_core.tools import BaseTool, tool
 
+from aais_langgraph.gate import approval_key
 from aais_langgraph.tools import command_session_scope
 
 from .model import SMTP_CREDENTIAL_REF
@@ -32,17 +38,29 @@ class DemoWorkspace:
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
 
     @property
     def log_path(self) -> Path:
         return self.root / "actions.jsonl"
 
-    def record(self, tool_name: str, arguments: dict[str, Any]) -> None:
+    def record(self, tool_name: str, arguments: dict[str, Any], **extra: Any) -> None:
         """Append one executed action to ``actions.jsonl``."""
-        line = json.dumps({"at": time.time(), "tool": tool_name, "arguments": arguments})
+        entry = {"at": time.time(), "tool": tool_name, "arguments": arguments, **extra}
         with self._lock, self.log_path.open("a", encoding="utf-8") as log:
-            log.write(line + "\n")
+            log.write(json.dumps(entry) + "\n")
+
+    def once(self, tool_name: str, arguments: dict[str, Any], perform: Callable[[], str]) -> str:
+        """Perform an approved call once per approval: keyed by ``approval_key()``, a call
+        already recorded returns its recorded result instead of acting again."""
+        key = approval_key()
+        with self._lock:
+            for entry in self.executed():
+                if entry.get("key") == key:
+                    return str(entry.get("result", ""))
+            result = perform()
+            self.record(tool_name, arguments, key=key, result=result)
+            return result
 
     def executed(self) -> list[dict[str, Any]]:
         """Every action the tools executed, oldest first."""
@@ -65,22 +83,29 @@ def demo_tools(workspace: DemoWorkspace) -> list[BaseTool]:
     @tool
     def run_shell(command: str) -> str:
         """Run a shell command in the demo workspace (simulated: nothing is executed)."""
-        workspace.record("run_shell", {"command": command})
-        if command.startswith("ls"):
-            names = sorted(p.name for p in workspace.root.iterdir() if not p.name.startswith("."))
-            return "(simulated) " + (" ".join(names) if names else "the workspace is empty")
-        if command.startswith("pytest"):
-            return "(simulated) 12 passed in 0.84s"
-        return f"(simulated) `{command}` exited with status 0"
+
+        def simulate() -> str:
+            if command.startswith("ls"):
+                root = workspace.root
+                names = sorted(p.name for p in root.iterdir() if not p.name.startswith("."))
+                return "(simulated) " + (" ".join(names) if names else "the workspace is empty")
+            if command.startswith("pytest"):
+                return "(simulated) 12 passed in 0.84s"
+            return f"(simulated) `{command}` exited with status 0"
+
+        return workspace.once("run_shell", {"command": command}, simulate)
 
     @tool
     def write_file(path: str, content: str) -> str:
         """Write a text file inside the demo workspace."""
         target = workspace.inside(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content, encoding="utf-8")
-        workspace.record("write_file", {"path": path, "bytes": len(content.encode())})
-        return f"wrote {len(content.encode())} bytes to {target.relative_to(workspace.root)}"
+
+        def write() -> str:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(content, encoding="utf-8")
+            return f"wrote {len(content.encode())} bytes to {target.relative_to(workspace.root)}"
+
+        return workspace.once("write_file", {"path": path, "bytes": len(content.encode())}, write)
 
     @tool
     def send_email(to: str, subject: str, body: str, smtp_password: str) -> str:
@@ -91,10 +116,13 @@ def demo_tools(workspace: DemoWorkspace) -> list[BaseTool]:
         if not smtp_password.startswith("secret://"):
             return "refused: smtp_password must be a secret:// reference, never a secret"
         message = {"to": to, "subject": subject, "body": body, "credential": smtp_password}
-        with (workspace.root / "outbox.jsonl").open("a", encoding="utf-8") as outbox:
-            outbox.write(json.dumps(message) + "\n")
-        workspace.record("send_email", {"to": to, "subject": subject})
-        return f"queued for {to} (simulated; the relay would resolve {smtp_password})"
+
+        def send() -> str:
+            with (workspace.root / "outbox.jsonl").open("a", encoding="utf-8") as outbox:
+                outbox.write(json.dumps(message) + "\n")
+            return f"queued for {to} (simulated; the relay would resolve {smtp_password})"
+
+        return workspace.once("send_email", {"to": to, "subject": subject}, send)
 
     return [run_shell, write_file, send_email]
 
@@ -114,6 +142,7 @@ def demo_interrupt_on(workspace: DemoWorkspace) -> dict[str, Any]:
                 ],
             },
             "allowed_decisions": ["approve", "reject"],
+            "idempotent": True,  # deduplicated by approval_key()
             # The session choice covers the proposed program and subcommand, as shown.
             "session_scope": command_session_scope(expires_in_seconds=1800),
         },
@@ -126,6 +155,7 @@ def demo_interrupt_on(workspace: DemoWorkspace) -> dict[str, Any]:
                 "reasons": [f"Creates or overwrites a file under {workspace.root}"],
             },
             "allowed_decisions": ["approve", "reject"],
+            "idempotent": True,  # deduplicated by approval_key()
         },
         "send_email": {
             "description": lambda request: (
@@ -139,6 +169,7 @@ def demo_interrupt_on(workspace: DemoWorkspace) -> dict[str, Any]:
                 ],
             },
             "allowed_decisions": ["approve", "reject"],
+            "idempotent": True,  # deduplicated by approval_key()
             "presentation": {
                 "redacted": True,
                 "binding_hint": (

@@ -276,6 +276,22 @@ function removeCard(requestId, outcome) {
   setTimeout(() => card.element.remove(), 450);
 }
 
+// Approved requests whose run died while executing them (the runtime's records, sent in the
+// snapshot's extensions: resolved requests are never in `pending`).
+const UNKNOWN_EXECUTIONS = "aais-langgraph.org/unknown_executions";
+
+function renderUnknown(entries) {
+  const items = entries.map((entry) => {
+    const item = document.createElement("li");
+    const id = document.createElement("code");
+    id.textContent = String(entry.request_id);
+    item.append(id, ` ${String(entry.summary)} (since ${String(entry.since)})`);
+    return item;
+  });
+  $("unknown-list").replaceChildren(...items);
+  $("unknown").hidden = items.length === 0;
+}
+
 function onAaisEvent(envelope) {
   if (envelope.type === "approval.snapshot") {
     state.clockOffset = Date.parse(envelope.occurred_at) - Date.now();
@@ -284,6 +300,7 @@ function onAaisEvent(envelope) {
       if (!pending.has(requestId)) removeCard(requestId, "no longer pending");
     }
     for (const request of envelope.snapshot.pending) addCard(request);
+    renderUnknown((envelope.extensions || {})[UNKNOWN_EXECUTIONS] || []);
     document.body.dataset.ready = "true";
   } else if (envelope.type === "approval.requested") {
     addCard(envelope.request);

@@ -166,8 +166,19 @@ def conflict_envelope(
     return ApprovalResolved.from_data(envelope)
 
 
+UNKNOWN_EXECUTIONS_EXTENSION = EXTENSION_NAMESPACE + "unknown_executions"
+"""Snapshot extension: approved requests whose execution outcome is unknown (a run
+executing them died), for a human to reconcile. They are resolved, so they are
+not in ``pending`` (SPEC §4.4); execution state is the runtime's (§4.3)."""
+
+
 def snapshot_envelope(
-    pending: list[dict[str, Any]], *, as_of: int, now: datetime, stream: str | None
+    pending: list[dict[str, Any]],
+    *,
+    as_of: int,
+    now: datetime,
+    stream: str | None,
+    unknown_executions: list[dict[str, Any]] | None = None,
 ) -> ApprovalSnapshot:
     """``approval.snapshot`` of the given pending requests as of a sequence."""
     envelope: dict[str, Any] = {
@@ -180,6 +191,8 @@ def snapshot_envelope(
     }
     if stream is not None:
         envelope["stream"] = stream
+    if unknown_executions:
+        envelope["extensions"] = {UNKNOWN_EXECUTIONS_EXTENSION: unknown_executions}
     return ApprovalSnapshot.from_data(envelope)
 
 

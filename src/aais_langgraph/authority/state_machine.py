@@ -8,7 +8,7 @@ choices, before expiry, for the exact action digest."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
 from ..ledger import (
@@ -388,7 +388,35 @@ class AuthorityStateMachine:
             request = self._requests.load(stored.envelope).request
             if now < effective_expiry(request, self.default_expiry.total_seconds()):
                 pending.append(request.to_json())
-        return snapshot_envelope(pending, as_of=as_of, now=now, stream=stream)
+        return snapshot_envelope(
+            pending,
+            as_of=as_of,
+            now=now,
+            stream=stream,
+            unknown_executions=self.unknown_executions(session_id=session_id),
+        )
+
+    def unknown_executions(self, *, session_id: str | None = None) -> list[dict[str, Any]]:
+        """Approved requests whose execution outcome is unknown (the runtime's records),
+        each ``{request_id, thread_id, action_digest, name, summary, since}``."""
+        found: list[dict[str, Any]] = []
+        for record in self.ledger.list_executions(states=("unknown",)):
+            stored = self.ledger.get_request(record.request_id)
+            if stored is None or session_id not in (None, stored.session_id):
+                continue
+            request = self._requests.load(stored.envelope).request
+            since = datetime.fromtimestamp(record.updated_at, timezone.utc)
+            found.append(
+                {
+                    "request_id": record.request_id,
+                    "thread_id": record.thread_id,
+                    "action_digest": request.action_digest,
+                    "name": request.action.name,
+                    "summary": request.action.summary,
+                    "since": format_timestamp(since),
+                }
+            )
+        return found
 
     def events_after(self, sequence: int, *, limit: int = 1000) -> EventPage:
         """Stored events after ``sequence``; ``gap`` when history before them was compacted."""

@@ -12,9 +12,10 @@ import getpass
 import json
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import Literal, TextIO
 
 from ..authority import ApprovalAuthority, UnknownRequestError, explain_constraints
+from ..gate.execution import reconcile_execution
 from ..ledger import open_ledger
 from ..protocol import AAISValidationError, Actor, DecisionKind, Scope, build_decision, id_for
 from . import render
@@ -43,6 +44,16 @@ def _parser() -> argparse.ArgumentParser:
     approve.add_argument("request_id")
     approve.add_argument("--scope", choices=("once", "session", "persistent"), default="once")
     approve.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    commands.add_parser("unknown", help="list approved actions whose outcome is unknown")
+    reconcile = commands.add_parser(
+        "reconcile", help="settle an unknown outcome: --done (it happened) or --retry"
+    )
+    reconcile.add_argument("request_id")
+    settled = reconcile.add_mutually_exclusive_group(required=True)
+    settled.add_argument("--done", action="store_true", help="it took effect; do not run it again")
+    settled.add_argument(
+        "--retry", action="store_true", help="ask again: the run raises a fresh request"
+    )
     commands.add_parser("grants", help="list grants")
     revoke = commands.add_parser("revoke", help="revoke a grant")
     revoke.add_argument("grant_id")
@@ -92,6 +103,28 @@ def _decide(
     return 0 if resolved.outcome in ("approved", "denied", "cancelled") else 1
 
 
+def _executions(authority: ApprovalAuthority, args: argparse.Namespace, stdout: TextIO) -> int:
+    """List unknown outcomes, or reconcile one (the runtime's record; AAIS is unchanged)."""
+    if args.command == "unknown":
+        unknown = authority.unknown_executions()
+        for entry in unknown:
+            stdout.write(render.unknown_line(entry) + "\n")
+        stdout.write(f"{len(unknown)} outcome unknown\n")
+        return 0
+    outcome: Literal["done", "retry"] = "done" if args.done else "retry"
+    settled = reconcile_execution(authority, args.request_id, outcome, actor=_actor().id)
+    if settled is None:
+        stdout.write("nothing to reconcile: no unknown outcome with that id\n")
+        return 1
+    follow = (
+        "its run continues without running it again"
+        if outcome == "done"
+        else "its run asks again with a fresh request"
+    )
+    stdout.write(f"{outcome}: {follow} when it is next resumed\n")
+    return 0
+
+
 def _run(
     authority: ApprovalAuthority, args: argparse.Namespace, stdin: TextIO, stdout: TextIO
 ) -> int:
@@ -100,7 +133,15 @@ def _run(
         for request in pending:
             stdout.write(render.request_line(request) + "\n")
         stdout.write(f"{len(pending)} pending\n")
+        unknown = authority.unknown_executions()
+        if unknown:
+            stdout.write(
+                f"{len(unknown)} approved with outcome unknown "
+                "(aais-langgraph unknown; reconcile ID --done|--retry)\n"
+            )
         return 0
+    if args.command in ("unknown", "reconcile"):
+        return _executions(authority, args, stdout)
     if args.command == "show":
         requested = authority.get_request(args.request_id)
         if requested is None:
@@ -109,6 +150,9 @@ def _run(
         recorded = authority.get_resolution(args.request_id)
         state = "pending" if recorded is None else recorded.resolution.outcome
         stdout.write(f"status    {state}\n")
+        execution = authority.ledger.get_execution(args.request_id)
+        if execution is not None:
+            stdout.write(f"execution {execution.state}\n")
         return 0
     if args.command in ("approve", "deny"):
         return _decide(authority, args, stdin, stdout)

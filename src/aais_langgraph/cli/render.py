@@ -77,3 +77,11 @@ def grant_line(grant: Grant) -> str:
         f"{grant.grant_id}  {state:<7}  {grant.scope:<10}  session {escape(grant.session_id)}  "
         f"{escape(grant.action_name)}  {constraints}"
     )
+
+
+def unknown_line(entry: dict[str, Any]) -> str:
+    """One line of the unknown-outcome list."""
+    return (
+        f"{entry['request_id']}  since {entry['since']}  thread {escape(str(entry['thread_id']))}  "
+        f"{escape(str(entry['summary']))}"
+    )

@@ -1,5 +1,12 @@
 """Graph-side approvals: pause a node on an AAIS request, resume on a bound decision."""
 
+from .execution import (
+    ExecutionUnknownError,
+    areconcile_execution,
+    execution_state,
+    reconcile_execution,
+    unknown_executions,
+)
 from .inbox import cancel_thread, pending_approvals, resume_resolved, sweep_expired
 from .nodes import approval_key, approval_node, is_approved_for, requires_approval
 from .recovery import resume_stranded, stranded_threads
@@ -10,14 +17,18 @@ from .run_context import AUTHORITY_KEY
 __all__ = [
     "AUTHORITY_KEY",
     "Cancellation",
+    "ExecutionUnknownError",
     "RejectedResumeError",
     "approval_key",
     "approval_node",
+    "areconcile_execution",
     "arequest_approval",
     "aresume_with_decisions",
     "cancel_thread",
+    "execution_state",
     "is_approved_for",
     "pending_approvals",
+    "reconcile_execution",
     "request_approval",
     "requires_approval",
     "resume_resolved",
@@ -25,4 +36,5 @@ __all__ = [
     "resume_with_decisions",
     "stranded_threads",
     "sweep_expired",
+    "unknown_executions",
 ]

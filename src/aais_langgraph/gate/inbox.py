@@ -69,7 +69,13 @@ def pending_approvals(
             gone.update(request_ids.difference(waiting))
         records = [stored for stored in records if stored.request_id not in gone]
     pending = [dict(stored.envelope["request"]) for stored in records]
-    return snapshot_envelope(pending, as_of=as_of, now=moment, stream=None)
+    return snapshot_envelope(
+        pending,
+        as_of=as_of,
+        now=moment,
+        stream=None,
+        unknown_executions=authority.unknown_executions(session_id=session_id),
+    )
 
 
 def resume_resolved(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 from collections.abc import Callable, Mapping
@@ -10,29 +11,58 @@ from typing import Any, TypeVar
 
 from ..authority import ApprovalAuthority
 from ..protocol import Action, ApprovalResolved, action_digest
+from .execution import finish
 from .request import arequest_approval, request_approval
-from .run_context import peek_coordinates
+from .run_context import find_authority, peek_coordinates, retry_request_id
 
 ActionSource = Callable[[Any], "Action | Mapping[str, Any]"] | str
 F = TypeVar("F", bound=Callable[..., Any])
 
-_APPROVAL_KEY: ContextVar[str | None] = ContextVar("aais_approval_key", default=None)
+_MAX_RETRIES = 16
+APPROVAL_KEY: ContextVar[str | None] = ContextVar("aais_approval_key", default=None)
 
 
 def approval_key() -> str:
     """The idempotency key of the approved action the calling node body performs.
 
-    Inside a node decorated with :func:`requires_approval` this is the gate's
-    deterministic request id (thread, task and call index): the same on every
-    re-execution of the node. A replica that dies while the body runs leaves the
-    node unfinished and the recovered run executes the body again, so an action
-    with external effects should deduplicate on this key. (A node calling
-    ``request_approval`` itself has ``resolved.resolution.request_id``.)
+    Inside a node decorated with :func:`requires_approval` (or a tool gated by
+    ``ApprovalToolNode`` / ``ApprovalMiddleware``) this is the approved request's
+    deterministic id (thread, task and call index): the same on every
+    re-execution of the node. A body declared ``idempotent=True`` runs again when
+    the replica running it died, so it must deduplicate its effect on this key.
+    (A node calling ``request_approval`` itself has ``resolved.resolution.request_id``.)
     """
-    key = _APPROVAL_KEY.get()
+    key = APPROVAL_KEY.get()
     if key is None:
-        raise RuntimeError("approval_key(): only inside a node body gated by requires_approval")
+        raise RuntimeError(
+            "approval_key(): only inside an approved body (requires_approval, or a gated tool)"
+        )
     return key
+
+
+def key_of(asked: str, resolved: ApprovalResolved) -> str:
+    """The idempotency key of an approved call: the id of the request the gate raised
+    (``asked``), or of the fresh request a reviewer's retry replaced it with.
+
+    A standing approval (policy, grant) names a fresh resolution id on every run,
+    so it is not a key; the gate's deterministic request id is.
+    """
+    granted = resolved.resolution.request_id
+    candidate = asked
+    for _ in range(_MAX_RETRIES):
+        if candidate == granted:
+            return granted
+        candidate = retry_request_id(candidate)
+    return asked
+
+
+def run_approved(request_id: str, body: Callable[[], Any]) -> Any:
+    """Run an approved body with its :func:`approval_key`; the caller records it finished."""
+    token = APPROVAL_KEY.set(request_id)
+    try:
+        return body()
+    finally:
+        APPROVAL_KEY.reset(token)
 
 
 def _action_of(source: ActionSource, state: Any) -> Action:
@@ -84,6 +114,12 @@ def requires_approval(
     the approved digest. Otherwise the node returns ``on_reject`` (a state update,
     or a function of state and resolution); by default no update. The body can
     read its idempotency key with :func:`approval_key`.
+
+    The body runs at most once per approval, even across crashes: the gate
+    records that it finished as soon as it returns, and a re-run after a crash
+    mid-body raises :class:`~aais_langgraph.gate.ExecutionUnknownError` for a human
+    to reconcile. ``idempotent=True`` runs the body again instead (it must then
+    deduplicate on :func:`approval_key`).
     """
 
     def rejected(state: Any, resolved: ApprovalResolved) -> Any:
@@ -98,33 +134,35 @@ def requires_approval(
 
             @functools.wraps(node)
             async def async_gate(state: Any, *args: Any, **kwargs: Any) -> Any:
-                key = peek_coordinates().request_id
+                asked = peek_coordinates().request_id
                 resolved = await arequest_approval(
                     _action_of(action, state), authority=authority, **request_options
                 )
                 if not is_approved_for(resolved, _action_of(action, state)):
                     return rejected(state, resolved)
-                token = _APPROVAL_KEY.set(key)
+                key = key_of(asked, resolved)
+                token = APPROVAL_KEY.set(key)
                 try:
-                    return await node(state, *args, **kwargs)
+                    result = await node(state, *args, **kwargs)
                 finally:
-                    _APPROVAL_KEY.reset(token)
+                    APPROVAL_KEY.reset(token)
+                await asyncio.to_thread(finish, find_authority(authority), key)
+                return result
 
             return async_gate  # type: ignore[return-value]
 
         @functools.wraps(node)
         def gate(state: Any, *args: Any, **kwargs: Any) -> Any:
-            key = peek_coordinates().request_id
+            asked = peek_coordinates().request_id
             resolved = request_approval(
                 _action_of(action, state), authority=authority, **request_options
             )
             if not is_approved_for(resolved, _action_of(action, state)):
                 return rejected(state, resolved)
-            token = _APPROVAL_KEY.set(key)
-            try:
-                return node(state, *args, **kwargs)
-            finally:
-                _APPROVAL_KEY.reset(token)
+            key = key_of(asked, resolved)
+            result = run_approved(key, lambda: node(state, *args, **kwargs))
+            finish(find_authority(authority), key)
+            return result
 
         return gate  # type: ignore[return-value]
 

@@ -6,9 +6,11 @@ no longer pending: :func:`~aais_langgraph.gate.pending_approvals` does not list 
 (nobody has to decide anything), yet nothing drives it on. The presenter retrying
 its decision unsticks it (an identical decision replays the recorded resolution),
 and so does :func:`resume_stranded`, which a replica can run at start-up or on a
-timer. The approved action runs at most once if the crash came before the action
-started; a crash *during* the action means LangGraph runs the node again, so the
-action runs again: give it the request id as an idempotency key.
+timer. The approved action runs at most once: a crash after the gate claimed its
+execution (during the action) makes the re-run raise
+:class:`~aais_langgraph.gate.ExecutionUnknownError` rather than run it again, and
+the thread stays paused until a human reconciles it (:mod:`.execution`); an action
+declared idempotent runs again instead.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ def stranded_threads(
     graph: Any, authority: ApprovalAuthority, *, after_sequence: int = 0
 ) -> dict[str, list[str]]:
     """Threads paused on requests that already have a resolution: thread id -> request ids.
+
+    Approvals whose execution outcome is unknown are left out until a human
+    reconciles them (:func:`~aais_langgraph.gate.unknown_executions`).
 
     Reads the ``approval.resolved`` events after ``after_sequence`` (0: all the
     ledger keeps; pass the sequence a previous sweep ended at to look only at what
@@ -52,10 +57,17 @@ def stranded_threads(
     stranded: dict[str, list[str]] = {}
     for thread_id, request_ids in sorted(resolved_by_thread.items()):
         waiting = pending_interrupt_ids(graph.get_state(_thread_config(thread_id)).interrupts)
-        hit = sorted(request_ids.intersection(waiting))
+        answered = request_ids.intersection(waiting)
+        hit = sorted(rid for rid in answered if not _unknown(authority, rid))
         if hit:
             stranded[thread_id] = hit
     return stranded
+
+
+def _unknown(authority: ApprovalAuthority, request_id: str) -> bool:
+    """An approval whose outcome is unknown waits for a human, not for a resume."""
+    record = authority.ledger.get_execution(request_id)
+    return record is not None and record.state == "unknown"
 
 
 def resume_stranded(
@@ -71,8 +83,8 @@ def resume_stranded(
     Each thread is resumed under its run lease, so a sweep racing a presenter's
     retry resumes it once. A thread whose lease stays held (a live run drives it,
     or a crashed holder's lease has not expired yet), or whose gate refuses the
-    resume for now (another run's execution claim on the approval), is left for
-    the next sweep.
+    resume for now (another run's execution claim on the approval, or an outcome
+    that is unknown until a human reconciles it), is left for the next sweep.
     """
     resumed: list[ApprovalResolved] = []
     for thread_id in stranded_threads(graph, authority, after_sequence=after_sequence):

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -22,7 +21,7 @@ from typing import Any, cast
 
 from langgraph.types import interrupt
 
-from ..authority import DEFAULT_LEASE_TTL, ApprovalAuthority, new_holder
+from ..authority import ApprovalAuthority
 from ..authority.outcomes import MESSAGES, resolution_envelope
 from ..protocol import (
     Action,
@@ -35,6 +34,15 @@ from ..protocol import (
     action_digest,
 )
 from .channel import answer_channel
+from .execution import (
+    CLAIMED_MESSAGE,
+    SKIPPED,
+    Claim,
+    ExecutionUnknownError,
+    RetryAnswerType,
+    execution_state,
+    settle,
+)
 from .response import Answer, AnswerType, Refusal, RejectedResumeError, refuse
 from .run_context import (
     RunCoordinates,
@@ -45,9 +53,6 @@ from .run_context import (
 )
 
 __all__ = ["RejectedResumeError", "arequest_approval", "request_approval"]
-
-CLAIM_PREFIX = "aais-claim:"
-CLAIMED_MESSAGE = "Another run is already executing this approval."
 
 
 @dataclass(frozen=True)
@@ -99,20 +104,19 @@ def _open_request(
     return _Opened(requested, None)
 
 
-def _claim(authority: ApprovalAuthority, request: Request, ttl: float) -> bool:
-    """Take the one execution claim of an approved request (invariant 6).
+def _claim(
+    authority: ApprovalAuthority, request: Request, resolved: ApprovalResolved, claim: Claim
+) -> ApprovalResolved:
+    """Take the one execution claim of an approved request (invariants 6 and 10).
 
     Two runs resuming the same interrupt at once (raw ``Command(resume=...)``
     from two processes) both reach this point; only one claims, so the approved
-    action runs at most once. The claim is never released: it expires after
-    ``ttl`` (the run lease's TTL when a presenter drives the resume), after which
-    a run re-executing the node after a crash may claim again (at-least-once
-    across crashes; see the README).
+    action runs at most once. The claim's record outlives the run: a run
+    re-executing the node after a crash finds it and does not run the action
+    again (see :mod:`.execution`); it gets :class:`ExecutionUnknownError` or a
+    not-run result unless the action is idempotent.
     """
-    claimed = authority.ledger.acquire_lease(
-        CLAIM_PREFIX + request.id, new_holder(), ttl=ttl, now=time.time()
-    )
-    return claimed is not None
+    return settle(authority, request, resolved, claim)
 
 
 def _judge(
@@ -121,7 +125,7 @@ def _judge(
     action: Action,
     answer: Answer,
     known: ApprovalResolved | None = None,
-    claim: float | None = DEFAULT_LEASE_TTL,
+    claim: Claim | None = None,
 ) -> ApprovalResolved:
     """The request's resolution for a bound answer, or raise :class:`Refusal`.
 
@@ -144,8 +148,8 @@ def _judge(
             outcome == "stale" and authority.get_resolution(request.id) is None
         ):
             raise refuse("/decision", resolved.resolution.message)
-    if resolved.approved and claim is not None and not _claim(authority, request, claim):
-        raise refuse("/decision", CLAIMED_MESSAGE)
+    if resolved.approved and claim is not None:
+        return _claim(authority, request, resolved, claim)
     return resolved
 
 
@@ -182,12 +186,14 @@ def _judge_late(
     request: Request,
     action: Action,
     answer: Answer,
-    claim: float | None,
+    claim: Claim | None,
 ) -> ApprovalResolved:
     """:func:`_judge` after the answer was accepted: a refusal can only fail closed now."""
     try:
         return _judge(authority, request, action, answer, claim=claim)
     except Refusal as refusal:
+        if isinstance(refusal.error, ExecutionUnknownError):
+            raise refusal.error from None
         if str(refusal.error).endswith(CLAIMED_MESSAGE):
             return resolution_envelope(
                 request,
@@ -229,6 +235,25 @@ def _at_time_of_use(
     )
 
 
+def _claim_for(coordinates: RunCoordinates, idempotent: bool) -> Claim:
+    """The execution claim this call takes if its answer approves (none for a replay)."""
+    ttl = claim_ttl() if coordinates.answer_is_fresh else None
+    return Claim(ttl, coordinates.thread_id, idempotent)
+
+
+def _retry_context(
+    context: Mapping[str, Any] | None, retry_of: str | None
+) -> Mapping[str, Any] | None:
+    return context if retry_of is None else {**(context or {}), "retry_of": retry_of}
+
+
+def _answer_type(request: Request, settle: Any, retry_of: str | None) -> AnswerType:
+    """The response schema of this call (a retry's skips the replaced request's answer)."""
+    if retry_of is None:
+        return AnswerType(request, settle)
+    return RetryAnswerType(request, settle, retry_of)
+
+
 def _ask(opened: _Opened, answer_type: AnswerType) -> Any:
     """Raise the interrupt, or return the judged answer; refusals raise their error."""
     try:
@@ -247,6 +272,8 @@ def request_approval(
     session_id: str | None = None,
     graph_id: str | None = None,
     context: Mapping[str, Any] | None = None,
+    idempotent: bool = False,
+    _retry_of: str | None = None,
 ) -> ApprovalResolved:
     """Ask a human to approve ``action``; returns the resolution, approved or not.
 
@@ -262,10 +289,16 @@ def request_approval(
     offered, raises ``pydantic.ValidationError``; one the authority refuses
     (policy, a conflicting decision) raises :class:`RejectedResumeError`. Either
     way the interrupt stays pending.
+
+    An approved action runs at most once, even across crashes: if a run that was
+    executing it died, the re-run raises :class:`ExecutionUnknownError` (the
+    interrupt stays pending until a human reconciles it), or gets a result that is
+    not approved when the action is known to have run. ``idempotent=True`` runs it
+    again instead: key its effect by ``resolved.resolution.request_id``.
     """
     action_model = Action.from_data(action, pointer="/action")
     found = find_authority(authority)
-    coordinates = current_coordinates()
+    coordinates = current_coordinates(retry_of=_retry_of)
     opened = _open_request(
         found,
         action_model,
@@ -275,21 +308,41 @@ def request_approval(
         risk=risk,
         choices=choices,
         expires_in=expires_in,
-        context=context,
+        context=_retry_context(context, _retry_of),
     )
     if isinstance(opened, ApprovalResolved):
         return opened
     request = opened.requested.request
-    settle = functools.partial(
-        _judge,
-        found,
-        request,
-        action_model,
-        known=opened.recorded,
-        claim=claim_ttl() if coordinates.answer_is_fresh else None,
-    )
-    # The run's answer channel decides whose raw decision counts (invariant 7).
-    resolved: ApprovalResolved = _ask(opened, AnswerType(request, answer_channel().guard(settle)))
+    while True:
+        judge = functools.partial(
+            _judge,
+            found,
+            request,
+            action_model,
+            known=opened.recorded,
+            claim=_claim_for(coordinates, idempotent),
+        )
+        # The run's answer channel decides whose raw decision counts (invariant 7).
+        resolved: ApprovalResolved = _ask(
+            opened, _answer_type(request, answer_channel().guard(judge), _retry_of)
+        )
+        if resolved is not SKIPPED:
+            break
+        coordinates = current_coordinates(retry_of=_retry_of)  # the next slot
+    if execution_state(resolved) == "retry":
+        # A reviewer asked for this action to be approved again: a fresh request.
+        return request_approval(
+            action_model,
+            authority=found,
+            risk=risk,
+            choices=choices,
+            expires_in=expires_in,
+            session_id=session_id,
+            graph_id=graph_id,
+            context=context,
+            idempotent=idempotent,
+            _retry_of=request.id,
+        )
     return _at_time_of_use(found, request, resolved, action_model)
 
 
@@ -303,6 +356,8 @@ async def arequest_approval(
     session_id: str | None = None,
     graph_id: str | None = None,
     context: Mapping[str, Any] | None = None,
+    idempotent: bool = False,
+    _retry_of: str | None = None,
 ) -> ApprovalResolved:
     """Async twin of :func:`request_approval`; ledger work runs in a worker thread.
 
@@ -314,7 +369,7 @@ async def arequest_approval(
     """
     action_model = Action.from_data(action, pointer="/action")
     found = find_authority(authority)
-    coordinates = current_coordinates()
+    coordinates = current_coordinates(retry_of=_retry_of)
     opened = await asyncio.to_thread(
         _open_request,
         found,
@@ -325,19 +380,36 @@ async def arequest_approval(
         risk=risk,
         choices=choices,
         expires_in=expires_in,
-        context=context,
+        context=_retry_context(context, _retry_of),
     )
     if isinstance(opened, ApprovalResolved):
         return opened
     request = opened.requested.request
     check = functools.partial(_prejudge, found, request, opened.recorded)
-    answer: Answer = _ask(opened, AnswerType(request, answer_channel().guard(check)))
+    guarded = answer_channel().guard(check)
+    answer: Answer = _ask(opened, _answer_type(request, guarded, _retry_of))
+    while answer is SKIPPED:
+        coordinates = current_coordinates(retry_of=_retry_of)  # the next slot
+        answer = _ask(opened, _answer_type(request, guarded, _retry_of))
     resolved = await asyncio.to_thread(
         _judge_late,
         found,
         request,
         action_model,
         answer,
-        claim_ttl() if coordinates.answer_is_fresh else None,
+        _claim_for(coordinates, idempotent),
     )
+    if execution_state(resolved) == "retry":
+        return await arequest_approval(
+            action_model,
+            authority=found,
+            risk=risk,
+            choices=choices,
+            expires_in=expires_in,
+            session_id=session_id,
+            graph_id=graph_id,
+            context=context,
+            idempotent=idempotent,
+            _retry_of=request.id,
+        )
     return _at_time_of_use(found, request, resolved, action_model)

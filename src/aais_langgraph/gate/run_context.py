@@ -43,10 +43,14 @@ class RunCoordinates:
     answer_is_fresh: bool = True
     """Whether this gate's answer (if any) was submitted for this run, rather than
     replayed from an earlier execution of the task that already consumed it."""
+    retry_of: str | None = None
+    """The request a reviewer asked to approve again (its outcome was unknown)."""
 
     @property
     def request_id(self) -> str:
         """Deterministic request id for this thread, task and call index."""
+        if self.retry_of is not None:
+            return retry_request_id(self.retry_of)
         key = f"{self.thread_id}\x00{self.checkpoint_ns}\x00{self.call_index}"
         return "apr_" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
@@ -70,8 +74,17 @@ def peek_coordinates(config: RunnableConfig | None = None) -> RunCoordinates:
     return current_coordinates(config, _consume=False)
 
 
+def retry_request_id(request_id: str) -> str:
+    """The id of the fresh request that replaces ``request_id`` after a ``retry``."""
+    digest = hashlib.sha256(f"{request_id}\x00retry".encode()).hexdigest()
+    return "apr_" + digest[:32]
+
+
 def current_coordinates(
-    config: RunnableConfig | None = None, *, _consume: bool = True
+    config: RunnableConfig | None = None,
+    *,
+    retry_of: str | None = None,
+    _consume: bool = True,
 ) -> RunCoordinates:
     """Read the run coordinates of the calling node or task."""
     cfg = config if config is not None else get_config()
@@ -97,6 +110,7 @@ def current_coordinates(
         run_id=run_id,
         call_index=(index := _next_call_index(configurable, consume=_consume)),
         answer_is_fresh=_answer_is_fresh(configurable, index),
+        retry_of=retry_of,
     )
 
 

@@ -16,6 +16,7 @@ from .base import (
     StoredRequest,
     StoredResolution,
 )
+from .executions import Execution, ExecutionState
 from .memory import InMemoryLedger
 from .opening import is_postgres_url, open_ledger
 from .sqlite import SqliteLedger
@@ -25,6 +26,8 @@ __all__ = [
     "AuditEntry",
     "AuditKind",
     "AuditVerification",
+    "Execution",
+    "ExecutionState",
     "Grant",
     "InMemoryLedger",
     "JsonDict",

@@ -14,7 +14,10 @@ import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from .executions import Execution, ExecutionChange, ExecutionState
 
 JsonDict = dict[str, Any]
 AuditKind = Literal["requested", "decided", "resolved", "granted", "revoked", "conflict"]
@@ -238,6 +241,22 @@ class Ledger(ABC):
     def release_lease(self, thread_id: str, holder: str) -> bool:
         """Release our lease; False if we did not hold it."""
 
+    # -- execution records (the runtime's, not AAIS's: see :mod:`.executions`) -------
+
+    @abstractmethod
+    def update_execution(self, request_id: str, change: ExecutionChange) -> Execution | None:
+        """Apply ``change`` to the request's execution record atomically; the record after."""
+
+    @abstractmethod
+    def get_execution(self, request_id: str) -> Execution | None:
+        """The request's execution record, if a gate let its approval run."""
+
+    @abstractmethod
+    def list_executions(
+        self, *, states: tuple[ExecutionState, ...] = ("unknown",), thread_id: str | None = None
+    ) -> list[Execution]:
+        """Execution records in these states, oldest first (default: those to reconcile)."""
+
     # -- async twins ---------------------------------------------------------------
 
     async def asetup(self) -> None:
@@ -314,3 +333,11 @@ class Ledger(ABC):
 
     async def arelease_lease(self, thread_id: str, holder: str) -> bool:
         return await asyncio.to_thread(self.release_lease, thread_id, holder)
+
+    async def aupdate_execution(self, request_id: str, change: ExecutionChange) -> Execution | None:
+        return await asyncio.to_thread(self.update_execution, request_id, change)
+
+    async def alist_executions(
+        self, *, states: tuple[ExecutionState, ...] = ("unknown",), thread_id: str | None = None
+    ) -> list[Execution]:
+        return await asyncio.to_thread(self.list_executions, states=states, thread_id=thread_id)

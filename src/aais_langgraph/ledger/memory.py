@@ -37,6 +37,7 @@ from .base import (
     StoredRequest,
     StoredResolution,
 )
+from .executions import Execution, ExecutionChange, ExecutionState
 
 
 class InMemoryLedger(Ledger):
@@ -54,6 +55,7 @@ class InMemoryLedger(Ledger):
         self._last_sequence = 0
         self._audit: list[AuditEntry] = []
         self._leases: dict[str, Lease] = {}
+        self._executions: dict[str, Execution] = {}
 
     # -- requests ------------------------------------------------------------------
 
@@ -266,6 +268,30 @@ class InMemoryLedger(Ledger):
                 return False
             del self._leases[thread_id]
             return True
+
+    # -- execution records ---------------------------------------------------------
+
+    def update_execution(self, request_id: str, change: ExecutionChange) -> Execution | None:
+        with self._lock:
+            updated = change(self._executions.get(request_id))
+            if updated is not None:
+                self._executions[request_id] = updated
+            return updated
+
+    def get_execution(self, request_id: str) -> Execution | None:
+        with self._lock:
+            return self._executions.get(request_id)
+
+    def list_executions(
+        self, *, states: tuple[ExecutionState, ...] = ("unknown",), thread_id: str | None = None
+    ) -> list[Execution]:
+        with self._lock:
+            found = [
+                record
+                for record in self._executions.values()
+                if record.state in states and thread_id in (None, record.thread_id)
+            ]
+        return sorted(found, key=lambda record: (record.started_at, record.request_id))
 
     # -- internals -----------------------------------------------------------------
 

@@ -22,6 +22,7 @@ base class's (the sync method in a worker thread).
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -33,6 +34,7 @@ from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
 
 from . import _postgres_rows as db
+from . import executions as ex
 from ._records import (
     check_ttl,
     draft_write,
@@ -109,7 +111,7 @@ class PostgresLedger(Ledger):
         """Create the schema if missing; idempotent and safe to run from several processes."""
         with self._transaction() as cur:
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (db.SETUP_LOCK,))
-            for statement in db.SCHEMA:
+            for statement in (*db.SCHEMA, *ex.POSTGRES_EXECUTIONS_SCHEMA):
                 cur.execute(statement)
             cur.execute(
                 "INSERT INTO aais_meta (singleton, schema_version, last_sequence) "
@@ -366,6 +368,57 @@ class PostgresLedger(Ledger):
             )
             return cur.rowcount == 1
 
+    # -- execution records ---------------------------------------------------------
+
+    def update_execution(self, request_id: str, change: ex.ExecutionChange) -> ex.Execution | None:
+        with self._transaction() as cur:
+            # A missing row cannot be locked FOR UPDATE: lock the request id instead.
+            cur.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(request_id),))
+            cur.execute(
+                f"SELECT {ex.EXECUTION_COLUMNS} FROM aais_executions WHERE request_id = %s",
+                (request_id,),
+            )
+            row = cur.fetchone()
+            current = None if row is None else ex.execution_from_row(row)
+            updated = change(current)
+            if updated is not None and updated != current:
+                cur.execute(
+                    f"INSERT INTO aais_executions ({ex.EXECUTION_COLUMNS}) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                    "ON CONFLICT (request_id) DO UPDATE SET thread_id = excluded.thread_id, "
+                    "state = excluded.state, holder = excluded.holder, "
+                    "attempt = excluded.attempt, started_at = excluded.started_at, "
+                    "live_until = excluded.live_until, updated_at = excluded.updated_at, "
+                    "reconciled_by = excluded.reconciled_by",
+                    ex.execution_row(updated),
+                )
+            return updated
+
+    def get_execution(self, request_id: str) -> ex.Execution | None:
+        with self._statement() as cur:
+            cur.execute(
+                f"SELECT {ex.EXECUTION_COLUMNS} FROM aais_executions WHERE request_id = %s",
+                (request_id,),
+            )
+            row = cur.fetchone()
+        return None if row is None else ex.execution_from_row(row)
+
+    def list_executions(
+        self,
+        *,
+        states: tuple[ex.ExecutionState, ...] = ("unknown",),
+        thread_id: str | None = None,
+    ) -> list[ex.Execution]:
+        sql = f"SELECT {ex.EXECUTION_COLUMNS} FROM aais_executions WHERE state = ANY(%s)"
+        params: list[Any] = [list(states)]
+        if thread_id is not None:
+            sql += " AND thread_id = %s"
+            params.append(thread_id)
+        with self._statement() as cur:
+            cur.execute(sql + " ORDER BY started_at, request_id", params)
+            rows = cur.fetchall()
+        return [ex.execution_from_row(row) for row in rows]
+
     # -- internals -----------------------------------------------------------------
 
     @contextmanager
@@ -405,3 +458,9 @@ class PostgresLedger(Ledger):
                 return
             with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
                 yield cur
+
+
+def _lock_key(request_id: str) -> int:
+    """A signed 64-bit advisory-lock key for one request's execution record."""
+    digest = hashlib.sha256(("aais-execution\x00" + request_id).encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from typing import Any, Literal
 
 from . import _sqlite_rows as db
+from . import executions as ex
 from ._records import (
     check_ttl,
     draft_write,
@@ -110,7 +111,7 @@ class SqliteLedger(Ledger):
         with self._lock:
             self._conn.execute("PRAGMA journal_mode = WAL")
             with self._transaction() as conn:
-                for statement in db.SCHEMA:
+                for statement in (*db.SCHEMA, *ex.SQLITE_EXECUTIONS_SCHEMA):
                     conn.execute(statement)
                 conn.execute(
                     "INSERT OR IGNORE INTO aais_meta (key, value) "
@@ -370,6 +371,48 @@ class SqliteLedger(Ledger):
                 "DELETE FROM aais_leases WHERE thread_id = ? AND holder = ?", (thread_id, holder)
             ).rowcount
         return deleted == 1
+
+    # -- execution records ---------------------------------------------------------
+
+    def update_execution(self, request_id: str, change: ex.ExecutionChange) -> ex.Execution | None:
+        with self._transaction() as conn:
+            row = conn.execute(
+                f"SELECT {ex.EXECUTION_COLUMNS} FROM aais_executions WHERE request_id = ?",
+                (request_id,),
+            ).fetchone()
+            current = None if row is None else ex.execution_from_row(row)
+            updated = change(current)
+            if updated is not None and updated != current:
+                conn.execute(
+                    f"INSERT OR REPLACE INTO aais_executions ({ex.EXECUTION_COLUMNS}) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    ex.execution_row(updated),
+                )
+            return updated
+
+    def get_execution(self, request_id: str) -> ex.Execution | None:
+        with self._lock:
+            row = self._conn.execute(
+                f"SELECT {ex.EXECUTION_COLUMNS} FROM aais_executions WHERE request_id = ?",
+                (request_id,),
+            ).fetchone()
+        return None if row is None else ex.execution_from_row(row)
+
+    def list_executions(
+        self,
+        *,
+        states: tuple[ex.ExecutionState, ...] = ("unknown",),
+        thread_id: str | None = None,
+    ) -> list[ex.Execution]:
+        marks = ", ".join("?" for _ in states) or "NULL"
+        sql = f"SELECT {ex.EXECUTION_COLUMNS} FROM aais_executions WHERE state IN ({marks})"
+        params: list[Any] = list(states)
+        if thread_id is not None:
+            sql += " AND thread_id = ?"
+            params.append(thread_id)
+        with self._lock:
+            rows = self._conn.execute(sql + " ORDER BY started_at, request_id", params).fetchall()
+        return [ex.execution_from_row(row) for row in rows]
 
     # -- internals -----------------------------------------------------------------
 

@@ -30,7 +30,9 @@ from langgraph.types import Command
 
 from ..authority import ApprovalAuthority
 from ..authority.outcomes import EXTENSION_NAMESPACE
-from ..gate import arequest_approval, request_approval
+from ..gate import ExecutionUnknownError, arequest_approval, execution_state, request_approval
+from ..gate.execution import finish
+from ..gate.nodes import APPROVAL_KEY, key_of, run_approved
 from ..gate.run_context import RunCoordinates, derive_origin, find_authority, peek_coordinates
 from ..ledger import StoredRequest
 from ..protocol import (
@@ -46,6 +48,7 @@ from .declared import declared_action, declares_same
 from .describe import summary_for
 from .messages import (
     EDIT_NOTICE,
+    not_run_message,
     refusal_message,
     time_of_use_message,
     unpresentable_message,
@@ -123,16 +126,26 @@ class ToolCallGate:
             return unpresentable_message(request.tool_call, str(error))
         if gated is None:
             return handler(request)
+        asked = peek_coordinates().request_id
         resolved = gated.resolved
-        while resolved is None:
-            resolved = request_approval(gated.action, authority=authority)
-            successor = self._successor(authority, resolved)
-            if successor is not None:
-                gated, resolved = successor, None
+        try:
+            while resolved is None:
+                resolved = request_approval(
+                    gated.action, authority=authority, idempotent=rule.idempotent
+                )
+                successor = self._successor(authority, resolved)
+                if successor is not None:
+                    gated, resolved = successor, None
+                    asked = peek_coordinates().request_id
+        except ExecutionUnknownError as unknown:
+            return not_run_message(request.tool_call, "unknown", unknown.request_id)
         checked = self._checked(request, gated, resolved)
         if isinstance(checked, ToolMessage):
             return checked
-        return self._annotated(handler(checked), checked, gated)
+        key = key_of(asked, resolved)
+        result = run_approved(key, lambda: handler(checked))
+        finish(authority, key)
+        return self._annotated(result, checked, gated)
 
     async def awrap(self, request: ToolCallRequest, handler: AsyncHandler) -> ToolResult:
         """``awrap_tool_call``: the async twin of :meth:`wrap` (ledger work in a thread)."""
@@ -146,16 +159,30 @@ class ToolCallGate:
             return unpresentable_message(request.tool_call, str(error))
         if gated is None:
             return await handler(request)
+        asked = peek_coordinates().request_id
         resolved = gated.resolved
-        while resolved is None:
-            resolved = await arequest_approval(gated.action, authority=authority)
-            successor = await asyncio.to_thread(self._successor, authority, resolved)
-            if successor is not None:
-                gated, resolved = successor, None
+        try:
+            while resolved is None:
+                resolved = await arequest_approval(
+                    gated.action, authority=authority, idempotent=rule.idempotent
+                )
+                successor = await asyncio.to_thread(self._successor, authority, resolved)
+                if successor is not None:
+                    gated, resolved = successor, None
+                    asked = peek_coordinates().request_id
+        except ExecutionUnknownError as unknown:
+            return not_run_message(request.tool_call, "unknown", unknown.request_id)
         checked = self._checked(request, gated, resolved)
         if isinstance(checked, ToolMessage):
             return checked
-        return self._annotated(await handler(checked), checked, gated)
+        key = key_of(asked, resolved)
+        token = APPROVAL_KEY.set(key)
+        try:
+            result = await handler(checked)
+        finally:
+            APPROVAL_KEY.reset(token)
+        await asyncio.to_thread(finish, authority, key)
+        return self._annotated(result, checked, gated)
 
     # -- steps ------------------------------------------------------------------------
 
@@ -249,6 +276,9 @@ class ToolCallGate:
     ) -> ToolCallRequest | ToolMessage:
         """Time of use: the call to run, with exactly the approved name and arguments."""
         call = request.tool_call
+        state = execution_state(resolved)
+        if state is not None:
+            return not_run_message(call, state, resolved.resolution.request_id, resolved)
         if not resolved.approved:
             return refusal_message(call, resolved)
         arguments = gated.action.to_json()["arguments"]  # a fresh copy nobody else holds

@@ -43,6 +43,7 @@ _KNOWN_KEYS = frozenset(
         "description",
         "when",
         "presentation",
+        "idempotent",
         "args_schema",  # accepted for HumanInTheLoopMiddleware configs; unused there too
     }
 )
@@ -74,6 +75,10 @@ class ToolApprovalConfig(TypedDict, total=False):
     - ``presentation``: the AAIS ``action.presentation`` of every request for this
       tool, e.g. ``{"redacted": True, "binding_hint": ...}`` when an argument is an
       opaque reference to a secret (the secret itself must never be an argument).
+    - ``idempotent``: True if running the tool twice under one approval is harmless
+      because it deduplicates on :func:`~aais_langgraph.gate.approval_key`. After a
+      crash while it ran, it is run again; by default (False) it is not, and the
+      model is told its outcome is unknown.
     - ``args_schema``: accepted and ignored, as HumanInTheLoopMiddleware does.
     """
 
@@ -85,6 +90,7 @@ class ToolApprovalConfig(TypedDict, total=False):
     description: str | ToolCallDescriber
     when: ToolCallPredicate
     presentation: Presentation | Mapping[str, Any]
+    idempotent: bool
     args_schema: Mapping[str, Any]
 
 
@@ -104,6 +110,7 @@ class ToolRule:
     when: ToolCallPredicate | None = None
     presentation: Presentation | None = None
     session_scope: SessionScopeDeriver | None = None
+    idempotent: bool = False
 
     def choices_for(self, request: ToolCallRequest, action: Action) -> tuple[Choice, ...] | None:
         """The choices to offer for this call (None: leave them to the policy).
@@ -254,6 +261,9 @@ def rule_for(tool: str, entry: bool | Mapping[str, Any]) -> ToolRule | None:
         if value is not None and not (callable(value) or (key == "description" and value)):
             raise ValueError(f"interrupt_on[{tool!r}].{key}: expected a callable")
     scope = config.get("session_scope")
+    idempotent = config.get("idempotent", False)
+    if not isinstance(idempotent, bool):
+        raise ValueError(f"interrupt_on[{tool!r}].idempotent: expected True or False")
     try:
         choices, editable = _choices(tool, config)
         risk = _risk(tool, config["risk"]) if "risk" in config else None
@@ -276,6 +286,7 @@ def rule_for(tool: str, entry: bool | Mapping[str, Any]) -> ToolRule | None:
         when=config.get("when"),
         presentation=presentation,
         session_scope=None if isinstance(scope, Mapping) else scope,
+        idempotent=idempotent,
     )
 
 

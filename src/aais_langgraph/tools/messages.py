@@ -82,6 +82,31 @@ def refusal_message(call: ToolCall, resolved: ApprovalResolved) -> ToolMessage:
     )
 
 
+_NOT_RUN: dict[str, str] = {
+    "unknown": (
+        "The outcome of this approved call to '{tool}' is unknown: the run executing it "
+        "stopped before it finished. It was not run again. Do not retry it; tell the user "
+        "so they can check whether it took effect."
+    ),
+    "executed": (
+        "This approved call to '{tool}' already ran, but its result was lost when the run "
+        "stopped. It was not run again."
+    ),
+    "done": (
+        "A reviewer confirmed this approved call to '{tool}' already took effect; it was not "
+        "run again."
+    ),
+}
+
+
+def not_run_message(
+    call: ToolCall, state: str, request_id: str, resolved: ApprovalResolved | None = None
+) -> ToolMessage:
+    """An approved call the gate did not run after a crash: its outcome is unknown or known."""
+    content = _NOT_RUN.get(state, _NOT_RUN["unknown"]).format(tool=call["name"])
+    return _blocked(call, f"{content} (approval request {request_id})", resolved)
+
+
 def time_of_use_message(call: ToolCall, request_id: str) -> ToolMessage:
     """The call about to run does not match the approved digest: refuse it as stale."""
     content = _REFUSALS["stale"].format(tool=call["name"])

@@ -1,0 +1,231 @@
+"""At most once across crashes: the execution claim on an approval, and what a re-run finds.
+
+An approved answer is handed to a node only after the gate claimed the
+approval's execution record (``executing``); the node wrappers mark it
+``executed`` as soon as the action's body returns. LangGraph re-runs a node whose
+step was not checkpointed, so after a crash the recovered run finds one of:
+
+- a live claim (another run is executing it): refused, the interrupt stays pending;
+- a dead claim with no ``executed``: the action may have run. It is **not** run
+  again: the record turns ``unknown`` and the gate raises
+  :class:`ExecutionUnknownError` (the interrupt stays pending) until a human
+  reconciles it with :func:`reconcile_execution` (``done``: the node continues
+  without running it; ``retry``: the node asks again with a fresh request);
+- ``executed``: the action ran and only its result was lost; not run again.
+
+An action declared idempotent (``idempotent=True``) is run again instead, with
+:func:`~aais_langgraph.gate.approval_key` as its key. The recorded AAIS
+resolution is never changed: execution belongs to the runtime (SPEC §4.3).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..authority import ApprovalAuthority, new_holder
+from ..authority.outcomes import EXTENSION_NAMESPACE, resolution_envelope
+from ..ledger import Execution
+from ..ledger.executions import claim_change, finish_change, reconcile_change
+from ..protocol import ApprovalResolved, Request
+from .response import Answer, AnswerType, Refusal, RejectedResumeError, mark_invalid_resume
+from .run_context import retry_request_id
+
+__all__ = [
+    "EXECUTION_EXTENSION",
+    "ExecutionUnknownError",
+    "areconcile_execution",
+    "execution_state",
+    "reconcile_execution",
+    "retry_request_id",
+    "unknown_executions",
+]
+
+EXECUTION_EXTENSION = EXTENSION_NAMESPACE + "execution"
+"""Resolution extension of a gate result that did not run the action:
+``{"state": "executed" | "done" | "retry", "request_id": ...}``."""
+
+CLAIMED_MESSAGE = "Another run is already executing this approval."
+
+_NOT_RUN: dict[str, str] = {
+    "executed": (
+        "This approved action already ran; a run stopped before its result was saved, "
+        "and it was not run again."
+    ),
+    "done": "A reviewer marked this approved action as done; it was not run again.",
+    "retry": "A reviewer asked for this action to be approved again with a fresh request.",
+}
+
+
+class ExecutionUnknownError(RejectedResumeError):
+    """The outcome of an approved action is unknown, so the gate does not run it again.
+
+    A run that was executing it stopped (crashed) before recording that it
+    finished. The approval stays recorded as it was; the interrupt stays pending;
+    :func:`unknown_executions` lists it until a human calls
+    :func:`reconcile_execution` (CLI: ``aais-langgraph reconcile ID --done|--retry``).
+    """
+
+    def __init__(self, request_id: str) -> None:
+        super().__init__(
+            "/execution",
+            f"the outcome of approved request {request_id} is unknown: a run executing it "
+            "stopped before it finished, so it was not run again; reconcile it "
+            "(done, or retry with a fresh request)",
+        )
+        self.request_id = request_id
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What the gate needs to claim an approval's execution.
+
+    ``ttl`` is the claim's lifetime for an answer submitted to this run, None for an
+    answer LangGraph replays from an earlier execution of the task (no new claim).
+    """
+
+    ttl: float | None
+    thread_id: str | None
+    idempotent: bool = False
+
+
+def _refuse(error: RejectedResumeError) -> Refusal:
+    mark_invalid_resume(error)
+    return Refusal(error)
+
+
+def not_run(
+    authority: ApprovalAuthority, request: Request, resolved: ApprovalResolved, state: str
+) -> ApprovalResolved:
+    """The gate's answer when it does not run an approved action: never ``approved``."""
+    resolution = resolved.resolution
+    return resolution_envelope(
+        request,
+        outcome="conflict",
+        message=_NOT_RUN[state],
+        now=authority.clock(),
+        sequence=authority.ledger.last_sequence(),
+        stream=resolved.stream,
+        extensions={EXECUTION_EXTENSION: {"state": state, "request_id": resolution.request_id}},
+    )
+
+
+def settle(
+    authority: ApprovalAuthority, request: Request, resolved: ApprovalResolved, claim: Claim
+) -> ApprovalResolved:
+    """The approved answer if this run may execute it; else a not-run result, or a refusal.
+
+    Runs inside LangGraph's validation of the resume value, so a refusal (a live
+    claim elsewhere, an unknown outcome) leaves the interrupt pending.
+    """
+    if claim.ttl is None:
+        record = authority.ledger.get_execution(request.id)
+        if record is not None and record.state in ("done", "retry"):
+            return not_run(authority, request, resolved, record.state)
+        if record is not None and record.state == "unknown" and not claim.idempotent:
+            raise _refuse(ExecutionUnknownError(request.id))
+        return resolved
+    holder = new_holder()
+    record = authority.ledger.update_execution(
+        request.id,
+        claim_change(
+            request.id,
+            holder,
+            thread_id=claim.thread_id,
+            ttl=claim.ttl,
+            now=time.time(),
+            retry=claim.idempotent,
+        ),
+    )
+    if record is None:  # pragma: no cover - a claim always leaves a record
+        raise _refuse(RejectedResumeError("/execution", CLAIMED_MESSAGE))
+    if record.state == "executing":
+        if record.holder == holder:
+            return resolved
+        raise _refuse(RejectedResumeError("/decision", CLAIMED_MESSAGE))
+    if record.state == "unknown":
+        raise _refuse(ExecutionUnknownError(request.id))
+    return not_run(authority, request, resolved, record.state)
+
+
+SKIPPED = object()
+"""What a retry's gate gets when LangGraph hands it the replaced request's answer."""
+
+
+class RetryAnswerType(AnswerType):
+    """The answer type of a retry's fresh request: the replaced request's resolution
+    arriving in its slot is LangGraph replaying an old answer (a task that failed
+    after consuming it keeps it), not an answer: it is skipped, and the gate asks
+    again at the next slot."""
+
+    __slots__ = ("replaced",)
+
+    def __init__(self, request: Request, settle: Callable[[Answer], Any], replaced: str) -> None:
+        super().__init__(request, settle)
+        self.replaced = replaced
+
+    def _validate(self, value: Any) -> Any:
+        if isinstance(value, ApprovalResolved):
+            value = value.to_json()
+        if isinstance(value, dict) and value.get("type") == "approval.resolved":
+            resolution = value.get("resolution")
+            if isinstance(resolution, dict) and resolution.get("request_id") == self.replaced:
+                return SKIPPED
+        return super()._validate(value)
+
+
+def finish(authority: ApprovalAuthority, request_id: str) -> None:
+    """The approved action's body returned: record ``executed`` (before LangGraph saves)."""
+    authority.ledger.update_execution(request_id, finish_change(time.time()))
+
+
+def execution_state(resolved: ApprovalResolved) -> str | None:
+    """``executed``, ``done`` or ``retry`` when the gate did not run an approved action."""
+    extensions = resolved.resolution.extensions or {}
+    value = extensions.get(EXECUTION_EXTENSION)
+    return str(value.get("state")) if isinstance(value, dict) else None
+
+
+def unknown_executions(
+    authority: ApprovalAuthority, *, thread_id: str | None = None
+) -> list[Execution]:
+    """Approved actions whose outcome is unknown, for a human to reconcile."""
+    return authority.ledger.list_executions(states=("unknown",), thread_id=thread_id)
+
+
+def reconcile_execution(
+    authority: ApprovalAuthority,
+    request_id: str,
+    outcome: Literal["done", "retry"],
+    *,
+    actor: str,
+) -> Execution | None:
+    """Settle an unknown outcome: ``done`` (it happened) or ``retry`` (ask again).
+
+    The paused run continues on its next resume (``resume_stranded``, a presenter's
+    retry): with ``done`` the gate returns a not-run result; with ``retry`` it raises
+    a fresh request for the same action. Returns the record, or None when there is
+    nothing to reconcile (unknown id, or a run is still executing or finished it).
+    """
+    before = authority.ledger.get_execution(request_id)
+    after = authority.ledger.update_execution(
+        request_id, reconcile_change(outcome, actor, time.time())
+    )
+    if after is None or after == before or after.state != outcome:
+        return None
+    return after
+
+
+async def areconcile_execution(
+    authority: ApprovalAuthority,
+    request_id: str,
+    outcome: Literal["done", "retry"],
+    *,
+    actor: str,
+) -> Execution | None:
+    """Async twin of :func:`reconcile_execution`."""
+    import asyncio
+
+    return await asyncio.to_thread(reconcile_execution, authority, request_id, outcome, actor=actor)

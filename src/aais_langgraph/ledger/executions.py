@@ -1,0 +1,181 @@
+"""Execution records: whether an approved action is running, finished, or of unknown outcome.
+
+AAIS says nothing about execution (SPEC §4.3: ``approved`` does not assert that
+execution began; the lifecycle belongs to the runtime), so this is the runtime's
+own table, ``aais_executions``, one row per approved request that a gate let run:
+
+- ``executing``: a run claimed the approval and may be running the action; the
+  claim is *live* until ``live_until``; past it the run is presumed dead;
+- ``executed``: the action finished (the gate saw its body return);
+- ``unknown``: a later run found a dead claim without ``executed``: the action
+  may or may not have happened, and it is not run again until a human decides;
+- ``done`` / ``retry``: a human reconciled an ``unknown`` record (it happened;
+  or ask again with a fresh request).
+
+The transitions are pure functions here; a backend only reads the row, applies
+one under its write lock and stores the result (:meth:`Ledger.update_execution`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+__all__ = [
+    "EXECUTION_COLUMNS",
+    "POSTGRES_EXECUTIONS_SCHEMA",
+    "SQLITE_EXECUTIONS_SCHEMA",
+    "Execution",
+    "ExecutionChange",
+    "ExecutionState",
+    "claim_change",
+    "execution_from_row",
+    "execution_row",
+    "finish_change",
+    "reconcile_change",
+]
+
+ExecutionState = Literal["executing", "executed", "unknown", "done", "retry"]
+ExecutionChange = Callable[["Execution | None"], "Execution | None"]
+"""Given the stored record (or None), the record to store (None or the same: no change)."""
+
+
+@dataclass(frozen=True)
+class Execution:
+    """The runtime's record of one approved request's execution."""
+
+    request_id: str
+    thread_id: str | None
+    state: ExecutionState
+    holder: str
+    attempt: int
+    started_at: float
+    live_until: float
+    updated_at: float
+    reconciled_by: str | None = None
+
+    def live(self, now: float) -> bool:
+        """True while a run holding the claim may still be executing the action."""
+        return self.state == "executing" and now < self.live_until
+
+
+def claim_change(
+    request_id: str,
+    holder: str,
+    *,
+    thread_id: str | None,
+    ttl: float,
+    now: float,
+    retry: bool,
+) -> ExecutionChange:
+    """Claim the execution for ``holder``; the result says who holds it afterwards.
+
+    A first claim, or the same holder again, takes it. A live claim of another
+    run is left alone. A dead claim (or an ``unknown`` or ``executed`` record)
+    is taken over only when ``retry`` (an idempotent action); otherwise a dead
+    claim becomes ``unknown``. ``done`` and ``retry`` records are never claimed.
+    """
+
+    def change(current: Execution | None) -> Execution | None:
+        fresh = Execution(request_id, thread_id, "executing", holder, 1, now, now + ttl, now)
+        if current is None:
+            return fresh
+        if current.state == "executing" and current.holder == holder:
+            return replace(current, live_until=now + ttl, updated_at=now)
+        if current.live(now) or current.state in ("done", "retry"):
+            return current
+        if retry:
+            return replace(fresh, attempt=current.attempt + 1, thread_id=current.thread_id)
+        if current.state == "executing":
+            return replace(current, state="unknown", updated_at=now)
+        return current
+
+    return change
+
+
+def finish_change(now: float) -> ExecutionChange:
+    """The action's body returned: ``executing`` (or ``unknown``, a slow run's) -> ``executed``."""
+
+    def change(current: Execution | None) -> Execution | None:
+        if current is None or current.state not in ("executing", "unknown"):
+            return current
+        return replace(current, state="executed", updated_at=now)
+
+    return change
+
+
+def reconcile_change(state: Literal["done", "retry"], actor: str, now: float) -> ExecutionChange:
+    """A human settles an ``unknown`` record, or a dead ``executing`` one nobody re-ran yet."""
+
+    def change(current: Execution | None) -> Execution | None:
+        if current is None or not (
+            current.state == "unknown" or (current.state == "executing" and not current.live(now))
+        ):
+            return current
+        return replace(current, state=state, updated_at=now, reconciled_by=actor)
+
+    return change
+
+
+EXECUTION_COLUMNS = (
+    "request_id, thread_id, state, holder, attempt, started_at, live_until, updated_at, "
+    "reconciled_by"
+)
+
+_STATES = "('executing', 'executed', 'unknown', 'done', 'retry')"
+
+SQLITE_EXECUTIONS_SCHEMA = (
+    f"""CREATE TABLE IF NOT EXISTS aais_executions (
+        request_id TEXT PRIMARY KEY,
+        thread_id TEXT,
+        state TEXT NOT NULL CHECK (state IN {_STATES}),
+        holder TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        started_at REAL NOT NULL,
+        live_until REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        reconciled_by TEXT
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS aais_executions_state ON aais_executions (state)",
+)
+"""The SQLite table (created by ``setup()``; an older ledger file gains it there)."""
+
+POSTGRES_EXECUTIONS_SCHEMA = (
+    f"""CREATE TABLE IF NOT EXISTS aais_executions (
+        request_id TEXT PRIMARY KEY,
+        thread_id TEXT,
+        state TEXT NOT NULL CHECK (state IN {_STATES}),
+        holder TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        started_at DOUBLE PRECISION NOT NULL,
+        live_until DOUBLE PRECISION NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL,
+        reconciled_by TEXT
+    )""",
+    "CREATE INDEX IF NOT EXISTS aais_executions_state ON aais_executions (state)",
+)
+"""The Postgres table (created by ``setup()``; an older schema gains it there)."""
+
+
+def execution_from_row(row: tuple[Any, ...]) -> Execution:
+    """An execution record from a row of :data:`EXECUTION_COLUMNS`."""
+    request_id, thread_id, state, holder, attempt, started, live_until, updated, by = row
+    return Execution(
+        request_id, thread_id, state, holder, int(attempt), started, live_until, updated, by
+    )
+
+
+def execution_row(record: Execution) -> tuple[Any, ...]:
+    """The values of :data:`EXECUTION_COLUMNS` for ``record``."""
+    return (
+        record.request_id,
+        record.thread_id,
+        record.state,
+        record.holder,
+        record.attempt,
+        record.started_at,
+        record.live_until,
+        record.updated_at,
+        record.reconciled_by,
+    )

@@ -1,0 +1,140 @@
+"""Execution records: one claim per approval, dead claims turn unknown, humans settle them."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from aais_langgraph.ledger import Execution, Ledger
+from aais_langgraph.ledger.executions import claim_change, finish_change, reconcile_change
+
+_ids = itertools.count()
+
+
+def claim(
+    ledger: Ledger, holder: str, now: float, *, rid: str = "apr_1", retry: bool = False
+) -> Execution | None:
+    change = claim_change(rid, holder, thread_id="t-1", ttl=30, now=now, retry=retry)
+    return ledger.update_execution(rid, change)
+
+
+def test_a_first_claim_takes_the_execution(ledger: Ledger) -> None:
+    record = claim(ledger, "run_a", 1000.0)
+
+    assert record == Execution("apr_1", "t-1", "executing", "run_a", 1, 1000.0, 1030.0, 1000.0)
+    assert ledger.get_execution("apr_1") == record
+
+
+def test_a_live_claim_is_not_taken_by_another_run(ledger: Ledger) -> None:
+    claim(ledger, "run_a", 1000.0)
+
+    record = claim(ledger, "run_b", 1029.0, retry=True)
+
+    assert record is not None and (record.state, record.holder) == ("executing", "run_a")
+
+
+def test_a_dead_claim_turns_unknown_and_is_not_taken(ledger: Ledger) -> None:
+    claim(ledger, "run_a", 1000.0)
+
+    record = claim(ledger, "run_b", 1030.0)
+
+    assert record is not None and (record.state, record.holder) == ("unknown", "run_a")
+    assert ledger.list_executions() == [record]
+    assert ledger.list_executions(thread_id="t-2") == []
+
+
+def test_an_idempotent_run_takes_over_a_dead_claim(ledger: Ledger) -> None:
+    claim(ledger, "run_a", 1000.0)
+
+    record = claim(ledger, "run_b", 1030.0, retry=True)
+
+    assert record is not None and (record.state, record.holder, record.attempt) == (
+        "executing",
+        "run_b",
+        2,
+    )
+
+
+def test_a_finished_execution_is_not_claimed_again(ledger: Ledger) -> None:
+    claim(ledger, "run_a", 1000.0)
+    ledger.update_execution("apr_1", finish_change(1001.0))
+
+    record = claim(ledger, "run_b", 2000.0)
+
+    assert record is not None and record.state == "executed"
+    assert ledger.list_executions() == []
+
+
+def test_reconciling_settles_only_an_unknown_or_dead_claim(ledger: Ledger) -> None:
+    claim(ledger, "run_a", 1000.0)
+    live = ledger.update_execution("apr_1", reconcile_change("done", "ops", 1001.0))
+    assert live is not None and live.state == "executing"  # the run may still be running
+
+    settled = ledger.update_execution("apr_1", reconcile_change("retry", "ops", 1031.0))
+
+    assert settled is not None and (settled.state, settled.reconciled_by) == ("retry", "ops")
+    assert claim(ledger, "run_b", 1032.0, retry=True) == settled  # never claimed again
+    assert ledger.list_executions(states=("retry",)) == [settled]
+
+
+def test_nothing_is_stored_for_an_unknown_request(ledger: Ledger) -> None:
+    assert ledger.update_execution("apr_x", finish_change(1.0)) is None
+    assert ledger.get_execution("apr_x") is None
+
+
+_operation = st.one_of(
+    st.tuples(st.just("claim"), st.sampled_from(["a", "b", "c"]), st.booleans()),
+    st.tuples(st.just("finish"), st.none(), st.none()),
+    st.tuples(st.just("reconcile"), st.sampled_from(["done", "retry"]), st.none()),
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(st.tuples(_operation, st.integers(0, 40)), max_size=12))
+def test_execution_records_follow_the_model_and_one_holder_runs_without_retry(
+    ledger: Ledger, steps: list[tuple[tuple[str, object, object], int]]
+) -> None:
+    """Any sequence of claims (idempotent or not), finishes and reconciliations gives
+    the same records on the backend as on the pure model; with no idempotent claim at
+    most one run ever holds the execution; a reconciled record never changes again."""
+    rid = f"apr_h{next(_ids)}"
+    model: Execution | None = None
+    now = 1000.0
+    holders: set[str] = set()
+    retried = False
+    for (kind, first, second), pause in steps:
+        now += pause
+        if kind == "claim":
+            change = claim_change(
+                rid, str(first), thread_id="t", ttl=10, now=now, retry=bool(second)
+            )
+            retried = retried or bool(second)
+        elif kind == "finish":
+            change = finish_change(now)
+        else:
+            change = reconcile_change(first, "ops", now)  # type: ignore[arg-type]
+        before = model
+        model = change(model)
+        stored = ledger.update_execution(rid, change)
+        assert stored == model and ledger.get_execution(rid) == model
+        if model is not None and model.state == "executing":
+            holders.add(model.holder)
+        if before is not None and before.state in ("done", "retry"):
+            assert model == before
+    assert retried or len(holders) <= 1
+
+
+def test_an_idempotent_retry_counts_attempts(ledger: Ledger) -> None:
+    first = claim(ledger, "run_a", 1000.0)
+    assert first is not None
+    claim(ledger, "run_b", 1031.0)  # dead: unknown
+    retried = claim(ledger, "run_c", 1032.0, retry=True)
+
+    assert retried == replace(
+        first, holder="run_c", attempt=2, started_at=1032.0, live_until=1062.0, updated_at=1032.0
+    )

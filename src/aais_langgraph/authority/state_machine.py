@@ -18,8 +18,8 @@ from ..ledger import (
     Ledger,
     ResolutionWrite,
     StoredRequest,
-    verify_audit,
 )
+from ..ledger.crosscheck import verify_contents
 from ..protocol import (
     AAISValidationError,
     Action,
@@ -86,6 +86,7 @@ class AuthorityStateMachine:
         self.policy: ApprovalPolicy = policy if policy is not None else AskEveryTime()
         self.default_expiry = default_expiry
         self.harness = harness
+        self._key: bytes | None = None
 
     # -- requests --------------------------------------------------------------------
 
@@ -404,7 +405,7 @@ class AuthorityStateMachine:
         return EventPage(events=events, gap=gap, last_sequence=self.ledger.last_sequence())
 
     def verify_audit(self, *, expected_tip: tuple[int, str] | None = None) -> AuditVerification:
-        """Re-check the audit chain; names the first bad entry and detects truncation."""
-        return verify_audit(
-            self.ledger.audit_entries(), self.ledger.audit_tip(), expected_tip=expected_tip
-        )
+        """Re-check the audit chain, then every stored row against the entry that vouches for
+        it (and its seal, with a key); names the first bad entry or row and detects
+        truncation, and a rollback or emptying against ``expected_tip``."""
+        return verify_contents(self.ledger.contents(), expected_tip=expected_tip, key=self._key)

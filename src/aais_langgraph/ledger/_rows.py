@@ -1,18 +1,62 @@
-"""Row <-> record conversions shared by the SQL backends (same columns in each)."""
+"""Row <-> record conversions and queries shared by the SQL backends (same columns in each)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ._records import load_json
-from .base import AuditEntry, Grant, JsonDict, StoredRequest
+from .base import AuditEntry, Grant, JsonDict, StoredRequest, StoredResolution
 
-REQUEST_COLUMNS = "request_id, envelope, session_id, expires_at, status, thread_id, context"
+REQUEST_COLUMNS = (
+    "request_id, envelope, session_id, expires_at, status, thread_id, context, audit_index, mac"
+)
+RESOLUTION_COLUMNS = "request_id, envelope, decision_fingerprint, audit_index, mac"
 GRANT_COLUMNS = (
     "grant_id, request_id, scope, session_id, action_name, constraints, created_at, "
-    "expires_at, revoked_at"
+    "expires_at, revoked_at, audit_index, mac"
 )
 AUDIT_COLUMNS = "idx, kind, occurred_at, payload, prev_hash, entry_hash"
+
+#: Tables that gained ``audit_index`` (the audit entry that vouches for the row) and
+#: ``mac`` (its seal under the authority key) in schema version 2.
+VOUCH_COLUMNS = ("aais_requests", "aais_resolutions", "aais_grants")
+
+#: One consistent read of everything ``audit verify`` cross-checks (see ``Ledger.contents``).
+CONTENTS_QUERIES = {
+    "requests": f"SELECT {REQUEST_COLUMNS} FROM aais_requests ORDER BY sequence",
+    "resolutions": f"SELECT {RESOLUTION_COLUMNS} FROM aais_resolutions ORDER BY request_id",
+    "grants": f"SELECT {GRANT_COLUMNS} FROM aais_grants ORDER BY ordinal",
+    "events": "SELECT sequence, envelope FROM aais_events ORDER BY sequence",
+    "audit": f"SELECT {AUDIT_COLUMNS} FROM aais_audit ORDER BY idx",
+}
+
+
+def backfill_audit_indexes(
+    entries: Iterable[AuditEntry], execute: Callable[[str, tuple[Any, ...]], Any], mark: str
+) -> None:
+    """Point rows written before schema version 2 at the audit entries that vouch for them.
+
+    ``mark`` is the backend's placeholder (``?`` or ``%s``). Only rows without an
+    index are touched, so running it twice changes nothing.
+    """
+    targets = {
+        "requested": ("aais_requests", "request_id"),
+        "resolved": ("aais_resolutions", "request_id"),
+        "granted": ("aais_grants", "grant_id"),
+    }
+    for entry in entries:
+        target = targets.get(entry.kind)
+        # Standing resolutions are audited without a row (and without a sequence).
+        if target is None or (entry.kind == "resolved" and "sequence" not in entry.payload):
+            continue
+        table, key = target
+        row_id = entry.payload.get(key)
+        execute(
+            f"UPDATE {table} SET audit_index = {mark} "
+            f"WHERE {key} = {mark} AND audit_index IS NULL",
+            (entry.index, row_id),
+        )
 
 
 def audit_from_row(row: tuple[Any, ...]) -> AuditEntry:
@@ -23,7 +67,8 @@ def audit_from_row(row: tuple[Any, ...]) -> AuditEntry:
 
 def request_from_row(row: tuple[Any, ...]) -> StoredRequest:
     """A stored request from a row of :data:`REQUEST_COLUMNS`."""
-    request_id, envelope, session_id, expires_at, status, thread_id, context = row
+    request_id, envelope, session_id, expires_at, status, thread_id, context, *vouch = row
+    audit_index, mac = vouch
     return StoredRequest(
         request_id=request_id,
         envelope=json_object(envelope),
@@ -32,13 +77,27 @@ def request_from_row(row: tuple[Any, ...]) -> StoredRequest:
         status=status,
         thread_id=thread_id,
         context=json_object(context),
+        audit_index=None if audit_index is None else int(audit_index),
+        mac=mac,
+    )
+
+
+def resolution_from_row(row: tuple[Any, ...]) -> StoredResolution:
+    """A stored resolution from a row of :data:`RESOLUTION_COLUMNS`."""
+    request_id, envelope, decision_fingerprint, audit_index, mac = row
+    return StoredResolution(
+        request_id,
+        json_object(envelope),
+        decision_fingerprint,
+        audit_index=None if audit_index is None else int(audit_index),
+        mac=mac,
     )
 
 
 def grant_from_row(row: tuple[Any, ...]) -> Grant:
     """A grant from a row of :data:`GRANT_COLUMNS`."""
     grant_id, request_id, scope, session_id, action_name, constraints, *times = row
-    created_at, expires_at, revoked_at = times
+    created_at, expires_at, revoked_at, audit_index, mac = times
     return Grant(
         grant_id=grant_id,
         request_id=request_id,
@@ -49,6 +108,8 @@ def grant_from_row(row: tuple[Any, ...]) -> Grant:
         created_at=created_at,
         expires_at=expires_at,
         revoked_at=revoked_at,
+        audit_index=None if audit_index is None else int(audit_index),
+        mac=mac,
     )
 
 

@@ -12,10 +12,13 @@ from .base import (
     JsonDict,
     Lease,
     Ledger,
+    LedgerContents,
     ResolutionWrite,
     StoredRequest,
     StoredResolution,
 )
+from .crosscheck import verify_contents
+from .integrity import LedgerIntegrityError
 from .memory import InMemoryLedger
 from .opening import is_postgres_url, open_ledger
 from .sqlite import SqliteLedger
@@ -30,6 +33,8 @@ __all__ = [
     "JsonDict",
     "Lease",
     "Ledger",
+    "LedgerContents",
+    "LedgerIntegrityError",
     "ResolutionWrite",
     "SqliteLedger",
     "StoredRequest",
@@ -38,4 +43,5 @@ __all__ = [
     "is_postgres_url",
     "open_ledger",
     "verify_audit",
+    "verify_contents",
 ]

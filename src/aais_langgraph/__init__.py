@@ -6,9 +6,11 @@ from .authority import (
     ApprovalPolicy,
     AskEveryTime,
     LeaseHeldError,
+    LedgerIntegrityError,
     PolicyVerdict,
     UnknownRequestError,
     explain_constraints,
+    load_authority_key,
 )
 from .gate import (
     AUTHORITY_KEY,
@@ -64,6 +66,7 @@ __all__ = [
     "Choice",
     "InMemoryLedger",
     "LeaseHeldError",
+    "LedgerIntegrityError",
     "Ledger",
     "Origin",
     "PolicyVerdict",
@@ -89,4 +92,5 @@ __all__ = [
     "resume_with_decisions",
     "stranded_threads",
     "sweep_expired",
+    "load_authority_key",
 ]

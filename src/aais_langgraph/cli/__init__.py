@@ -3,6 +3,9 @@
 Every command takes ``--db PATH|URL`` (a SQLite file or a Postgres URL, the same
 value the demo and server take). A decision made here is recorded by the
 authority like any presenter's; a running server notices it and resumes the run.
+Every command but ``init`` needs an existing ledger: a missing, empty, foreign or
+damaged file is one line of error and exit status 2, never an empty ledger. The
+authority key, if any, comes from ``AAIS_AUTHORITY_KEY_FILE`` or ``AAIS_AUTHORITY_KEY``.
 """
 
 from __future__ import annotations
@@ -10,12 +13,14 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
+import re
+import sqlite3
 import sys
 from collections.abc import Sequence
 from typing import TextIO
 
 from ..authority import ApprovalAuthority, UnknownRequestError, explain_constraints
-from ..ledger import open_ledger
+from ..ledger import AuditVerification, LedgerIntegrityError, NotALedgerError, open_ledger
 from ..protocol import AAISValidationError, Actor, DecisionKind, Scope, build_decision
 from . import render
 
@@ -33,6 +38,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="aais-langgraph", description=__doc__.splitlines()[0])
     parser.add_argument("--db", required=True, help="SQLite file path or postgresql:// URL")
     commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("init", help="create the ledger (or migrate an older one)")
     commands.add_parser("pending", help="list pending approvals")
     for name in ("show", "deny", "cancel"):
         sub = commands.add_parser(name, help=f"{name} a request")
@@ -49,7 +55,31 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("expire", help="resolve overdue requests as expired")
     audit = commands.add_parser("audit", help="audit log")
     audit.add_argument("audit_command", choices=("verify", "export"))
+    audit.add_argument(
+        "--expect-tip",
+        metavar="N:HASH",
+        type=_tip,
+        help="a tip printed by an earlier verify and kept elsewhere: detects a rollback",
+    )
     return parser
+
+
+_TIP = re.compile(r"(0|[1-9][0-9]{0,17}):(sha256:[0-9a-f]{64})")
+
+
+def _tip(text: str) -> tuple[int, str]:
+    """``N:sha256:HEX`` as printed by ``audit verify``."""
+    match = _TIP.fullmatch(text)
+    if match is None:
+        raise argparse.ArgumentTypeError("expected N:sha256:<64 hex digits>, as verify prints it")
+    return int(match.group(1)), match.group(2)
+
+
+def _verification_line(result: AuditVerification) -> str:
+    if result.ok:
+        tip = "no tip" if result.tip is None else f"tip {result.tip[0]}:{result.tip[1]}"
+        return f"audit ok: {result.checked} entries, {tip}"
+    return f"audit FAILED at {result.table} {result.row_id}: {result.reason}"
 
 
 def _confirm(question: str, assume_yes: bool, stdin: TextIO, stdout: TextIO) -> bool:
@@ -95,6 +125,9 @@ def _decide(
 def _run(
     authority: ApprovalAuthority, args: argparse.Namespace, stdin: TextIO, stdout: TextIO
 ) -> int:
+    if args.command == "init":
+        stdout.write("ledger ready\n")
+        return 0
     if args.command == "pending":
         pending = authority.snapshot().snapshot.pending
         for request in pending:
@@ -131,12 +164,9 @@ def _run(
         stdout.write(f"{len(expired)} expired\n")
         return 0
     if args.audit_command == "verify":
-        result = authority.verify_audit()
-        if result.ok:
-            stdout.write(f"audit ok: {result.checked} entries\n")
-            return 0
-        stdout.write(f"audit FAILED at entry {result.first_bad_index}: {result.reason}\n")
-        return 1
+        result = authority.verify_audit(expected_tip=args.expect_tip)
+        stdout.write(_verification_line(result) + "\n")
+        return 0 if result.ok else 1
     for entry in authority.ledger.audit_entries():
         record = {
             "index": entry.index,
@@ -153,12 +183,32 @@ def _run(
 def main(
     argv: Sequence[str] | None = None, *, stdin: TextIO | None = None, stdout: TextIO | None = None
 ) -> int:
-    """Run the CLI; returns the exit status (0 ok, 1 refused or failed check, 2 bad input)."""
+    """Run the CLI; returns the exit status (0 ok, 1 refused or failed check, 2 bad input
+    or no usable ledger). Errors are one line on ``stdout``, never a traceback; bad
+    arguments are argparse's usage error (exit status 2)."""
     args = _parser().parse_args(argv)
     out = stdout if stdout is not None else sys.stdout
     try:
-        with open_ledger(args.db) as ledger:
+        with open_ledger(args.db, create=args.command == "init") as ledger:
             return _run(ApprovalAuthority(ledger), args, stdin or sys.stdin, out)
-    except AAISValidationError as error:
+    except (AAISValidationError, NotALedgerError) as error:
         out.write(f"error: {error}\n")
         return 2
+    except LedgerIntegrityError as error:
+        out.write(f"error: {error}\n")
+        return 1
+    except sqlite3.DatabaseError as error:
+        out.write(f"error: db: the ledger file is damaged or unreadable ({error})\n")
+        return 2
+    except _database_errors() as error:
+        out.write(f"error: db: the ledger database failed ({type(error).__name__})\n")
+        return 2
+
+
+def _database_errors() -> tuple[type[Exception], ...]:
+    """Postgres driver errors, when the ``postgres`` extra is installed."""
+    try:
+        import psycopg
+    except ImportError:
+        return ()
+    return (psycopg.Error,)

@@ -20,7 +20,7 @@ from .base import (
 from .crosscheck import verify_contents
 from .integrity import LedgerIntegrityError
 from .memory import InMemoryLedger
-from .opening import is_postgres_url, open_ledger
+from .opening import NotALedgerError, is_postgres_url, open_ledger
 from .sqlite import SqliteLedger
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "Ledger",
     "LedgerContents",
     "LedgerIntegrityError",
+    "NotALedgerError",
     "ResolutionWrite",
     "SqliteLedger",
     "StoredRequest",

@@ -13,11 +13,14 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from aais_langgraph import ApprovalAuthority, SqliteLedger, build_decision
 from aais_langgraph.cli import main
+
+from .test_cli import paused  # noqa: F401 - the fixture
 
 ACTION = {
     "kind": "process.exec",
@@ -217,3 +220,23 @@ def test_show_of_a_tampered_request_is_one_integrity_line(tmp_path: Path) -> Non
     code, out = run_cli(db, "show", pending)
     assert code == 1
     assert "ledger integrity" in one_error_line(out)
+
+
+def test_pending_reports_a_paused_run_whose_request_was_deleted(paused: Any) -> None:
+    db, _, _, ids, _ = paused
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM aais_requests WHERE request_id = ?", (ids["t-deny"],))
+    # The ledger file also holds the graph's checkpoints: the CLI reconciles with them.
+    code, out = run_cli(db, "pending")
+    assert code == 1
+    assert ids["t-approve"] in out and "1 pending" in out
+    assert f"INTEGRITY t-deny {ids['t-deny']}: paused on a request the ledger does not hold" in out
+
+
+def test_pending_reconciles_with_a_separate_checkpoints_file(paused: Any, tmp_path: Path) -> None:
+    db, *_ = paused
+    empty = tmp_path / "fresh.db"
+    assert run_cli(empty, "init")[0] == 0
+    code, out = run_cli(empty, "pending", "--checkpoints", str(db))
+    assert code == 1
+    assert out.count("INTEGRITY ") == 2 and "0 pending" in out

@@ -22,7 +22,9 @@ from typing import TextIO
 from ..authority import ApprovalAuthority, UnknownRequestError, explain_constraints
 from ..ledger import AuditVerification, LedgerIntegrityError, NotALedgerError, open_ledger
 from ..protocol import AAISValidationError, Actor, DecisionKind, Scope, build_decision
+from ..gate.reconcile import IntegrityProblem, reconcile_checkpoints
 from . import render
+from .checkpoints import holds_checkpoints, open_checkpointer
 
 __all__ = ["main"]
 
@@ -39,7 +41,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--db", required=True, help="SQLite file path or postgresql:// URL")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("init", help="create the ledger (or migrate an older one)")
-    commands.add_parser("pending", help="list pending approvals")
+    pending = commands.add_parser("pending", help="list pending approvals")
+    pending.add_argument(
+        "--checkpoints",
+        metavar="PATH|URL",
+        help="the graph's LangGraph checkpointer, to report runs paused on requests the "
+        "ledger does not hold (default: --db itself, when it holds checkpoints)",
+    )
     for name in ("show", "deny", "cancel"):
         sub = commands.add_parser(name, help=f"{name} a request")
         sub.add_argument("request_id")
@@ -73,6 +81,16 @@ def _tip(text: str) -> tuple[int, str]:
     if match is None:
         raise argparse.ArgumentTypeError("expected N:sha256:<64 hex digits>, as verify prints it")
     return int(match.group(1)), match.group(2)
+
+
+def _reconcile(
+    authority: ApprovalAuthority, target: str, optional: bool
+) -> list[IntegrityProblem]:
+    """Runs paused in ``target``'s checkpoints on requests the ledger does not vouch for."""
+    if optional and not holds_checkpoints(target):
+        return []
+    with open_checkpointer(target) as checkpointer:
+        return reconcile_checkpoints(authority, checkpointer)
 
 
 def _verification_line(result: AuditVerification) -> str:
@@ -129,11 +147,18 @@ def _run(
         stdout.write("ledger ready\n")
         return 0
     if args.command == "pending":
-        pending = authority.snapshot().snapshot.pending
+        problems = _reconcile(authority, args.checkpoints or args.db, args.checkpoints is None)
+        suspect = {problem.request_id for problem in problems}
+        pending = [r for r in authority.snapshot().snapshot.pending if r.id not in suspect]
         for request in pending:
             stdout.write(render.request_line(request) + "\n")
+        for problem in problems:
+            stdout.write(
+                f"INTEGRITY {render.escape(problem.thread_id)} "
+                f"{render.escape(problem.request_id)}: {problem.reason}\n"
+            )
         stdout.write(f"{len(pending)} pending\n")
-        return 0
+        return 1 if problems else 0
     if args.command == "show":
         requested = authority.get_request(args.request_id)
         if requested is None:
@@ -197,6 +222,9 @@ def main(
     except LedgerIntegrityError as error:
         out.write(f"error: {error}\n")
         return 1
+    except ImportError as error:
+        out.write(f"error: {error.name} is not installed (see the sqlite and postgres extras)\n")
+        return 2
     except sqlite3.DatabaseError as error:
         out.write(f"error: db: the ledger file is damaged or unreadable ({error})\n")
         return 2

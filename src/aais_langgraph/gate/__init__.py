@@ -2,6 +2,7 @@
 
 from .inbox import cancel_thread, pending_approvals, resume_resolved, sweep_expired
 from .nodes import approval_key, approval_node, is_approved_for, requires_approval
+from .reconcile import INTEGRITY_ERRORS_EXTENSION, IntegrityProblem, reconcile_checkpoints
 from .recovery import resume_stranded, stranded_threads
 from .request import RejectedResumeError, arequest_approval, request_approval
 from .resume import Cancellation, aresume_with_decisions, resume_with_decisions
@@ -9,7 +10,9 @@ from .run_context import AUTHORITY_KEY
 
 __all__ = [
     "AUTHORITY_KEY",
+    "INTEGRITY_ERRORS_EXTENSION",
     "Cancellation",
+    "IntegrityProblem",
     "RejectedResumeError",
     "approval_key",
     "approval_node",
@@ -18,6 +21,7 @@ __all__ = [
     "cancel_thread",
     "is_approved_for",
     "pending_approvals",
+    "reconcile_checkpoints",
     "request_approval",
     "requires_approval",
     "resume_resolved",

@@ -66,8 +66,8 @@ __all__ = [
     "Choice",
     "InMemoryLedger",
     "LeaseHeldError",
-    "LedgerIntegrityError",
     "Ledger",
+    "LedgerIntegrityError",
     "Origin",
     "PolicyVerdict",
     "RejectedResumeError",
@@ -83,6 +83,7 @@ __all__ = [
     "build_request",
     "cancel_thread",
     "explain_constraints",
+    "load_authority_key",
     "parse_envelope",
     "pending_approvals",
     "request_approval",
@@ -92,5 +93,4 @@ __all__ = [
     "resume_with_decisions",
     "stranded_threads",
     "sweep_expired",
-    "load_authority_key",
 ]

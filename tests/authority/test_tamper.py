@@ -163,7 +163,9 @@ def test_an_unrevoked_grant_is_reported(tampered: Tampered) -> None:
 
 def test_a_grant_moved_to_persistent_scope_is_reported(tampered: Tampered) -> None:
     sqlite_only(tampered)
-    tampered.raw("UPDATE aais_grants SET scope = 'persistent' WHERE grant_id = ?", tampered.grant_id)
+    tampered.raw(
+        "UPDATE aais_grants SET scope = 'persistent' WHERE grant_id = ?", tampered.grant_id
+    )
     assert_reported(tampered, "aais_grants", tampered.grant_id)
 
 
@@ -180,7 +182,7 @@ def test_a_pending_requests_arguments_edited_are_reported(tampered: Tampered) ->
 def test_a_requests_context_edited_is_reported(tampered: Tampered) -> None:
     sqlite_only(tampered)
     tampered.raw(
-        "UPDATE aais_requests SET context = '{\"checkpoint_ns\":\"x\"}' WHERE request_id = ?",
+        'UPDATE aais_requests SET context = \'{"checkpoint_ns":"x"}\' WHERE request_id = ?',
         tampered.pending,
     )
     assert_reported(tampered, "aais_requests", tampered.pending)

@@ -13,14 +13,11 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from aais_langgraph import ApprovalAuthority, SqliteLedger, build_decision
 from aais_langgraph.cli import main
-
-from .test_cli import paused  # noqa: F401 - the fixture
 
 ACTION = {
     "kind": "process.exec",
@@ -161,14 +158,20 @@ def test_expect_tip_catches_a_rolled_back_ledger(tmp_path: Path) -> None:
             (json.dumps([keep_index, keep_hash]),),
         )
         # Roll the rows back too, so only the kept tip can tell.
-        last = conn.execute("SELECT request_id FROM aais_requests ORDER BY sequence DESC").fetchone()
+        last = conn.execute(
+            "SELECT request_id FROM aais_requests ORDER BY sequence DESC"
+        ).fetchone()
         conn.execute("DELETE FROM aais_requests WHERE request_id = ?", last)
-        conn.execute("DELETE FROM aais_events WHERE sequence > (SELECT MAX(sequence) FROM aais_requests)")
+        conn.execute(
+            "DELETE FROM aais_events WHERE sequence > (SELECT MAX(sequence) FROM aais_requests)"
+        )
         penultimate = conn.execute(
             "SELECT request_id FROM aais_requests ORDER BY sequence DESC"
         ).fetchone()
         conn.execute("DELETE FROM aais_resolutions WHERE request_id = ?", penultimate)
-        conn.execute("UPDATE aais_requests SET status = 'pending' WHERE request_id = ?", penultimate)
+        conn.execute(
+            "UPDATE aais_requests SET status = 'pending' WHERE request_id = ?", penultimate
+        )
     code, out = run_cli(db, "audit", "verify", "--expect-tip", tip)
     assert code == 1
     assert "truncated" in out and "aais_audit" in out
@@ -179,7 +182,13 @@ def test_expect_tip_catches_an_emptied_ledger(tmp_path: Path) -> None:
     history(db)
     tip = verified_tip(db)
     with sqlite3.connect(db) as conn:
-        for table in ("aais_audit", "aais_requests", "aais_resolutions", "aais_grants", "aais_events"):
+        for table in (
+            "aais_audit",
+            "aais_requests",
+            "aais_resolutions",
+            "aais_grants",
+            "aais_events",
+        ):
             conn.execute(f"DELETE FROM {table}")
         conn.execute("DELETE FROM aais_meta WHERE key = 'audit_tip'")
     assert run_cli(db, "audit", "verify")[0] == 0  # nothing left to contradict anything
@@ -220,23 +229,3 @@ def test_show_of_a_tampered_request_is_one_integrity_line(tmp_path: Path) -> Non
     code, out = run_cli(db, "show", pending)
     assert code == 1
     assert "ledger integrity" in one_error_line(out)
-
-
-def test_pending_reports_a_paused_run_whose_request_was_deleted(paused: Any) -> None:
-    db, _, _, ids, _ = paused
-    with sqlite3.connect(db) as conn:
-        conn.execute("DELETE FROM aais_requests WHERE request_id = ?", (ids["t-deny"],))
-    # The ledger file also holds the graph's checkpoints: the CLI reconciles with them.
-    code, out = run_cli(db, "pending")
-    assert code == 1
-    assert ids["t-approve"] in out and "1 pending" in out
-    assert f"INTEGRITY t-deny {ids['t-deny']}: paused on a request the ledger does not hold" in out
-
-
-def test_pending_reconciles_with_a_separate_checkpoints_file(paused: Any, tmp_path: Path) -> None:
-    db, *_ = paused
-    empty = tmp_path / "fresh.db"
-    assert run_cli(empty, "init")[0] == 0
-    code, out = run_cli(empty, "pending", "--checkpoints", str(db))
-    assert code == 1
-    assert out.count("INTEGRITY ") == 2 and "0 pending" in out

@@ -91,7 +91,9 @@ def test_a_finished_run_is_not_reported(backend: Backend, effects: Effects) -> N
     [pending] = paused(graph.invoke({"command": "ls"}, config("t-1")))
     from aais_langgraph import build_decision, resume_with_decisions
 
-    decided = build_decision(requested_of(pending), decision="deny", actor={"id": "a", "type": "human"})
+    decided = build_decision(
+        requested_of(pending), decision="deny", actor={"id": "a", "type": "human"}
+    )
     resume_with_decisions(graph, config("t-1"), decided, actor=None, authority=backend.authority)
     emptied = ApprovalAuthority(InMemoryLedger(), clock=backend.clock)
     assert errors_of(pending_approvals(emptied, graph)) == []

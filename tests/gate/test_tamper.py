@@ -122,9 +122,7 @@ def test_a_decision_on_a_request_whose_arguments_were_edited_is_refused(
     _, requested = pause(graph, "t-1")
     assert sqlite_backend.path is not None
     with sqlite3.connect(sqlite_backend.path) as raw:
-        raw.execute(
-            "UPDATE aais_requests SET envelope = replace(envelope, 'ls -la', 'ls -l ')"
-        )
+        raw.execute("UPDATE aais_requests SET envelope = replace(envelope, 'ls -la', 'ls -l ')")
 
     # A presenter in another process (nothing cached) answers what it was shown.
     with pytest.raises(LedgerIntegrityError) as raised:
@@ -189,9 +187,11 @@ def test_with_a_key_a_seal_copied_from_another_row_does_not_verify(
             graph, config("t-1"), decide(denied, "deny"), actor=HUMAN, authority=keyed
         )
         _, waiting = pause(graph, "t-2")
-        [(mac,)] = sqlite3.connect(sqlite_backend.path).execute(
-            "SELECT mac FROM aais_resolutions"
-        ).fetchall()
+        [(mac,)] = (
+            sqlite3.connect(sqlite_backend.path)
+            .execute("SELECT mac FROM aais_resolutions")
+            .fetchall()
+        )
         assert mac.startswith("hmac-sha256:")
         with SqliteLedger.from_path(sqlite_backend.path) as attacker:
             attacker.record_resolution(

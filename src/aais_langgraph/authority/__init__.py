@@ -1,8 +1,8 @@
 """The approval authority: the AAIS decision state machine, grants, policy and leases."""
 
+from ..ledger import LedgerIntegrityError
 from .authority import ApprovalAuthority
 from .constraints import KNOWN_KEYS, constraints_match, explain_constraints
-from ..ledger import LedgerIntegrityError
 from .errors import LeaseHeldError, UnknownRequestError
 from .keys import AUTHORITY_KEY_FILE_VAR, AUTHORITY_KEY_VAR, load_authority_key
 from .leases import DEFAULT_LEASE_TTL, arun_lease, new_holder, run_lease

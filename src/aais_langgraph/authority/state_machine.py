@@ -253,7 +253,7 @@ class AuthorityStateMachine:
         stored_row = self.ledger.get_request(decision.request_id)
         if stored_row is None:
             raise UnknownRequestError()
-        stored, requested = self._records.request(stored_row)
+        requested = self._records.request(stored_row)[1]
         fingerprint = sha256_digest(decision.model_dump(mode="json"))
         moment = now if now is not None else self.clock()
         if moment.tzinfo is None:
@@ -294,7 +294,9 @@ class AuthorityStateMachine:
             self.ledger.append_audit("decided", rejection_audit(envelope, resolved))
             return resolved
         grant = (
-            grant_from_decision(request, decision, moment) if verdict.outcome == "approved" else None
+            grant_from_decision(request, decision, moment)
+            if verdict.outcome == "approved"
+            else None
         )
         if grant is not None and self._key is not None:
             grant = replace(grant, mac=grant_seal(self._key, grant))

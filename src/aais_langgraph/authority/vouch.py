@@ -67,7 +67,9 @@ class VouchedRecords:
 
     def trust_request(self, stored: StoredRequest, model: ApprovalRequested) -> ApprovalRequested:
         """Cache a row this authority has just written (nothing to check)."""
-        self._requests.put(_identity(stored.request_id, stored.audit_index, stored.envelope), (stored, model))
+        self._requests.put(
+            _identity(stored.request_id, stored.audit_index, stored.envelope), (stored, model)
+        )
         return model
 
     # -- resolutions ---------------------------------------------------------------
@@ -85,7 +87,9 @@ class VouchedRecords:
         )
         return self._resolutions.put(identity, ApprovalResolved.from_data(stored.envelope))
 
-    def trust_resolution(self, stored: StoredResolution, model: ApprovalResolved) -> ApprovalResolved:
+    def trust_resolution(
+        self, stored: StoredResolution, model: ApprovalResolved
+    ) -> ApprovalResolved:
         """Cache a resolution this authority has just recorded (nothing to check)."""
         return self._resolutions.put(
             _identity(stored.request_id, stored.audit_index, stored.envelope), model

@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from ..authority import ApprovalAuthority, UnknownRequestError, explain_constraints
+from ..gate.reconcile import IntegrityProblem, reconcile_checkpoints
 from ..ledger import AuditVerification, LedgerIntegrityError, NotALedgerError, open_ledger
 from ..protocol import AAISValidationError, Actor, DecisionKind, Scope, build_decision
-from ..gate.reconcile import IntegrityProblem, reconcile_checkpoints
 from . import render
 from .checkpoints import holds_checkpoints, open_checkpointer
 
@@ -83,9 +83,7 @@ def _tip(text: str) -> tuple[int, str]:
     return int(match.group(1)), match.group(2)
 
 
-def _reconcile(
-    authority: ApprovalAuthority, target: str, optional: bool
-) -> list[IntegrityProblem]:
+def _reconcile(authority: ApprovalAuthority, target: str, optional: bool) -> list[IntegrityProblem]:
     """Runs paused in ``target``'s checkpoints on requests the ledger does not vouch for."""
     if optional and not holds_checkpoints(target):
         return []

@@ -70,7 +70,9 @@ def _digest(envelope: Mapping[str, Any]) -> str | None:
         return None
 
 
-def reconcile_checkpoints(authority: ApprovalAuthority, checkpointer: Any) -> list[IntegrityProblem]:
+def reconcile_checkpoints(
+    authority: ApprovalAuthority, checkpointer: Any
+) -> list[IntegrityProblem]:
     """Every run paused on a request the ledger does not hold, or holds differently."""
     problems: list[IntegrityProblem] = []
     for (thread_id, request_id), envelope in sorted(paused_requests(checkpointer).items()):

@@ -53,8 +53,7 @@ def backfill_audit_indexes(
         table, key = target
         row_id = entry.payload.get(key)
         execute(
-            f"UPDATE {table} SET audit_index = {mark} "
-            f"WHERE {key} = {mark} AND audit_index IS NULL",
+            f"UPDATE {table} SET audit_index = {mark} WHERE {key} = {mark} AND audit_index IS NULL",
             (entry.index, row_id),
         )
 

@@ -54,7 +54,7 @@ class _Vouchers:
                 self.events[int(payload["sequence"])] = str(payload.get("envelope_digest"))
 
 
-def _one(found: dict[str, list[AuditEntry]], row_id: str) -> AuditEntry | None | str:
+def _one(found: dict[str, list[AuditEntry]], row_id: str) -> AuditEntry | str | None:
     entries = found.get(row_id, [])
     if len(entries) > 1:
         return "more than one audit entry claims it"
@@ -67,7 +67,9 @@ def _index_problem(audit_index: int | None, entry: AuditEntry | None) -> str | N
     return None
 
 
-def _request_problems(contents: LedgerContents, vouchers: _Vouchers, key: bytes | None) -> Iterator[Problem]:
+def _request_problems(
+    contents: LedgerContents, vouchers: _Vouchers, key: bytes | None
+) -> Iterator[Problem]:
     resolved = {stored.request_id for stored in contents.resolutions}
     seen: set[str] = set()
     for stored in contents.requests:
@@ -114,7 +116,9 @@ def _resolution_problems(
             yield "aais_resolutions", request_id, f"missing (audit entry {entries[0].index})"
 
 
-def _grant_problems(contents: LedgerContents, vouchers: _Vouchers, key: bytes | None) -> Iterator[Problem]:
+def _grant_problems(
+    contents: LedgerContents, vouchers: _Vouchers, key: bytes | None
+) -> Iterator[Problem]:
     seen: set[str] = set()
     for grant in contents.grants:
         seen.add(grant.grant_id)

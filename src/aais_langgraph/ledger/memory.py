@@ -76,7 +76,9 @@ class InMemoryLedger(Ledger):
             sequence = self._last_sequence + 1
             stored_envelope = {**draft, "sequence": sequence}
             entry = next_audit_entry(
-                self._tip(), "requested", requested_audit(stored_envelope, thread_id, stored_context)
+                self._tip(),
+                "requested",
+                requested_audit(stored_envelope, thread_id, stored_context),
             )
             stored = StoredRequest(
                 request_id=fields.request_id,
@@ -243,7 +245,7 @@ class InMemoryLedger(Ledger):
                     _copy_resolution(self._resolutions[key]) for key in sorted(self._resolutions)
                 ],
                 grants=[_copy_grant(grant) for grant in self._grants.values()],
-                events=list(zip(self._event_sequences, copy.deepcopy(self._events))),
+                events=list(zip(self._event_sequences, copy.deepcopy(self._events), strict=True)),
                 audit=[_copy_entry(entry) for entry in self._audit],
                 audit_tip=self._tip(),
                 last_sequence=self._last_sequence,

@@ -57,9 +57,7 @@ def open_ledger(target: str, *, setup: bool = True, create: bool = True) -> Iter
             yield ledger
         return
     if not create and not Path(target).is_file():
-        raise NotALedgerError(
-            "db: no ledger file at this path (create one with the init command)"
-        )
+        raise NotALedgerError("db: no ledger file at this path (create one with the init command)")
     try:
         ledger_file = SqliteLedger(target)
     except sqlite3.DatabaseError as error:

@@ -343,6 +343,9 @@ class Ledger(ABC):
     async def aevents_after(self, sequence: int, *, limit: int = 1000) -> list[JsonDict]:
         return await asyncio.to_thread(self.events_after, sequence, limit=limit)
 
+    async def acontents(self) -> LedgerContents:
+        return await asyncio.to_thread(self.contents)
+
     async def aappend_audit(self, kind: AuditKind, payload: Mapping[str, Any]) -> AuditEntry:
         return await asyncio.to_thread(self.append_audit, kind, payload)
 

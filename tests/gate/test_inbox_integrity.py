@@ -3,13 +3,18 @@ the ledger does not hold (or holds differently) is an integrity error, never sil
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from typing import Any
 
 import aais
 
 from aais_langgraph import ApprovalAuthority, InMemoryLedger, pending_approvals
-from aais_langgraph.gate import INTEGRITY_ERRORS_EXTENSION, reconcile_checkpoints
+from aais_langgraph.gate import (
+    INTEGRITY_ERRORS_EXTENSION,
+    areconcile_checkpoints,
+    reconcile_checkpoints,
+)
 
 from .support import Backend, Effects, config, gated_graph, paused, requested_of
 from .test_inbox import start
@@ -97,3 +102,14 @@ def test_a_finished_run_is_not_reported(backend: Backend, effects: Effects) -> N
     resume_with_decisions(graph, config("t-1"), decided, actor=None, authority=backend.authority)
     emptied = ApprovalAuthority(InMemoryLedger(), clock=backend.clock)
     assert errors_of(pending_approvals(emptied, graph)) == []
+
+
+def test_the_async_twin_reads_an_async_checkpointer(
+    memory_backend: Backend, effects: Effects
+) -> None:
+    graph = gated_graph(memory_backend, effects)
+    waiting = start(graph, "t-1")
+    emptied = ApprovalAuthority(InMemoryLedger(), clock=memory_backend.clock)
+    problems = asyncio.run(areconcile_checkpoints(emptied, memory_backend.saver))
+    assert [(p.thread_id, p.request_id) for p in problems] == [("t-1", waiting.id)]
+    assert asyncio.run(areconcile_checkpoints(memory_backend.authority, memory_backend.saver)) == []

@@ -2,7 +2,12 @@
 
 from .inbox import cancel_thread, pending_approvals, resume_resolved, sweep_expired
 from .nodes import approval_key, approval_node, is_approved_for, requires_approval
-from .reconcile import INTEGRITY_ERRORS_EXTENSION, IntegrityProblem, reconcile_checkpoints
+from .reconcile import (
+    INTEGRITY_ERRORS_EXTENSION,
+    IntegrityProblem,
+    areconcile_checkpoints,
+    reconcile_checkpoints,
+)
 from .recovery import resume_stranded, stranded_threads
 from .request import RejectedResumeError, arequest_approval, request_approval
 from .resume import Cancellation, aresume_with_decisions, resume_with_decisions
@@ -16,6 +21,7 @@ __all__ = [
     "RejectedResumeError",
     "approval_key",
     "approval_node",
+    "areconcile_checkpoints",
     "arequest_approval",
     "aresume_with_decisions",
     "cancel_thread",

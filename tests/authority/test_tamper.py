@@ -257,3 +257,27 @@ def test_a_request_flipped_back_to_pending_is_reported(tampered: Tampered) -> No
         "UPDATE aais_requests SET status = 'pending' WHERE request_id = ?", tampered.denied
     )
     assert_reported(tampered, "aais_requests", tampered.denied)
+
+
+@pytest.mark.parametrize(
+    ("table", "column", "key"),
+    [
+        ("aais_requests", "envelope", "request_id"),
+        ("aais_resolutions", "envelope", "request_id"),
+        ("aais_grants", "constraints", "grant_id"),
+        ("aais_requests", "audit_index", "request_id"),
+    ],
+)
+def test_a_row_that_cannot_be_read_is_reported_not_a_crash(
+    tampered: Tampered, table: str, column: str, key: str
+) -> None:
+    sqlite_only(tampered)
+    row_id = tampered.grant_id if key == "grant_id" else tampered.approved
+    tampered.raw(f"UPDATE {table} SET {column} = 'not json' WHERE {key} = ?", row_id)
+    assert_reported(tampered, table, row_id)
+
+
+def test_an_unreadable_event_is_reported(tampered: Tampered) -> None:
+    sqlite_only(tampered)
+    tampered.raw("UPDATE aais_events SET envelope = '[1' WHERE sequence = 1")
+    assert_reported(tampered, "aais_events", "1")

@@ -17,6 +17,7 @@ from ..ledger import (
     Grant,
     InMemoryLedger,
     Ledger,
+    LedgerIntegrityError,
     ResolutionWrite,
     StoredRequest,
 )
@@ -463,4 +464,10 @@ class AuthorityStateMachine:
         """Re-check the audit chain, then every stored row against the entry that vouches for
         it (and its seal, with a key); names the first bad entry or row and detects
         truncation, and a rollback or emptying against ``expected_tip``."""
-        return verify_contents(self.ledger.contents(), expected_tip=expected_tip, key=self._key)
+        try:
+            contents = self.ledger.contents()
+        except LedgerIntegrityError as error:  # a row that cannot even be read
+            return AuditVerification(
+                False, 0, reason=error.reason, table=error.table, row_id=error.row_id
+            )
+        return verify_contents(contents, expected_tip=expected_tip, key=self._key)

@@ -12,7 +12,7 @@ import psycopg
 
 from ._records import RequestFields, dump_json, next_audit_entry
 from ._rows import AUDIT_COLUMNS as AUDIT_COLUMNS
-from ._rows import CONTENTS_QUERIES, VOUCH_COLUMNS, backfill_audit_indexes
+from ._rows import CONTENTS_QUERIES, VOUCH_COLUMNS, backfill_audit_indexes, event_from_row
 from ._rows import GRANT_COLUMNS as GRANT_COLUMNS
 from ._rows import REQUEST_COLUMNS as REQUEST_COLUMNS
 from ._rows import RESOLUTION_COLUMNS as RESOLUTION_COLUMNS
@@ -119,7 +119,7 @@ def contents(cur: Cursor) -> LedgerContents:
         requests=[request_from_row(row) for row in rows["requests"]],
         resolutions=[resolution_from_row(row) for row in rows["resolutions"]],
         grants=[grant_from_row(row) for row in rows["grants"]],
-        events=[(int(seq), json_object(envelope)) for seq, envelope in rows["events"]],
+        events=[event_from_row(row) for row in rows["events"]],
         audit=[audit_from_row(row) for row in rows["audit"]],
         audit_tip=None if tip_index is None else (int(tip_index), str(tip_hash)),
         last_sequence=int(last_sequence),

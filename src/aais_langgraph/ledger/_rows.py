@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 from ._records import load_json
 from .base import AuditEntry, Grant, JsonDict, StoredRequest, StoredResolution
+from .integrity import LedgerIntegrityError
+
+R = TypeVar("R")
 
 REQUEST_COLUMNS = (
     "request_id, envelope, session_id, expires_at, status, thread_id, context, audit_index, mac"
@@ -58,12 +62,42 @@ def backfill_audit_indexes(
         )
 
 
+def _readable(
+    table: str,
+) -> Callable[[Callable[[tuple[Any, ...]], R]], Callable[[tuple[Any, ...]], R]]:
+    """A row that cannot be converted (malformed JSON, a number column holding text) is an
+    integrity error naming the table and the row's key, not a crash."""
+
+    def decorate(convert: Callable[[tuple[Any, ...]], R]) -> Callable[[tuple[Any, ...]], R]:
+        @functools.wraps(convert)
+        def checked(row: tuple[Any, ...]) -> R:
+            try:
+                return convert(row)
+            except (ValueError, TypeError):
+                raise LedgerIntegrityError(
+                    table, str(row[0]), "it cannot be read (a malformed column)"
+                ) from None
+
+        return checked
+
+    return decorate
+
+
+@_readable("aais_events")
+def event_from_row(row: tuple[Any, ...]) -> tuple[int, JsonDict]:
+    """``(sequence, envelope)`` from a ``sequence, envelope`` row."""
+    sequence, envelope = row
+    return int(sequence), json_object(envelope)
+
+
+@_readable("aais_audit")
 def audit_from_row(row: tuple[Any, ...]) -> AuditEntry:
     """An audit entry from a row of :data:`AUDIT_COLUMNS`."""
     index, kind, occurred_at, payload, prev_hash, entry_hash = row
     return AuditEntry(int(index), kind, occurred_at, json_object(payload), prev_hash, entry_hash)
 
 
+@_readable("aais_requests")
 def request_from_row(row: tuple[Any, ...]) -> StoredRequest:
     """A stored request from a row of :data:`REQUEST_COLUMNS`."""
     request_id, envelope, session_id, expires_at, status, thread_id, context, *vouch = row
@@ -81,6 +115,7 @@ def request_from_row(row: tuple[Any, ...]) -> StoredRequest:
     )
 
 
+@_readable("aais_resolutions")
 def resolution_from_row(row: tuple[Any, ...]) -> StoredResolution:
     """A stored resolution from a row of :data:`RESOLUTION_COLUMNS`."""
     request_id, envelope, decision_fingerprint, audit_index, mac = row
@@ -93,6 +128,7 @@ def resolution_from_row(row: tuple[Any, ...]) -> StoredResolution:
     )
 
 
+@_readable("aais_grants")
 def grant_from_row(row: tuple[Any, ...]) -> Grant:
     """A grant from a row of :data:`GRANT_COLUMNS`."""
     grant_id, request_id, scope, session_id, action_name, constraints, *times = row

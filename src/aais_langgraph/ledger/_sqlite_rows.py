@@ -11,7 +11,7 @@ from typing import Any
 
 from ._records import dump_json, load_json, next_audit_entry
 from ._rows import AUDIT_COLUMNS as AUDIT_COLUMNS
-from ._rows import CONTENTS_QUERIES, VOUCH_COLUMNS, backfill_audit_indexes
+from ._rows import CONTENTS_QUERIES, VOUCH_COLUMNS, backfill_audit_indexes, event_from_row
 from ._rows import GRANT_COLUMNS as GRANT_COLUMNS
 from ._rows import REQUEST_COLUMNS as REQUEST_COLUMNS
 from ._rows import RESOLUTION_COLUMNS as RESOLUTION_COLUMNS
@@ -111,7 +111,7 @@ def contents(conn: sqlite3.Connection) -> LedgerContents:
         requests=[request_from_row(row) for row in rows["requests"]],
         resolutions=[resolution_from_row(row) for row in rows["resolutions"]],
         grants=[grant_from_row(row) for row in rows["grants"]],
-        events=[(int(seq), json_object(envelope)) for seq, envelope in rows["events"]],
+        events=[event_from_row(row) for row in rows["events"]],
         audit=[audit_from_row(row) for row in rows["audit"]],
         audit_tip=audit_tip(conn),
         last_sequence=int(meta(conn, "last_sequence") or 0),

@@ -41,7 +41,9 @@ class _Vouchers:
         self.events: dict[int, str] = {}
         for entry in audit:
             payload = entry.payload
-            recorded = "sequence" in payload  # rejections and standing resolutions have no row
+            sequence = payload.get("sequence")
+            # Rejections and standing resolutions have no row (and no sequence).
+            recorded = isinstance(sequence, int) and not isinstance(sequence, bool)
             if entry.kind == "requested":
                 self.requested.setdefault(str(payload.get("request_id")), []).append(entry)
             elif entry.kind == "resolved" and recorded:
@@ -50,8 +52,8 @@ class _Vouchers:
                 self.granted.setdefault(str(payload.get("grant_id")), []).append(entry)
             elif entry.kind == "revoked":
                 self.revoked.setdefault(str(payload.get("grant_id")), []).append(entry)
-            if entry.kind in ("requested", "decided", "resolved") and recorded:
-                self.events[int(payload["sequence"])] = str(payload.get("envelope_digest"))
+            if entry.kind in ("requested", "decided", "resolved") and isinstance(sequence, int):
+                self.events[sequence] = str(payload.get("envelope_digest"))
 
 
 def _one(found: dict[str, list[AuditEntry]], row_id: str) -> AuditEntry | str | None:

@@ -8,7 +8,6 @@ choices, before expiry, for the exact action digest."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -17,12 +16,9 @@ from ..ledger import (
     Grant,
     InMemoryLedger,
     Ledger,
-    LedgerIntegrityError,
     ResolutionWrite,
     StoredRequest,
 )
-from ..ledger.crosscheck import verify_contents
-from ..ledger.integrity import grant_seal, request_seal, resolution_seal
 from ..protocol import (
     AAISValidationError,
     Action,
@@ -97,10 +93,9 @@ class AuthorityStateMachine:
         self.policy: ApprovalPolicy = policy if policy is not None else AskEveryTime()
         self.default_expiry = default_expiry
         self.harness = harness
-        self._key = resolve_key(key)
         # Presentation only (snapshot); every other read goes through the vouched records.
         self._requests = request_cache()
-        self._records = VouchedRecords(self.ledger, self._key)
+        self._records = VouchedRecords(self.ledger, resolve_key(key))
 
     # -- requests --------------------------------------------------------------------
 
@@ -187,11 +182,7 @@ class AuthorityStateMachine:
             expiry = effective_expiry(envelope.request, self.default_expiry.total_seconds())
             document["request"]["expires_at"] = format_timestamp(expiry)
             envelope = ApprovalRequested.from_data(document)
-        mac = (
-            None
-            if self._key is None
-            else request_seal(self._key, document, thread_id, dict(context or {}))
-        )
+        mac = self._records.request_seal(document, thread_id, context)
         stored, created = self.ledger.add_request(
             document, thread_id=thread_id, context=context, mac=mac
         )
@@ -299,16 +290,14 @@ class AuthorityStateMachine:
             if verdict.outcome == "approved"
             else None
         )
-        if grant is not None and self._key is not None:
-            grant = replace(grant, mac=grant_seal(self._key, grant))
         resolved_document = resolved.to_json()
         write = ResolutionWrite(
             request_id=request.id,
             resolved=resolved_document,
             decided=envelope.to_json(),
             decision_fingerprint=fingerprint,
-            grant=grant,
-            mac=self._resolution_seal(request.id, resolved_document, fingerprint),
+            grant=None if grant is None else self._records.sealed_grant(grant),
+            mac=self._records.resolution_seal(request.id, resolved_document, fingerprint),
         )
         recorded, created = self.ledger.record_resolution(write)
         if not created:
@@ -322,13 +311,6 @@ class AuthorityStateMachine:
         return self._records.trust_resolution(
             recorded, resolved.model_copy(update={"sequence": recorded.envelope["sequence"]})
         )
-
-    def _resolution_seal(
-        self, request_id: str, resolved: Mapping[str, Any], fingerprint: str | None
-    ) -> str | None:
-        if self._key is None:
-            return None
-        return resolution_seal(self._key, request_id, resolved, fingerprint)
 
     def _replay(
         self,
@@ -380,7 +362,7 @@ class AuthorityStateMachine:
             ResolutionWrite(
                 request_id=request_id,
                 resolved=document,
-                mac=self._resolution_seal(request_id, document, None),
+                mac=self._records.resolution_seal(request_id, document, None),
             )
         )
         if created:
@@ -464,10 +446,4 @@ class AuthorityStateMachine:
         """Re-check the audit chain, then every stored row against the entry that vouches for
         it (and its seal, with a key); names the first bad entry or row and detects
         truncation, and a rollback or emptying against ``expected_tip``."""
-        try:
-            contents = self.ledger.contents()
-        except LedgerIntegrityError as error:  # a row that cannot even be read
-            return AuditVerification(
-                False, 0, reason=error.reason, table=error.table, row_id=error.row_id
-            )
-        return verify_contents(contents, expected_tip=expected_tip, key=self._key)
+        return self._records.verify_all(expected_tip=expected_tip)

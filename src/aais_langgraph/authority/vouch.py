@@ -1,5 +1,9 @@
 """Stored rows read back only when their audit entry (and, with a key, their seal) vouches for them.
 
+This is the authority's one integrity component: it seals the rows the authority
+writes (with a key), reads rows back only when they are vouched for, and runs the
+full ``audit verify``.
+
 Every reader of a stored request, resolution or grant in the authority goes
 through :class:`VouchedRecords`, so the gate, grants and recovery never act on a
 row someone changed or inserted behind the ledger's back: they get a
@@ -13,21 +17,27 @@ content that was verified, whatever the row holds now.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from ..ledger import (
     AuditEntry,
+    AuditVerification,
     Grant,
     Ledger,
     LedgerIntegrityError,
     StoredRequest,
     StoredResolution,
     chain_hash,
+    verify_contents,
 )
 from ..ledger.integrity import (
+    grant_seal,
     grant_vouched,
+    request_seal,
     request_vouched,
+    resolution_seal,
     resolution_vouched,
     seal_problem,
     sealed,
@@ -49,6 +59,40 @@ class VouchedRecords:
         )
         self._resolutions: LruCache[tuple[Any, ...], ApprovalResolved] = LruCache(size)
         self._grants: LruCache[tuple[Any, ...], Grant] = LruCache(size)
+
+    # -- sealing what the authority writes -----------------------------------------
+
+    def request_seal(
+        self, envelope: Mapping[str, Any], thread_id: str | None, context: Mapping[str, Any] | None
+    ) -> str | None:
+        """The seal a new request row carries (None without a key)."""
+        if self._key is None:
+            return None
+        return request_seal(self._key, envelope, thread_id, dict(context or {}))
+
+    def resolution_seal(
+        self, request_id: str, envelope: Mapping[str, Any], decision_fingerprint: str | None
+    ) -> str | None:
+        """The seal a new resolution row carries (None without a key)."""
+        if self._key is None:
+            return None
+        return resolution_seal(self._key, request_id, envelope, decision_fingerprint)
+
+    def sealed_grant(self, grant: Grant) -> Grant:
+        """``grant`` carrying its seal (unchanged without a key)."""
+        return grant if self._key is None else replace(grant, mac=grant_seal(self._key, grant))
+
+    # -- the whole ledger ----------------------------------------------------------
+
+    def verify_all(self, *, expected_tip: tuple[int, str] | None = None) -> AuditVerification:
+        """``audit verify``: the chain, every row against its entry, and every seal."""
+        try:
+            contents = self._ledger.contents()
+        except LedgerIntegrityError as error:  # a row that cannot even be read
+            return AuditVerification(
+                False, 0, reason=error.reason, table=error.table, row_id=error.row_id
+            )
+        return verify_contents(contents, expected_tip=expected_tip, key=self._key)
 
     # -- requests ------------------------------------------------------------------
 

@@ -229,3 +229,15 @@ def test_show_of_a_tampered_request_is_one_integrity_line(tmp_path: Path) -> Non
     code, out = run_cli(db, "show", pending)
     assert code == 1
     assert "ledger integrity" in one_error_line(out)
+
+
+def test_a_postgres_database_without_a_ledger_is_refused_until_init(postgres_url: str) -> None:
+    out = io.StringIO()
+    code = main(["--db", postgres_url, "pending"], stdin=io.StringIO(""), stdout=out)
+    assert code == 2
+    assert "no aais ledger" in one_error_line(out.getvalue())
+    out = io.StringIO()
+    assert main(["--db", postgres_url, "init"], stdin=io.StringIO(""), stdout=out) == 0
+    out = io.StringIO()
+    assert main(["--db", postgres_url, "pending"], stdin=io.StringIO(""), stdout=out) == 0
+    assert out.getvalue() == "0 pending\n"

@@ -13,7 +13,7 @@ from typing import Any
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse
 
-from aais_langgraph.authority import ApprovalAuthority
+from aais_langgraph.authority import ApprovalAuthority, LedgerIntegrityError
 
 from .agent import AAISLangGraphAgent
 from .agui_router import agui_router
@@ -105,6 +105,7 @@ def create_app(
     if api_docs:
         _serve_openapi(app)
     app.add_exception_handler(HTTPException, _http_error)  # type: ignore[arg-type]
+    app.add_exception_handler(LedgerIntegrityError, _integrity_error)  # type: ignore[arg-type]
     app.state.aais_agent = agent
     app.state.aais_security = security
     return app
@@ -116,6 +117,12 @@ def _serve_openapi(app: FastAPI) -> None:
     @app.get("/openapi.json", include_in_schema=False)
     async def openapi() -> JSONResponse:
         return JSONResponse(app.openapi(), headers=SECURITY_HEADERS)
+
+
+async def _integrity_error(request: Request, error: LedgerIntegrityError) -> JSONResponse:
+    """A stored row the audit does not vouch for: refused, named by table and id (503)."""
+    body = {"code": "aais.ledger_integrity", "message": str(error)}
+    return JSONResponse({"error": body}, status_code=503)
 
 
 async def _http_error(request: Request, error: HTTPException) -> JSONResponse:

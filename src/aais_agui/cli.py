@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from aais_langgraph.authority import ApprovalAuthority
+from aais_langgraph.cli.render import escape
+from aais_langgraph.gate import areconcile_checkpoints
 from aais_langgraph.ledger import Ledger, open_ledger
 from aais_langgraph.ledger.opening import is_postgres_url
 
@@ -192,6 +194,12 @@ async def _run(args: argparse.Namespace) -> None:
         else:
             graph = load_graph(args.graph, checkpointer)
             name = args.graph.partition(":")[2] or "graph"
+        # A ledger that lost requests runs are paused on (emptied, replaced) is said out loud.
+        for problem in await areconcile_checkpoints(authority, checkpointer):
+            banner.append(
+                f"INTEGRITY {escape(problem.thread_id)} {escape(problem.request_id)}: "
+                f"{problem.reason}"
+            )
         if args.host not in LOOPBACK and args.token_env is None:
             banner.append("WARNING: the local-development authenticator only answers loopback")
         app = create_app(

@@ -6,9 +6,11 @@ from .authority import (
     ApprovalPolicy,
     AskEveryTime,
     LeaseHeldError,
+    LedgerIntegrityError,
     PolicyVerdict,
     UnknownRequestError,
     explain_constraints,
+    load_authority_key,
 )
 from .gate import (
     AUTHORITY_KEY,
@@ -69,6 +71,7 @@ __all__ = [
     "InMemoryLedger",
     "LeaseHeldError",
     "Ledger",
+    "LedgerIntegrityError",
     "Origin",
     "PolicyVerdict",
     "RejectedResumeError",
@@ -84,6 +87,7 @@ __all__ = [
     "build_request",
     "cancel_thread",
     "explain_constraints",
+    "load_authority_key",
     "parse_envelope",
     "pending_approvals",
     "reconcile_execution",

@@ -14,6 +14,9 @@ gate there finds its authority through the environment instead:
     from several processes at once); ``0`` expects them to exist.
 ``AAIS_APPROVAL_EXPIRY_SECONDS``
     Default lifetime of a request that does not set its own (default 900).
+``AAIS_AUTHORITY_KEY_FILE`` / ``AAIS_AUTHORITY_KEY``
+    The optional authority key that seals recorded rows (see
+    :mod:`aais_langgraph.authority.keys`); every replica needs the same key.
 
 :func:`authority_from_env` opens that ledger once per process and returns the
 same :class:`~aais_langgraph.authority.ApprovalAuthority` on every call. When

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -192,3 +193,23 @@ def test_console_script_runs(paused: Any) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "2 pending" in done.stdout
+
+
+def test_pending_reports_a_paused_run_whose_request_was_deleted(paused: Any) -> None:
+    db, _, _, ids, _ = paused
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM aais_requests WHERE request_id = ?", (ids["t-deny"],))
+    # The ledger file also holds the graph's checkpoints: the CLI reconciles with them.
+    code, out = run_cli(db, "pending")
+    assert code == 1
+    assert ids["t-approve"] in out and "1 pending" in out
+    assert f"INTEGRITY t-deny {ids['t-deny']}: paused on a request the ledger does not hold" in out
+
+
+def test_pending_reconciles_with_a_separate_checkpoints_file(paused: Any, tmp_path: Path) -> None:
+    db, *_ = paused
+    empty = tmp_path / "fresh.db"
+    assert run_cli(empty, "init")[0] == 0
+    code, out = run_cli(empty, "pending", "--checkpoints", str(db))
+    assert code == 1
+    assert out.count("INTEGRITY ") == 2 and "0 pending" in out

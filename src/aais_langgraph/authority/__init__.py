@@ -1,8 +1,10 @@
 """The approval authority: the AAIS decision state machine, grants, policy and leases."""
 
+from ..ledger import LedgerIntegrityError
 from .authority import ApprovalAuthority
 from .constraints import KNOWN_KEYS, constraints_match, explain_constraints
 from .errors import LeaseHeldError, UnknownRequestError
+from .keys import AUTHORITY_KEY_FILE_VAR, AUTHORITY_KEY_VAR, load_authority_key
 from .leases import DEFAULT_LEASE_TTL, arun_lease, new_holder, run_lease
 from .outcomes import TERMINAL
 from .policy import ApprovalPolicy, AskEveryTime, PolicyVerdict
@@ -10,6 +12,8 @@ from .standing import EventPage, Screening
 from .state_machine import Clock
 
 __all__ = [
+    "AUTHORITY_KEY_FILE_VAR",
+    "AUTHORITY_KEY_VAR",
     "DEFAULT_LEASE_TTL",
     "KNOWN_KEYS",
     "TERMINAL",
@@ -19,12 +23,14 @@ __all__ = [
     "Clock",
     "EventPage",
     "LeaseHeldError",
+    "LedgerIntegrityError",
     "PolicyVerdict",
     "Screening",
     "UnknownRequestError",
     "arun_lease",
     "constraints_match",
     "explain_constraints",
+    "load_authority_key",
     "new_holder",
     "run_lease",
 ]

@@ -26,6 +26,10 @@ class ApprovalAuthority(AuthorityStateMachine):
     *replaces* the actor in the decision body, so a presenter cannot claim to be
     someone else; with ``actor=None`` (trusted in-process callers) the body's actor
     is recorded as given. Every method has an ``a``-prefixed async twin.
+
+    ``key`` (default: ``AAIS_AUTHORITY_KEY_FILE`` or ``AAIS_AUTHORITY_KEY``, if
+    set) seals every recorded row; stored rows are read back only when the audit
+    chain (and the seal) vouches for them, else ``LedgerIntegrityError``.
     """
 
     async def ascreen(

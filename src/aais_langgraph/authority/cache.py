@@ -15,6 +15,32 @@ from typing import Any, Generic, TypeVar
 from ..protocol import ApprovalRequested, ApprovalResolved, Envelope
 
 E = TypeVar("E", bound=Envelope)
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class LruCache(Generic[K, V]):
+    """A thread-safe map that drops its least recently used entries past ``size``."""
+
+    def __init__(self, size: int = 2048) -> None:
+        self._size = size
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[K, V] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+            return found
+
+    def put(self, key: K, value: V) -> V:
+        with self._lock:
+            self._entries[key] = value
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+        return value
 
 
 class EnvelopeCache(Generic[E]):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
 from ..ledger import Grant, Ledger
@@ -37,10 +38,21 @@ def grant_from_decision(request: Request, decision: Decision, now: datetime) -> 
     )
 
 
-def find_grant(ledger: Ledger, action: Action, origin: Origin, *, now: datetime) -> Grant | None:
-    """A live, unrevoked grant whose constraints cover ``action`` in ``origin``'s session."""
+def find_grant(
+    ledger: Ledger,
+    action: Action,
+    origin: Origin,
+    *,
+    now: datetime,
+    vouch: Callable[[Grant], Grant] = lambda grant: grant,
+) -> Grant | None:
+    """A live, unrevoked grant whose constraints cover ``action`` in ``origin``'s session.
+
+    ``vouch`` checks each candidate before it is trusted (raising if it cannot be).
+    """
     instant = now.timestamp()
-    for grant in ledger.list_grants(session_id=origin.session_id, action_name=action.name):
+    for candidate in ledger.list_grants(session_id=origin.session_id, action_name=action.name):
+        grant = vouch(candidate)
         if grant.expires_at is not None and instant >= grant.expires_at:
             continue
         if grant.scope == "session" and grant.session_id != origin.session_id:

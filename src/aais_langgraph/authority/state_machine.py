@@ -18,7 +18,6 @@ from ..ledger import (
     Ledger,
     ResolutionWrite,
     StoredRequest,
-    verify_audit,
 )
 from ..protocol import (
     AAISValidationError,
@@ -37,9 +36,10 @@ from ..protocol import (
     sha256_digest,
     utc_now,
 )
-from .cache import request_cache, resolution_cache
+from .cache import request_cache
 from .errors import UnknownRequestError
 from .grants import find_grant, grant_from_decision
+from .keys import resolve_key
 from .outcomes import (
     MESSAGES,
     Judgement,
@@ -54,6 +54,7 @@ from .outcomes import (
 )
 from .policy import ApprovalPolicy, AskEveryTime
 from .standing import EventPage, Screening, standing_resolution
+from .vouch import VouchedRecords
 
 Clock = Callable[[], datetime]
 
@@ -66,6 +67,13 @@ class AuthorityStateMachine:
     *replaces* the actor in the decision body, so a presenter cannot claim to be
     someone else; with ``actor=None`` (trusted in-process callers) the body's actor
     is recorded as given.
+
+    ``key`` is the authority key (bytes, or text as UTF-8; default: the one
+    ``AAIS_AUTHORITY_KEY_FILE`` or ``AAIS_AUTHORITY_KEY`` configures, if any).
+    With a key, every recorded request, resolution and grant carries an
+    HMAC-SHA256 seal, and rows without a valid seal are refused. Every stored
+    row is read back only if its audit entry vouches for it: otherwise
+    :class:`~aais_langgraph.ledger.LedgerIntegrityError` is raised and nothing acts on it.
     """
 
     def __init__(
@@ -76,16 +84,18 @@ class AuthorityStateMachine:
         policy: ApprovalPolicy | None = None,
         default_expiry: timedelta = timedelta(minutes=15),
         harness: str = "aais-langgraph",
+        key: bytes | str | None = None,
     ) -> None:
         if default_expiry <= timedelta(0):
             raise ValueError("default_expiry: must be positive")
         self.ledger: Ledger = ledger if ledger is not None else InMemoryLedger()
         self.clock = clock
-        self._requests = request_cache()
-        self._resolutions = resolution_cache()
         self.policy: ApprovalPolicy = policy if policy is not None else AskEveryTime()
         self.default_expiry = default_expiry
         self.harness = harness
+        # Presentation only (snapshot); every other read goes through the vouched records.
+        self._requests = request_cache()
+        self._records = VouchedRecords(self.ledger, resolve_key(key))
 
     # -- requests --------------------------------------------------------------------
 
@@ -139,7 +149,7 @@ class AuthorityStateMachine:
         if request_id is not None:
             stored = self.ledger.get_request(request_id)
             if stored is not None:
-                return self._requests.load(stored.envelope)
+                return self._records.request(stored)[1]
         requested = build_request(
             action,
             origin=origin,
@@ -172,27 +182,31 @@ class AuthorityStateMachine:
             expiry = effective_expiry(envelope.request, self.default_expiry.total_seconds())
             document["request"]["expires_at"] = format_timestamp(expiry)
             envelope = ApprovalRequested.from_data(document)
-        stored, created = self.ledger.add_request(document, thread_id=thread_id, context=context)
+        mac = self._records.request_seal(document, thread_id, context)
+        stored, created = self.ledger.add_request(
+            document, thread_id=thread_id, context=context, mac=mac
+        )
         if created:
             # Stored as given apart from the ledger's sequence: no need to validate again.
-            return self._requests.remember(
-                envelope.model_copy(update={"sequence": stored.envelope["sequence"]})
+            return self._records.trust_request(
+                stored, envelope.model_copy(update={"sequence": stored.envelope["sequence"]})
             )
-        return self._requests.load(stored.envelope)
+        return self._records.request(stored)[1]
 
     def get_request(self, request_id: str) -> ApprovalRequested | None:
         """The stored request, pending or resolved."""
         stored = self.ledger.get_request(request_id)
-        return None if stored is None else self._requests.load(stored.envelope)
+        return None if stored is None else self._records.request(stored)[1]
 
     def get_stored_request(self, request_id: str) -> StoredRequest | None:
         """The ledger record of a request, with its thread and context."""
-        return self.ledger.get_request(request_id)
+        stored = self.ledger.get_request(request_id)
+        return None if stored is None else self._records.request(stored)[0]
 
     def get_resolution(self, request_id: str) -> ApprovalResolved | None:
         """The recorded resolution of a request, if it has one."""
         stored = self.ledger.get_resolution(request_id)
-        return None if stored is None else self._resolutions.load(stored.envelope)
+        return None if stored is None else self._records.resolution(stored)
 
     # -- decisions -------------------------------------------------------------------
 
@@ -228,9 +242,10 @@ class AuthorityStateMachine:
             if current_action is None
             else Action.from_data(current_action, pointer="/current_action")
         )
-        stored = self.ledger.get_request(decision.request_id)
-        if stored is None:
+        stored_row = self.ledger.get_request(decision.request_id)
+        if stored_row is None:
             raise UnknownRequestError()
+        requested = self._records.request(stored_row)[1]
         fingerprint = sha256_digest(decision.model_dump(mode="json"))
         moment = now if now is not None else self.clock()
         if moment.tzinfo is None:
@@ -238,9 +253,12 @@ class AuthorityStateMachine:
         existing = self.ledger.get_resolution(decision.request_id)
         if existing is not None:
             return self._replay(
-                existing.envelope, existing.decision_fingerprint, fingerprint, moment, decision.id
+                self._records.resolution(existing),
+                existing.decision_fingerprint,
+                fingerprint,
+                moment,
+                decision.id,
             )
-        requested = self._requests.load(stored.envelope)
         request = requested.request
         verdict = judge(
             request,
@@ -267,32 +285,42 @@ class AuthorityStateMachine:
         if not verdict.terminal:
             self.ledger.append_audit("decided", rejection_audit(envelope, resolved))
             return resolved
+        grant = (
+            grant_from_decision(request, decision, moment)
+            if verdict.outcome == "approved"
+            else None
+        )
+        resolved_document = resolved.to_json()
         write = ResolutionWrite(
             request_id=request.id,
-            resolved=resolved.to_json(),
+            resolved=resolved_document,
             decided=envelope.to_json(),
             decision_fingerprint=fingerprint,
-            grant=grant_from_decision(request, decision, moment)
-            if verdict.outcome == "approved"
-            else None,
+            grant=None if grant is None else self._records.sealed_grant(grant),
+            mac=self._records.resolution_seal(request.id, resolved_document, fingerprint),
         )
         recorded, created = self.ledger.record_resolution(write)
         if not created:
             return self._replay(
-                recorded.envelope, recorded.decision_fingerprint, fingerprint, moment, decision.id
+                self._records.resolution(recorded),
+                recorded.decision_fingerprint,
+                fingerprint,
+                moment,
+                decision.id,
             )
-        return resolved.model_copy(update={"sequence": recorded.envelope["sequence"]})
+        return self._records.trust_resolution(
+            recorded, resolved.model_copy(update={"sequence": recorded.envelope["sequence"]})
+        )
 
     def _replay(
         self,
-        recorded: Mapping[str, Any],
+        resolved: ApprovalResolved,
         recorded_fingerprint: str | None,
         fingerprint: str,
         now: datetime,
         decision_id: str,
     ) -> ApprovalResolved:
         """Same resolution for an identical decision, a ``conflict`` for any other."""
-        resolved = self._resolutions.load(recorded)
         if recorded_fingerprint == fingerprint:
             return resolved
         conflict = conflict_envelope(resolved, now=now, sequence=self.ledger.last_sequence())
@@ -317,10 +345,10 @@ class AuthorityStateMachine:
         stored = self.ledger.get_request(request_id)
         if stored is None:
             raise UnknownRequestError("/request_id")
+        requested = self._records.request(stored)[1]
         existing = self.ledger.get_resolution(request_id)
         if existing is not None:
-            return self._resolutions.load(existing.envelope)
-        requested = self._requests.load(stored.envelope)
+            return self._records.resolution(existing)
         resolved = resolution_envelope(
             requested.request,
             outcome=outcome,
@@ -329,10 +357,19 @@ class AuthorityStateMachine:
             sequence=self.ledger.last_sequence(),
             stream=requested.stream,
         )
-        recorded, _ = self.ledger.record_resolution(
-            ResolutionWrite(request_id=request_id, resolved=resolved.to_json())
+        document = resolved.to_json()
+        recorded, created = self.ledger.record_resolution(
+            ResolutionWrite(
+                request_id=request_id,
+                resolved=document,
+                mac=self._records.resolution_seal(request_id, document, None),
+            )
         )
-        return self._resolutions.load(recorded.envelope)
+        if created:
+            return self._records.trust_resolution(
+                recorded, resolved.model_copy(update={"sequence": recorded.envelope["sequence"]})
+            )
+        return self._records.resolution(recorded)
 
     def cancel_session(self, session_id: str) -> list[ApprovalResolved]:
         """Cancel every pending request of a session (each atomically)."""
@@ -363,13 +400,15 @@ class AuthorityStateMachine:
             Action.from_data(action, pointer="/action"),
             Origin.from_data(origin, pointer="/origin"),
             now=now if now is not None else self.clock(),
+            vouch=self._records.grant,
         )
 
     def list_grants(
         self, *, session_id: str | None = None, include_revoked: bool = False
     ) -> list[Grant]:
-        """Recorded grants, optionally those usable in one session."""
-        return self.ledger.list_grants(session_id=session_id, include_revoked=include_revoked)
+        """Recorded grants, optionally those usable in one session (each one vouched for)."""
+        grants = self.ledger.list_grants(session_id=session_id, include_revoked=include_revoked)
+        return [self._records.grant(grant) for grant in grants]
 
     def revoke_grant(self, grant_id: str) -> bool:
         """Revoke a grant; later actions ask again. False if unknown or already revoked."""
@@ -432,7 +471,7 @@ class AuthorityStateMachine:
         return EventPage(events=events, gap=gap, last_sequence=self.ledger.last_sequence())
 
     def verify_audit(self, *, expected_tip: tuple[int, str] | None = None) -> AuditVerification:
-        """Re-check the audit chain; names the first bad entry and detects truncation."""
-        return verify_audit(
-            self.ledger.audit_entries(), self.ledger.audit_tip(), expected_tip=expected_tip
-        )
+        """Re-check the audit chain, then every stored row against the entry that vouches for
+        it (and its seal, with a key); names the first bad entry or row and detects
+        truncation, and a rollback or emptying against ``expected_tip``."""
+        return self._records.verify_all(expected_tip=expected_tip)

@@ -3,6 +3,9 @@
 Every command takes ``--db PATH|URL`` (a SQLite file or a Postgres URL, the same
 value the demo and server take). A decision made here is recorded by the
 authority like any presenter's; a running server notices it and resumes the run.
+Every command but ``init`` needs an existing ledger: a missing, empty, foreign or
+damaged file is one line of error and exit status 2, never an empty ledger. The
+authority key, if any, comes from ``AAIS_AUTHORITY_KEY_FILE`` or ``AAIS_AUTHORITY_KEY``.
 """
 
 from __future__ import annotations
@@ -10,15 +13,19 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
+import re
+import sqlite3
 import sys
 from collections.abc import Sequence
 from typing import Literal, TextIO
 
 from ..authority import ApprovalAuthority, UnknownRequestError, explain_constraints
 from ..gate.execution import reconcile_execution
-from ..ledger import open_ledger
+from ..gate.reconcile import IntegrityProblem, reconcile_checkpoints
+from ..ledger import AuditVerification, LedgerIntegrityError, NotALedgerError, open_ledger
 from ..protocol import AAISValidationError, Actor, DecisionKind, Scope, build_decision, id_for
 from . import render
+from .checkpoints import holds_checkpoints, open_checkpointer
 
 __all__ = ["main"]
 
@@ -34,7 +41,14 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="aais-langgraph", description=__doc__.splitlines()[0])
     parser.add_argument("--db", required=True, help="SQLite file path or postgresql:// URL")
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("pending", help="list pending approvals")
+    commands.add_parser("init", help="create the ledger (or migrate an older one)")
+    pending = commands.add_parser("pending", help="list pending approvals")
+    pending.add_argument(
+        "--checkpoints",
+        metavar="PATH|URL",
+        help="the graph's LangGraph checkpointer, to report runs paused on requests the "
+        "ledger does not hold (default: --db itself, when it holds checkpoints)",
+    )
     for name in ("show", "deny", "cancel"):
         sub = commands.add_parser(name, help=f"{name} a request")
         sub.add_argument("request_id")
@@ -60,7 +74,39 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("expire", help="resolve overdue requests as expired")
     audit = commands.add_parser("audit", help="audit log")
     audit.add_argument("audit_command", choices=("verify", "export"))
+    audit.add_argument(
+        "--expect-tip",
+        metavar="N:HASH",
+        type=_tip,
+        help="a tip printed by an earlier verify and kept elsewhere: detects a rollback",
+    )
     return parser
+
+
+_TIP = re.compile(r"(0|[1-9][0-9]{0,17}):(sha256:[0-9a-f]{64})")
+
+
+def _tip(text: str) -> tuple[int, str]:
+    """``N:sha256:HEX`` as printed by ``audit verify``."""
+    match = _TIP.fullmatch(text)
+    if match is None:
+        raise argparse.ArgumentTypeError("expected N:sha256:<64 hex digits>, as verify prints it")
+    return int(match.group(1)), match.group(2)
+
+
+def _reconcile(authority: ApprovalAuthority, target: str, optional: bool) -> list[IntegrityProblem]:
+    """Runs paused in ``target``'s checkpoints on requests the ledger does not vouch for."""
+    if optional and not holds_checkpoints(target):
+        return []
+    with open_checkpointer(target) as checkpointer:
+        return reconcile_checkpoints(authority, checkpointer)
+
+
+def _verification_line(result: AuditVerification) -> str:
+    if result.ok:
+        tip = "no tip" if result.tip is None else f"tip {result.tip[0]}:{result.tip[1]}"
+        return f"audit ok: {result.checked} entries, {tip}"
+    return f"audit FAILED at {result.table} {result.row_id}: {result.reason}"
 
 
 def _confirm(question: str, assume_yes: bool, stdin: TextIO, stdout: TextIO) -> bool:
@@ -128,10 +174,20 @@ def _executions(authority: ApprovalAuthority, args: argparse.Namespace, stdout: 
 def _run(
     authority: ApprovalAuthority, args: argparse.Namespace, stdin: TextIO, stdout: TextIO
 ) -> int:
+    if args.command == "init":
+        stdout.write("ledger ready\n")
+        return 0
     if args.command == "pending":
-        pending = authority.snapshot().snapshot.pending
+        problems = _reconcile(authority, args.checkpoints or args.db, args.checkpoints is None)
+        suspect = {problem.request_id for problem in problems}
+        pending = [r for r in authority.snapshot().snapshot.pending if r.id not in suspect]
         for request in pending:
             stdout.write(render.request_line(request) + "\n")
+        for problem in problems:
+            stdout.write(
+                f"INTEGRITY {render.escape(problem.thread_id)} "
+                f"{render.escape(problem.request_id)}: {problem.reason}\n"
+            )
         stdout.write(f"{len(pending)} pending\n")
         unknown = authority.unknown_executions()
         if unknown:
@@ -139,7 +195,7 @@ def _run(
                 f"{len(unknown)} approved with outcome unknown "
                 "(aais-langgraph unknown; reconcile ID --done|--retry)\n"
             )
-        return 0
+        return 1 if problems else 0
     if args.command in ("unknown", "reconcile"):
         return _executions(authority, args, stdout)
     if args.command == "show":
@@ -175,12 +231,9 @@ def _run(
         stdout.write(f"{len(expired)} expired\n")
         return 0
     if args.audit_command == "verify":
-        result = authority.verify_audit()
-        if result.ok:
-            stdout.write(f"audit ok: {result.checked} entries\n")
-            return 0
-        stdout.write(f"audit FAILED at entry {result.first_bad_index}: {result.reason}\n")
-        return 1
+        result = authority.verify_audit(expected_tip=args.expect_tip)
+        stdout.write(_verification_line(result) + "\n")
+        return 0 if result.ok else 1
     for entry in authority.ledger.audit_entries():
         record = {
             "index": entry.index,
@@ -197,12 +250,35 @@ def _run(
 def main(
     argv: Sequence[str] | None = None, *, stdin: TextIO | None = None, stdout: TextIO | None = None
 ) -> int:
-    """Run the CLI; returns the exit status (0 ok, 1 refused or failed check, 2 bad input)."""
+    """Run the CLI; returns the exit status (0 ok, 1 refused or failed check, 2 bad input
+    or no usable ledger). Errors are one line on ``stdout``, never a traceback; bad
+    arguments are argparse's usage error (exit status 2)."""
     args = _parser().parse_args(argv)
     out = stdout if stdout is not None else sys.stdout
     try:
-        with open_ledger(args.db) as ledger:
+        with open_ledger(args.db, create=args.command == "init") as ledger:
             return _run(ApprovalAuthority(ledger), args, stdin or sys.stdin, out)
-    except AAISValidationError as error:
+    except (AAISValidationError, NotALedgerError) as error:
         out.write(f"error: {error}\n")
         return 2
+    except LedgerIntegrityError as error:
+        out.write(f"error: {error}\n")
+        return 1
+    except ImportError as error:
+        out.write(f"error: {error.name} is not installed (see the sqlite and postgres extras)\n")
+        return 2
+    except sqlite3.DatabaseError as error:
+        out.write(f"error: db: the ledger file is damaged or unreadable ({error})\n")
+        return 2
+    except _database_errors() as error:
+        out.write(f"error: db: the ledger database failed ({type(error).__name__})\n")
+        return 2
+
+
+def _database_errors() -> tuple[type[Exception], ...]:
+    """Postgres driver errors, when the ``postgres`` extra is installed."""
+    try:
+        import psycopg
+    except ImportError:
+        return ()
+    return (psycopg.Error,)

@@ -13,6 +13,7 @@ from ..authority import DEFAULT_LEASE_TTL, ApprovalAuthority, run_lease
 from ..authority.outcomes import snapshot_envelope
 from ..ledger import StoredRequest
 from ..protocol import ApprovalResolved, ApprovalSnapshot, parse_timestamp
+from .reconcile import INTEGRITY_ERRORS_EXTENSION, reconcile_checkpoints
 from .resume import pending_interrupt_ids
 from .run_context import AUTHORITY_KEY, CLAIM_TTL_KEY, claim_ttl_for_lease
 
@@ -42,14 +43,23 @@ def pending_approvals(
     *,
     session_id: str | None = None,
     now: datetime | None = None,
+    reconcile: bool = True,
 ) -> ApprovalSnapshot:
     """``approval.snapshot`` of unexpired requests that are pending in the ledger *and*,
     when ``graph`` is given, still paused in its checkpointer.
 
     A request whose interrupt is gone (the run finished, or moved on after an
     edit of its state) is left out. One indexed ledger query for the pending
-    requests and one ``get_state`` per thread that has any, so the cost follows
+    requests and one ``get_state`` per thread that has any, so this listing costs
     what is pending, not the history. ``now`` defaults to the authority's clock.
+
+    With ``graph`` and ``reconcile`` (the default), the checkpointer is also read
+    for runs paused on requests the ledger does not hold, or holds differently
+    (an emptied, replaced or edited ledger): they are not listed as pending but
+    reported in the snapshot's ``aais-langgraph.org/integrity_errors`` extension
+    (``thread_id``, ``request_id``, ``reason``), so no paused approval vanishes
+    silently. That reads every checkpoint once (cost follows the checkpointer's
+    history); ``reconcile=False`` skips it.
     """
     as_of = authority.ledger.last_sequence()
     moment = now if now is not None else authority.clock()
@@ -68,14 +78,29 @@ def pending_approvals(
             waiting = pending_interrupt_ids(graph.get_state(_thread_config(thread_id)).interrupts)
             gone.update(request_ids.difference(waiting))
         records = [stored for stored in records if stored.request_id not in gone]
-    pending = [dict(stored.envelope["request"]) for stored in records]
-    return snapshot_envelope(
+    problems = (
+        reconcile_checkpoints(authority, graph.checkpointer)
+        if graph is not None and reconcile
+        else []
+    )
+    suspect = {problem.request_id for problem in problems}
+    pending = [
+        dict(stored.envelope["request"]) for stored in records if stored.request_id not in suspect
+    ]
+    snapshot = snapshot_envelope(
         pending,
         as_of=as_of,
         now=moment,
         stream=None,
         unknown_executions=authority.unknown_executions(session_id=session_id),
     )
+    if not problems:
+        return snapshot
+    extensions = {
+        **(snapshot.extensions or {}),
+        INTEGRITY_ERRORS_EXTENSION: [problem.to_json() for problem in problems],
+    }
+    return snapshot.model_copy(update={"extensions": extensions})
 
 
 def resume_resolved(

@@ -12,13 +12,16 @@ from .base import (
     JsonDict,
     Lease,
     Ledger,
+    LedgerContents,
     ResolutionWrite,
     StoredRequest,
     StoredResolution,
 )
+from .crosscheck import verify_contents
 from .executions import Execution, ExecutionState
+from .integrity import LedgerIntegrityError
 from .memory import InMemoryLedger
-from .opening import is_postgres_url, open_ledger
+from .opening import NotALedgerError, is_postgres_url, open_ledger
 from .sqlite import SqliteLedger
 
 __all__ = [
@@ -33,6 +36,9 @@ __all__ = [
     "JsonDict",
     "Lease",
     "Ledger",
+    "LedgerContents",
+    "LedgerIntegrityError",
+    "NotALedgerError",
     "ResolutionWrite",
     "SqliteLedger",
     "StoredRequest",
@@ -41,4 +47,5 @@ __all__ = [
     "is_postgres_url",
     "open_ledger",
     "verify_audit",
+    "verify_contents",
 ]

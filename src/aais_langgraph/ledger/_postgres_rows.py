@@ -12,15 +12,19 @@ import psycopg
 
 from ._records import RequestFields, dump_json, next_audit_entry
 from ._rows import AUDIT_COLUMNS as AUDIT_COLUMNS
+from ._rows import CONTENTS_QUERIES, VOUCH_COLUMNS, backfill_audit_indexes, event_from_row
 from ._rows import GRANT_COLUMNS as GRANT_COLUMNS
 from ._rows import REQUEST_COLUMNS as REQUEST_COLUMNS
+from ._rows import RESOLUTION_COLUMNS as RESOLUTION_COLUMNS
 from ._rows import audit_from_row as audit_from_row
 from ._rows import grant_from_row as grant_from_row
 from ._rows import json_object as json_object
 from ._rows import request_from_row as request_from_row
-from .base import AuditEntry, Grant, JsonDict, StoredRequest, StoredResolution
+from ._rows import resolution_from_row as resolution_from_row
+from .base import AuditEntry, Grant, JsonDict, LedgerContents, StoredRequest, StoredResolution
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""Version 2 added ``audit_index`` and ``mac`` to requests, resolutions and grants."""
 
 # pg_advisory_xact_lock key that serializes concurrent setup() calls on one database
 # (CREATE TABLE IF NOT EXISTS alone is not safe against a concurrent creator).
@@ -88,6 +92,38 @@ SCHEMA = (
 
 
 Cursor = psycopg.Cursor[tuple[Any, ...]]
+
+
+def migrate(cur: Cursor, version: int) -> None:
+    """Bring a version-1 schema to version 2 (columns, then audit indexes); idempotent."""
+    for table in VOUCH_COLUMNS:
+        cur.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS audit_index BIGINT")
+        cur.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS mac TEXT")
+    if version == 1:
+        cur.execute(CONTENTS_QUERIES["audit"])
+        entries = [audit_from_row(row) for row in cur.fetchall()]
+        backfill_audit_indexes(entries, cur.execute, "%s")
+        cur.execute("UPDATE aais_meta SET schema_version = %s", (SCHEMA_VERSION,))
+
+
+def contents(cur: Cursor) -> LedgerContents:
+    """Everything ``audit verify`` reads, inside the caller's repeatable-read transaction."""
+    rows: dict[str, list[tuple[Any, ...]]] = {}
+    for name, sql in CONTENTS_QUERIES.items():
+        cur.execute(sql)
+        rows[name] = cur.fetchall()
+    cur.execute("SELECT last_sequence, audit_tip_index, audit_tip_hash FROM aais_meta")
+    meta = cur.fetchone()
+    last_sequence, tip_index, tip_hash = meta if meta is not None else (0, None, None)
+    return LedgerContents(
+        requests=[request_from_row(row) for row in rows["requests"]],
+        resolutions=[resolution_from_row(row) for row in rows["resolutions"]],
+        grants=[grant_from_row(row) for row in rows["grants"]],
+        events=[event_from_row(row) for row in rows["events"]],
+        audit=[audit_from_row(row) for row in rows["audit"]],
+        audit_tip=None if tip_index is None else (int(tip_index), str(tip_hash)),
+        last_sequence=int(last_sequence),
+    )
 
 
 class LockedMeta:
@@ -162,12 +198,14 @@ def insert_request(
     thread_id: str | None,
     envelope: JsonDict,
     context: JsonDict,
+    audit_index: int,
+    mac: str | None,
 ) -> None:
     """Insert a pending request whose envelope already carries its sequence."""
     cur.execute(
         "INSERT INTO aais_requests (request_id, sequence, session_id, thread_id, "
-        "expires_at, status, envelope, context) "
-        "VALUES (%s, %s, %s, %s, %s, 'pending', %s, %s)",
+        "expires_at, status, envelope, context, audit_index, mac) "
+        "VALUES (%s, %s, %s, %s, %s, 'pending', %s, %s, %s, %s)",
         (
             fields.request_id,
             envelope["sequence"],
@@ -176,25 +214,34 @@ def insert_request(
             fields.expires_at,
             dump_json(envelope),
             dump_json(context),
+            audit_index,
+            mac,
         ),
     )
 
 
-def insert_resolution(
-    cur: Cursor, request_id: str, resolved: JsonDict, decision_fingerprint: str | None
-) -> None:
+def insert_resolution(cur: Cursor, recorded: StoredResolution) -> None:
     """Mark the request resolved and store its one resolution."""
-    cur.execute("UPDATE aais_requests SET status = 'resolved' WHERE request_id = %s", (request_id,))
     cur.execute(
-        "INSERT INTO aais_resolutions (request_id, envelope, decision_fingerprint) "
-        "VALUES (%s, %s, %s)",
-        (request_id, dump_json(resolved), decision_fingerprint),
+        "UPDATE aais_requests SET status = 'resolved' WHERE request_id = %s",
+        (recorded.request_id,),
+    )
+    cur.execute(
+        f"INSERT INTO aais_resolutions ({RESOLUTION_COLUMNS}) VALUES (%s, %s, %s, %s, %s)",
+        (
+            recorded.request_id,
+            dump_json(recorded.envelope),
+            recorded.decision_fingerprint,
+            recorded.audit_index,
+            recorded.mac,
+        ),
     )
 
 
 def insert_grant(cur: Cursor, grant: Grant) -> None:
     cur.execute(
-        f"INSERT INTO aais_grants ({GRANT_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        f"INSERT INTO aais_grants ({GRANT_COLUMNS}) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
         (
             grant.grant_id,
             grant.request_id,
@@ -205,6 +252,8 @@ def insert_grant(cur: Cursor, grant: Grant) -> None:
             grant.created_at,
             grant.expires_at,
             grant.revoked_at,
+            grant.audit_index,
+            grant.mac,
         ),
     )
 
@@ -217,10 +266,7 @@ def request(cur: Cursor, request_id: str) -> StoredRequest | None:
 
 def resolution(cur: Cursor, request_id: str) -> StoredResolution | None:
     cur.execute(
-        "SELECT envelope, decision_fingerprint FROM aais_resolutions WHERE request_id = %s",
-        (request_id,),
+        f"SELECT {RESOLUTION_COLUMNS} FROM aais_resolutions WHERE request_id = %s", (request_id,)
     )
     row = cur.fetchone()
-    if row is None:
-        return None
-    return StoredResolution(request_id, json_object(row[0]), row[1])
+    return None if row is None else resolution_from_row(row)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, get_args
 
 from aais_langgraph.protocol import (
@@ -117,7 +117,7 @@ def draft_write(write: ResolutionWrite) -> WriteDraft:
 
 def plain_grant(grant: Grant) -> Grant:
     """The grant with a detached plain-JSON copy of its constraints."""
-    return Grant(**{**grant.to_json(), "constraints": plain(grant.constraints, "/constraints")})
+    return replace(grant, constraints=plain(grant.constraints, "/constraints"))
 
 
 def grant_matches(
@@ -134,8 +134,9 @@ def grant_matches(
 # -- audit payloads: ids, digests and sequences only -------------------------------
 
 
-def requested_audit(envelope: JsonDict, thread_id: str | None) -> JsonDict:
-    """The ``requested`` audit payload of a stored request envelope."""
+def requested_audit(envelope: JsonDict, thread_id: str | None, context: JsonDict) -> JsonDict:
+    """The ``requested`` audit payload of a stored request: binds the whole row (the
+    envelope and the context by digest)."""
     request = envelope["request"]
     action = request.get("action")
     return {
@@ -147,6 +148,7 @@ def requested_audit(envelope: JsonDict, thread_id: str | None) -> JsonDict:
         "action_name": action.get("name") if isinstance(action, Mapping) else None,
         "action_digest": request.get("action_digest"),
         "envelope_digest": sha256_digest(envelope),
+        "context_digest": sha256_digest(context),
     }
 
 

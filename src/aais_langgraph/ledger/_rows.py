@@ -1,29 +1,107 @@
-"""Row <-> record conversions shared by the SQL backends (same columns in each)."""
+"""Row <-> record conversions and queries shared by the SQL backends (same columns in each)."""
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from ._records import load_json
-from .base import AuditEntry, Grant, JsonDict, StoredRequest
+from .base import AuditEntry, Grant, JsonDict, StoredRequest, StoredResolution
+from .integrity import LedgerIntegrityError
 
-REQUEST_COLUMNS = "request_id, envelope, session_id, expires_at, status, thread_id, context"
+R = TypeVar("R")
+
+REQUEST_COLUMNS = (
+    "request_id, envelope, session_id, expires_at, status, thread_id, context, audit_index, mac"
+)
+RESOLUTION_COLUMNS = "request_id, envelope, decision_fingerprint, audit_index, mac"
 GRANT_COLUMNS = (
     "grant_id, request_id, scope, session_id, action_name, constraints, created_at, "
-    "expires_at, revoked_at"
+    "expires_at, revoked_at, audit_index, mac"
 )
 AUDIT_COLUMNS = "idx, kind, occurred_at, payload, prev_hash, entry_hash"
 
+#: Tables that gained ``audit_index`` (the audit entry that vouches for the row) and
+#: ``mac`` (its seal under the authority key) in schema version 2.
+VOUCH_COLUMNS = ("aais_requests", "aais_resolutions", "aais_grants")
 
+#: One consistent read of everything ``audit verify`` cross-checks (see ``Ledger.contents``).
+CONTENTS_QUERIES = {
+    "requests": f"SELECT {REQUEST_COLUMNS} FROM aais_requests ORDER BY sequence",
+    "resolutions": f"SELECT {RESOLUTION_COLUMNS} FROM aais_resolutions ORDER BY request_id",
+    "grants": f"SELECT {GRANT_COLUMNS} FROM aais_grants ORDER BY ordinal",
+    "events": "SELECT sequence, envelope FROM aais_events ORDER BY sequence",
+    "audit": f"SELECT {AUDIT_COLUMNS} FROM aais_audit ORDER BY idx",
+}
+
+
+def backfill_audit_indexes(
+    entries: Iterable[AuditEntry], execute: Callable[[str, tuple[Any, ...]], Any], mark: str
+) -> None:
+    """Point rows written before schema version 2 at the audit entries that vouch for them.
+
+    ``mark`` is the backend's placeholder (``?`` or ``%s``). Only rows without an
+    index are touched, so running it twice changes nothing.
+    """
+    targets = {
+        "requested": ("aais_requests", "request_id"),
+        "resolved": ("aais_resolutions", "request_id"),
+        "granted": ("aais_grants", "grant_id"),
+    }
+    for entry in entries:
+        target = targets.get(entry.kind)
+        # Standing resolutions are audited without a row (and without a sequence).
+        if target is None or (entry.kind == "resolved" and "sequence" not in entry.payload):
+            continue
+        table, key = target
+        row_id = entry.payload.get(key)
+        execute(
+            f"UPDATE {table} SET audit_index = {mark} WHERE {key} = {mark} AND audit_index IS NULL",
+            (entry.index, row_id),
+        )
+
+
+def _readable(
+    table: str,
+) -> Callable[[Callable[[tuple[Any, ...]], R]], Callable[[tuple[Any, ...]], R]]:
+    """A row that cannot be converted (malformed JSON, a number column holding text) is an
+    integrity error naming the table and the row's key, not a crash."""
+
+    def decorate(convert: Callable[[tuple[Any, ...]], R]) -> Callable[[tuple[Any, ...]], R]:
+        @functools.wraps(convert)
+        def checked(row: tuple[Any, ...]) -> R:
+            try:
+                return convert(row)
+            except (ValueError, TypeError):
+                raise LedgerIntegrityError(
+                    table, str(row[0]), "it cannot be read (a malformed column)"
+                ) from None
+
+        return checked
+
+    return decorate
+
+
+@_readable("aais_events")
+def event_from_row(row: tuple[Any, ...]) -> tuple[int, JsonDict]:
+    """``(sequence, envelope)`` from a ``sequence, envelope`` row."""
+    sequence, envelope = row
+    return int(sequence), json_object(envelope)
+
+
+@_readable("aais_audit")
 def audit_from_row(row: tuple[Any, ...]) -> AuditEntry:
     """An audit entry from a row of :data:`AUDIT_COLUMNS`."""
     index, kind, occurred_at, payload, prev_hash, entry_hash = row
     return AuditEntry(int(index), kind, occurred_at, json_object(payload), prev_hash, entry_hash)
 
 
+@_readable("aais_requests")
 def request_from_row(row: tuple[Any, ...]) -> StoredRequest:
     """A stored request from a row of :data:`REQUEST_COLUMNS`."""
-    request_id, envelope, session_id, expires_at, status, thread_id, context = row
+    request_id, envelope, session_id, expires_at, status, thread_id, context, *vouch = row
+    audit_index, mac = vouch
     return StoredRequest(
         request_id=request_id,
         envelope=json_object(envelope),
@@ -32,13 +110,29 @@ def request_from_row(row: tuple[Any, ...]) -> StoredRequest:
         status=status,
         thread_id=thread_id,
         context=json_object(context),
+        audit_index=None if audit_index is None else int(audit_index),
+        mac=mac,
     )
 
 
+@_readable("aais_resolutions")
+def resolution_from_row(row: tuple[Any, ...]) -> StoredResolution:
+    """A stored resolution from a row of :data:`RESOLUTION_COLUMNS`."""
+    request_id, envelope, decision_fingerprint, audit_index, mac = row
+    return StoredResolution(
+        request_id,
+        json_object(envelope),
+        decision_fingerprint,
+        audit_index=None if audit_index is None else int(audit_index),
+        mac=mac,
+    )
+
+
+@_readable("aais_grants")
 def grant_from_row(row: tuple[Any, ...]) -> Grant:
     """A grant from a row of :data:`GRANT_COLUMNS`."""
     grant_id, request_id, scope, session_id, action_name, constraints, *times = row
-    created_at, expires_at, revoked_at = times
+    created_at, expires_at, revoked_at, audit_index, mac = times
     return Grant(
         grant_id=grant_id,
         request_id=request_id,
@@ -49,6 +143,8 @@ def grant_from_row(row: tuple[Any, ...]) -> Grant:
         created_at=created_at,
         expires_at=expires_at,
         revoked_at=revoked_at,
+        audit_index=None if audit_index is None else int(audit_index),
+        mac=mac,
     )
 
 

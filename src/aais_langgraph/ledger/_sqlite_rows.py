@@ -11,15 +11,19 @@ from typing import Any
 
 from ._records import dump_json, load_json, next_audit_entry
 from ._rows import AUDIT_COLUMNS as AUDIT_COLUMNS
+from ._rows import CONTENTS_QUERIES, VOUCH_COLUMNS, backfill_audit_indexes, event_from_row
 from ._rows import GRANT_COLUMNS as GRANT_COLUMNS
 from ._rows import REQUEST_COLUMNS as REQUEST_COLUMNS
+from ._rows import RESOLUTION_COLUMNS as RESOLUTION_COLUMNS
 from ._rows import audit_from_row as audit_from_row
 from ._rows import grant_from_row as grant_from_row
 from ._rows import json_object as json_object
 from ._rows import request_from_row as request_from_row
-from .base import AuditEntry, Grant, JsonDict, StoredResolution
+from ._rows import resolution_from_row as resolution_from_row
+from .base import AuditEntry, Grant, JsonDict, LedgerContents, StoredResolution
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""Version 2 added ``audit_index`` and ``mac`` to requests, resolutions and grants."""
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS aais_meta (
@@ -75,6 +79,43 @@ SCHEMA = (
         expires_at REAL NOT NULL
     ) WITHOUT ROWID""",
 )
+
+
+def migrate(conn: sqlite3.Connection, version: str | None) -> None:
+    """Bring a version-1 schema to version 2 (columns, then audit indexes); idempotent."""
+    for table in VOUCH_COLUMNS:
+        columns = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        if "audit_index" not in columns:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN audit_index INTEGER")
+        if "mac" not in columns:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN mac TEXT")
+    if version == "1":
+        entries = [audit_from_row(row) for row in conn.execute(CONTENTS_QUERIES["audit"])]
+        backfill_audit_indexes(entries, conn.execute, "?")
+        set_meta(conn, "schema_version", str(SCHEMA_VERSION))
+
+
+def has_schema(conn: sqlite3.Connection) -> bool:
+    """Whether the ledger's meta table exists (raises ``sqlite3.DatabaseError`` on a file
+    that is not a SQLite database)."""
+    row = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'aais_meta'"
+    ).fetchone()
+    return row is not None
+
+
+def contents(conn: sqlite3.Connection) -> LedgerContents:
+    """Everything ``audit verify`` reads, inside the caller's read transaction."""
+    rows = {name: conn.execute(sql).fetchall() for name, sql in CONTENTS_QUERIES.items()}
+    return LedgerContents(
+        requests=[request_from_row(row) for row in rows["requests"]],
+        resolutions=[resolution_from_row(row) for row in rows["resolutions"]],
+        grants=[grant_from_row(row) for row in rows["grants"]],
+        events=[event_from_row(row) for row in rows["events"]],
+        audit=[audit_from_row(row) for row in rows["audit"]],
+        audit_tip=audit_tip(conn),
+        last_sequence=int(meta(conn, "last_sequence") or 0),
+    )
 
 
 def meta(conn: sqlite3.Connection, key: str) -> str | None:
@@ -137,7 +178,7 @@ def append_audit(conn: sqlite3.Connection, kind: str, payload: Mapping[str, Any]
 def insert_grant(conn: sqlite3.Connection, grant: Grant) -> None:
     """Store a grant; its ``grant_id`` must be new."""
     conn.execute(
-        f"INSERT INTO aais_grants ({GRANT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO aais_grants ({GRANT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             grant.grant_id,
             grant.request_id,
@@ -148,6 +189,8 @@ def insert_grant(conn: sqlite3.Connection, grant: Grant) -> None:
             grant.created_at,
             grant.expires_at,
             grant.revoked_at,
+            grant.audit_index,
+            grant.mac,
         ),
     )
 
@@ -155,9 +198,6 @@ def insert_grant(conn: sqlite3.Connection, grant: Grant) -> None:
 def resolution(conn: sqlite3.Connection, request_id: str) -> StoredResolution | None:
     """The recorded resolution of a request, if any."""
     row = conn.execute(
-        "SELECT envelope, decision_fingerprint FROM aais_resolutions WHERE request_id = ?",
-        (request_id,),
+        f"SELECT {RESOLUTION_COLUMNS} FROM aais_resolutions WHERE request_id = ?", (request_id,)
     ).fetchone()
-    if row is None:
-        return None
-    return StoredResolution(request_id, json_object(row[0]), row[1])
+    return None if row is None else resolution_from_row(row)

@@ -39,13 +39,19 @@ class AuditVerification:
     """The outcome of :func:`verify_audit`.
 
     ``checked`` counts the entries that verified before the first failure (all of
-    them when ``ok``). ``reason`` never contains payload values.
+    them when ``ok``). ``table`` and ``row_id`` name the first row that does not
+    match (``aais_audit`` and the entry index for the chain itself). ``tip`` is the
+    chain's last ``(index, hash)``, to keep elsewhere and pass back as
+    ``expected_tip``. ``reason`` never contains payload values.
     """
 
     ok: bool
     checked: int
     first_bad_index: int | None = None
     reason: str | None = None
+    table: str | None = None
+    row_id: str | None = None
+    tip: tuple[int, str] | None = None
 
 
 def verify_audit(
@@ -76,10 +82,11 @@ def verify_audit(
 
     checked = expected_index
     last_index = checked - 1
+    tip = (last_index, prev_hash) if checked else None
     tip_failure = _check_recorded_tip(last_index, prev_hash, recorded_tip)
     if tip_failure is not None:
         first_bad, reason = tip_failure
-        return AuditVerification(False, checked, first_bad, reason)
+        return AuditVerification(False, checked, first_bad, reason, tip=tip)
     if expected_tip is not None:
         index, entry_hash = expected_tip
         if index > last_index:
@@ -89,6 +96,7 @@ def verify_audit(
                 last_index + 1,
                 f"chain ends at entry {last_index} but the expected tip is entry {index}: "
                 "entries were truncated",
+                tip=tip,
             )
         if index >= 0 and hash_at_expected_tip != entry_hash:
             return AuditVerification(
@@ -96,8 +104,9 @@ def verify_audit(
                 checked,
                 index,
                 f"entry {index} does not match the expected tip: the chain was rewritten",
+                tip=tip,
             )
-    return AuditVerification(True, checked)
+    return AuditVerification(True, checked, tip=tip)
 
 
 def _check_entry(entry: AuditEntry, expected_index: int, prev_hash: str) -> str | None:

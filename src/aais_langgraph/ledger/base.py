@@ -30,6 +30,8 @@ class StoredRequest:
     ``envelope`` is the ``approval.requested`` envelope with its ledger-assigned
     ``sequence``. ``thread_id`` and ``context`` locate the paused run (for
     example the LangGraph interrupt id) so any process can resume it.
+    ``audit_index`` names the ``requested`` audit entry that vouches for the row;
+    ``mac`` is its seal under the authority key (None without a key).
     """
 
     request_id: str
@@ -39,6 +41,8 @@ class StoredRequest:
     status: Literal["pending", "resolved"]
     thread_id: str | None = None
     context: JsonDict = field(default_factory=dict)
+    audit_index: int | None = field(default=None, compare=False)
+    mac: str | None = None
 
 
 @dataclass(frozen=True)
@@ -47,16 +51,24 @@ class StoredResolution:
 
     ``decision_fingerprint`` is None for resolutions made without a decision
     (cancel, expiry sweep); an identical replay is recognised by it.
+    ``audit_index`` names the audit entry that vouches for the row and ``mac``
+    is its seal under the authority key (None without a key).
     """
 
     request_id: str
     envelope: JsonDict
     decision_fingerprint: str | None
+    audit_index: int | None = field(default=None, compare=False)
+    mac: str | None = None
 
 
 @dataclass(frozen=True)
 class Grant:
-    """A standing approval recorded from an approved ``session``/``persistent`` choice."""
+    """A standing approval recorded from an approved ``session``/``persistent`` choice.
+
+    ``audit_index`` names the ``granted`` audit entry that vouches for it and
+    ``mac`` is its seal under the authority key; neither is part of :meth:`to_json`.
+    """
 
     grant_id: str
     request_id: str
@@ -67,6 +79,8 @@ class Grant:
     created_at: float
     expires_at: float | None = None
     revoked_at: float | None = None
+    audit_index: int | None = field(default=None, compare=False)
+    mac: str | None = None
 
     def to_json(self) -> JsonDict:
         """A JSON-ready dict of the grant."""
@@ -104,7 +118,8 @@ class ResolutionWrite:
     """Everything recorded together when a request resolves.
 
     ``resolved`` and ``decided`` are envelopes whose ``sequence`` the ledger
-    assigns. ``grant`` is recorded only if this write wins.
+    assigns. ``grant`` is recorded only if this write wins. ``mac`` seals the
+    resolution row under the authority key (the grant carries its own).
     """
 
     request_id: str
@@ -112,6 +127,23 @@ class ResolutionWrite:
     decided: JsonDict | None = None
     decision_fingerprint: str | None = None
     grant: Grant | None = None
+    mac: str | None = None
+
+
+@dataclass(frozen=True)
+class LedgerContents:
+    """Every stored row and the audit chain, read in one consistent snapshot.
+
+    What ``audit verify`` cross-checks; ``events`` are ``(sequence, envelope)``.
+    """
+
+    requests: list[StoredRequest]
+    resolutions: list[StoredResolution]
+    grants: list[Grant]
+    events: list[tuple[int, JsonDict]]
+    audit: list[AuditEntry]
+    audit_tip: tuple[int, str] | None
+    last_sequence: int
 
 
 @dataclass(frozen=True)
@@ -129,7 +161,11 @@ class Ledger(ABC):
     # -- lifecycle -----------------------------------------------------------------
 
     def setup(self) -> None:  # noqa: B027 - optional hook: a backend without schema needs nothing
-        """Create the schema if missing; idempotent."""
+        """Create the schema if missing, or migrate an older one; idempotent."""
+
+    def is_set_up(self) -> bool:
+        """Whether the ledger's tables exist (False for an empty or foreign database)."""
+        return True
 
     # -- requests ------------------------------------------------------------------
 
@@ -140,11 +176,13 @@ class Ledger(ABC):
         *,
         thread_id: str | None = None,
         context: Mapping[str, Any] | None = None,
+        mac: str | None = None,
     ) -> tuple[StoredRequest, bool]:
         """Store a new request, or return the stored one with the same id.
 
         Atomically assigns the envelope's ``sequence``, appends it to the event
-        stream and a ``requested`` audit entry. Returns ``(stored, created)``.
+        stream and a ``requested`` audit entry. ``mac`` is stored with the row.
+        Returns ``(stored, created)``.
         """
 
     @abstractmethod
@@ -227,6 +265,11 @@ class Ledger(ABC):
         """The recorded (index, hash) of the last audit entry, kept apart from the
         entries so that truncation is detectable."""
 
+    @abstractmethod
+    def contents(self) -> LedgerContents:
+        """Every request, resolution, grant, event and audit entry, in one consistent
+        read (for verification: its cost and memory grow with the history)."""
+
     # -- run leases ----------------------------------------------------------------
 
     @abstractmethod
@@ -268,9 +311,10 @@ class Ledger(ABC):
         *,
         thread_id: str | None = None,
         context: Mapping[str, Any] | None = None,
+        mac: str | None = None,
     ) -> tuple[StoredRequest, bool]:
         return await asyncio.to_thread(
-            self.add_request, envelope, thread_id=thread_id, context=context
+            self.add_request, envelope, thread_id=thread_id, context=context, mac=mac
         )
 
     async def aget_request(self, request_id: str) -> StoredRequest | None:
@@ -317,6 +361,9 @@ class Ledger(ABC):
 
     async def aevents_after(self, sequence: int, *, limit: int = 1000) -> list[JsonDict]:
         return await asyncio.to_thread(self.events_after, sequence, limit=limit)
+
+    async def acontents(self) -> LedgerContents:
+        return await asyncio.to_thread(self.contents)
 
     async def aappend_audit(self, kind: AuditKind, payload: Mapping[str, Any]) -> AuditEntry:
         return await asyncio.to_thread(self.append_audit, kind, payload)

@@ -33,6 +33,7 @@ from .base import (
     JsonDict,
     Lease,
     Ledger,
+    LedgerContents,
     ResolutionWrite,
     StoredRequest,
     StoredResolution,
@@ -65,6 +66,7 @@ class InMemoryLedger(Ledger):
         *,
         thread_id: str | None = None,
         context: Mapping[str, Any] | None = None,
+        mac: str | None = None,
     ) -> tuple[StoredRequest, bool]:
         fields = request_fields(envelope)
         draft = with_sequence(envelope, 0)
@@ -75,6 +77,11 @@ class InMemoryLedger(Ledger):
                 return _copy_request(existing), False
             sequence = self._last_sequence + 1
             stored_envelope = {**draft, "sequence": sequence}
+            entry = next_audit_entry(
+                self._tip(),
+                "requested",
+                requested_audit(stored_envelope, thread_id, stored_context),
+            )
             stored = StoredRequest(
                 request_id=fields.request_id,
                 envelope=stored_envelope,
@@ -83,9 +90,8 @@ class InMemoryLedger(Ledger):
                 status="pending",
                 thread_id=thread_id,
                 context=stored_context,
-            )
-            entry = next_audit_entry(
-                self._tip(), "requested", requested_audit(stored_envelope, thread_id)
+                audit_index=entry.index,
+                mac=mac,
             )
             self._requests[fields.request_id] = stored
             self._pending[fields.request_id] = None
@@ -157,8 +163,15 @@ class InMemoryLedger(Ledger):
                 entry = next_audit_entry(tip, kind, payload)
                 entries.append(entry)
                 tip = (entry.index, entry.entry_hash)
+            indexes = {entry.kind: entry.index for entry in entries}
 
-            resolution = StoredResolution(write.request_id, resolved, write.decision_fingerprint)
+            resolution = StoredResolution(
+                write.request_id,
+                resolved,
+                write.decision_fingerprint,
+                audit_index=indexes["resolved"],
+                mac=write.mac,
+            )
             if decided is not None:
                 self._append_event(decided["sequence"], decided)
             self._append_event(sequence, resolved)
@@ -166,7 +179,7 @@ class InMemoryLedger(Ledger):
             del self._pending[write.request_id]
             self._resolutions[write.request_id] = resolution
             if grant is not None:
-                self._grants[grant.grant_id] = grant
+                self._grants[grant.grant_id] = replace(grant, audit_index=indexes["granted"])
             self._audit.extend(entries)
             return _copy_resolution(resolution), True
 
@@ -222,6 +235,23 @@ class InMemoryLedger(Ledger):
             del self._event_sequences[:cut]
             del self._events[:cut]
             return cut
+
+    def contents(self) -> LedgerContents:
+        with self._lock:
+            return LedgerContents(
+                requests=sorted(
+                    map(_copy_request, self._requests.values()),
+                    key=lambda stored: int(stored.envelope["sequence"]),
+                ),
+                resolutions=[
+                    _copy_resolution(self._resolutions[key]) for key in sorted(self._resolutions)
+                ],
+                grants=[_copy_grant(grant) for grant in self._grants.values()],
+                events=list(zip(self._event_sequences, copy.deepcopy(self._events), strict=True)),
+                audit=[_copy_entry(entry) for entry in self._audit],
+                audit_tip=self._tip(),
+                last_sequence=self._last_sequence,
+            )
 
     def append_audit(self, kind: AuditKind, payload: Mapping[str, Any]) -> AuditEntry:
         with self._lock:

@@ -2,13 +2,31 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from .base import Ledger
 from .sqlite import SqliteLedger
 
 POSTGRES_SCHEMES = ("postgres://", "postgresql://")
+
+
+class NotALedgerError(ValueError):
+    """``--db`` names no ledger: a missing, empty, foreign or unreadable file or database."""
+
+
+def _check_existing(ledger: Ledger) -> None:
+    """Refuse a target without the ledger's tables, before anything writes to it."""
+    try:
+        present = ledger.is_set_up()
+    except sqlite3.DatabaseError as error:
+        raise NotALedgerError(f"db: not a SQLite database ({error})") from None
+    if not present:
+        raise NotALedgerError(
+            "db: holds no aais ledger (an empty file or another application's database)"
+        )
 
 
 def is_postgres_url(target: str) -> bool:
@@ -17,10 +35,13 @@ def is_postgres_url(target: str) -> bool:
 
 
 @contextmanager
-def open_ledger(target: str, *, setup: bool = True) -> Iterator[Ledger]:
+def open_ledger(target: str, *, setup: bool = True, create: bool = True) -> Iterator[Ledger]:
     """A ledger for ``target`` (SQLite file path or Postgres URL), closed on exit.
 
-    The schema is created when missing unless ``setup=False``. Postgres needs the
+    The schema is created when missing (an older one migrated) unless
+    ``setup=False``. With ``create=False`` the target must already hold a ledger:
+    a missing file, an empty one or another application's database raises
+    :class:`NotALedgerError` and is left untouched. Postgres needs the
     ``postgres`` extra.
     """
     if not target:
@@ -29,12 +50,21 @@ def open_ledger(target: str, *, setup: bool = True) -> Iterator[Ledger]:
         from .postgres import PostgresLedger
 
         with PostgresLedger.from_conn_string(target, pool_size=4) as ledger:
+            if not create:
+                _check_existing(ledger)
             if setup:
                 ledger.setup()
             yield ledger
         return
-    ledger_file = SqliteLedger(target)
+    if not create and not Path(target).is_file():
+        raise NotALedgerError("db: no ledger file at this path (create one with the init command)")
     try:
+        ledger_file = SqliteLedger(target)
+    except sqlite3.DatabaseError as error:
+        raise NotALedgerError(f"db: not a SQLite database ({error})") from None
+    try:
+        if not create:
+            _check_existing(ledger_file)
         if setup:
             ledger_file.setup()
         yield ledger_file

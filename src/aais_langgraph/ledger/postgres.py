@@ -26,6 +26,7 @@ import hashlib
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 import psycopg
@@ -53,6 +54,7 @@ from .base import (
     JsonDict,
     Lease,
     Ledger,
+    LedgerContents,
     ResolutionWrite,
     StoredRequest,
     StoredResolution,
@@ -121,11 +123,19 @@ class PostgresLedger(Ledger):
             cur.execute("SELECT schema_version FROM aais_meta")
             row = cur.fetchone()
             version = None if row is None else row[0]
-            if version != db.SCHEMA_VERSION:
+            if version not in (1, db.SCHEMA_VERSION):
                 raise RuntimeError(
                     f"ledger schema version {version} is not {db.SCHEMA_VERSION}; "
                     "this database was written by another version of aais-langgraph"
                 )
+            db.migrate(cur, version)
+
+    def is_set_up(self) -> bool:
+        """Whether the database (its ``search_path``) holds the ledger's tables."""
+        with self._statement() as cur:
+            cur.execute("SELECT to_regclass('aais_meta') IS NOT NULL")
+            row = cur.fetchone()
+        return bool(row and row[0])
 
     # -- requests ------------------------------------------------------------------
 
@@ -135,6 +145,7 @@ class PostgresLedger(Ledger):
         *,
         thread_id: str | None = None,
         context: Mapping[str, Any] | None = None,
+        mac: str | None = None,
     ) -> tuple[StoredRequest, bool]:
         fields = request_fields(envelope)
         draft = with_sequence(envelope, 0)
@@ -150,9 +161,13 @@ class PostgresLedger(Ledger):
                     return existing, False
                 sequence = meta.allocate(1)
                 stored_envelope = {**draft, "sequence": sequence}
-                db.insert_request(cur, fields, thread_id, stored_envelope, stored_context)
+                entry = meta.append_audit(
+                    "requested", requested_audit(stored_envelope, thread_id, stored_context)
+                )
+                db.insert_request(
+                    cur, fields, thread_id, stored_envelope, stored_context, entry.index, mac
+                )
                 db.insert_event(cur, stored_envelope)
-                meta.append_audit("requested", requested_audit(stored_envelope, thread_id))
         stored = StoredRequest(
             request_id=fields.request_id,
             envelope=stored_envelope,
@@ -161,6 +176,8 @@ class PostgresLedger(Ledger):
             status="pending",
             thread_id=thread_id,
             context=stored_context,
+            audit_index=entry.index,
+            mac=mac,
         )
         return stored, True
 
@@ -223,14 +240,23 @@ class PostgresLedger(Ledger):
                     sequence += 1
                 resolved = {**draft.resolved, "sequence": sequence}
                 db.insert_event(cur, resolved)
-                db.insert_resolution(cur, write.request_id, resolved, write.decision_fingerprint)
+                indexes = {
+                    kind: meta.append_audit(kind, payload).index
+                    for kind, payload in resolution_audits(
+                        decided, resolved, write.decision_fingerprint, grant
+                    )
+                }
+                recorded = StoredResolution(
+                    write.request_id,
+                    resolved,
+                    write.decision_fingerprint,
+                    audit_index=indexes["resolved"],
+                    mac=write.mac,
+                )
+                db.insert_resolution(cur, recorded)
                 if grant is not None:
-                    db.insert_grant(cur, grant)
-                for kind, payload in resolution_audits(
-                    decided, resolved, write.decision_fingerprint, grant
-                ):
-                    meta.append_audit(kind, payload)
-        return StoredResolution(write.request_id, resolved, write.decision_fingerprint), True
+                    db.insert_grant(cur, replace(grant, audit_index=indexes["granted"]))
+        return recorded, True
 
     def get_resolution(self, request_id: str) -> StoredResolution | None:
         with self._statement() as cur:
@@ -307,6 +333,11 @@ class PostgresLedger(Ledger):
         with self._statement() as cur:
             cur.execute("DELETE FROM aais_events WHERE sequence < %s", (before_sequence,))
             return cur.rowcount
+
+    def contents(self) -> LedgerContents:
+        with self._transaction() as cur:
+            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            return db.contents(cur)
 
     def append_audit(self, kind: AuditKind, payload: Mapping[str, Any]) -> AuditEntry:
         with self._transaction() as cur, db.LockedMeta(cur) as meta:

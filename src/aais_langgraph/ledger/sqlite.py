@@ -16,6 +16,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any, Literal
 
 from . import _sqlite_rows as db
@@ -39,6 +40,7 @@ from .base import (
     JsonDict,
     Lease,
     Ledger,
+    LedgerContents,
     ResolutionWrite,
     StoredRequest,
     StoredResolution,
@@ -119,11 +121,18 @@ class SqliteLedger(Ledger):
                     (str(db.SCHEMA_VERSION),),
                 )
                 version = db.meta(conn, "schema_version")
-                if version != str(db.SCHEMA_VERSION):
+                if version not in ("1", str(db.SCHEMA_VERSION)):
                     raise RuntimeError(
                         f"ledger schema version {version} is not {db.SCHEMA_VERSION}; "
                         "this file was written by another version of aais-langgraph"
                     )
+                db.migrate(conn, version)
+
+    def is_set_up(self) -> bool:
+        """Whether the file holds the ledger's tables; raises ``sqlite3.DatabaseError``
+        for a file that is not a SQLite database."""
+        with self._lock:
+            return db.has_schema(self._conn)
 
     # -- requests ------------------------------------------------------------------
 
@@ -133,6 +142,7 @@ class SqliteLedger(Ledger):
         *,
         thread_id: str | None = None,
         context: Mapping[str, Any] | None = None,
+        mac: str | None = None,
     ) -> tuple[StoredRequest, bool]:
         fields = request_fields(envelope)
         draft = with_sequence(envelope, 0)
@@ -146,9 +156,13 @@ class SqliteLedger(Ledger):
                 return db.request_from_row(row), False
             sequence = db.allocate_sequences(conn, 1)
             stored_envelope = {**draft, "sequence": sequence}
+            entry = db.append_audit(
+                conn, "requested", requested_audit(stored_envelope, thread_id, stored_context)
+            )
             conn.execute(
                 "INSERT INTO aais_requests (request_id, sequence, session_id, thread_id, "
-                "expires_at, status, envelope, context) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?)",
+                "expires_at, status, envelope, context, audit_index, mac) "
+                "VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
                 (
                     fields.request_id,
                     sequence,
@@ -157,10 +171,11 @@ class SqliteLedger(Ledger):
                     fields.expires_at,
                     dump_json(stored_envelope),
                     dump_json(stored_context),
+                    entry.index,
+                    mac,
                 ),
             )
             db.insert_event(conn, stored_envelope)
-            db.append_audit(conn, "requested", requested_audit(stored_envelope, thread_id))
         stored = StoredRequest(
             request_id=fields.request_id,
             envelope=stored_envelope,
@@ -169,6 +184,8 @@ class SqliteLedger(Ledger):
             status="pending",
             thread_id=thread_id,
             context=stored_context,
+            audit_index=entry.index,
+            mac=mac,
         )
         return stored, True
 
@@ -233,22 +250,36 @@ class SqliteLedger(Ledger):
                 sequence += 1
             resolved = {**draft.resolved, "sequence": sequence}
             db.insert_event(conn, resolved)
+            indexes = {
+                kind: db.append_audit(conn, kind, payload).index
+                for kind, payload in resolution_audits(
+                    decided, resolved, write.decision_fingerprint, grant
+                )
+            }
             conn.execute(
                 "UPDATE aais_requests SET status = 'resolved' WHERE request_id = ?",
                 (write.request_id,),
             )
+            recorded = StoredResolution(
+                write.request_id,
+                resolved,
+                write.decision_fingerprint,
+                audit_index=indexes["resolved"],
+                mac=write.mac,
+            )
             conn.execute(
-                "INSERT INTO aais_resolutions (request_id, envelope, decision_fingerprint) "
-                "VALUES (?, ?, ?)",
-                (write.request_id, dump_json(resolved), write.decision_fingerprint),
+                f"INSERT INTO aais_resolutions ({db.RESOLUTION_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
+                (
+                    write.request_id,
+                    dump_json(resolved),
+                    write.decision_fingerprint,
+                    recorded.audit_index,
+                    write.mac,
+                ),
             )
             if grant is not None:
-                db.insert_grant(conn, grant)
-            for kind, payload in resolution_audits(
-                decided, resolved, write.decision_fingerprint, grant
-            ):
-                db.append_audit(conn, kind, payload)
-        return StoredResolution(write.request_id, resolved, write.decision_fingerprint), True
+                db.insert_grant(conn, replace(grant, audit_index=indexes["granted"]))
+        return recorded, True
 
     def get_resolution(self, request_id: str) -> StoredResolution | None:
         with self._lock:
@@ -318,6 +349,14 @@ class SqliteLedger(Ledger):
             return conn.execute(
                 "DELETE FROM aais_events WHERE sequence < ?", (before_sequence,)
             ).rowcount
+
+    def contents(self) -> LedgerContents:
+        with self._lock:
+            self._conn.execute("BEGIN")  # one read snapshot of every table
+            try:
+                return db.contents(self._conn)
+            finally:
+                self._conn.rollback()
 
     def append_audit(self, kind: AuditKind, payload: Mapping[str, Any]) -> AuditEntry:
         with self._transaction() as conn:

@@ -1,0 +1,204 @@
+"""Stored rows read back only when their audit entry (and, with a key, their seal) vouches for them.
+
+This is the authority's one integrity component: it seals the rows the authority
+writes (with a key), reads rows back only when they are vouched for, and runs the
+full ``audit verify``.
+
+Every reader of a stored request, resolution or grant in the authority goes
+through :class:`VouchedRecords`, so the gate, grants and recovery never act on a
+row someone changed or inserted behind the ledger's back: they get a
+:class:`~aais_langgraph.ledger.LedgerIntegrityError` instead.
+
+A row is checked once per process against the one entry it names (two indexed
+reads: the recorded tip, then the entry and its successor, whose link it must
+keep), then cached. Recorded rows never change, so a cache hit returns the
+content that was verified, whatever the row holds now.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from ..ledger import (
+    AuditEntry,
+    AuditVerification,
+    Grant,
+    Ledger,
+    LedgerIntegrityError,
+    StoredRequest,
+    StoredResolution,
+    chain_hash,
+    verify_contents,
+)
+from ..ledger.integrity import (
+    grant_seal,
+    grant_vouched,
+    request_seal,
+    request_vouched,
+    resolution_seal,
+    resolution_vouched,
+    seal_problem,
+    sealed,
+)
+from ..protocol import AAISValidationError, ApprovalRequested, ApprovalResolved
+from .cache import LruCache
+
+__all__ = ["VouchedRecords"]
+
+
+class VouchedRecords:
+    """Verified, validated stored rows of one ledger, cached by their identity."""
+
+    def __init__(self, ledger: Ledger, key: bytes | None, size: int = 4096) -> None:
+        self._ledger = ledger
+        self._key = key
+        self._requests: LruCache[tuple[Any, ...], tuple[StoredRequest, ApprovalRequested]] = (
+            LruCache(size)
+        )
+        self._resolutions: LruCache[tuple[Any, ...], ApprovalResolved] = LruCache(size)
+        self._grants: LruCache[tuple[Any, ...], Grant] = LruCache(size)
+
+    # -- sealing what the authority writes -----------------------------------------
+
+    def request_seal(
+        self, envelope: Mapping[str, Any], thread_id: str | None, context: Mapping[str, Any] | None
+    ) -> str | None:
+        """The seal a new request row carries (None without a key)."""
+        if self._key is None:
+            return None
+        return request_seal(self._key, envelope, thread_id, dict(context or {}))
+
+    def resolution_seal(
+        self, request_id: str, envelope: Mapping[str, Any], decision_fingerprint: str | None
+    ) -> str | None:
+        """The seal a new resolution row carries (None without a key)."""
+        if self._key is None:
+            return None
+        return resolution_seal(self._key, request_id, envelope, decision_fingerprint)
+
+    def sealed_grant(self, grant: Grant) -> Grant:
+        """``grant`` carrying its seal (unchanged without a key)."""
+        return grant if self._key is None else replace(grant, mac=grant_seal(self._key, grant))
+
+    # -- the whole ledger ----------------------------------------------------------
+
+    def verify_all(self, *, expected_tip: tuple[int, str] | None = None) -> AuditVerification:
+        """``audit verify``: the chain, every row against its entry, and every seal."""
+        try:
+            contents = self._ledger.contents()
+        except LedgerIntegrityError as error:  # a row that cannot even be read
+            return AuditVerification(
+                False, 0, reason=error.reason, table=error.table, row_id=error.row_id
+            )
+        return verify_contents(contents, expected_tip=expected_tip, key=self._key)
+
+    # -- requests ------------------------------------------------------------------
+
+    def request(self, stored: StoredRequest) -> tuple[StoredRequest, ApprovalRequested]:
+        """The verified row (with its current status) and its validated envelope."""
+        identity = _identity(stored.request_id, stored.audit_index, stored.envelope)
+        cached = self._requests.get(identity)
+        if cached is not None:
+            return replace(cached[0], status=stored.status), cached[1]
+        table = "aais_requests"
+        entry = self._entry(table, stored.request_id, stored.audit_index)
+        self._raise_if(table, stored.request_id, request_vouched(stored, entry), stored.mac, stored)
+        model = ApprovalRequested.from_data(stored.envelope)
+        self._requests.put(identity, (stored, model))
+        return stored, model
+
+    def trust_request(self, stored: StoredRequest, model: ApprovalRequested) -> ApprovalRequested:
+        """Cache a row this authority has just written (nothing to check)."""
+        self._requests.put(
+            _identity(stored.request_id, stored.audit_index, stored.envelope), (stored, model)
+        )
+        return model
+
+    # -- resolutions ---------------------------------------------------------------
+
+    def resolution(self, stored: StoredResolution) -> ApprovalResolved:
+        """The validated envelope of a verified resolution row."""
+        identity = _identity(stored.request_id, stored.audit_index, stored.envelope)
+        cached = self._resolutions.get(identity)
+        if cached is not None:
+            return cached
+        table = "aais_resolutions"
+        entry = self._entry(table, stored.request_id, stored.audit_index)
+        self._raise_if(
+            table, stored.request_id, resolution_vouched(stored, entry), stored.mac, stored
+        )
+        return self._resolutions.put(identity, ApprovalResolved.from_data(stored.envelope))
+
+    def trust_resolution(
+        self, stored: StoredResolution, model: ApprovalResolved
+    ) -> ApprovalResolved:
+        """Cache a resolution this authority has just recorded (nothing to check)."""
+        return self._resolutions.put(
+            _identity(stored.request_id, stored.audit_index, stored.envelope), model
+        )
+
+    # -- grants --------------------------------------------------------------------
+
+    def grant(self, grant: Grant) -> Grant:
+        """The verified grant, with its current ``revoked_at``.
+
+        Revocation is the one change a grant row sees; a grant un-revoked behind the
+        ledger's back is a rollback only ``audit verify`` (and a kept tip) detects.
+        """
+        identity = (grant.grant_id, grant.audit_index)
+        cached = self._grants.get(identity)
+        if cached is None:
+            table = "aais_grants"
+            entry = self._entry(table, grant.grant_id, grant.audit_index)
+            self._raise_if(table, grant.grant_id, grant_vouched(grant, entry), grant.mac, grant)
+            cached = self._grants.put(identity, replace(grant, revoked_at=None))
+        return replace(cached, revoked_at=grant.revoked_at)
+
+    # -- internals -----------------------------------------------------------------
+
+    def _raise_if(
+        self, table: str, row_id: str, reason: str | None, mac: str | None, row: Any
+    ) -> None:
+        if reason is None:
+            try:
+                reason = seal_problem(sealed(self._key, table, row), mac)
+            except AAISValidationError:
+                reason = "it cannot be sealed (not I-JSON)"
+        if reason is not None:
+            raise LedgerIntegrityError(table, row_id, reason)
+
+    def _entry(self, table: str, row_id: str, index: int | None) -> AuditEntry:
+        """The row's audit entry, intact and still linked into the recorded chain."""
+        if index is None:
+            raise LedgerIntegrityError(table, row_id, "no audit entry vouches for it")
+        tip = self._ledger.audit_tip()  # first: entries up to it are committed
+        found = self._ledger.audit_entries(after_index=index - 1, limit=2)
+        if not found or found[0].index != index:
+            raise LedgerIntegrityError(table, row_id, f"its audit entry {index} is missing")
+        entry = found[0]
+        try:
+            intact = entry.entry_hash == chain_hash(
+                entry.index, entry.kind, entry.occurred_at, entry.payload, entry.prev_hash
+            )
+        except AAISValidationError:
+            intact = False
+        if not intact:
+            raise LedgerIntegrityError(
+                table, row_id, f"its audit entry {index} does not match its hash"
+            )
+        linked = (
+            found[1].prev_hash == entry.entry_hash
+            if len(found) > 1
+            else tip == (index, entry.entry_hash)
+        )
+        if not linked:
+            raise LedgerIntegrityError(
+                table, row_id, f"its audit entry {index} is not on the recorded chain"
+            )
+        return entry
+
+
+def _identity(row_id: str, audit_index: int | None, envelope: dict[str, Any]) -> tuple[Any, ...]:
+    return (row_id, audit_index, envelope.get("id"), envelope.get("sequence"))

@@ -1,0 +1,194 @@
+"""``audit verify``: the chain, then every stored row against the audit entry that vouches for it.
+
+The chain alone proves only that the audit log is intact; the rows the gate acts
+on live in other tables. So every request, resolution, grant and event row is
+recomputed into the payload its audit entry must hold, every audited row must
+still exist, and (with an authority key) every row's seal must verify. The first
+mismatch is reported by table and id; reasons never contain row values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+
+from aais_langgraph.protocol import AAISValidationError, sha256_digest
+
+from .audit import AuditVerification, verify_audit
+from .base import AuditEntry, LedgerContents
+from .integrity import (
+    grant_vouched,
+    request_vouched,
+    resolution_vouched,
+    seal_problem,
+    sealed,
+)
+
+__all__ = ["verify_contents"]
+
+Problem = tuple[str, str, str]
+"""``(table, row_id, reason)``."""
+
+
+class _Vouchers:
+    """The audit entries that vouch for rows, by the id of the row they name."""
+
+    def __init__(self, audit: list[AuditEntry]) -> None:
+        self.requested: dict[str, list[AuditEntry]] = {}
+        self.resolved: dict[str, list[AuditEntry]] = {}
+        self.granted: dict[str, list[AuditEntry]] = {}
+        self.revoked: dict[str, list[AuditEntry]] = {}
+        self.events: dict[int, str] = {}
+        for entry in audit:
+            payload = entry.payload
+            sequence = payload.get("sequence")
+            # Rejections and standing resolutions have no row (and no sequence).
+            recorded = isinstance(sequence, int) and not isinstance(sequence, bool)
+            if entry.kind == "requested":
+                self.requested.setdefault(str(payload.get("request_id")), []).append(entry)
+            elif entry.kind == "resolved" and recorded:
+                self.resolved.setdefault(str(payload.get("request_id")), []).append(entry)
+            elif entry.kind == "granted":
+                self.granted.setdefault(str(payload.get("grant_id")), []).append(entry)
+            elif entry.kind == "revoked":
+                self.revoked.setdefault(str(payload.get("grant_id")), []).append(entry)
+            if entry.kind in ("requested", "decided", "resolved") and isinstance(sequence, int):
+                self.events[sequence] = str(payload.get("envelope_digest"))
+
+
+def _one(found: dict[str, list[AuditEntry]], row_id: str) -> AuditEntry | str | None:
+    entries = found.get(row_id, [])
+    if len(entries) > 1:
+        return "more than one audit entry claims it"
+    return entries[0] if entries else None
+
+
+def _index_problem(audit_index: int | None, entry: AuditEntry | None) -> str | None:
+    if entry is not None and audit_index is not None and audit_index != entry.index:
+        return "it names another audit entry than the one that records it"
+    return None
+
+
+def _request_problems(
+    contents: LedgerContents, vouchers: _Vouchers, key: bytes | None
+) -> Iterator[Problem]:
+    resolved = {stored.request_id for stored in contents.resolutions}
+    seen: set[str] = set()
+    for stored in contents.requests:
+        seen.add(stored.request_id)
+        entry = _one(vouchers.requested, stored.request_id)
+        reason = (
+            entry
+            if isinstance(entry, str)
+            else request_vouched(stored, entry) or _index_problem(stored.audit_index, entry)
+        )
+        if reason is None and (stored.status == "resolved") != (stored.request_id in resolved):
+            reason = (
+                "it is marked pending, but a resolution is recorded"
+                if stored.status == "pending"
+                else "it is marked resolved, but no resolution is recorded"
+            )
+        if reason is None:
+            reason = seal_problem(sealed(key, "aais_requests", stored), stored.mac)
+        if reason is not None:
+            yield "aais_requests", stored.request_id, reason
+    for request_id, entries in vouchers.requested.items():
+        if request_id not in seen:
+            yield "aais_requests", request_id, f"missing (audit entry {entries[0].index})"
+
+
+def _resolution_problems(
+    contents: LedgerContents, vouchers: _Vouchers, key: bytes | None
+) -> Iterator[Problem]:
+    seen: set[str] = set()
+    for stored in contents.resolutions:
+        seen.add(stored.request_id)
+        entry = _one(vouchers.resolved, stored.request_id)
+        reason = (
+            entry
+            if isinstance(entry, str)
+            else resolution_vouched(stored, entry) or _index_problem(stored.audit_index, entry)
+        )
+        if reason is None:
+            reason = seal_problem(sealed(key, "aais_resolutions", stored), stored.mac)
+        if reason is not None:
+            yield "aais_resolutions", stored.request_id, reason
+    for request_id, entries in vouchers.resolved.items():
+        if request_id not in seen:
+            yield "aais_resolutions", request_id, f"missing (audit entry {entries[0].index})"
+
+
+def _grant_problems(
+    contents: LedgerContents, vouchers: _Vouchers, key: bytes | None
+) -> Iterator[Problem]:
+    seen: set[str] = set()
+    for grant in contents.grants:
+        seen.add(grant.grant_id)
+        entry = _one(vouchers.granted, grant.grant_id)
+        reason = (
+            entry
+            if isinstance(entry, str)
+            else grant_vouched(grant, entry) or _index_problem(grant.audit_index, entry)
+        )
+        revocations = vouchers.revoked.get(grant.grant_id, [])
+        if reason is None and grant.revoked_at is None and revocations:
+            reason = f"it is live, but audit entry {revocations[0].index} revoked it"
+        elif reason is None and grant.revoked_at is not None:
+            if len(revocations) != 1:
+                reason = "its revocation is not recorded once in the audit"
+            elif revocations[0].payload.get("revoked_at") != grant.revoked_at:
+                reason = "its revocation time differs from its audit entry"
+        if reason is None:
+            reason = seal_problem(sealed(key, "aais_grants", grant), grant.mac)
+        if reason is not None:
+            yield "aais_grants", grant.grant_id, reason
+    for grant_id, entries in vouchers.granted.items():
+        if grant_id not in seen:
+            yield "aais_grants", grant_id, f"missing (audit entry {entries[0].index})"
+
+
+def _event_problems(contents: LedgerContents, vouchers: _Vouchers) -> Iterator[Problem]:
+    stored = {sequence for sequence, _ in contents.events}
+    for sequence, envelope in contents.events:
+        vouched = vouchers.events.get(sequence)
+        try:
+            digest = sha256_digest(envelope)
+        except AAISValidationError:
+            digest = None
+        if vouched is None:
+            yield "aais_events", str(sequence), "no audit entry vouches for it"
+        elif digest != vouched or envelope.get("sequence") != sequence:
+            yield "aais_events", str(sequence), "it does not match its audit entry"
+    # Compaction drops the oldest events; a hole after the oldest one kept is a deletion.
+    oldest = min(stored, default=None)
+    for sequence in sorted(vouchers.events):
+        if oldest is not None and sequence > oldest and sequence not in stored:
+            yield "aais_events", str(sequence), "missing"
+    newest = max(vouchers.events, default=0)
+    if contents.last_sequence < newest:
+        yield "aais_meta", "last_sequence", "it is behind the sequences the audit records"
+
+
+def verify_contents(
+    contents: LedgerContents,
+    *,
+    expected_tip: tuple[int, str] | None = None,
+    key: bytes | None = None,
+) -> AuditVerification:
+    """Verify the chain, then cross-check every row; the first problem is reported.
+
+    ``key`` (the authority key, if one is configured) also checks every row's seal.
+    """
+    chain = verify_audit(contents.audit, contents.audit_tip, expected_tip=expected_tip)
+    if not chain.ok:
+        return replace(chain, table="aais_audit", row_id=str(chain.first_bad_index))
+    vouchers = _Vouchers(contents.audit)
+    for problems in (
+        _request_problems(contents, vouchers, key),
+        _resolution_problems(contents, vouchers, key),
+        _grant_problems(contents, vouchers, key),
+        _event_problems(contents, vouchers),
+    ):
+        for table, row_id, reason in problems:
+            return replace(chain, ok=False, table=table, row_id=row_id, reason=reason)
+    return chain

@@ -1,0 +1,191 @@
+"""Tamper evidence for stored rows: which audit entry vouches for a row, and MAC seals.
+
+Every request, resolution and grant row is written in the same transaction as an
+audit entry whose payload is a function of the whole row (the envelope and the
+context by digest). A row vouches for itself only if recomputing that payload from
+the row gives the entry's payload. Without a key, someone who can write the
+database can rewrite a row *and* recompute the chain after it; with an authority
+key, rows also carry an HMAC-SHA256 seal that cannot be recomputed without the key.
+Reasons never contain row values, only what is wrong.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from aais_langgraph.protocol import AAISValidationError, canonical_json
+
+from ._records import (
+    dump_json,
+    granted_audit,
+    load_json,
+    request_fields,
+    requested_audit,
+    resolved_audit,
+)
+from .base import AuditEntry, Grant, JsonDict, StoredRequest, StoredResolution
+
+__all__ = [
+    "MAC_PREFIX",
+    "LedgerIntegrityError",
+    "grant_seal",
+    "grant_vouched",
+    "request_seal",
+    "request_vouched",
+    "resolution_seal",
+    "resolution_vouched",
+    "seal_problem",
+    "sealed",
+]
+
+MAC_PREFIX = "hmac-sha256:"
+
+#: Payload keys that entries written before schema version 2 do not carry.
+_LEGACY_OPTIONAL = frozenset({"context_digest"})
+
+
+class LedgerIntegrityError(RuntimeError):
+    """A stored row is not vouched for by its audit entry (or its seal): refuse to act on it."""
+
+    def __init__(self, table: str, row_id: str, reason: str) -> None:
+        super().__init__(f"ledger integrity: {table} {row_id}: {reason}")
+        self.table = table
+        self.row_id = row_id
+        self.reason = reason
+
+
+# -- seals ---------------------------------------------------------------------------
+
+
+def _without_sequence(envelope: Mapping[str, Any]) -> JsonDict:
+    # The ledger assigns the sequence inside its transaction, after the seal is made.
+    return {key: value for key, value in envelope.items() if key != "sequence"}
+
+
+def _seal(key: bytes, kind: str, row: Mapping[str, Any]) -> str:
+    document = {"aais-langgraph-seal": kind, "row": load_json(dump_json(row))}
+    message = canonical_json(document, max_depth=sys.maxsize, pointer="/seal")
+    return MAC_PREFIX + hmac.new(key, message, hashlib.sha256).hexdigest()
+
+
+def request_seal(
+    key: bytes, envelope: Mapping[str, Any], thread_id: str | None, context: Mapping[str, Any]
+) -> str:
+    """The seal of a request row: its envelope (sequence aside), thread and context."""
+    request = envelope.get("request")
+    request_id = request.get("id") if isinstance(request, Mapping) else None
+    row = {
+        "request_id": request_id,
+        "envelope": _without_sequence(envelope),
+        "thread_id": thread_id,
+        "context": dict(context),
+    }
+    return _seal(key, "request", row)
+
+
+def resolution_seal(
+    key: bytes, request_id: str, envelope: Mapping[str, Any], decision_fingerprint: str | None
+) -> str:
+    """The seal of a resolution row: its request, envelope (sequence aside) and fingerprint."""
+    row = {
+        "request_id": request_id,
+        "envelope": _without_sequence(envelope),
+        "decision_fingerprint": decision_fingerprint,
+    }
+    return _seal(key, "resolution", row)
+
+
+def grant_seal(key: bytes, grant: Grant) -> str:
+    """The seal of a grant row: everything but ``revoked_at`` (which only the audit records)."""
+    row = grant.to_json()
+    del row["revoked_at"]
+    return _seal(key, "grant", row)
+
+
+def seal_problem(expected: str | None, mac: str | None) -> str | None:
+    """Why ``mac`` is not the expected seal, or None (``expected`` None: no key, nothing to do)."""
+    if expected is None:
+        return None
+    if mac is None:
+        return "it carries no seal, but an authority key is configured"
+    if not hmac.compare_digest(expected.encode("ascii"), mac.encode("utf-8", "replace")):
+        return "its seal does not verify (the row changed, or another key sealed it)"
+    return None
+
+
+def sealed(key: bytes | None, table: str, row: Any) -> str | None:
+    """The seal ``row`` should carry under ``key`` (None without a key); raises on bad rows."""
+    if key is None:
+        return None
+    if table == "aais_requests":
+        return request_seal(key, row.envelope, row.thread_id, row.context)
+    if table == "aais_resolutions":
+        return resolution_seal(key, row.request_id, row.envelope, row.decision_fingerprint)
+    return grant_seal(key, row)
+
+
+# -- what an audit entry vouches for ------------------------------------------------
+
+
+def _payload_problem(payload: Mapping[str, Any], recomputed: Mapping[str, Any]) -> str | None:
+    for name, value in recomputed.items():
+        if name in payload:
+            if payload[name] != value:
+                return f"it does not match its audit entry ({name} differs)"
+        elif name not in _LEGACY_OPTIONAL:
+            return f"its audit entry does not record {name}"
+    extra = set(payload).difference(recomputed)
+    if extra:
+        return f"its audit entry records {sorted(extra)[0]}, which the row does not have"
+    return None
+
+
+def request_vouched(stored: StoredRequest, entry: AuditEntry | None) -> str | None:
+    """Why ``entry`` does not vouch for the request row, or None if it does."""
+    if entry is None:
+        return "no audit entry vouches for it"
+    if entry.kind != "requested":
+        return "its audit entry is not a request's"
+    try:
+        request = stored.envelope["request"]
+        if request["id"] != stored.request_id:
+            return "its envelope is for another request"
+        fields = request_fields(stored.envelope)
+        if (fields.session_id, fields.expires_at) != (stored.session_id, stored.expires_at):
+            return "its session or expiry columns differ from its envelope"
+        recomputed = requested_audit(stored.envelope, stored.thread_id, stored.context)
+    except (AAISValidationError, KeyError, TypeError, ValueError):
+        return "it cannot be read as a request"
+    return _payload_problem(entry.payload, recomputed)
+
+
+def resolution_vouched(stored: StoredResolution, entry: AuditEntry | None) -> str | None:
+    """Why ``entry`` does not vouch for the resolution row, or None if it does."""
+    if entry is None:
+        return "no audit entry vouches for it"
+    if entry.kind != "resolved" or "sequence" not in entry.payload:
+        return "its audit entry is not a recorded resolution's"
+    try:
+        if stored.envelope["resolution"]["request_id"] != stored.request_id:
+            return "its envelope is for another request"
+        recomputed = resolved_audit(stored.envelope, stored.decision_fingerprint)
+    except (AAISValidationError, KeyError, TypeError, ValueError):
+        return "it cannot be read as a resolution"
+    return _payload_problem(entry.payload, recomputed)
+
+
+def grant_vouched(grant: Grant, entry: AuditEntry | None) -> str | None:
+    """Why ``entry`` does not vouch for the grant row (``revoked_at`` aside), or None."""
+    if entry is None:
+        return "no audit entry vouches for it"
+    if entry.kind != "granted":
+        return "its audit entry is not a grant's"
+    try:
+        recomputed = granted_audit(grant)
+    except (AAISValidationError, KeyError, TypeError, ValueError):
+        return "it cannot be read as a grant"
+    return _payload_problem(entry.payload, recomputed)

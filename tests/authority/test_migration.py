@@ -1,0 +1,69 @@
+"""``setup()`` migrates a schema-version-1 ledger (no ``audit_index``/``mac`` columns, requested
+entries without ``context_digest``) in place, idempotently, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from aais_langgraph.authority import ApprovalAuthority
+from aais_langgraph.ledger import GENESIS_HASH, chain_hash
+
+from .test_tamper import Tampered, tampered  # noqa: F401 - the fixture
+
+TABLES = ("aais_requests", "aais_resolutions", "aais_grants")
+
+
+def make_version_1(state: Tampered) -> None:
+    """Rewrite the ledger into what version 1 wrote, chain and tip included."""
+    for table in TABLES:
+        state.raw(f"ALTER TABLE {table} DROP COLUMN audit_index")
+        state.raw(f"ALTER TABLE {table} DROP COLUMN mac")
+    if state.backend == "sqlite":
+        state.raw("UPDATE aais_meta SET value = '1' WHERE key = 'schema_version'")
+    else:
+        state.raw("UPDATE aais_meta SET schema_version = 1")
+    rows = state.raw("SELECT idx, kind, occurred_at, payload FROM aais_audit ORDER BY idx")
+    prev_hash = GENESIS_HASH
+    for index, kind, occurred_at, text in rows:
+        payload = json.loads(text)
+        payload.pop("context_digest", None)
+        entry_hash = chain_hash(index, kind, occurred_at, payload, prev_hash)
+        state.raw(
+            "UPDATE aais_audit SET payload = ?, prev_hash = ?, entry_hash = ? WHERE idx = ?",
+            json.dumps(payload, separators=(",", ":")),
+            prev_hash,
+            entry_hash,
+            index,
+        )
+        prev_hash = entry_hash
+    state.set_tip(len(rows) - 1, prev_hash)
+
+
+def test_setup_migrates_a_version_1_ledger_in_place(tampered: Tampered, tmp_path: Path) -> None:  # noqa: F811
+    make_version_1(tampered)
+    ledger = tampered.authority.ledger
+    ledger.setup()
+    ledger.setup()  # idempotent
+
+    fresh = ApprovalAuthority(ledger)
+    result = fresh.verify_audit()
+    assert result.ok, (result.table, result.row_id, result.reason)
+    stored = ledger.get_resolution(tampered.approved)
+    assert stored is not None and stored.audit_index is not None
+    # Every reader vouches for the migrated rows, legacy entries included.
+    resolved = fresh.get_resolution(tampered.approved)
+    assert resolved is not None and resolved.approved
+    assert fresh.get_request(tampered.pending) is not None
+    assert [g.grant_id for g in fresh.list_grants()] == [tampered.grant_id]
+
+
+def test_a_newer_schema_is_still_refused(tampered: Tampered) -> None:  # noqa: F811
+    if tampered.backend == "sqlite":
+        tampered.raw("UPDATE aais_meta SET value = '99' WHERE key = 'schema_version'")
+    else:
+        tampered.raw("UPDATE aais_meta SET schema_version = 99")
+    with pytest.raises(RuntimeError, match="schema version 99"):
+        tampered.authority.ledger.setup()

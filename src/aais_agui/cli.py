@@ -8,8 +8,9 @@
 the sibling ``<name>.checkpoints<suffix>``) or a ``postgresql://`` URL (ledger and
 checkpoints in that database). It is the same value ``aais-langgraph --db``
 takes, so a decision made with that CLI reaches the running server, which
-resumes the thread. ``--port 0`` picks a free port; the URL is printed once the
-server listens.
+resumes the thread; without ``--db`` (before or after the command), ``AAIS_DB``
+names it. ``--port 0`` picks a free port; the URL is printed once the server
+listens. A port already in use is one line of error (exit status 1), no traceback.
 
 ``serve`` needs a login: ``--token-env VAR`` (a bearer token) or, on a laptop
 only, ``--local-dev-login`` (every loopback client approves as one local
@@ -25,9 +26,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import hashlib
 import importlib
 import os
+import socket
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Sequence
@@ -36,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from aais_langgraph.authority import ApprovalAuthority
+from aais_langgraph.cli.db_option import DB_ENV, add_db_option, chosen_db
 from aais_langgraph.cli.render import escape
 from aais_langgraph.gate import areconcile_checkpoints
 from aais_langgraph.ledger import Ledger, open_ledger
@@ -152,8 +156,34 @@ class _EndStreamsOnShutdown:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-async def _serve(app: Any, host: str, port: int, banner: list[str]) -> None:
-    """Run uvicorn; print the URL (and ``banner``) once it listens."""
+class AddressInUse(Exception):
+    """The port cannot be bound; the message is the one line the command prints."""
+
+
+def bind_listener(host: str, port: int) -> socket.socket:
+    """The server's socket, bound before anything else starts so a busy port is one clear
+    line (``AddressInUse``) instead of uvicorn's logged traceback and a half-open ledger."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), port))
+    except OSError as error:
+        sock.close()
+        where = f"port {port} on {host}"
+        if error.errno == errno.EADDRINUSE:
+            raise AddressInUse(
+                f"{where} is already in use; choose another with --port (0 picks a free one)"
+            ) from None
+        raise AddressInUse(
+            f"cannot listen on {where} ({error.strerror}); choose another with --host/--port"
+        ) from None
+    sock.set_inheritable(True)
+    return sock
+
+
+async def _serve(app: Any, sock: socket.socket, host: str, banner: list[str]) -> None:
+    """Run uvicorn on the bound ``sock``; print the URL (and ``banner``) once it listens."""
     import uvicorn
 
     streams = _EndStreamsOnShutdown(app)
@@ -163,11 +193,9 @@ async def _serve(app: Any, host: str, port: int, banner: list[str]) -> None:
             streams.closing.set()
             await super().shutdown(sockets=sockets)
 
-    config = uvicorn.Config(
-        streams, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5
-    )
+    config = uvicorn.Config(streams, log_level="warning", timeout_graceful_shutdown=5)
     server = Server(config)
-    serving = asyncio.create_task(server.serve())
+    serving = asyncio.create_task(server.serve(sockets=[sock]))
     while not server.started and not serving.done():
         await asyncio.sleep(0.05)
     if server.started:
@@ -178,7 +206,7 @@ async def _serve(app: Any, host: str, port: int, banner: list[str]) -> None:
     await serving
 
 
-async def _run(args: argparse.Namespace) -> None:
+async def _run(args: argparse.Namespace, sock: socket.socket) -> None:
     from .app import create_app
 
     async with open_storage(args.db) as (ledger, checkpointer):
@@ -209,7 +237,11 @@ async def _run(args: argparse.Namespace) -> None:
             name=name,
             watch_decisions=not args.no_watch,
         )
-        await _serve(app, args.host, args.port, banner)
+        await _serve(app, sock, args.host, banner)
+
+
+DEFAULT_DB = {"demo": "aais-demo.db", "serve": "aais-agui.db"}
+"""The ledger each command opens when neither ``--db`` nor ``AAIS_DB`` names one."""
 
 
 def _default_workspace(db: str) -> Path:
@@ -228,12 +260,14 @@ def _parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="serve the demo agent and the inbox page")
     serve = commands.add_parser("serve", help="serve your graph: pkg.module:attr")
     serve.add_argument("graph", help="pkg.module:attr (compiled graph, StateGraph, or factory)")
-    for sub, default_db in ((demo, "aais-demo.db"), (serve, "aais-agui.db")):
+    add_db_option(
+        [parser, demo, serve],
+        f"SQLite path or postgresql:// URL (default: ${DB_ENV}, else {DEFAULT_DB['demo']} "
+        f"for demo, {DEFAULT_DB['serve']} for serve)",
+    )
+    for sub in (demo, serve):
         sub.add_argument("--host", default="127.0.0.1", help="default 127.0.0.1")
         sub.add_argument("--port", type=int, default=8000, help="default 8000; 0 picks one")
-        sub.add_argument(
-            "--db", default=default_db, help=f"SQLite path or postgresql:// URL ({default_db})"
-        )
         sub.add_argument(
             "--no-watch",
             action="store_true",
@@ -259,11 +293,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``aais-agui`` command."""
     parser = _parser()
     args = parser.parse_args(argv)
+    args.db = chosen_db(args, default=DEFAULT_DB[args.command])
     if args.token_env is None and not args.local_dev_login:
         parser.error("serve needs a login: --token-env VAR, or on a laptop only --local-dev-login")
     try:
-        with suppress(KeyboardInterrupt):
-            asyncio.run(_run(args))
+        sock = bind_listener(args.host, args.port)
+    except AddressInUse as error:
+        print(f"aais-agui: {error}", file=sys.stderr)
+        return 1
+    try:
+        with sock, suppress(KeyboardInterrupt):
+            asyncio.run(_run(args, sock))
     except ImportError as error:
         print(
             f"aais-agui: {error}\n(the server needs the extras: "

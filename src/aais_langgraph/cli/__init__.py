@@ -1,7 +1,8 @@
 """``aais-langgraph`` command line: inspect and answer approvals in a ledger.
 
 Every command takes ``--db PATH|URL`` (a SQLite file or a Postgres URL, the same
-value the demo and server take). A decision made here is recorded by the
+value the demo and server take), before or after the command; without it the
+``AAIS_DB`` environment variable names the ledger. A decision made here is recorded by the
 authority like any presenter's; a running server notices it and resumes the run.
 Every command but ``init`` needs an existing ledger: a missing, empty, foreign or
 damaged file is one line of error and exit status 2, never an empty ledger. The
@@ -26,6 +27,7 @@ from ..ledger import AuditVerification, LedgerIntegrityError, NotALedgerError, o
 from ..protocol import AAISValidationError, Actor, DecisionKind, Scope, build_decision, id_for
 from . import render
 from .checkpoints import holds_checkpoints, open_checkpointer
+from .db_option import DB_ENV, add_db_option, chosen_db
 
 __all__ = ["main"]
 
@@ -39,7 +41,6 @@ def _actor() -> Actor:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="aais-langgraph", description=__doc__.splitlines()[0])
-    parser.add_argument("--db", required=True, help="SQLite file path or postgresql:// URL")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("init", help="create the ledger (or migrate an older one)")
     pending = commands.add_parser("pending", help="list pending approvals")
@@ -79,6 +80,10 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N:HASH",
         type=_tip,
         help="a tip printed by an earlier verify and kept elsewhere: detects a rollback",
+    )
+    add_db_option(
+        [parser, *commands.choices.values()],
+        f"SQLite file path or postgresql:// URL (default: ${DB_ENV})",
     )
     return parser
 
@@ -253,7 +258,11 @@ def main(
     """Run the CLI; returns the exit status (0 ok, 1 refused or failed check, 2 bad input
     or no usable ledger). Errors are one line on ``stdout``, never a traceback; bad
     arguments are argparse's usage error (exit status 2)."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    args.db = chosen_db(args)
+    if args.db is None:
+        parser.error(f"no ledger: give --db PATH|URL or set {DB_ENV}")
     out = stdout if stdout is not None else sys.stdout
     try:
         with open_ledger(args.db, create=args.command == "init") as ledger:

@@ -28,17 +28,33 @@ from aais_langgraph.protocol import (
 )
 from aais_langgraph.protocol.answer_schema import decided_schema
 from aais_langgraph.protocol.errors import join_pointer
+from aais_langgraph.protocol.extensions import TOOL_CALL_ID_EXTENSION
 
 METADATA_KEY = "aais"
 """Key of the AAIS envelope inside ``Interrupt.metadata`` / ``ResumeEntry.metadata``."""
 
-TOOL_CALL_EXTENSION = "aais-langgraph.org/tool_call_id"
+TOOL_CALL_EXTENSION = TOOL_CALL_ID_EXTENSION
 """Request extension naming the LangChain tool call a tool approval gates."""
 
 E = TypeVar("E", ApprovalRequested, ApprovalDecided)
 
 APPROVAL_REASON = "aais:approval"
 TOOL_CALL_REASON = "tool_call"
+
+__all__ = [
+    "APPROVAL_REASON",
+    "METADATA_KEY",
+    "TOOL_CALL_EXTENSION",
+    "TOOL_CALL_REASON",
+    "decided_response_schema",
+    "interrupt_to_request",
+    "is_approval_request",
+    "parse_resume_entry",
+    "request_to_interrupt",
+    "resume_entry_for",
+    "run_agent_input",
+    "tool_call_id_of",
+]
 
 
 def is_approval_request(value: Any) -> bool:

@@ -1,102 +1,60 @@
 """AAIS 1.0 approvals for LangGraph: a node pauses on an ``approval.requested``
-interrupt and continues only on a decision bound by digest to the exact action."""
+interrupt and continues only on a decision bound by digest to the exact action.
+
+The top level holds what a graph author writes first; the rest lives in its layer:
+envelope models and builders in :mod:`aais_langgraph.protocol`, ledgers and
+``open_ledger`` in :mod:`aais_langgraph.ledger`, constraints, keys and leases in
+:mod:`aais_langgraph.authority`, housekeeping and crash recovery (``sweep_expired``,
+``cancel_thread``, ``resume_stranded``, ``unknown_executions``, ...) in
+:mod:`aais_langgraph.gate`, tool middleware in :mod:`aais_langgraph.tools`.
+"""
 
 from .authority import (
     ApprovalAuthority,
     ApprovalPolicy,
-    AskEveryTime,
     LeaseHeldError,
     LedgerIntegrityError,
     PolicyVerdict,
     UnknownRequestError,
-    explain_constraints,
-    load_authority_key,
 )
 from .gate import (
-    AUTHORITY_KEY,
     Cancellation,
     ExecutionUnknownError,
     RejectedResumeError,
-    approval_key,
     approval_node,
     arequest_approval,
     aresume_with_decisions,
-    cancel_thread,
     pending_approvals,
-    reconcile_execution,
     request_approval,
     requires_approval,
-    resume_resolved,
-    resume_stranded,
     resume_with_decisions,
-    stranded_threads,
-    sweep_expired,
-    unknown_executions,
 )
 from .ledger import InMemoryLedger, Ledger, SqliteLedger
-from .protocol import (
-    AAISValidationError,
-    Action,
-    Actor,
-    ApprovalDecided,
-    ApprovalRequested,
-    ApprovalResolved,
-    ApprovalSnapshot,
-    Choice,
-    Origin,
-    Risk,
-    action_digest,
-    build_decision,
-    build_request,
-    parse_envelope,
-)
+from .protocol import AAISValidationError, ApprovalRequested, build_decision
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "AUTHORITY_KEY",
     "AAISValidationError",
-    "Action",
-    "Actor",
     "ApprovalAuthority",
-    "ApprovalDecided",
     "ApprovalPolicy",
     "ApprovalRequested",
-    "ApprovalResolved",
-    "ApprovalSnapshot",
-    "AskEveryTime",
     "Cancellation",
-    "Choice",
     "ExecutionUnknownError",
     "InMemoryLedger",
     "LeaseHeldError",
     "Ledger",
     "LedgerIntegrityError",
-    "Origin",
     "PolicyVerdict",
     "RejectedResumeError",
-    "Risk",
     "SqliteLedger",
     "UnknownRequestError",
-    "action_digest",
-    "approval_key",
     "approval_node",
     "arequest_approval",
     "aresume_with_decisions",
     "build_decision",
-    "build_request",
-    "cancel_thread",
-    "explain_constraints",
-    "load_authority_key",
-    "parse_envelope",
     "pending_approvals",
-    "reconcile_execution",
     "request_approval",
     "requires_approval",
-    "resume_resolved",
-    "resume_stranded",
     "resume_with_decisions",
-    "stranded_threads",
-    "sweep_expired",
-    "unknown_executions",
 ]

@@ -26,13 +26,8 @@ from typing_extensions import TypedDict
 
 from aais_agui import bearer_token_authenticator, create_app, run_agent_input
 from aais_agui.agent import AAISLangGraphAgent
-from aais_langgraph import (
-    ApprovalAuthority,
-    AskEveryTime,
-    RejectedResumeError,
-    approval_node,
-    build_decision,
-)
+from aais_langgraph import ApprovalAuthority, RejectedResumeError, approval_node, build_decision
+from aais_langgraph.authority import AskEveryTime
 from aais_langgraph.ledger import SqliteLedger
 from aais_langgraph.protocol import Decision, Request
 

@@ -44,7 +44,7 @@ def test_mapping_imports_and_works_with_only_the_core_dependencies() -> None:
         from aais_langgraph.protocol import build_request
 
         requested = build_request(
-            {"kind": "fs.delete", "name": "delete_file", "summary": "Delete a report", "arguments": {}},
+            {"kind": "fs.delete", "name": "delete_file", "summary": "Delete it", "arguments": {}},
             origin={"harness": "test", "session_id": "s-1"},
         )
         interrupt = request_to_interrupt(requested, interrupt_id="i-1")

@@ -14,8 +14,9 @@ import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import START, StateGraph
 
-from aais_langgraph import ApprovalAuthority, SqliteLedger, request_approval, resume_resolved
+from aais_langgraph import ApprovalAuthority, SqliteLedger, request_approval
 from aais_langgraph.cli import main
+from aais_langgraph.gate import resume_resolved
 
 SECRETLESS_COMMAND = "ls\x1b[31m -la \u202e"
 CHOICES = [

@@ -1,4 +1,4 @@
-"""``aais-langgraph --db``: before or after the command, else ``AAIS_DB``; neither is one clear error."""
+"""``aais-langgraph --db``: before or after the command, else ``AAIS_DB``; else an error."""
 
 from __future__ import annotations
 

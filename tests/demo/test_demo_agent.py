@@ -19,7 +19,8 @@ from aais_agui.demo import (
     demo_tools,
     propose_calls,
 )
-from aais_langgraph import AUTHORITY_KEY, ApprovalAuthority, build_decision, resume_with_decisions
+from aais_langgraph import ApprovalAuthority, build_decision, resume_with_decisions
+from aais_langgraph.gate import AUTHORITY_KEY
 from aais_langgraph.gate.nodes import run_approved
 
 ALICE = {"id": "alice", "type": "human"}

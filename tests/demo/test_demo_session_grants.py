@@ -10,13 +10,9 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from aais_agui.demo import DemoWorkspace, build_demo_agent
-from aais_langgraph import (
-    AUTHORITY_KEY,
-    ApprovalAuthority,
-    build_decision,
-    explain_constraints,
-    resume_with_decisions,
-)
+from aais_langgraph import ApprovalAuthority, build_decision, resume_with_decisions
+from aais_langgraph.authority import explain_constraints
+from aais_langgraph.gate import AUTHORITY_KEY
 
 ALICE = {"id": "alice", "type": "human"}
 

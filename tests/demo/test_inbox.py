@@ -15,7 +15,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from aais_agui import create_app, run_agent_input
 from aais_agui.demo import DemoWorkspace, build_demo_agent
-from aais_langgraph import ApprovalAuthority, explain_constraints
+from aais_langgraph import ApprovalAuthority
+from aais_langgraph.authority import explain_constraints
 
 from .support import JSON_HEADERS
 

@@ -13,7 +13,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from aais_agui import run_agent_input
 from aais_agui.demo import DemoWorkspace, build_demo_agent
 from aais_agui.watcher import DecisionWatcher
-from aais_langgraph import AUTHORITY_KEY, ApprovalAuthority, build_decision
+from aais_langgraph import ApprovalAuthority, build_decision
+from aais_langgraph.gate import AUTHORITY_KEY
 
 from .support import (
     agui_run,

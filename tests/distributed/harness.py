@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aais_langgraph import ApprovalDecided, ApprovalRequested, build_decision
+from aais_langgraph import ApprovalRequested, build_decision
+from aais_langgraph.protocol import ApprovalDecided
 
 from . import worker
 

@@ -19,8 +19,13 @@ from dataclasses import dataclass
 
 import pytest
 
-from aais_langgraph import reconcile_execution, resume_with_decisions, unknown_executions
-from aais_langgraph.gate import resume_stranded, stranded_threads
+from aais_langgraph import resume_with_decisions
+from aais_langgraph.gate import (
+    reconcile_execution,
+    resume_stranded,
+    stranded_threads,
+    unknown_executions,
+)
 
 from .harness import Scene, decide
 from .worker import HUMAN, config

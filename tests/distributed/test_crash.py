@@ -26,11 +26,14 @@ from aais_langgraph import (
     ApprovalRequested,
     ExecutionUnknownError,
     pending_approvals,
-    reconcile_execution,
     resume_with_decisions,
+)
+from aais_langgraph.gate import (
+    reconcile_execution,
+    resume_stranded,
+    stranded_threads,
     unknown_executions,
 )
-from aais_langgraph.gate import resume_stranded, stranded_threads
 
 from .harness import Scene, decide
 from .worker import HUMAN, config

@@ -59,12 +59,12 @@ from aais_langgraph import (
     ApprovalAuthority,
     Ledger,
     SqliteLedger,
-    approval_key,
     request_approval,
     requires_approval,
     resume_with_decisions,
 )
 from aais_langgraph.authority import run_lease
+from aais_langgraph.gate import approval_key
 
 HUMAN = {"id": "user_alex", "type": "human"}
 INTERRUPT = "__interrupt__"  # the checkpoint channel of interrupts (langgraph.constants)

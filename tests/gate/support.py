@@ -23,13 +23,13 @@ from langgraph.types import Interrupt, Send
 
 from aais_langgraph import (
     ApprovalAuthority,
-    ApprovalDecided,
     ApprovalRequested,
     InMemoryLedger,
     SqliteLedger,
     build_decision,
     request_approval,
 )
+from aais_langgraph.protocol import ApprovalDecided
 
 START_TIME = datetime(2026, 8, 30, 18, 0, tzinfo=timezone.utc)
 HUMAN: dict[str, Any] = {"id": "user_alex", "type": "human", "display_name": "Alex"}

@@ -21,13 +21,8 @@ from langgraph.errors import is_invalid_resume
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 
-from aais_langgraph import (
-    ApprovalAuthority,
-    AskEveryTime,
-    RejectedResumeError,
-    arequest_approval,
-    build_decision,
-)
+from aais_langgraph import ApprovalAuthority, RejectedResumeError, arequest_approval, build_decision
+from aais_langgraph.authority import AskEveryTime
 from aais_langgraph.gate.channel import (
     ALLOW_UNAUTHENTICATED_VAR,
     RECORDED_ONLY_KEY,

@@ -22,17 +22,17 @@ from aais_langgraph import (
     ExecutionUnknownError,
     InMemoryLedger,
     build_decision,
-    reconcile_execution,
     resume_with_decisions,
-    unknown_executions,
 )
 from aais_langgraph.gate import (
     approval_key,
     approval_node,
     execution_state,
     pending_approvals,
+    reconcile_execution,
     requires_approval,
     resume_resolved,
+    unknown_executions,
 )
 
 HUMAN = {"id": "alice", "type": "human"}

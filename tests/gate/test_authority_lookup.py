@@ -8,13 +8,8 @@ from typing import Any
 import pytest
 from langgraph.graph import END, START, StateGraph
 
-from aais_langgraph import (
-    AUTHORITY_KEY,
-    ApprovalAuthority,
-    request_approval,
-    resume_with_decisions,
-    sweep_expired,
-)
+from aais_langgraph import ApprovalAuthority, request_approval, resume_with_decisions
+from aais_langgraph.gate import AUTHORITY_KEY, sweep_expired
 
 from .support import (
     HUMAN,

@@ -19,9 +19,9 @@ from aais_langgraph import (
     PolicyVerdict,
     RejectedResumeError,
     pending_approvals,
-    resume_resolved,
     resume_with_decisions,
 )
+from aais_langgraph.gate import resume_resolved
 from aais_langgraph.protocol import Action, Decision, Origin, Request
 
 from .support import (

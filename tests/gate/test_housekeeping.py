@@ -4,13 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from aais_langgraph import (
-    Cancellation,
-    cancel_thread,
-    pending_approvals,
-    resume_with_decisions,
-    sweep_expired,
-)
+from aais_langgraph import Cancellation, pending_approvals, resume_with_decisions
+from aais_langgraph.gate import cancel_thread, sweep_expired
 
 from .support import (
     HUMAN,

@@ -10,12 +10,12 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 
 from aais_langgraph import (
-    ApprovalResolved,
     approval_node,
     aresume_with_decisions,
     requires_approval,
     resume_with_decisions,
 )
+from aais_langgraph.protocol import ApprovalResolved
 
 from .support import (
     HUMAN,

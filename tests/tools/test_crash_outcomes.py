@@ -14,8 +14,8 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
 
-from aais_langgraph import build_decision, resume_with_decisions, unknown_executions
-from aais_langgraph.gate import approval_key, resume_resolved
+from aais_langgraph import build_decision, resume_with_decisions
+from aais_langgraph.gate import approval_key, resume_resolved, unknown_executions
 
 from .helpers import ALICE, call, pending, script, thread, tool_graph, tool_messages, turn
 

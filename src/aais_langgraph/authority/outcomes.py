@@ -26,8 +26,7 @@ from ..protocol import (
     new_id,
     parse_timestamp,
 )
-
-EXTENSION_NAMESPACE = "aais-langgraph.org/"
+from ..protocol.extensions import EXTENSION_NAMESPACE
 
 MESSAGES: dict[str, str] = {
     "approved": "Approved.",

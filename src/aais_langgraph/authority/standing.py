@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..ledger import Grant
 from ..protocol import Action, ApprovalResolved, action_digest, new_id
-from .outcomes import EXTENSION_NAMESPACE, resolution_audit, resolution_envelope
+from ..protocol.extensions import EXTENSION_NAMESPACE
+from .outcomes import resolution_audit, resolution_envelope
 from .policy import PolicyVerdict
 
 if TYPE_CHECKING:

@@ -26,10 +26,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..authority import ApprovalAuthority, new_holder
-from ..authority.outcomes import EXTENSION_NAMESPACE, resolution_envelope
+from ..authority.outcomes import resolution_envelope
 from ..ledger import Execution
 from ..ledger.executions import claim_change, finish_change, reconcile_change
 from ..protocol import ApprovalResolved, Request
+from ..protocol.extensions import EXTENSION_NAMESPACE
 from .response import Answer, AnswerType, Refusal, RejectedResumeError, mark_invalid_resume
 from .run_context import retry_request_id
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..authority import ApprovalAuthority
-from ..authority.outcomes import EXTENSION_NAMESPACE
 from ..protocol import AAISValidationError, sha256_digest
+from ..protocol.extensions import EXTENSION_NAMESPACE
 
 __all__ = [
     "INTEGRITY_ERRORS_EXTENSION",

@@ -16,6 +16,7 @@ from .envelopes import (
     Envelope,
 )
 from .errors import AAISValidationError
+from .extensions import EXTENSION_NAMESPACE, TOOL_CALL_ID_EXTENSION
 from .ids import DERIVED_ID_PREFIX, MAX_ID_LENGTH, id_for, is_id
 from .ijson import (
     DEFAULT_MAX_BYTES,
@@ -50,7 +51,9 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_DEPTH",
     "DERIVED_ID_PREFIX",
+    "EXTENSION_NAMESPACE",
     "MAX_ID_LENGTH",
+    "TOOL_CALL_ID_EXTENSION",
     "AAISModel",
     "AAISValidationError",
     "Action",

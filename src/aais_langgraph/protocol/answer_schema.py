@@ -9,9 +9,8 @@ The schema states every rule the parser applies to such an envelope, so a
 document validates exactly when it parses, except the rules of the JSON text
 itself (I-JSON: integers within +/-(2**53-1) and written as integers, no lone
 surrogates, no duplicate keys, nesting within the server's bound), which JSON
-Schema cannot express. Patterns are written in the dialect Python and
-ECMA-262 share and end with ``(?![\\s\\S])``: Python's ``$`` would also match
-before a final newline.
+Schema cannot express. The patterns are the parser's own (:mod:`.patterns`),
+anchored for JSON Schema.
 """
 
 from __future__ import annotations
@@ -20,25 +19,23 @@ from typing import Any
 
 from .ijson import MAX_SAFE_INTEGER
 from .parts import Request
+from .patterns import EXTENSION_KEY_PATTERN, ID_PATTERN, MAX_ID_LENGTH, schema_pattern
 from .timestamps import RFC3339_PATTERN
-
-END = "(?![\\s\\S])"
-"""End of text in every regex dialect (Python's ``$`` also matches before a final newline)."""
 
 ID_SCHEMA: dict[str, Any] = {
     "type": "string",
     "minLength": 1,
-    "maxLength": 200,
-    "pattern": "^[A-Za-z0-9][A-Za-z0-9._:-]*" + END,
+    "maxLength": MAX_ID_LENGTH,
+    "pattern": schema_pattern(ID_PATTERN),
 }
 TIMESTAMP_SCHEMA: dict[str, Any] = {
     "type": "string",
     "format": "date-time",
-    "pattern": f"^{RFC3339_PATTERN}{END}",
+    "pattern": schema_pattern(RFC3339_PATTERN),
 }
 EXTENSIONS_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "propertyNames": {"pattern": "^(https?://|[A-Za-z0-9-]+\\.[A-Za-z0-9.-]+/)"},
+    "propertyNames": {"pattern": schema_pattern(EXTENSION_KEY_PATTERN, whole=False)},
 }
 ACTOR_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Annotated, Any
 
@@ -26,11 +25,11 @@ from typing_extensions import Self
 
 from .errors import AAISValidationError, join_pointer
 from .ijson import DEFAULT_MAX_DEPTH, MAX_SAFE_INTEGER, check_ijson
+from .patterns import DIGEST as _DIGEST
+from .patterns import EXTENSION_KEY as _EXTENSION_KEY
+from .patterns import ID as _ID
+from .patterns import MAX_ID_LENGTH
 from .timestamps import parse_timestamp
-
-_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*", re.ASCII)
-_DIGEST = re.compile(r"sha256:[0-9a-f]{64}", re.ASCII)
-_EXTENSION_KEY = re.compile(r"(https?://|[A-Za-z0-9-]+\.[A-Za-z0-9.-]+/)", re.ASCII)
 
 
 def _check_id(value: str) -> str:
@@ -89,7 +88,9 @@ def _check_unicode(value: str) -> str:
 
 
 Id = Annotated[
-    StrictStr, StringConstraints(min_length=1, max_length=200), AfterValidator(_check_id)
+    StrictStr,
+    StringConstraints(min_length=1, max_length=MAX_ID_LENGTH),
+    AfterValidator(_check_id),
 ]
 Timestamp = Annotated[StrictStr, AfterValidator(_check_timestamp)]
 Digest = Annotated[StrictStr, AfterValidator(_check_digest)]

@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import hashlib
 
-from .base import _ID
+from .patterns import ID as _ID
+from .patterns import MAX_ID_LENGTH
 
 __all__ = ["DERIVED_ID_PREFIX", "MAX_ID_LENGTH", "id_for", "is_id"]
-
-MAX_ID_LENGTH = 200
-"""The longest AAIS id this library emits or accepts."""
 
 DERIVED_ID_PREFIX = "sha256:"
 """Prefix of a digest-derived id; a raw id never starts with it (such text is digested)."""

@@ -29,7 +29,6 @@ from langchain_core.messages import ToolMessage
 from langgraph.types import Command
 
 from ..authority import ApprovalAuthority
-from ..authority.outcomes import EXTENSION_NAMESPACE
 from ..gate import ExecutionUnknownError, arequest_approval, execution_state, request_approval
 from ..gate.execution import finish
 from ..gate.nodes import APPROVAL_KEY, key_of, run_approved
@@ -43,6 +42,8 @@ from ..protocol import (
     action_digest,
     build_request,
 )
+from ..protocol.extensions import EXTENSION_NAMESPACE
+from ..protocol.extensions import TOOL_CALL_ID_EXTENSION as TOOL_CALL_ID_EXTENSION
 from .config import ToolCallDescriber, ToolRule, offered_for
 from .declared import declared_action, declares_same
 from .describe import summary_for
@@ -58,8 +59,6 @@ from .messages import (
 if TYPE_CHECKING:
     from langgraph.prebuilt.tool_node import ToolCallRequest
 
-TOOL_CALL_ID_EXTENSION = EXTENSION_NAMESPACE + "tool_call_id"
-"""Request extension: the model's tool call id (the AG-UI mapping reads it)."""
 EDITABLE_EXTENSION = EXTENSION_NAMESPACE + "editable"
 """Request extension: True when a reviewer may supersede the call with edited arguments."""
 EDIT_EXTENSION = EXTENSION_NAMESPACE + "edit"

@@ -13,8 +13,8 @@ from langchain_core.messages import ToolMessage
 from langchain_core.messages.tool import ToolCall
 from langgraph.types import Command
 
-from ..authority.outcomes import EXTENSION_NAMESPACE
 from ..protocol import ApprovalResolved
+from ..protocol.extensions import EXTENSION_NAMESPACE
 
 EDIT_NOTICE = (
     "Note: a reviewer edited the arguments of this tool call, and the edited call was "

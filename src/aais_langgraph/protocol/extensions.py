@@ -1,0 +1,11 @@
+"""This library's extension keys: one namespace, and the keys more than one layer reads."""
+
+from __future__ import annotations
+
+__all__ = ["EXTENSION_NAMESPACE", "TOOL_CALL_ID_EXTENSION"]
+
+EXTENSION_NAMESPACE = "aais-langgraph.org/"
+"""Prefix of every extension key this library writes (a ``domain/`` namespace)."""
+
+TOOL_CALL_ID_EXTENSION = EXTENSION_NAMESPACE + "tool_call_id"
+"""Request extension naming the LangChain tool call a tool approval gates."""

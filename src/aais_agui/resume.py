@@ -27,7 +27,6 @@ from aais_langgraph.authority import (
     arun_lease,
     new_holder,
 )
-from aais_langgraph.authority.outcomes import effective_expiry
 from aais_langgraph.gate import AUTHORITY_KEY, Cancellation
 from aais_langgraph.gate.channel import RECORDED_ONLY_KEY
 from aais_langgraph.gate.resume import pending_interrupt_ids
@@ -113,9 +112,7 @@ def _judge_entry(
         answer = parse_resume_entry(entry, request=request, pointer=f"/resume/{index}")
     except AAISValidationError as error:
         raise ResumeRejected("aais.invalid_resume", f"resume[{index}]: {error}") from None
-    expired = authority.clock() >= effective_expiry(
-        request, authority.default_expiry.total_seconds()
-    )
+    expired = authority.clock() >= authority.expiry_of(request)
     if isinstance(answer, ApprovalDecided):
         decision = answer.decision
         if decision.action_digest != request.action_digest:

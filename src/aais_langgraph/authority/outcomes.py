@@ -6,9 +6,10 @@ import hashlib
 import json
 import sys
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any, Protocol
 
+from ..ledger.base import StoredRequest
 from ..protocol import (
     DEFAULT_MAX_BYTES,
     AAISValidationError,
@@ -22,6 +23,7 @@ from ..protocol import (
     Request,
     action_digest,
     canonical_json,
+    envelope_document,
     format_timestamp,
     new_id,
     parse_timestamp,
@@ -54,11 +56,19 @@ class Judgement:
     terminal: bool
 
 
-def effective_expiry(request: Request, default_lifetime_seconds: float) -> datetime:
-    """The request's expiry, or created_at + the default lifetime when it has none."""
-    if request.expires_at is not None:
-        return parse_timestamp(request.expires_at)
-    return parse_timestamp(request.created_at) + timedelta(seconds=default_lifetime_seconds)
+def effective_expiry(request: Request | StoredRequest, default_lifetime_seconds: float) -> datetime:
+    """When a request expires: its ``expires_at``, or ``created_at`` + the default lifetime
+    when it has none. The one rule for every reader; a stored row's indexed ``expires_at``
+    column stands for the envelope's, so the inbox need not parse each envelope."""
+    if isinstance(request, StoredRequest):
+        if request.expires_at is not None:
+            return datetime.fromtimestamp(request.expires_at, tz=timezone.utc)
+        created_at = str(request.envelope["request"]["created_at"])
+    else:
+        if request.expires_at is not None:
+            return parse_timestamp(request.expires_at)
+        created_at = request.created_at
+    return parse_timestamp(created_at) + timedelta(seconds=default_lifetime_seconds)
 
 
 def judge(
@@ -125,16 +135,14 @@ def resolution_envelope(
             resolution["effective_scope"] = decision.scope
     if extensions:
         resolution["extensions"] = extensions
-    envelope: dict[str, Any] = {
-        "aais": "1.0",
-        "type": "approval.resolved",
-        "id": new_id("evt"),
-        "occurred_at": moment,
-        "sequence": sequence,
-        "resolution": resolution,
-    }
-    if stream is not None:
-        envelope["stream"] = stream
+    envelope = envelope_document(
+        "approval.resolved",
+        "resolution",
+        resolution,
+        occurred_at=moment,
+        sequence=sequence,
+        stream=stream,
+    )
     return ApprovalResolved.from_data(envelope)
 
 
@@ -144,24 +152,23 @@ def conflict_envelope(
     """The ``conflict`` answer to a decision that differs from the recorded one."""
     original = recorded.resolution
     moment = format_timestamp(now)
-    envelope: dict[str, Any] = {
-        "aais": "1.0",
-        "type": "approval.resolved",
-        "id": new_id("evt"),
-        "occurred_at": moment,
-        "sequence": sequence,
-        "resolution": {
-            "id": new_id("res"),
-            "request_id": original.request_id,
-            "action_digest": original.action_digest,
-            "resolved_at": moment,
-            "outcome": "conflict",
-            "message": f"{MESSAGES['conflict']} Recorded outcome: {original.outcome}.",
-            "extensions": {EXTENSION_NAMESPACE + "recorded_resolution_id": original.id},
-        },
+    resolution = {
+        "id": new_id("res"),
+        "request_id": original.request_id,
+        "action_digest": original.action_digest,
+        "resolved_at": moment,
+        "outcome": "conflict",
+        "message": f"{MESSAGES['conflict']} Recorded outcome: {original.outcome}.",
+        "extensions": {EXTENSION_NAMESPACE + "recorded_resolution_id": original.id},
     }
-    if recorded.stream is not None:
-        envelope["stream"] = recorded.stream
+    envelope = envelope_document(
+        "approval.resolved",
+        "resolution",
+        resolution,
+        occurred_at=moment,
+        sequence=sequence,
+        stream=recorded.stream,
+    )
     return ApprovalResolved.from_data(envelope)
 
 
@@ -180,18 +187,17 @@ def snapshot_envelope(
     unknown_executions: list[dict[str, Any]] | None = None,
 ) -> ApprovalSnapshot:
     """``approval.snapshot`` of the given pending requests as of a sequence."""
-    envelope: dict[str, Any] = {
-        "aais": "1.0",
-        "type": "approval.snapshot",
-        "id": new_id("evt"),
-        "occurred_at": format_timestamp(now),
-        "sequence": as_of,
-        "snapshot": {"as_of_sequence": as_of, "pending": pending},
-    }
-    if stream is not None:
-        envelope["stream"] = stream
-    if unknown_executions:
-        envelope["extensions"] = {UNKNOWN_EXECUTIONS_EXTENSION: unknown_executions}
+    envelope = envelope_document(
+        "approval.snapshot",
+        "snapshot",
+        {"as_of_sequence": as_of, "pending": pending},
+        occurred_at=format_timestamp(now),
+        sequence=as_of,
+        stream=stream,
+        extensions={UNKNOWN_EXECUTIONS_EXTENSION: unknown_executions}
+        if unknown_executions
+        else None,
+    )
     return ApprovalSnapshot.from_data(envelope)
 
 

@@ -29,6 +29,7 @@ from ..protocol import (
     ApprovalSnapshot,
     Choice,
     Origin,
+    Request,
     Risk,
     build_request,
     format_timestamp,
@@ -96,6 +97,10 @@ class AuthorityStateMachine:
         # Presentation only (snapshot); every other read goes through the vouched records.
         self._requests = request_cache()
         self._records = VouchedRecords(self.ledger, resolve_key(key))
+
+    def expiry_of(self, request: Request | StoredRequest) -> datetime:
+        """When ``request`` expires: its ``expires_at``, else ``created_at`` + default_expiry."""
+        return effective_expiry(request, self.default_expiry.total_seconds())
 
     # -- requests --------------------------------------------------------------------
 
@@ -179,7 +184,7 @@ class AuthorityStateMachine:
         document = envelope.to_json()
         if envelope.request.expires_at is None:
             # Every request gets a finite expiry, stored where sweeps and presenters see it.
-            expiry = effective_expiry(envelope.request, self.default_expiry.total_seconds())
+            expiry = self.expiry_of(envelope.request)
             document["request"]["expires_at"] = format_timestamp(expiry)
             envelope = ApprovalRequested.from_data(document)
         mac = self._records.request_seal(document, thread_id, context)
@@ -264,7 +269,7 @@ class AuthorityStateMachine:
             request,
             decision,
             now=moment,
-            expires_at=effective_expiry(request, self.default_expiry.total_seconds()),
+            expires_at=self.expiry_of(request),
             current_action=current,
             policy_objection=None,
         )
@@ -425,7 +430,7 @@ class AuthorityStateMachine:
         pending = []
         for stored in self.ledger.list_pending(session_id=session_id):
             request = self._requests.load(stored.envelope).request
-            if now < effective_expiry(request, self.default_expiry.total_seconds()):
+            if now < self.expiry_of(request):
                 pending.append(request.to_json())
         return snapshot_envelope(
             pending,

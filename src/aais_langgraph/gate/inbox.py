@@ -11,8 +11,7 @@ from langgraph.types import Command
 
 from ..authority import DEFAULT_LEASE_TTL, ApprovalAuthority, run_lease
 from ..authority.outcomes import snapshot_envelope
-from ..ledger import StoredRequest
-from ..protocol import ApprovalResolved, ApprovalSnapshot, parse_timestamp
+from ..protocol import ApprovalResolved, ApprovalSnapshot
 from .reconcile import INTEGRITY_ERRORS_EXTENSION, reconcile_checkpoints
 from .resume import pending_interrupt_ids
 from .run_context import AUTHORITY_KEY, CLAIM_TTL_KEY, claim_ttl_for_lease
@@ -28,13 +27,6 @@ def _thread_config(
     if lease_ttl is not None:
         configurable[CLAIM_TTL_KEY] = claim_ttl_for_lease(lease_ttl)
     return {"configurable": configurable}
-
-
-def _unexpired(stored: StoredRequest, authority: ApprovalAuthority, moment: datetime) -> bool:
-    if stored.expires_at is not None:
-        return moment.timestamp() < stored.expires_at
-    created = parse_timestamp(str(stored.envelope["request"]["created_at"]))
-    return moment < created + authority.default_expiry
 
 
 def pending_approvals(
@@ -66,7 +58,7 @@ def pending_approvals(
     records = [
         stored
         for stored in authority.ledger.list_pending(session_id=session_id)
-        if _unexpired(stored, authority, moment)
+        if moment < authority.expiry_of(stored)
     ]
     if graph is not None:
         by_thread: dict[str, set[str]] = defaultdict(set)

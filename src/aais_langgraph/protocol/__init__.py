@@ -4,7 +4,15 @@ Imports neither LangGraph nor AG-UI.
 """
 
 from .base import AAISModel
-from .builders import DEFAULT_CHOICES, DEFAULT_EXPIRY, build_decision, build_request, new_id
+from .builders import (
+    AAIS_VERSION,
+    DEFAULT_CHOICES,
+    DEFAULT_EXPIRY,
+    build_decision,
+    build_request,
+    envelope_document,
+    new_id,
+)
 from .digest import action_digest, canonical_json, sha256_digest
 from .envelopes import (
     AnyEnvelope,
@@ -46,6 +54,7 @@ from .parts import (
 from .timestamps import format_timestamp, parse_timestamp, utc_now
 
 __all__ = [
+    "AAIS_VERSION",
     "DEFAULT_CHOICES",
     "DEFAULT_EXPIRY",
     "DEFAULT_MAX_BYTES",
@@ -84,6 +93,7 @@ __all__ = [
     "canonical_json",
     "check_ijson",
     "check_unique_keys",
+    "envelope_document",
     "format_timestamp",
     "id_for",
     "is_id",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .builders import AAIS_VERSION
 from .ijson import MAX_SAFE_INTEGER
 from .parts import Request
 from .patterns import EXTENSION_KEY_PATTERN, ID_PATTERN, MAX_ID_LENGTH, schema_pattern
@@ -56,7 +57,7 @@ def envelope_schema(kind: str, member: str, body: dict[str, Any]) -> dict[str, A
         "type": "object",
         "required": ["aais", "type", "id", "occurred_at", "sequence", member],
         "properties": {
-            "aais": {"const": "1.0"},
+            "aais": {"const": AAIS_VERSION},
             "type": {"const": kind},
             "id": ID_SCHEMA,
             "occurred_at": TIMESTAMP_SCHEMA,

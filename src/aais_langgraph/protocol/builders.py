@@ -27,6 +27,39 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex}"
 
 
+AAIS_VERSION = "1.0"
+"""The ``aais`` member of every envelope this library writes."""
+
+
+def envelope_document(
+    kind: str,
+    member: str,
+    body: Any,
+    *,
+    occurred_at: str,
+    sequence: int,
+    stream: str | None = None,
+    event_id: str | None = None,
+    extensions: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The JSON document of an AAIS envelope: the common header (``aais``, ``type``, a fresh
+    event ``id``, ``occurred_at``, ``sequence``, optional ``stream`` and ``extensions``)
+    around the payload ``body`` under ``member``. Validate it with the envelope's model."""
+    envelope: dict[str, Any] = {
+        "aais": AAIS_VERSION,
+        "type": kind,
+        "id": event_id or new_id("evt"),
+        "occurred_at": occurred_at,
+        "sequence": sequence,
+        member: body,
+    }
+    if stream is not None:
+        envelope["stream"] = stream
+    if extensions:
+        envelope["extensions"] = dict(extensions)
+    return envelope
+
+
 def _moment(value: datetime | str | None, pointer: str) -> tuple[datetime, str]:
     """The instant and its RFC 3339 text; a caller's string is kept as given."""
     if value is None:
@@ -84,16 +117,15 @@ def build_request(
     }
     if extensions is not None:
         request["extensions"] = dict(extensions)
-    envelope: dict[str, Any] = {
-        "aais": "1.0",
-        "type": "approval.requested",
-        "id": event_id or new_id("evt"),
-        "occurred_at": request["created_at"],
-        "sequence": sequence,
-        "request": request,
-    }
-    if stream is not None:
-        envelope["stream"] = stream
+    envelope = envelope_document(
+        "approval.requested",
+        "request",
+        request,
+        occurred_at=request["created_at"],
+        sequence=sequence,
+        stream=stream,
+        event_id=event_id,
+    )
     return ApprovalRequested.from_data(_plain(envelope))
 
 
@@ -112,24 +144,24 @@ def build_decision(
     """Build an ``approval.decided`` envelope bound to ``requested`` by id and digest."""
     request = ApprovalRequested.from_data(requested).request
     _, moment = _moment(decided_at, "/decision/decided_at")
-    envelope: dict[str, Any] = {
-        "aais": "1.0",
-        "type": "approval.decided",
-        "id": event_id or new_id("evt"),
-        "occurred_at": moment,
-        "sequence": sequence,
-        "decision": {
-            "id": decision_id or new_id("dec"),
-            "request_id": request.id,
-            "action_digest": request.action_digest,
-            "decided_at": moment,
-            "decision": decision,
-            "scope": scope,
-            "actor": Actor.from_data(actor, pointer="/decision/actor"),
-        },
+    body = {
+        "id": decision_id or new_id("dec"),
+        "request_id": request.id,
+        "action_digest": request.action_digest,
+        "decided_at": moment,
+        "decision": decision,
+        "scope": scope,
+        "actor": Actor.from_data(actor, pointer="/decision/actor"),
     }
-    if stream is not None:
-        envelope["stream"] = stream
+    envelope = envelope_document(
+        "approval.decided",
+        "decision",
+        body,
+        occurred_at=moment,
+        sequence=sequence,
+        stream=stream,
+        event_id=event_id,
+    )
     return ApprovalDecided.from_data(_plain(envelope))
 
 

@@ -91,3 +91,15 @@ def test_server_names_resolve_lazily_when_the_extra_is_installed() -> None:
 
     assert aais_agui.create_app is create_app
     assert set(aais_agui.__all__) <= set(dir(aais_agui)) | set(aais_agui._SERVER_NAMES)
+
+
+def test_the_command_without_the_server_extra_names_it(tmp_path: object) -> None:
+    done = run_without_server_packages(
+        f"""
+        from aais_agui.cli import main
+        raise SystemExit(main(["demo", "--port", "0", "--db", {str(tmp_path) + "/d.db"!r}]))
+        """
+    )
+    assert done.returncode == 1
+    assert "aais-langgraph[server" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -146,30 +146,26 @@ def resolution_envelope(
     return ApprovalResolved.from_data(envelope)
 
 
+@dataclass(frozen=True)
+class _RecordedRef:
+    id: str
+    action_digest: str
+
+
 def conflict_envelope(
     recorded: ApprovalResolved, *, now: datetime, sequence: int
 ) -> ApprovalResolved:
     """The ``conflict`` answer to a decision that differs from the recorded one."""
     original = recorded.resolution
-    moment = format_timestamp(now)
-    resolution = {
-        "id": new_id("res"),
-        "request_id": original.request_id,
-        "action_digest": original.action_digest,
-        "resolved_at": moment,
-        "outcome": "conflict",
-        "message": f"{MESSAGES['conflict']} Recorded outcome: {original.outcome}.",
-        "extensions": {EXTENSION_NAMESPACE + "recorded_resolution_id": original.id},
-    }
-    envelope = envelope_document(
-        "approval.resolved",
-        "resolution",
-        resolution,
-        occurred_at=moment,
+    return resolution_envelope(
+        _RecordedRef(original.request_id, original.action_digest),
+        outcome="conflict",
+        message=f"{MESSAGES['conflict']} Recorded outcome: {original.outcome}.",
+        now=now,
         sequence=sequence,
         stream=recorded.stream,
+        extensions={EXTENSION_NAMESPACE + "recorded_resolution_id": original.id},
     )
-    return ApprovalResolved.from_data(envelope)
 
 
 UNKNOWN_EXECUTIONS_EXTENSION = EXTENSION_NAMESPACE + "unknown_executions"

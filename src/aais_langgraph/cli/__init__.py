@@ -25,6 +25,7 @@ from ..gate.execution import reconcile_execution
 from ..gate.reconcile import IntegrityProblem, reconcile_checkpoints
 from ..ledger import AuditVerification, LedgerIntegrityError, NotALedgerError, open_ledger
 from ..protocol import AAISValidationError, Actor, DecisionKind, Scope, build_decision, id_for
+from ..protocol.patterns import DIGEST_PATTERN
 from . import render
 from .checkpoints import holds_checkpoints, open_checkpointer
 from .db_option import DB_ENV, add_db_option, chosen_db
@@ -88,7 +89,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-_TIP = re.compile(r"(0|[1-9][0-9]{0,17}):(sha256:[0-9a-f]{64})")
+_TIP = re.compile(f"(0|[1-9][0-9]{{0,17}}):({DIGEST_PATTERN})")
 
 
 def _tip(text: str) -> tuple[int, str]:

@@ -218,7 +218,7 @@ def test_the_not_run_result_cannot_be_mistaken_for_an_approval() -> None:
         "state": "done",
         "request_id": request_id,
     }
-    from aais_langgraph import ApprovalResolved
+    from aais_langgraph.protocol import ApprovalResolved
 
     assert execution_state(ApprovalResolved.from_data(approval)) == "done"
 

@@ -153,7 +153,7 @@ class _RecordedRef:
 
 
 def conflict_envelope(
-    recorded: ApprovalResolved, *, now: datetime, sequence: int
+    recorded: ApprovalResolved, *, now: datetime, sequence: int, stream: str | None = None
 ) -> ApprovalResolved:
     """The ``conflict`` answer to a decision that differs from the recorded one."""
     original = recorded.resolution
@@ -163,7 +163,7 @@ def conflict_envelope(
         message=f"{MESSAGES['conflict']} Recorded outcome: {original.outcome}.",
         now=now,
         sequence=sequence,
-        stream=recorded.stream,
+        stream=stream or recorded.stream,
         extensions={EXTENSION_NAMESPACE + "recorded_resolution_id": original.id},
     )
 

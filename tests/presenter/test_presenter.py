@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import copy
+import io
+import json
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import aais
 import pytest
 
 from aais_langgraph import build_decision, resume_stranded
 from aais_langgraph.authority import AUTHORITY_STREAM
-from aais_langgraph.cli.presenter import IN_REPLY_TO
+from aais_langgraph.cli.presenter import IN_REPLY_TO, StdioPresenter
+from aais_langgraph.protocol import Actor
 
 from .conftest import Paused
 from .support import OS_USER, WAIT, PresenterProcess, is_reply, presenter
@@ -153,3 +157,27 @@ def test_diagnostics_never_reach_stdout(paused: Paused) -> None:
 def _empty(path: Path) -> Path:
     path.write_bytes(b"")
     return path
+
+
+def test_events_compacted_before_they_were_read_bring_a_fresh_snapshot(paused: Paused) -> None:
+    paused.pause("t1", "a.txt")
+    output, diagnostics = io.StringIO(), io.StringIO()
+    session = StdioPresenter(
+        paused.authority,
+        actor=Actor(id=OS_USER, type="human", authenticated_by="os-user"),
+        output=output,
+        diagnostics=diagnostics,
+    )
+    session.snapshot()
+    paused.pause("t2", "b.txt")
+    paused.pause("t3", "c.txt")
+    ledger = paused.authority.ledger
+    assert ledger.compact_events(ledger.last_sequence()) > 0
+    session.follow()
+    lines = [json.loads(line) for line in output.getvalue().splitlines()]
+    for line in lines:
+        aais.validate(line)
+    assert [line["type"] for line in lines] == ["approval.snapshot", "approval.snapshot"]
+    assert len(lines[1]["snapshot"]["pending"]) == 3
+    assert lines[1]["sequence"] > lines[0]["sequence"]
+    assert "compacted" in diagnostics.getvalue()

@@ -37,13 +37,21 @@ class PresenterProcess:
         )
         self.lines: queue.Queue[bytes] = queue.Queue()
         self.seen: list[dict[str, Any]] = []
+        self._diagnostics: list[bytes] = []
         threading.Thread(target=self._pump, daemon=True).start()
+        self._stderr_pump = threading.Thread(target=self._pump_stderr, daemon=True)
+        self._stderr_pump.start()
 
     def _pump(self) -> None:
         assert self.process.stdout is not None
         for line in self.process.stdout:
             self.lines.put(line)
         self.lines.put(b"")
+
+    def _pump_stderr(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self._diagnostics.append(line)
 
     def read(self, timeout: float = WAIT) -> dict[str, Any]:
         """The next stdout line: a valid AAIS envelope or a well-formed error object."""
@@ -84,8 +92,10 @@ class PresenterProcess:
             self.seen.append(document)
 
     def stderr(self) -> str:
-        assert self.process.stderr is not None
-        return self.process.stderr.read().decode()
+        """Everything written to stderr, once the process has ended."""
+        self.process.wait(timeout=WAIT)
+        self._stderr_pump.join(timeout=WAIT)
+        return b"".join(self._diagnostics).decode()
 
     def kill(self) -> None:
         if self.process.poll() is None:

@@ -48,6 +48,7 @@ def _hostile_lines(decided: dict[str, Any]) -> list[tuple[str, bytes]]:
             "sentinel as request id",
             text.replace(decided["decision"]["request_id"], SENTINEL).encode(),
         ),
+        ("control characters in a duplicate key", b'{"\\u001b[2J": 1, "\\u001b[2J": 2}'),
     ]
     return lines
 
@@ -73,9 +74,12 @@ def test_hostile_lines_get_one_reply_each_and_change_nothing(paused: Paused) -> 
         assert paused.authority.get_resolution(request_id) is None
         assert resume_stranded(paused.graph, paused.authority) == []
         assert paused.executed == []
-        stdio.send(decided)
+        at_limit = DEFAULT_MAX_BYTES - len(json.dumps(decided))
+        stdio.send(" " * at_limit + json.dumps(decided))  # exactly the limit: read
         assert stdio.read_until(is_reply)["resolution"]["outcome"] == "approved"
         assert stdio.close() == 0
+        diagnostics = stdio.stderr()
+        assert "\x1b" not in diagnostics and SENTINEL not in diagnostics
     resume_stranded(paused.graph, paused.authority)
     double = max(len(paused.executed) - 1, 0)
     record(CATEGORY, len(hostile), failed_open=failed_open, double_runs=double)

@@ -59,6 +59,7 @@ from ..protocol import (
     parse_envelope,
 )
 from .ndjson import LineFrames, encode_line, error_line
+from .render import escape
 
 __all__ = ["IN_REPLY_TO", "StdioPresenter", "add_parser", "main"]
 
@@ -132,7 +133,7 @@ class StdioPresenter:
         if "error" in reply:
             self.note(
                 f"line {self._lines}: {reply['error']['code']} at "
-                f"{reply['error']['pointer'] or '/'}"
+                f"{escape(reply['error']['pointer'] or '/')}"  # keys may hold control characters
             )
         else:
             resolution = reply["resolution"]

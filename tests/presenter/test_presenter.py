@@ -13,9 +13,10 @@ from pathlib import Path
 import aais
 import pytest
 
-from aais_langgraph import build_decision, resume_stranded
+from aais_langgraph import ApprovalAuthority, build_decision, resume_stranded
 from aais_langgraph.authority import AUTHORITY_STREAM
 from aais_langgraph.cli.presenter import IN_REPLY_TO, StdioPresenter
+from aais_langgraph.ledger import open_ledger
 from aais_langgraph.protocol import Actor
 
 from .conftest import Paused
@@ -181,3 +182,18 @@ def test_events_compacted_before_they_were_read_bring_a_fresh_snapshot(paused: P
     assert len(lines[1]["snapshot"]["pending"]) == 3
     assert lines[1]["sequence"] > lines[0]["sequence"]
     assert "compacted" in diagnostics.getvalue()
+
+
+def test_the_presenter_works_on_a_postgres_ledger(postgres_url: str) -> None:
+    with open_ledger(postgres_url) as ledger:
+        authority = ApprovalAuthority(ledger)
+        action = {"kind": "tool.call", "name": "t", "summary": "s", "arguments": {"n": 1}}
+        requested = authority.request(action, origin={"harness": "h", "session_id": "s"})
+        with presenter(postgres_url) as stdio:
+            assert [r["id"] for r in stdio.seen[0]["snapshot"]["pending"]] == [requested.request.id]
+            actor = {"id": "x", "type": "human"}
+            stdio.send(build_decision(requested, decision="approve", actor=actor).to_json())
+            assert stdio.read_until(is_reply)["resolution"]["outcome"] == "approved"
+            assert stdio.close() == 0
+        recorded = authority.get_resolution(requested.request.id)
+        assert recorded is not None and recorded.resolution.outcome == "approved"

@@ -197,3 +197,24 @@ def test_the_presenter_works_on_a_postgres_ledger(postgres_url: str) -> None:
             assert stdio.close() == 0
         recorded = authority.get_resolution(requested.request.id)
         assert recorded is not None and recorded.resolution.outcome == "approved"
+
+
+def test_a_reader_closing_stdout_ends_the_presenter_quietly(paused: Paused) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "aais_langgraph.cli", "--db", str(paused.db), "presenter"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None and process.stderr is not None
+        assert json.loads(process.stdout.readline())["type"] == "approval.snapshot"
+        process.stdout.close()
+        paused.pause("t1")  # an event to write into the closed pipe
+        assert process.wait(timeout=WAIT) == 0
+        diagnostics = process.stderr.read().decode()
+        assert "stdout closed" in diagnostics and "Traceback" not in diagnostics
+        assert "Exception ignored" not in diagnostics
+    finally:
+        process.kill()
+        process.wait(timeout=WAIT)

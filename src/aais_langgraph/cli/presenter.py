@@ -185,10 +185,7 @@ class StdioPresenter:
             self.snapshot()
             while not stop():
                 self.follow()
-                try:
-                    readable, _, _ = select.select([input_fd], [], [], poll_interval)
-                except InterruptedError:  # pragma: no cover - PEP 475 retries select
-                    continue
+                readable, _, _ = select.select([input_fd], [], [], poll_interval)
                 if not readable:
                     continue
                 data = os.read(input_fd, _CHUNK)

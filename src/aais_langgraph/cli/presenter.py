@@ -11,20 +11,23 @@ stdout, decision envelopes on stdin, diagnostics on stderr only.
 - stdin: ``approval.decided`` lines, read as strict I-JSON and at most
   ``--max-line-bytes`` (default 1,000,000, as HTTP bodies). The actor is the
   operating-system user, as in the CLI; it replaces the body's actor (SPEC §10).
-- stdout, this session's reply stream (``stream`` = ``aais-langgraph.stdio.<random>``,
+- stdout, this session's reply stream (``stream`` = ``aais-langgraph.stdio_<hex>``,
   its own sequences from 1): exactly one line per non-blank input line, in input
   order — the ``approval.resolved`` for a decision (any outcome: ``conflict``,
   ``stale``, ``invalid`` included; its ``resolution.request_id`` and, when it has
   one, ``decision_id`` name the decision, and the envelope's
   ``aais-langgraph.org/in_reply_to`` extension gives ``{"line": N, "decision_id"}``),
   or an error object ``{"error": {"code", "pointer", "message", "line"}}`` for a line
-  that is not a decision of a known request; an error changes nothing.
+  that is not a decision of a known request; an error changes nothing. Edited
+  arguments inside a decision are an unknown field, refused (SPEC §4.2: an edit
+  is a new request).
 
 A recorded decision also appears on the authority's stream (``approval.decided``,
 ``approval.resolved`` with the same ``resolution.id``). The presenter only records
 decisions: a served app (``watch_decisions=True``) or ``resume_stranded`` resumes the
 paused run, as after ``aais-langgraph approve``. The end of stdin (after the events
-recorded so far are written), SIGINT and SIGTERM end it with exit status 0.
+recorded so far are written), SIGINT, SIGTERM and a closed stdout end it with exit
+status 0.
 """
 
 from __future__ import annotations

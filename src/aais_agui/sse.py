@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
-from aais_langgraph.authority import ApprovalAuthority
+from aais_langgraph.authority import ApprovalAuthority, EventFollower
 from aais_langgraph.gate.resume import pending_interrupt_ids
 from aais_langgraph.protocol import ApprovalSnapshot, format_timestamp, new_id
 
@@ -98,15 +98,15 @@ async def event_stream(
         current = await snapshot()
         last = current.snapshot.as_of_sequence
         yield format_message(current.to_json(), event_id=last)
+    follower = EventFollower(authority, last, page_size=page_size)
     quiet_since = time.monotonic()
     while not await is_disconnected():
-        page = await asyncio.to_thread(authority.events_after, last, limit=page_size)
+        page = await follower.aread()
         for envelope in page.events:
-            last = int(envelope["sequence"])
-            yield format_message(envelope, event_id=last)
+            yield format_message(envelope, event_id=int(envelope["sequence"]))
         if page.events:
             quiet_since = time.monotonic()
-            if len(page.events) == page_size:
+            if follower.full:
                 continue
         elif time.monotonic() - quiet_since >= heartbeat:
             quiet_since = time.monotonic()

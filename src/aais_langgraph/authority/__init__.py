@@ -4,6 +4,7 @@ from ..ledger import LedgerIntegrityError
 from .authority import ApprovalAuthority
 from .constraints import KNOWN_KEYS, constraints_match, explain_constraints
 from .errors import LeaseHeldError, UnknownRequestError
+from .events import AUTHORITY_STREAM, EventFollower
 from .keys import AUTHORITY_KEY_FILE_VAR, AUTHORITY_KEY_VAR, load_authority_key
 from .leases import DEFAULT_LEASE_TTL, arun_lease, new_holder, run_lease
 from .outcomes import TERMINAL
@@ -14,6 +15,7 @@ from .state_machine import Clock
 __all__ = [
     "AUTHORITY_KEY_FILE_VAR",
     "AUTHORITY_KEY_VAR",
+    "AUTHORITY_STREAM",
     "DEFAULT_LEASE_TTL",
     "KNOWN_KEYS",
     "TERMINAL",
@@ -21,6 +23,7 @@ __all__ = [
     "ApprovalPolicy",
     "AskEveryTime",
     "Clock",
+    "EventFollower",
     "EventPage",
     "LeaseHeldError",
     "LedgerIntegrityError",

@@ -24,7 +24,7 @@ from ..gate.execution import reconcile_execution
 from ..gate.reconcile import IntegrityProblem, reconcile_checkpoints
 from ..ledger import AuditVerification, LedgerIntegrityError, NotALedgerError, open_ledger
 from ..protocol import AAISValidationError, Actor, DecisionKind, Scope, build_decision, id_for
-from . import render
+from . import presenter, render
 from .checkpoints import holds_checkpoints, open_checkpointer
 
 __all__ = ["main"]
@@ -68,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     settled.add_argument(
         "--retry", action="store_true", help="ask again: the run raises a fresh request"
     )
+    presenter.add_parser(commands)
     commands.add_parser("grants", help="list grants")
     revoke = commands.add_parser("revoke", help="revoke a grant")
     revoke.add_argument("grant_id")
@@ -254,6 +255,8 @@ def main(
     or no usable ledger). Errors are one line on ``stdout``, never a traceback; bad
     arguments are argparse's usage error (exit status 2)."""
     args = _parser().parse_args(argv)
+    if args.command == "presenter":  # NDJSON on stdout: its errors go to stderr
+        return presenter.main(args, actor=_actor(), stdin=stdin, stdout=stdout)
     out = stdout if stdout is not None else sys.stdout
     try:
         with open_ledger(args.db, create=args.command == "init") as ledger:

@@ -15,16 +15,15 @@ from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
-from functools import lru_cache
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 from . import _rows as rows
 from . import executions as ex
+from ._counters import Counters, Cursor, Tip, sql_for
 from ._records import (
     check_ttl,
     draft_write,
     dump_json,
-    next_audit_entry,
     pending_query,
     plain,
     request_fields,
@@ -34,7 +33,6 @@ from ._records import (
     with_sequence,
 )
 from ._rows import (
-    AUDIT_COLUMNS,
     CONTENTS_QUERIES,
     GRANT_COLUMNS,
     REQUEST_COLUMNS,
@@ -58,65 +56,6 @@ from .base import (
     StoredRequest,
     StoredResolution,
 )
-
-Tip = tuple[int, str] | None
-
-
-class Cursor(Protocol):
-    """What the shared code needs of a DB-API cursor (``sqlite3`` and psycopg both fit)."""
-
-    @property
-    def rowcount(self) -> int: ...
-
-    def execute(self, sql: str, params: Sequence[Any] = ..., /) -> Any: ...
-
-    def fetchone(self) -> Any: ...
-
-    def fetchall(self) -> list[Any]: ...
-
-
-@lru_cache(maxsize=256)
-def _translate(sql: str, mark: str) -> str:
-    return sql if mark == "?" else sql.replace("?", mark)
-
-
-class Counters:
-    """The counters inside one write transaction: allocates sequences, chains audit entries.
-
-    Read (and locked, where the backend locks rows) on entry, always the last lock a
-    transaction takes, which keeps the lock order free of cycles; written back on a
-    clean exit if they changed.
-    """
-
-    def __init__(self, ledger: SqlLedger, cur: Cursor) -> None:
-        self._ledger = ledger
-        self._cur = cur
-        self.last_sequence = 0
-        self.tip: Tip = None
-        self._changed = False
-
-    def __enter__(self) -> Counters:
-        self.last_sequence, self.tip = self._ledger._read_counters(self._cur, lock=True)
-        return self
-
-    def __exit__(self, exc_type: object, exc: object, traceback: object) -> None:
-        if exc_type is None and self._changed:
-            self._ledger._write_counters(self._cur, self.last_sequence, self.tip)
-
-    def allocate(self, count: int) -> int:
-        """Reserve ``count`` consecutive sequences and return the first."""
-        first = self.last_sequence + 1
-        self.last_sequence += count
-        self._changed = True
-        return first
-
-    def append_audit(self, kind: str, payload: Mapping[str, Any]) -> AuditEntry:
-        """Append one chained entry after the tip; the new tip is saved on exit."""
-        entry = next_audit_entry(self.tip, kind, payload)
-        self._ledger._run(self._cur, rows.INSERT_AUDIT, rows.audit_row(entry))
-        self.tip = (entry.index, entry.entry_hash)
-        self._changed = True
-        return entry
 
 
 class SqlLedger(Ledger):
@@ -156,7 +95,7 @@ class SqlLedger(Ledger):
     # -- statements ------------------------------------------------------------------
 
     def _run(self, cur: Cursor, sql: str, params: Sequence[Any] = ()) -> Cursor:
-        cur.execute(_translate(sql, self.mark), params)
+        cur.execute(sql_for(sql, self.mark), params)
         return cur
 
     def _one(self, cur: Cursor, sql: str, params: Sequence[Any] = ()) -> Any:
@@ -368,7 +307,7 @@ class SqlLedger(Ledger):
             return counters.append_audit(kind, payload)
 
     def audit_entries(self, *, after_index: int = -1, limit: int | None = None) -> list[AuditEntry]:
-        sql = f"SELECT {AUDIT_COLUMNS} FROM aais_audit WHERE idx > ? ORDER BY idx"
+        sql = f"SELECT {rows.AUDIT_COLUMNS} FROM aais_audit WHERE idx > ? ORDER BY idx"
         params: list[Any] = [after_index]
         if limit is not None:
             sql += " LIMIT ?"

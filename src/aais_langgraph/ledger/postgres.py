@@ -37,7 +37,8 @@ from psycopg_pool import ConnectionPool
 
 from . import _postgres_rows as db
 from . import executions as ex
-from ._sql import Cursor, SqlLedger, Tip
+from ._counters import Cursor, Tip
+from ._sql import SqlLedger
 
 
 class PostgresLedger(SqlLedger):

@@ -20,7 +20,8 @@ from typing import Literal
 
 from . import _sqlite_rows as db
 from . import executions as ex
-from ._sql import Cursor, SqlLedger, Tip
+from ._counters import Cursor, Tip
+from ._sql import SqlLedger
 
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
 

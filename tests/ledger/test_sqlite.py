@@ -237,3 +237,10 @@ def test_decide_cost_stays_flat_as_resolutions_accumulate(sqlite_path: Path) -> 
 
     for name, cost in small.items():
         assert large[name] < cost * 1.25, (name, small, large)
+
+
+def test_open_ledger_without_setup_creates_no_tables(sqlite_path: Path) -> None:
+    with open_ledger(str(sqlite_path), setup=False) as ledger:
+        with pytest.raises(sqlite3.OperationalError, match="no such table"):
+            ledger.last_sequence()
+        assert ledger.is_set_up() is False

@@ -179,7 +179,10 @@ class Ledger(ABC):
     # -- lifecycle -----------------------------------------------------------------
 
     def setup(self) -> None:  # noqa: B027 - optional hook: a backend without schema needs nothing
-        """Create the schema if missing, or migrate an older one; idempotent."""
+        """Create the schema if missing, or migrate an older one; idempotent.
+
+        ``SqliteLedger`` runs it on first use; ``PostgresLedger`` needs it called
+        (by whoever deploys), as LangGraph's ``PostgresSaver`` does."""
 
     def is_set_up(self) -> bool:
         """Whether the ledger's tables exist (False for an empty or foreign database)."""

@@ -244,3 +244,14 @@ def test_open_ledger_without_setup_creates_no_tables(sqlite_path: Path) -> None:
         with pytest.raises(sqlite3.OperationalError, match="no such table"):
             ledger.last_sequence()
         assert ledger.is_set_up() is False
+
+
+def test_a_set_up_file_is_read_without_writing(sqlite_path: Path) -> None:
+    _populate(sqlite_path)
+    read_only = sqlite3.connect(
+        f"file:{sqlite_path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False
+    )
+    with closing(read_only):
+        ledger = SqliteLedger(read_only, synchronous=None)
+        assert ledger.last_sequence() == 3
+        assert verify_audit(ledger.audit_entries(), ledger.audit_tip()).ok

@@ -94,6 +94,15 @@ def has_schema(conn: Conn) -> bool:
     return row is not None
 
 
+def is_current(conn: Conn) -> bool:
+    """Whether the file holds this version's whole schema, so setup has nothing to do."""
+    found = conn.execute(
+        "SELECT COUNT(*) FROM sqlite_master "
+        "WHERE type = 'table' AND name IN ('aais_meta', 'aais_executions')"
+    ).fetchone()[0]
+    return bool(found == 2 and meta(conn, "schema_version") == str(SCHEMA_VERSION))
+
+
 def meta(conn: Conn, key: str) -> str | None:
     """The value of a meta row (sequence counter, audit tip, schema version), if set."""
     row = conn.execute("SELECT value FROM aais_meta WHERE key = ?", (key,)).fetchone()

@@ -36,8 +36,9 @@ class SqliteLedger(SqlLedger):
     threads or from asyncio. ``synchronous`` defaults to FULL so a recorded
     resolution survives power loss; pass None to leave the connection's setting alone.
 
-    Setup: the first call that reads or writes runs :meth:`setup` (once per ledger,
-    under its lock; idempotent across processes): a new or empty file becomes a
+    Setup: the first call that reads or writes runs :meth:`setup` unless the file
+    already holds the current schema (once per ledger, under its lock; idempotent
+    across processes; a current file is only read): a new or empty file becomes a
     ledger, a version-1 ledger is migrated, and any other SQLite database gains the
     ``aais_`` tables beside its own (that is how the ledger shares the checkpointer's
     file). Calling :meth:`setup` yourself is allowed and changes nothing after the
@@ -179,8 +180,12 @@ class SqliteLedger(SqlLedger):
                     self._conn.execute(f"PRAGMA synchronous = {self._synchronous}")
 
     def _ready(self) -> None:
+        """Set up on first use; a file that holds the current schema is only read."""
         if self._needs_setup:
-            self.setup()
+            if db.is_current(self._conn):
+                self._needs_setup = False
+            else:
+                self.setup()
 
     @contextmanager
     def _immediate(self) -> Iterator[sqlite3.Cursor]:

@@ -243,14 +243,12 @@ def check_ttl(ttl: float) -> None:
 def pending_query(
     columns: str,
     *,
-    placeholder: str,
-    no_limit: Any,
     thread_id: str | None,
     session_id: str | None,
     expires_before: float | None,
     limit: int | None,
 ) -> tuple[str, list[Any]]:
-    """SQL and parameters listing pending requests in sequence order, for any SQL backend.
+    """SQL (with ``?`` marks) and parameters listing pending requests in sequence order.
 
     The literal ``status = 'pending'`` matches the backends' partial index, which
     also yields sequence order; ``expires_before`` keeps requests with
@@ -264,8 +262,10 @@ def pending_query(
         ("expires_at", expires_before, "<="),
     ):
         if value is not None:
-            sql += f" AND {column} {operator} {placeholder}"
+            sql += f" AND {column} {operator} ?"
             params.append(value)
-    sql += f" ORDER BY sequence LIMIT {placeholder}"
-    params.append(no_limit if limit is None else max(limit, 0))
+    sql += " ORDER BY sequence"
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(max(limit, 0))
     return sql, params

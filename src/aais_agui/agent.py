@@ -1,8 +1,9 @@
 """An AG-UI agent for LangGraph graphs whose interrupts are AAIS approvals.
 
-Built on ag-ui-langgraph's ``LangGraphAgent`` (pinned ``>=0.0.47,<0.0.48``).
+Built on ag-ui-langgraph's ``LangGraphAgent`` (``>=0.0.47,<0.1``; seams read on 0.0.47).
 Two private seams are overridden, each in a few lines, and
-``tests/agui/test_agent_seams.py`` fails loudly if an upgrade moves them:
+``tests/agui/test_agent_seams.py`` fails loudly if an upgrade moves them (CI runs it
+against the newest release too, ``scripts/ci_newest_agui.sh``):
 
 - ``_interrupts_to_agui``: an ``approval.requested`` interrupt value becomes an
   interrupt with ``metadata.aais`` (see :mod:`aais_agui.mapping`);

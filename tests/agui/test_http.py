@@ -17,6 +17,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from aais_agui import Authenticated, bearer_token_authenticator, create_app, run_agent_input
 from aais_langgraph import ApprovalAuthority, build_decision
+from aais_langgraph.authority import DEFAULT_STREAM
 from aais_langgraph.ledger import SqliteLedger
 from aais_langgraph.protocol import Actor
 
@@ -122,6 +123,7 @@ def test_snapshot_lists_what_is_waiting(client: httpx.Client) -> None:
     assert response.status_code == 200
     snapshot = aais.validate(response.json())
     assert snapshot["type"] == "approval.snapshot"
+    assert snapshot["stream"] == DEFAULT_STREAM  # SPEC §3: durable bindings MUST provide it
     assert request_id(interrupt) in {request["id"] for request in snapshot["snapshot"]["pending"]}
 
 

@@ -6,7 +6,7 @@ from .constraints import KNOWN_KEYS, constraints_match, explain_constraints
 from .errors import LeaseHeldError, UnknownRequestError
 from .keys import AUTHORITY_KEY_FILE_VAR, AUTHORITY_KEY_VAR, load_authority_key
 from .leases import DEFAULT_LEASE_TTL, arun_lease, new_holder, run_lease
-from .outcomes import TERMINAL
+from .outcomes import DEFAULT_STREAM, TERMINAL
 from .policy import ApprovalPolicy, AskEveryTime, PolicyVerdict
 from .standing import EventPage, Screening
 from .state_machine import Clock
@@ -15,6 +15,7 @@ __all__ = [
     "AUTHORITY_KEY_FILE_VAR",
     "AUTHORITY_KEY_VAR",
     "DEFAULT_LEASE_TTL",
+    "DEFAULT_STREAM",
     "KNOWN_KEYS",
     "TERMINAL",
     "ApprovalAuthority",

@@ -425,9 +425,15 @@ class AuthorityStateMachine:
         grants = self.ledger.list_grants(session_id=session_id, include_revoked=include_revoked)
         return [self._records.grant(grant) for grant in grants]
 
-    def revoke_grant(self, grant_id: str) -> bool:
-        """Revoke a grant; later actions ask again. False if unknown or already revoked."""
-        return self.ledger.revoke_grant(grant_id, now=self.clock().timestamp())
+    def revoke_grant(
+        self, grant_id: str, *, actor: Actor | Mapping[str, Any] | None = None
+    ) -> bool:
+        """Revoke a grant; later actions ask again. False if unknown or already revoked.
+
+        ``actor`` (who the authenticated channel says revoked it) is named in the audit entry.
+        """
+        who = None if actor is None else Actor.from_data(actor, pointer="/actor").to_json()
+        return self.ledger.revoke_grant(grant_id, now=self.clock().timestamp(), actor=who)
 
     # -- presenters ------------------------------------------------------------------
 

@@ -231,8 +231,11 @@ class Ledger(ABC):
         every persistent grant) for one action name."""
 
     @abstractmethod
-    def revoke_grant(self, grant_id: str, *, now: float) -> bool:
-        """Revoke a live grant and audit it; False if unknown or already revoked."""
+    def revoke_grant(
+        self, grant_id: str, *, now: float, actor: Mapping[str, Any] | None = None
+    ) -> bool:
+        """Revoke a live grant and audit it (naming ``actor`` when given); False if unknown
+        or already revoked."""
 
     # -- events and audit ----------------------------------------------------------
 
@@ -356,8 +359,10 @@ class Ledger(ABC):
             include_revoked=include_revoked,
         )
 
-    async def arevoke_grant(self, grant_id: str, *, now: float) -> bool:
-        return await asyncio.to_thread(self.revoke_grant, grant_id, now=now)
+    async def arevoke_grant(
+        self, grant_id: str, *, now: float, actor: Mapping[str, Any] | None = None
+    ) -> bool:
+        return await asyncio.to_thread(self.revoke_grant, grant_id, now=now, actor=actor)
 
     async def aevents_after(self, sequence: int, *, limit: int = 1000) -> list[JsonDict]:
         return await asyncio.to_thread(self.events_after, sequence, limit=limit)

@@ -287,7 +287,9 @@ class PostgresLedger(Ledger):
             rows = cur.fetchall()
         return [db.grant_from_row(row) for row in rows]
 
-    def revoke_grant(self, grant_id: str, *, now: float) -> bool:
+    def revoke_grant(
+        self, grant_id: str, *, now: float, actor: Mapping[str, Any] | None = None
+    ) -> bool:
         with self._transaction() as cur:
             cur.execute(
                 f"SELECT {db.GRANT_COLUMNS} FROM aais_grants WHERE grant_id = %s FOR UPDATE",
@@ -303,7 +305,7 @@ class PostgresLedger(Ledger):
                 cur.execute(
                     "UPDATE aais_grants SET revoked_at = %s WHERE grant_id = %s", (now, grant_id)
                 )
-                meta.append_audit("revoked", revoked_audit(grant, now))
+                meta.append_audit("revoked", revoked_audit(grant, now, actor))
             return True
 
     # -- events and audit ----------------------------------------------------------

@@ -309,7 +309,9 @@ class SqliteLedger(Ledger):
             rows = self._conn.execute(sql, params).fetchall()
         return [db.grant_from_row(row) for row in rows]
 
-    def revoke_grant(self, grant_id: str, *, now: float) -> bool:
+    def revoke_grant(
+        self, grant_id: str, *, now: float, actor: Mapping[str, Any] | None = None
+    ) -> bool:
         with self._transaction() as conn:
             row = conn.execute(
                 f"SELECT {db.GRANT_COLUMNS} FROM aais_grants WHERE grant_id = ?", (grant_id,)
@@ -322,7 +324,7 @@ class SqliteLedger(Ledger):
             conn.execute(
                 "UPDATE aais_grants SET revoked_at = ? WHERE grant_id = ?", (now, grant_id)
             )
-            db.append_audit(conn, "revoked", revoked_audit(grant, now))
+            db.append_audit(conn, "revoked", revoked_audit(grant, now, actor))
             return True
 
     # -- events and audit ----------------------------------------------------------

@@ -68,7 +68,7 @@ class AuditStatusCache:
     """The last ``verify_audit`` result, recomputed when the tip moved and it is stale."""
 
     authority: ApprovalAuthority
-    verify_every: float = 30.0
+    verify_every: float = 10.0
     _result: AuditVerification | None = None
     _checked_at: float = 0.0
     _checked_wall: datetime | None = None
@@ -138,7 +138,7 @@ def standing_router(
     security: Security,
     *,
     recent: int = 20,
-    verify_every: float = 30.0,
+    verify_every: float = 10.0,
 ) -> APIRouter:
     """The routes above; mount at the app root beside :func:`~.inbox_router.inbox_router`."""
     router = APIRouter()

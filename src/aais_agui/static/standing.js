@@ -69,7 +69,7 @@ function renderAudit(audit) {
   const tip = audit.tip ? ` (tip ${audit.tip.index})` : "";
   if (audit.ok) {
     node.append(el("span", "", `Audit chain verified${tip}, ${audit.checked} entries, at ${audit.checked_at}` +
-      (audit.current ? "" : "; newer entries are checked within a minute")));
+      (audit.current ? "" : "; newer entries not verified yet")));
   } else {
     node.append(el("strong", "", "Audit chain verification FAILED"),
       el("span", "", `: ${audit.reason || "unknown reason"}` + (audit.table ? ` (${audit.table} ${audit.row_id})` : "")));

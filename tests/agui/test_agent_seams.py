@@ -86,7 +86,18 @@ def test_the_agent_still_overrides_exactly_these_methods() -> None:
         "run",
         "_interrupts_to_agui",
         "_build_command_from_agui_resume",
+        "get_stream_kwargs",
     }
+
+
+def test_stream_kwargs_seam_passes_configurable_as_context() -> None:
+    # AAISLangGraphAgent.get_stream_kwargs drops `context` for graphs without a context schema.
+    assert _parameters(LangGraphAgent.get_stream_kwargs)[:2] == [
+        ("self", "POSITIONAL_OR_KEYWORD", inspect.Parameter.empty),
+        ("input", "POSITIONAL_OR_KEYWORD", inspect.Parameter.empty),
+    ]
+    assert "kwargs['context'] = base_context" in inspect.getsource(LangGraphAgent.get_stream_kwargs)
+    assert "self.get_stream_kwargs(" in inspect.getsource(LangGraphAgent.prepare_stream)
 
 
 def test_overrides_keep_the_seam_signatures() -> None:

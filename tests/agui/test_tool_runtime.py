@@ -54,9 +54,12 @@ def test_a_tool_runtime_tool_runs_behind_create_app_without_serializer_warnings(
     )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        with serve(app) as url, httpx.Client(
-            base_url=url, headers={"Authorization": "Bearer alice-token"}, timeout=30
-        ) as client:
+        with (
+            serve(app) as url,
+            httpx.Client(
+                base_url=url, headers={"Authorization": "Bearer alice-token"}, timeout=30
+            ) as client,
+        ):
             events = agui_run(client, "/agent", run_agent_input("runtime-thread", text="hi"))
     assert events[-1]["type"] == "RUN_FINISHED"
     assert SEEN == ["runtime-thread"]  # the tool still gets its runtime

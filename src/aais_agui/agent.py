@@ -1,13 +1,16 @@
 """An AG-UI agent for LangGraph graphs whose interrupts are AAIS approvals.
 
-Built on ag-ui-langgraph's ``LangGraphAgent`` (pinned ``>=0.0.47,<0.0.48``).
+Built on ag-ui-langgraph's ``LangGraphAgent`` (``>=0.0.47,<0.1``; seams read on 0.0.47).
 Two private seams are overridden, each in a few lines, and
-``tests/agui/test_agent_seams.py`` fails loudly if an upgrade moves them:
+``tests/agui/test_agent_seams.py`` fails loudly if an upgrade moves them (CI runs it
+against the newest release too, ``scripts/ci_newest_agui.sh``):
 
 - ``_interrupts_to_agui``: an ``approval.requested`` interrupt value becomes an
   interrupt with ``metadata.aais`` (see :mod:`aais_agui.mapping`);
 - ``_build_command_from_agui_resume``: returns the id-keyed resume map planned
-  in :meth:`AAISLangGraphAgent.run` under the thread's run lease.
+  in :meth:`AAISLangGraphAgent.run` under the thread's run lease;
+- ``get_stream_kwargs``: no ``context`` for a graph without a context schema (ag-ui-langgraph
+  fills it with ``configurable``, which ``ToolRuntime`` tools then warn about).
 
 Everything else (streaming, snapshots, re-emitting pending interrupts on a
 run without ``resume``) is ag-ui-langgraph's.
@@ -196,6 +199,15 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
         if self._planned_resume is None:
             raise RuntimeError("a resume reached the graph unplanned; use AAISLangGraphAgent.run")
         return Command(resume=dict(self._planned_resume))
+
+    def get_stream_kwargs(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        # ag-ui-langgraph copies config["configurable"] (the authority, the thread id) into
+        # `context`; a graph without a context schema types it None, so every ToolRuntime
+        # tool logged pydantic serializer warnings, and nothing there reads it.
+        stream_kwargs: dict[str, Any] = super().get_stream_kwargs(*args, **kwargs)
+        if getattr(self.graph, "context_schema", None) is None:
+            stream_kwargs.pop("context", None)
+        return stream_kwargs
 
 
 #: ``forwardedProps`` keys (as ag-ui-langgraph reads them, snake_cased) that steer a run:

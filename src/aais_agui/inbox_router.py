@@ -37,6 +37,7 @@ _ASSETS = {
     "chat.js": "text/javascript; charset=utf-8",
     "cards.js": "text/javascript; charset=utf-8",
     "common.js": "text/javascript; charset=utf-8",
+    "standing.js": "text/javascript; charset=utf-8",
     "aais-client.js": "text/javascript; charset=utf-8",
     "style.css": "text/css; charset=utf-8",
 }

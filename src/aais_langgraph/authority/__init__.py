@@ -7,7 +7,7 @@ from .errors import LeaseHeldError, UnknownRequestError
 from .events import AUTHORITY_STREAM, EventFollower
 from .keys import AUTHORITY_KEY_FILE_VAR, AUTHORITY_KEY_VAR, load_authority_key
 from .leases import DEFAULT_LEASE_TTL, arun_lease, new_holder, run_lease
-from .outcomes import TERMINAL
+from .outcomes import DEFAULT_STREAM, TERMINAL
 from .policy import ApprovalPolicy, AskEveryTime, PolicyVerdict
 from .standing import EventPage, Screening
 from .state_machine import Clock
@@ -17,6 +17,7 @@ __all__ = [
     "AUTHORITY_KEY_VAR",
     "AUTHORITY_STREAM",
     "DEFAULT_LEASE_TTL",
+    "DEFAULT_STREAM",
     "KNOWN_KEYS",
     "TERMINAL",
     "ApprovalAuthority",

@@ -140,7 +140,7 @@ def resolution_envelope(
 
 
 def conflict_envelope(
-    recorded: ApprovalResolved, *, now: datetime, sequence: int
+    recorded: ApprovalResolved, *, now: datetime, sequence: int, stream: str | None = None
 ) -> ApprovalResolved:
     """The ``conflict`` answer to a decision that differs from the recorded one."""
     original = recorded.resolution
@@ -161,10 +161,15 @@ def conflict_envelope(
             "extensions": {EXTENSION_NAMESPACE + "recorded_resolution_id": original.id},
         },
     }
-    if recorded.stream is not None:
-        envelope["stream"] = recorded.stream
+    if (stream or recorded.stream) is not None:
+        envelope["stream"] = stream or recorded.stream
     return ApprovalResolved.from_data(envelope)
 
+
+DEFAULT_STREAM = "aais-langgraph.authority"
+"""The authority's AAIS ``stream`` (SPEC §3: durable bindings MUST provide it) unless
+``ApprovalAuthority(stream=...)`` names another. Every envelope the authority emits into
+its ledger's event stream (requested, resolved, snapshot) carries it."""
 
 UNKNOWN_EXECUTIONS_EXTENSION = EXTENSION_NAMESPACE + "unknown_executions"
 """Snapshot extension: approved requests whose execution outcome is unknown (a run

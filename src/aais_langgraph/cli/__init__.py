@@ -224,7 +224,7 @@ def _run(
             stdout.write(render.grant_line(grant) + "\n")
         return 0
     if args.command == "revoke":
-        revoked = authority.revoke_grant(args.grant_id)
+        revoked = authority.revoke_grant(args.grant_id, actor=_actor())
         stdout.write("revoked\n" if revoked else "no live grant with that id\n")
         return 0 if revoked else 1
     if args.command == "expire":

@@ -91,7 +91,7 @@ def pending_approvals(
         pending,
         as_of=as_of,
         now=moment,
-        stream=None,
+        stream=authority.stream,
         unknown_executions=authority.unknown_executions(session_id=session_id),
     )
     if not problems:

@@ -200,9 +200,18 @@ def granted_audit(grant: Grant) -> JsonDict:
     }
 
 
-def revoked_audit(grant: Grant, revoked_at: float) -> JsonDict:
-    """The ``revoked`` audit payload."""
-    return {"grant_id": grant.grant_id, "request_id": grant.request_id, "revoked_at": revoked_at}
+def revoked_audit(
+    grant: Grant, revoked_at: float, actor: Mapping[str, Any] | None = None
+) -> JsonDict:
+    """The ``revoked`` audit payload (with who revoked it, when the caller knows)."""
+    payload: JsonDict = {
+        "grant_id": grant.grant_id,
+        "request_id": grant.request_id,
+        "revoked_at": revoked_at,
+    }
+    if actor is not None:
+        payload["actor"] = dict(actor)
+    return payload
 
 
 def next_audit_entry(

@@ -254,7 +254,9 @@ class SqlLedger(Ledger):
         with self._read() as cur:
             return [grant_from_row(row) for row in self._all(cur, sql, params)]
 
-    def revoke_grant(self, grant_id: str, *, now: float) -> bool:
+    def revoke_grant(
+        self, grant_id: str, *, now: float, actor: Mapping[str, Any] | None = None
+    ) -> bool:
         with self._write() as cur:
             sql = f"SELECT {GRANT_COLUMNS} FROM aais_grants WHERE grant_id = ?" + self.for_update
             row = self._one(cur, sql, (grant_id,))
@@ -264,7 +266,7 @@ class SqlLedger(Ledger):
                 self._run(
                     cur, "UPDATE aais_grants SET revoked_at = ? WHERE grant_id = ?", (now, grant_id)
                 )
-                counters.append_audit("revoked", revoked_audit(grant_from_row(row), now))
+                counters.append_audit("revoked", revoked_audit(grant_from_row(row), now, actor))
             return True
 
     # -- events and audit ----------------------------------------------------------

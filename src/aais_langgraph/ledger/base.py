@@ -252,8 +252,11 @@ class Ledger(ABC):
         every persistent grant) for one action name."""
 
     @abstractmethod
-    def revoke_grant(self, grant_id: str, *, now: float) -> bool:
-        """Revoke a live grant and audit it; False if unknown or already revoked."""
+    def revoke_grant(
+        self, grant_id: str, *, now: float, actor: Mapping[str, Any] | None = None
+    ) -> bool:
+        """Revoke a live grant and audit it (naming ``actor`` when given); False if unknown
+        or already revoked."""
 
     # -- events and audit ----------------------------------------------------------
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aais_langgraph.authority import AUTHORITY_STREAM, ApprovalAuthority, EventFollower
+from aais_langgraph.authority import DEFAULT_STREAM, ApprovalAuthority, EventFollower
 
 ORIGIN = {"harness": "h", "session_id": "s"}
 
@@ -26,13 +26,13 @@ def test_pages_follow_each_other_and_say_when_more_may_wait() -> None:
     assert [e["sequence"] for e in follower.read().events] == [4]
 
 
-def test_a_stream_id_is_given_to_every_event() -> None:
-    authority = ApprovalAuthority()
+def test_every_event_carries_the_authoritys_stream_id() -> None:
+    authority = ApprovalAuthority(stream="team-approvals")
     _request(authority, 1)
-    [event] = EventFollower(authority, 0, stream=AUTHORITY_STREAM).read().events
-    assert event["stream"] == AUTHORITY_STREAM
-    [plain] = EventFollower(authority, 0).read().events
-    assert "stream" not in plain
+    [event] = EventFollower(authority, 0).read().events
+    assert event["stream"] == "team-approvals" != DEFAULT_STREAM
+    [named] = EventFollower(authority, 0, stream="another").read().events
+    assert named["stream"] == "another"
 
 
 async def test_the_async_twin_reads_the_same_page() -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import aais
 
-from aais_langgraph.authority import AUTHORITY_STREAM
+from aais_langgraph.authority import DEFAULT_STREAM
 from aais_langgraph.protocol import id_for
 
 WAIT = 30.0
@@ -118,7 +118,7 @@ def presenter(db: str | Path, *extra: str) -> Iterator[PresenterProcess]:
     running = PresenterProcess(db, *extra)
     try:
         first = running.read()
-        assert first["type"] == "approval.snapshot" and first["stream"] == AUTHORITY_STREAM
+        assert first["type"] == "approval.snapshot" and first["stream"] == DEFAULT_STREAM
         yield running
     finally:
         running.kill()
@@ -126,4 +126,4 @@ def presenter(db: str | Path, *extra: str) -> Iterator[PresenterProcess]:
 
 def is_reply(document: dict[str, Any]) -> bool:
     """A line answering a decision: an error object or a resolution on the reply stream."""
-    return "error" in document or document.get("stream", AUTHORITY_STREAM) != AUTHORITY_STREAM
+    return "error" in document or document.get("stream", DEFAULT_STREAM) != DEFAULT_STREAM

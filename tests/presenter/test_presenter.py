@@ -14,7 +14,7 @@ import aais
 import pytest
 
 from aais_langgraph import ApprovalAuthority, build_decision, resume_stranded
-from aais_langgraph.authority import AUTHORITY_STREAM
+from aais_langgraph.authority import DEFAULT_STREAM
 from aais_langgraph.cli.presenter import IN_REPLY_TO, StdioPresenter
 from aais_langgraph.ledger import open_ledger
 from aais_langgraph.protocol import Actor
@@ -57,13 +57,13 @@ def test_events_after_the_snapshot_follow_in_sequence_order(paused: Paused) -> N
         second = paused.pause("t2", "b.txt")
         event = stdio.read_until(lambda d: d["type"] == "approval.requested")
         assert event["request"]["id"] == second["request"]["id"]
-        assert event["sequence"] > as_of and event["stream"] == AUTHORITY_STREAM
+        assert event["sequence"] > as_of and event["stream"] == DEFAULT_STREAM
         stdio.send(
             build_decision(first, decision="deny", actor={"id": "x", "type": "human"}).to_json()
         )
         stdio.read_until(lambda d: d["type"] == "approval.resolved" and not is_reply(d))
         assert stdio.close() == 0
-    stream = [d for d in stdio.seen if d.get("stream") == AUTHORITY_STREAM]
+    stream = [d for d in stdio.seen if d.get("stream") == DEFAULT_STREAM]
     sequences = [d["sequence"] for d in stream]
     assert sequences == sorted(set(sequences)) and sequences[0] == as_of
     assert [d["type"] for d in stream] == [

@@ -4,7 +4,7 @@ from ..ledger import LedgerIntegrityError
 from .authority import ApprovalAuthority
 from .constraints import KNOWN_KEYS, constraints_match, explain_constraints
 from .errors import LeaseHeldError, UnknownRequestError
-from .events import AUTHORITY_STREAM, EventFollower
+from .events import EventFollower
 from .keys import AUTHORITY_KEY_FILE_VAR, AUTHORITY_KEY_VAR, load_authority_key
 from .leases import DEFAULT_LEASE_TTL, arun_lease, new_holder, run_lease
 from .outcomes import DEFAULT_STREAM, TERMINAL
@@ -15,7 +15,6 @@ from .state_machine import Clock
 __all__ = [
     "AUTHORITY_KEY_FILE_VAR",
     "AUTHORITY_KEY_VAR",
-    "AUTHORITY_STREAM",
     "DEFAULT_LEASE_TTL",
     "DEFAULT_STREAM",
     "KNOWN_KEYS",

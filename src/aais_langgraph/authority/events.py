@@ -16,17 +16,14 @@ from .standing import EventPage
 if TYPE_CHECKING:
     from .state_machine import AuthorityStateMachine
 
-__all__ = ["AUTHORITY_STREAM", "EventFollower"]
-
-AUTHORITY_STREAM = "aais-langgraph.authority"
-"""The default ``stream`` id of the authority's event stream in durable bindings (SPEC §3)."""
+__all__ = ["EventFollower"]
 
 
 class EventFollower:
     """Reads the events after ``after``, one page per :meth:`read`, each page after the last.
 
-    With ``stream``, every event is given that ``stream`` id: the ledger assigned its
-    sequence, so it belongs to the authority's stream whatever a presenter wrote there.
+    Every event is given the authority's ``stream`` id (or ``stream``): the ledger
+    assigned its sequence, so it belongs to that stream whatever a presenter wrote there.
     """
 
     def __init__(
@@ -39,7 +36,7 @@ class EventFollower:
     ) -> None:
         self.authority = authority
         self.last = after
-        self.stream = stream
+        self.stream: str = stream if stream is not None else authority.stream
         self.page_size = page_size
         self.full = False
         """Whether the last page was full (more may be waiting: read again at once)."""
@@ -48,8 +45,7 @@ class EventFollower:
         """The next page of events (possibly empty); ``gap`` when some were compacted away."""
         page = self.authority.events_after(self.last, limit=self.page_size)
         events: list[dict[str, Any]] = page.events
-        if self.stream is not None:
-            events = [{**envelope, "stream": self.stream} for envelope in events]
+        events = [{**envelope, "stream": self.stream} for envelope in events]
         if events:
             self.last = int(events[-1]["sequence"])
         self.full = len(events) >= self.page_size

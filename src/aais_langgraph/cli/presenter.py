@@ -44,7 +44,6 @@ from contextlib import contextmanager
 from typing import Any, TextIO
 
 from ..authority import (
-    AUTHORITY_STREAM,
     ApprovalAuthority,
     EventFollower,
     LedgerIntegrityError,
@@ -87,14 +86,14 @@ class StdioPresenter:
         output: TextIO,
         diagnostics: TextIO,
         max_line_bytes: int = DEFAULT_MAX_BYTES,
-        stream: str = AUTHORITY_STREAM,
+        stream: str | None = None,
     ) -> None:
         self.authority = authority
         self.actor = actor
         self.output = output
         self.diagnostics = diagnostics
         self.max_line_bytes = max_line_bytes
-        self.stream = stream
+        self.stream = stream if stream is not None else authority.stream
         self.reply_stream = new_id("aais-langgraph.stdio")
         self._replies = 0
         self._lines = 0

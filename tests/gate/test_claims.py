@@ -11,7 +11,6 @@ from langgraph.graph import START, StateGraph
 from langgraph.types import Command
 
 from aais_langgraph import ApprovalAuthority, ApprovalRequested, build_decision, request_approval
-from aais_langgraph.gate.run_context import RESUME_MAP_KEY, interrupt_id_for
 
 HUMAN = {"id": "alice", "type": "human"}
 
@@ -22,17 +21,6 @@ class State(TypedDict, total=False):
 
 def action(name: str) -> dict[str, Any]:
     return {"kind": "test.step", "name": name, "summary": f"Run {name}", "arguments": {}}
-
-
-def test_interrupt_id_seam_matches_langgraph() -> None:
-    """Fails loudly if LangGraph changes how it names interrupts or its resume-map key."""
-    from langgraph._internal._constants import CONFIG_KEY_RESUME_MAP
-    from langgraph.types import _interrupt_id
-
-    assert RESUME_MAP_KEY == CONFIG_KEY_RESUME_MAP
-    for namespace in ("gate:1f0e", "outer:ab|inner:cd"):
-        for slot in (0, 1, 2):
-            assert interrupt_id_for(namespace, slot) == _interrupt_id(namespace, slot)
 
 
 def test_a_node_with_two_gates_is_answered_one_after_the_other() -> None:

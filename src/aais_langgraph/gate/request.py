@@ -35,6 +35,7 @@ from ..protocol import (
 )
 from .channel import answer_channel
 from .execution import (
+    CLAIMED,
     CLAIMED_MESSAGE,
     SKIPPED,
     Claim,
@@ -194,7 +195,7 @@ def _judge_late(
     except Refusal as refusal:
         if isinstance(refusal.error, ExecutionUnknownError):
             raise refusal.error from None
-        if str(refusal.error).endswith(CLAIMED_MESSAGE):
+        if isinstance(refusal.error, RejectedResumeError) and refusal.error.code == CLAIMED:
             return resolution_envelope(
                 request,
                 outcome="conflict",

@@ -31,8 +31,8 @@ from ..ledger import Execution
 from ..ledger.executions import claim_change, finish_change, reconcile_change
 from ..protocol import ApprovalResolved, Request
 from .response import Answer, AnswerType, Refusal, RejectedResumeError
-from .seams import mark_invalid_resume
 from .run_context import retry_request_id
+from .seams import mark_invalid_resume
 
 __all__ = [
     "EXECUTION_EXTENSION",

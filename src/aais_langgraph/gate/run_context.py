@@ -178,25 +178,41 @@ MISSING_AUTHORITY = (
 )
 
 
+class MissingAuthorityError(RuntimeError, ValueError):
+    """No authority was given or found (a ``RuntimeError`` inside a run, as LangGraph's
+    own configuration errors are, and a ``ValueError`` for a caller's arguments)."""
+
+
 def find_authority(
-    explicit: ApprovalAuthority | None, config: RunnableConfig | None = None
+    explicit: ApprovalAuthority | None,
+    config: RunnableConfig | None = None,
+    *,
+    context: Any = None,
 ) -> ApprovalAuthority:
-    """The authority to use: the argument, else runtime context, else ``configurable``,
-    else the one ``AAIS_LEDGER_URL`` configures (:mod:`aais_langgraph.server_env`)."""
+    """The authority to use, the one rule for the gate, resumes and edits: the argument,
+    else the runtime context's ``authority`` (``context``, or inside a run the run's),
+    else ``configurable`` (``config``, or inside a run the run's), else the one
+    ``AAIS_LEDGER_URL`` configures (:mod:`aais_langgraph.server_env`)."""
     if explicit is not None:
         return explicit
-    try:
-        from langgraph.runtime import get_runtime
+    if context is None:
+        try:
+            from langgraph.runtime import get_runtime
 
-        context = get_runtime().context
-    except (RuntimeError, AttributeError):
-        context = None
-    found = authority_in(context, config if config is not None else get_config())
+            context = get_runtime().context
+        except (RuntimeError, AttributeError):
+            context = None
+    if config is None:
+        try:
+            config = get_config()
+        except RuntimeError:
+            config = None
+    found = authority_in(context, config)
     if found is None and env_authority_configured():
         # Hosted graphs (LangGraph Server) cannot be handed objects: use AAIS_LEDGER_URL.
         found = authority_from_env()
     if found is None:
-        raise RuntimeError(MISSING_AUTHORITY)
+        raise MissingAuthorityError(MISSING_AUTHORITY)
     return found
 
 

@@ -98,9 +98,7 @@ class ApprovalToolNode(ToolNode):
     ) -> None:
         # Built before ToolNode's own init, so the gate can be handed to it as its wrappers.
         built = [item if isinstance(item, BaseTool) else create_tool(item) for item in tools]
-        entries = (
-            interrupt_on if interrupt_on is not None else {item.name: True for item in built}
-        )
+        entries = interrupt_on if interrupt_on is not None else {item.name: True for item in built}
         gate = ToolCallGate(
             rules_from(entries),
             authority=authority,

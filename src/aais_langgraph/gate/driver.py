@@ -39,7 +39,7 @@ __all__ = [
     "adrive",
     "aleased_thread",
     "aread_view",
-    "await_waiting",
+    "awaiting_among",
     "context_kwargs",
     "drive",
     "leased_thread",
@@ -180,7 +180,7 @@ def waiting_among(
     return waiting
 
 
-async def await_waiting(
+async def awaiting_among(
     graph: Any, authority: ApprovalAuthority, records: Sequence[StoredRequest]
 ) -> set[str]:
     """Async twin of :func:`waiting_among`."""

@@ -14,7 +14,7 @@ from ..authority import DEFAULT_LEASE_TTL, ApprovalAuthority
 from ..authority.outcomes import snapshot_envelope
 from ..ledger import StoredRequest
 from ..protocol import ApprovalResolved, ApprovalSnapshot, parse_timestamp
-from .driver import DEFAULT_LEASE_WAIT, ThreadView, adrive, await_waiting, drive, waiting_among
+from .driver import DEFAULT_LEASE_WAIT, ThreadView, adrive, awaiting_among, drive, waiting_among
 from .reconcile import (
     INTEGRITY_ERRORS_EXTENSION,
     IntegrityProblem,
@@ -127,7 +127,7 @@ async def apending_approvals(
 ) -> ApprovalSnapshot:
     """Async twin of :func:`pending_approvals` (async checkpointers welcome)."""
     listing = await asyncio.to_thread(_Listing.read, authority, session_id, now)
-    waiting = None if graph is None else await await_waiting(graph, authority, listing.records)
+    waiting = None if graph is None else await awaiting_among(graph, authority, listing.records)
     problems = (
         await areconcile_checkpoints(authority, graph.checkpointer)
         if graph is not None and reconcile
@@ -208,7 +208,7 @@ async def aresume_resolved(
 
 
 def _with_thread(config: RunnableConfig | None, thread_id: str) -> dict[str, Any]:
-    base = dict(config or {})
+    base: dict[str, Any] = dict(config or {})
     return {**base, "configurable": {**(base.get("configurable") or {}), "thread_id": thread_id}}
 
 

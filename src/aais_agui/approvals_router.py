@@ -22,7 +22,6 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
-from langchain_core.runnables import RunnableConfig
 
 from aais_langgraph.authority import (
     TERMINAL,
@@ -30,7 +29,6 @@ from aais_langgraph.authority import (
     LeaseHeldError,
     UnknownRequestError,
 )
-from aais_langgraph.gate import AUTHORITY_KEY
 from aais_langgraph.protocol import AAISValidationError, ApprovalDecided, parse_envelope
 from aais_langgraph.protocol.ijson import MAX_SAFE_INTEGER
 
@@ -61,11 +59,6 @@ def approvals_router(
     """The AAIS profile routes under ``prefix``; ``graph`` may be None (no resuming)."""
     router = APIRouter(prefix=prefix)
     resumes: set[asyncio.Task[Any]] = set()
-    base = dict(config or {})
-    run_config: RunnableConfig = {
-        **base,  # type: ignore[typeddict-item]
-        "configurable": {**(base.get("configurable") or {}), AUTHORITY_KEY: authority},
-    }
 
     async def snapshot_now() -> Any:
         return await pending_snapshot(authority, graph)
@@ -119,7 +112,7 @@ def approvals_router(
         thread_id = stored.thread_id
         for attempt in range(3):
             try:
-                await aresume_recorded(graph, authority, thread_id, config=run_config)
+                await aresume_recorded(graph, authority, thread_id, config=config)
                 return
             except LeaseHeldError:
                 await asyncio.sleep(1.0 + attempt)

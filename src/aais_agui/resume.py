@@ -191,7 +191,7 @@ async def aresume_recorded(
     authority: ApprovalAuthority,
     thread_id: str,
     *,
-    config: RunnableConfig | None = None,
+    config: Mapping[str, Any] | None = None,
     lease_ttl: float = DEFAULT_LEASE_TTL,
     lease_wait: float = DEFAULT_LEASE_WAIT,
 ) -> list[str]:

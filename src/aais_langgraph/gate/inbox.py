@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
-
-from langchain_core.runnables import RunnableConfig
 
 from ..authority import DEFAULT_LEASE_TTL, ApprovalAuthority
 from ..authority.outcomes import snapshot_envelope
@@ -159,7 +157,7 @@ def resume_resolved(
     authority: ApprovalAuthority,
     thread_id: str,
     *,
-    config: RunnableConfig | None = None,
+    config: Mapping[str, Any] | None = None,
     context: Any = None,
     lease_ttl: float = DEFAULT_LEASE_TTL,
     lease_wait: float = DEFAULT_LEASE_WAIT,
@@ -188,7 +186,7 @@ async def aresume_resolved(
     authority: ApprovalAuthority,
     thread_id: str,
     *,
-    config: RunnableConfig | None = None,
+    config: Mapping[str, Any] | None = None,
     context: Any = None,
     lease_ttl: float = DEFAULT_LEASE_TTL,
     lease_wait: float = DEFAULT_LEASE_WAIT,
@@ -207,7 +205,7 @@ async def aresume_resolved(
     )
 
 
-def _with_thread(config: RunnableConfig | None, thread_id: str) -> dict[str, Any]:
+def _with_thread(config: Mapping[str, Any] | None, thread_id: str) -> dict[str, Any]:
     base: dict[str, Any] = dict(config or {})
     return {**base, "configurable": {**(base.get("configurable") or {}), "thread_id": thread_id}}
 

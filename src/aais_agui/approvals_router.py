@@ -109,17 +109,12 @@ def approvals_router(
         stored = await asyncio.to_thread(authority.get_stored_request, request_id)
         if stored is None or stored.thread_id is None:
             return
-        thread_id = stored.thread_id
-        for attempt in range(3):
-            try:
-                await aresume_recorded(graph, authority, thread_id, config=config)
-                return
-            except LeaseHeldError:
-                await asyncio.sleep(1.0 + attempt)
-            except Exception:
-                logger.exception("background resume of a thread failed")
-                return
-        logger.warning("background resume gave up: the thread stayed busy")
+        try:
+            await aresume_recorded(graph, authority, stored.thread_id, config=config, attempts=3)
+        except LeaseHeldError:
+            logger.warning("background resume gave up: the thread stayed busy")
+        except Exception:
+            logger.exception("background resume of a thread failed")
 
     @router.get("/events")
     async def events(request: Request) -> StreamingResponse:

@@ -10,6 +10,7 @@ does. Callers hold the thread's run lease around planning and the run.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 from ag_ui.core import ResumeEntry
 from langchain_core.runnables import RunnableConfig
 
-from aais_langgraph.authority import DEFAULT_LEASE_TTL, TERMINAL, ApprovalAuthority
+from aais_langgraph.authority import DEFAULT_LEASE_TTL, TERMINAL, ApprovalAuthority, LeaseHeldError
 from aais_langgraph.authority.outcomes import effective_expiry
 from aais_langgraph.gate import Cancellation
 from aais_langgraph.gate.driver import DEFAULT_LEASE_WAIT, run_config
@@ -194,21 +195,32 @@ async def aresume_recorded(
     config: Mapping[str, Any] | None = None,
     lease_ttl: float = DEFAULT_LEASE_TTL,
     lease_wait: float = DEFAULT_LEASE_WAIT,
+    attempts: int = 1,
 ) -> list[str]:
-    """Resume a thread whose waiting requests were resolved elsewhere (the decisions endpoint).
+    """Resume a thread whose waiting requests were resolved elsewhere (the decisions
+    endpoint, the watcher); returns the resumed request ids.
 
     :func:`~aais_langgraph.gate.aresume_resolved` as this server runs it (gates
     accept only recorded resolutions): under the lease, every pending AAIS
     interrupt that has a recorded resolution is resumed with it; the others stay
-    pending. Returns the resumed request ids.
+    pending. A thread whose lease stays held is tried ``attempts`` times, a
+    second longer apart each time, then :class:`~aais_langgraph.LeaseHeldError`.
     """
-    resumed = await aresume_resolved(
-        graph,
-        authority,
-        thread_id,
-        config=config,
-        lease_ttl=lease_ttl,
-        lease_wait=lease_wait,
-        recorded_only=True,
-    )
-    return [resolved.resolution.request_id for resolved in resumed]
+    for attempt in range(attempts):
+        try:
+            resumed = await aresume_resolved(
+                graph,
+                authority,
+                thread_id,
+                config=config,
+                lease_ttl=lease_ttl,
+                lease_wait=lease_wait,
+                recorded_only=True,
+            )
+        except LeaseHeldError:
+            if attempt + 1 >= attempts:
+                raise
+            await asyncio.sleep(1.0 + attempt)
+            continue
+        return [resolved.resolution.request_id for resolved in resumed]
+    raise ValueError("attempts: must be at least 1")

@@ -77,27 +77,25 @@ class DecisionWatcher:
         resolved = [rid for rid in view.interrupts if await self.authority.aget_resolution(rid)]
         if not resolved:
             return []
-        for attempt in range(self.attempts):
-            try:
-                resumed = await aresume_recorded(
-                    self.graph,
-                    self.authority,
-                    thread_id,
-                    config=self.config,
-                    lease_ttl=self.lease_ttl,
-                    lease_wait=self.lease_wait,
-                )
-            except LeaseHeldError:
-                await asyncio.sleep(1.0 + attempt)
-                continue
-            except ExecutionUnknownError as unknown:
-                # A run executing the approved action died: a human reconciles it first.
-                logger.warning("decision watcher: outcome unknown for %s", unknown.request_id)
-                return []
-            self.resumed.extend(resumed)
-            return resumed
-        logger.warning("decision watcher: a thread stayed busy; its resume is left for later")
-        return []
+        try:
+            resumed = await aresume_recorded(
+                self.graph,
+                self.authority,
+                thread_id,
+                config=self.config,
+                lease_ttl=self.lease_ttl,
+                lease_wait=self.lease_wait,
+                attempts=self.attempts,
+            )
+        except LeaseHeldError:
+            logger.warning("decision watcher: a thread stayed busy; its resume is left for later")
+            return []
+        except ExecutionUnknownError as unknown:
+            # A run executing the approved action died: a human reconciles it first.
+            logger.warning("decision watcher: outcome unknown for %s", unknown.request_id)
+            return []
+        self.resumed.extend(resumed)
+        return resumed
 
     def _schedule(self, thread_id: str) -> None:
         """Settle the thread in its own task; a thread already being settled goes again."""

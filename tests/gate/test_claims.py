@@ -88,3 +88,35 @@ def test_two_threads_resuming_the_same_interrupt_at_once_execute_once() -> None:
 
     assert runs == ["deploy"]
     assert errors in ([], ["RejectedResumeError"])
+
+
+def test_a_refusal_says_why_with_a_code_not_its_message() -> None:
+    """Code that reacts to a refusal reads ``code``; the message is for people."""
+    import time
+
+    from aais_langgraph import build_request
+    from aais_langgraph.gate.execution import CLAIMED, Claim, ExecutionUnknownError, settle
+    from aais_langgraph.gate.response import Refusal, RejectedResumeError
+    from aais_langgraph.ledger.executions import claim_change
+
+    authority = ApprovalAuthority()
+    requested = authority.add(
+        build_request(action("step"), origin={"harness": "test", "session_id": "s1"}), thread_id="t"
+    )
+    resolved = authority.decide(
+        build_decision(requested, decision="approve", scope="once", actor=HUMAN), actor=HUMAN
+    )
+    request_id = requested.request.id
+    authority.ledger.update_execution(
+        request_id,
+        claim_change(request_id, "other-run", thread_id="t", ttl=60, now=time.time(), retry=False),
+    )
+    try:
+        settle(authority, requested.request, resolved, Claim(ttl=30, thread_id="t"))
+    except Refusal as refusal:
+        assert isinstance(refusal.error, RejectedResumeError)
+        assert refusal.error.code == CLAIMED
+    else:  # pragma: no cover
+        raise AssertionError("a live claim of another run was not refused")
+    assert ExecutionUnknownError(request_id).code == "execution_unknown"
+    assert RejectedResumeError("/decision", "Refused by policy.").code == "refused"

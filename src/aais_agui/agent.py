@@ -44,12 +44,13 @@ from ag_ui_langgraph.utils import camel_to_snake
 from langgraph.types import Command
 from typing_extensions import Self
 
-from aais_langgraph.authority import ApprovalAuthority, LeaseHeldError
+from aais_langgraph.authority import DEFAULT_LEASE_TTL, ApprovalAuthority, LeaseHeldError
+from aais_langgraph.gate.driver import DEFAULT_LEASE_WAIT, LeasedThread, aleased_thread
 from aais_langgraph.protocol import AAISValidationError, Actor
 
 from .mapping import is_approval_request, request_to_interrupt
 from .reoffer import reoffer_events
-from .resume import ResumeRejected, held_lease, open_interrupts, plan_resume, served_config
+from .resume import ResumeRejected, plan_resume, served_config
 
 logger = logging.getLogger(__name__)
 
@@ -73,8 +74,8 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
         description: str | None = None,
         config: Mapping[str, Any] | None = None,
         emit_raw_events: bool = False,
-        lease_ttl: float = 60.0,
-        lease_wait: float = 10.0,
+        lease_ttl: float = DEFAULT_LEASE_TTL,
+        lease_wait: float = DEFAULT_LEASE_WAIT,
     ) -> None:
         super().__init__(
             name=name,
@@ -139,11 +140,18 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
                 yield event
             return
         try:
-            async with held_lease(
-                self.authority, input.thread_id, ttl=self.lease_ttl, wait=self.lease_wait
-            ):
+            # The driver's lease and view; ag-ui-langgraph's run (which streams) invokes the
+            # graph with the planned map through _build_command_from_agui_resume.
+            async with aleased_thread(
+                self.graph,
+                {"configurable": {**self.config["configurable"], "thread_id": input.thread_id}},
+                authority=self.authority,
+                lease_ttl=self.lease_ttl,
+                lease_wait=self.lease_wait,
+                recorded_only=True,
+            ) as thread:
                 if input.resume:
-                    self._planned_resume = await self._plan(input.thread_id, input.resume)
+                    self._planned_resume = await self._plan(thread, input.resume)
                 async for event in super().run(input):
                     yield event
         except ResumeRejected as rejected:
@@ -164,13 +172,11 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
             ):
                 yield event
 
-    async def _plan(self, thread_id: str, entries: list[ResumeEntry]) -> dict[str, Any]:
-        config = {"configurable": {**self.config["configurable"], "thread_id": thread_id}}
+    async def _plan(self, thread: LeasedThread, entries: list[ResumeEntry]) -> dict[str, Any]:
         try:
-            state = await self.graph.aget_state(config)
-            pending = open_interrupts(state.tasks)
+            view = await thread.aview()
             return await asyncio.to_thread(
-                plan_resume, self.authority, pending, entries, actor=self.actor
+                plan_resume, self.authority, view.open, entries, actor=self.actor
             )
         except ResumeRejected:
             raise

@@ -4,15 +4,21 @@
 in a temp dir, loopback only) the first time a test asks for it, and deletes it at
 the end of the session. Without the server binaries it fails with instructions;
 ``AAIS_ALLOW_NO_POSTGRES=1`` turns that into a skip (never set in CI).
+
+``pytest_terminal_summary`` prints the hostile-input table (``tests/hostile/report.py``)
+whenever any suite recorded into it, whichever folders ran.
 """
 
 from __future__ import annotations
 
 import importlib.util
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from hostile.report import render, write_json
 from support.pg_cluster import (
     ALLOW_NO_POSTGRES,
     NO_SERVER_HELP,
@@ -24,6 +30,8 @@ from support.pg_cluster import (
 # tests/aae_bridge needs the AAE SDK, which lives in its own environment (.venv-aae);
 # tests/test_aae_bridge.py runs that folder there.
 collect_ignore = [] if importlib.util.find_spec("aae") else ["aae_bridge"]
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="session")
@@ -47,3 +55,13 @@ def postgres_cluster() -> Iterator[PostgresCluster]:
 def postgres_url(postgres_cluster: PostgresCluster) -> str:
     """A connection URL whose tables land in a schema of their own, empty at the start."""
     return fresh_schema_url(postgres_cluster)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    lines = render()
+    if len(lines) <= 3:  # header, rule and total: nothing recorded
+        return
+    terminalreporter.section("hostile inputs (failed open, 5xx and double runs must be 0)")
+    for line in lines:
+        terminalreporter.write_line(line)
+    write_json(ROOT / "artifacts" / "hostile" / "report.json")

@@ -1,13 +1,16 @@
 """An AG-UI agent for LangGraph graphs whose interrupts are AAIS approvals.
 
-Built on ag-ui-langgraph's ``LangGraphAgent`` (pinned ``>=0.0.47,<0.0.48``).
+Built on ag-ui-langgraph's ``LangGraphAgent`` (``>=0.0.47,<0.1``; seams read on 0.0.47).
 Two private seams are overridden, each in a few lines, and
-``tests/agui/test_agent_seams.py`` fails loudly if an upgrade moves them:
+``tests/agui/test_agent_seams.py`` fails loudly if an upgrade moves them (CI runs it
+against the newest release too, ``scripts/ci_newest_agui.sh``):
 
 - ``_interrupts_to_agui``: an ``approval.requested`` interrupt value becomes an
   interrupt with ``metadata.aais`` (see :mod:`aais_agui.mapping`);
 - ``_build_command_from_agui_resume``: returns the id-keyed resume map planned
-  in :meth:`AAISLangGraphAgent.run` under the thread's run lease.
+  in :meth:`AAISLangGraphAgent.run` under the thread's run lease;
+- ``get_stream_kwargs``: no ``context`` for a graph without a context schema (ag-ui-langgraph
+  fills it with ``configurable``, which ``ToolRuntime`` tools then warn about).
 
 Everything else (streaming, snapshots, re-emitting pending interrupts on a
 run without ``resume``) is ag-ui-langgraph's.
@@ -41,12 +44,13 @@ from ag_ui_langgraph.utils import camel_to_snake
 from langgraph.types import Command
 from typing_extensions import Self
 
-from aais_langgraph.authority import ApprovalAuthority, LeaseHeldError
+from aais_langgraph.authority import DEFAULT_LEASE_TTL, ApprovalAuthority, LeaseHeldError
+from aais_langgraph.gate.driver import DEFAULT_LEASE_WAIT, LeasedThread, aleased_thread
 from aais_langgraph.protocol import AAISValidationError, Actor
 
 from .mapping import is_approval_request, request_to_interrupt
 from .reoffer import reoffer_events
-from .resume import ResumeRejected, held_lease, open_interrupts, plan_resume, served_config
+from .resume import ResumeRejected, plan_resume, served_config
 
 logger = logging.getLogger(__name__)
 
@@ -70,8 +74,8 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
         description: str | None = None,
         config: Mapping[str, Any] | None = None,
         emit_raw_events: bool = False,
-        lease_ttl: float = 60.0,
-        lease_wait: float = 10.0,
+        lease_ttl: float = DEFAULT_LEASE_TTL,
+        lease_wait: float = DEFAULT_LEASE_WAIT,
     ) -> None:
         super().__init__(
             name=name,
@@ -136,11 +140,18 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
                 yield event
             return
         try:
-            async with held_lease(
-                self.authority, input.thread_id, ttl=self.lease_ttl, wait=self.lease_wait
-            ):
+            # The driver's lease and view; ag-ui-langgraph's run (which streams) invokes the
+            # graph with the planned map through _build_command_from_agui_resume.
+            async with aleased_thread(
+                self.graph,
+                {"configurable": {**self.config["configurable"], "thread_id": input.thread_id}},
+                authority=self.authority,
+                lease_ttl=self.lease_ttl,
+                lease_wait=self.lease_wait,
+                recorded_only=True,
+            ) as thread:
                 if input.resume:
-                    self._planned_resume = await self._plan(input.thread_id, input.resume)
+                    self._planned_resume = await self._plan(thread, input.resume)
                 async for event in super().run(input):
                     yield event
         except ResumeRejected as rejected:
@@ -161,13 +172,11 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
             ):
                 yield event
 
-    async def _plan(self, thread_id: str, entries: list[ResumeEntry]) -> dict[str, Any]:
-        config = {"configurable": {**self.config["configurable"], "thread_id": thread_id}}
+    async def _plan(self, thread: LeasedThread, entries: list[ResumeEntry]) -> dict[str, Any]:
         try:
-            state = await self.graph.aget_state(config)
-            pending = open_interrupts(state.tasks)
+            view = await thread.aview()
             return await asyncio.to_thread(
-                plan_resume, self.authority, pending, entries, actor=self.actor
+                plan_resume, self.authority, view.open, entries, actor=self.actor
             )
         except ResumeRejected:
             raise
@@ -196,6 +205,15 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
         if self._planned_resume is None:
             raise RuntimeError("a resume reached the graph unplanned; use AAISLangGraphAgent.run")
         return Command(resume=dict(self._planned_resume))
+
+    def get_stream_kwargs(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        # ag-ui-langgraph copies config["configurable"] (the authority, the thread id) into
+        # `context`; a graph without a context schema types it None, so every ToolRuntime
+        # tool logged pydantic serializer warnings, and nothing there reads it.
+        stream_kwargs: dict[str, Any] = super().get_stream_kwargs(*args, **kwargs)
+        if getattr(self.graph, "context_schema", None) is None:
+            stream_kwargs.pop("context", None)
+        return stream_kwargs
 
 
 #: ``forwardedProps`` keys (as ag-ui-langgraph reads them, snake_cased) that steer a run:

@@ -6,6 +6,8 @@ AAIS envelope of ``resume[]`` is refused as the AAIS HTTP profile refuses it
 (``422 aais.invalid_envelope``, naming the JSON pointer), one anywhere else as
 ``422 agui.invalid_input``. Nothing is recorded or run.
 
+Every ``RUN_STARTED`` it streams declares ``protocolVersion`` (``ag_ui.core.PROTOCOL_VERSION``).
+
 Mountable alone: ``app.include_router(agui_router(agent, security))``.
 """
 
@@ -15,7 +17,7 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ag_ui.core import RunAgentInput
+from ag_ui.core import PROTOCOL_VERSION, BaseEvent, EventType, RunAgentInput
 from ag_ui.encoder import EventEncoder
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import StreamingResponse
@@ -60,7 +62,7 @@ def agui_router(
 
         async def events() -> AsyncIterator[str]:
             async for event in runner.run(run_input):
-                yield encoder.encode(event)
+                yield encoder.encode(declare_protocol_version(event))
 
         return StreamingResponse(
             events(),
@@ -78,6 +80,14 @@ def agui_router(
         return {"status": "ok", "agent": {"name": agent.name}}
 
     return router
+
+
+def declare_protocol_version(event: BaseEvent) -> BaseEvent:
+    """``RUN_STARTED`` with ``protocolVersion`` (AG-UI 1.0 versioning: a producer MUST send its
+    declaration on the event that opens a run; ag-ui-protocol leaves it ``None``)."""
+    if event.type == EventType.RUN_STARTED and getattr(event, "protocol_version", 1) is None:
+        return event.model_copy(update={"protocol_version": PROTOCOL_VERSION})
+    return event
 
 
 def _refuse_duplicate_keys(body: bytes) -> None:

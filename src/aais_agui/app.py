@@ -20,6 +20,7 @@ from .agui_router import agui_router
 from .approvals_router import approvals_router
 from .inbox_router import SECURITY_HEADERS, inbox_router
 from .security import DEFAULT_MAX_BODY_BYTES, Authenticator, Security
+from .standing_router import standing_router
 from .watcher import watcher_lifespan
 
 
@@ -102,6 +103,7 @@ def create_app(
                 graph, authority, security, agent_path=path, approvals_prefix=approvals_prefix
             )
         )
+        app.include_router(standing_router(authority, security))
     if api_docs:
         _serve_openapi(app)
     app.add_exception_handler(HTTPException, _http_error)  # type: ignore[arg-type]

@@ -22,7 +22,6 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
-from langchain_core.runnables import RunnableConfig
 
 from aais_langgraph.authority import (
     TERMINAL,
@@ -30,7 +29,6 @@ from aais_langgraph.authority import (
     LeaseHeldError,
     UnknownRequestError,
 )
-from aais_langgraph.gate import AUTHORITY_KEY
 from aais_langgraph.protocol import AAISValidationError, ApprovalDecided, parse_envelope
 from aais_langgraph.protocol.ijson import MAX_SAFE_INTEGER
 
@@ -61,11 +59,6 @@ def approvals_router(
     """The AAIS profile routes under ``prefix``; ``graph`` may be None (no resuming)."""
     router = APIRouter(prefix=prefix)
     resumes: set[asyncio.Task[Any]] = set()
-    base = dict(config or {})
-    run_config: RunnableConfig = {
-        **base,  # type: ignore[typeddict-item]
-        "configurable": {**(base.get("configurable") or {}), AUTHORITY_KEY: authority},
-    }
 
     async def snapshot_now() -> Any:
         return await pending_snapshot(authority, graph)
@@ -116,17 +109,12 @@ def approvals_router(
         stored = await asyncio.to_thread(authority.get_stored_request, request_id)
         if stored is None or stored.thread_id is None:
             return
-        thread_id = stored.thread_id
-        for attempt in range(3):
-            try:
-                await aresume_recorded(graph, authority, thread_id, config=run_config)
-                return
-            except LeaseHeldError:
-                await asyncio.sleep(1.0 + attempt)
-            except Exception:
-                logger.exception("background resume of a thread failed")
-                return
-        logger.warning("background resume gave up: the thread stayed busy")
+        try:
+            await aresume_recorded(graph, authority, stored.thread_id, config=config, attempts=3)
+        except LeaseHeldError:
+            logger.warning("background resume gave up: the thread stayed busy")
+        except Exception:
+            logger.exception("background resume of a thread failed")
 
     @router.get("/events")
     async def events(request: Request) -> StreamingResponse:

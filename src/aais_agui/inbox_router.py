@@ -26,7 +26,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import Response
 
 from aais_langgraph.authority import ApprovalAuthority, explain_constraints
-from aais_langgraph.gate.resume import pending_interrupt_ids
+from aais_langgraph.gate.driver import ThreadView
 
 from .limits import MAX_CLIENT_ID_LENGTH, id_too_long
 from .security import Security
@@ -37,6 +37,7 @@ _ASSETS = {
     "chat.js": "text/javascript; charset=utf-8",
     "cards.js": "text/javascript; charset=utf-8",
     "common.js": "text/javascript; charset=utf-8",
+    "standing.js": "text/javascript; charset=utf-8",
     "aais-client.js": "text/javascript; charset=utf-8",
     "style.css": "text/css; charset=utf-8",
 }
@@ -134,7 +135,7 @@ def inbox_router(
         state = await graph.aget_state({"configurable": {"thread_id": thread_id}})
         values = state.values if isinstance(state.values, dict) else {}
         messages = langchain_messages_to_agui(list(values.get("messages") or []))
-        waiting = pending_interrupt_ids(state.interrupts)
+        waiting = ThreadView.of(state).interrupts
         return {
             "thread_id": thread_id,
             "messages": [

@@ -11,27 +11,17 @@ does. Callers hold the thread's run lease around planning and the run.
 from __future__ import annotations
 
 import asyncio
-import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ag_ui.core import ResumeEntry
 from langchain_core.runnables import RunnableConfig
-from langgraph.types import Command
 
-from aais_langgraph.authority import (
-    TERMINAL,
-    ApprovalAuthority,
-    arun_lease,
-    new_holder,
-)
-from aais_langgraph.gate import AUTHORITY_KEY, Cancellation
-from aais_langgraph.gate.channel import RECORDED_ONLY_KEY
-from aais_langgraph.gate.resume import pending_interrupt_ids
-from aais_langgraph.gate.run_context import CLAIM_TTL_KEY, claim_ttl_for_lease
-from aais_langgraph.ledger import Lease
+from aais_langgraph.authority import DEFAULT_LEASE_TTL, TERMINAL, ApprovalAuthority, LeaseHeldError
+from aais_langgraph.gate import Cancellation
+from aais_langgraph.gate.driver import DEFAULT_LEASE_WAIT, run_config
+from aais_langgraph.gate.inbox import aresume_resolved
 from aais_langgraph.protocol import (
     AAISValidationError,
     Actor,
@@ -41,8 +31,6 @@ from aais_langgraph.protocol import (
 )
 
 from .mapping import is_approval_request, parse_resume_entry
-
-logger = logging.getLogger(__name__)
 
 #: ag-ui-langgraph's sentinel for a cancelled plain (non-AAIS) interrupt.
 PLAIN_CANCELLED = "__agui_cancelled__"
@@ -67,15 +55,6 @@ class _Answer:
     requested: ApprovalRequested
     answer: ApprovalDecided | Cancellation
     expired: bool
-
-
-def open_interrupts(tasks: Sequence[Any] | None) -> dict[str, Any]:
-    """Interrupt id -> value of every interrupt pending in a state's tasks."""
-    found: dict[str, Any] = {}
-    for task in tasks or ():
-        for pending in getattr(task, "interrupts", None) or ():
-            found[pending.id] = pending.value
-    return found
 
 
 def _check_coverage(entries: Sequence[ResumeEntry], pending: Mapping[str, Any]) -> None:
@@ -202,38 +181,7 @@ def served_config(config: Mapping[str, Any] | None, authority: ApprovalAuthority
     """``config`` for every run this server drives: the authority in ``configurable``,
     and gates that accept only resolutions the authority already recorded
     (:data:`~aais_langgraph.gate.channel.RECORDED_ONLY_KEY`; no caller can switch it off)."""
-    base = dict(config or {})
-    configurable = {
-        **(base.get("configurable") or {}),
-        AUTHORITY_KEY: authority,
-        RECORDED_ONLY_KEY: True,
-    }
-    return {**base, "configurable": configurable}  # type: ignore[typeddict-item]
-
-
-@asynccontextmanager
-async def held_lease(
-    authority: ApprovalAuthority, thread_id: str, *, ttl: float, wait: float
-) -> AsyncIterator[Lease]:
-    """The thread's run lease for the block, renewed every ``ttl / 3`` while held."""
-    holder = new_holder()
-    async with arun_lease(authority.ledger, thread_id, ttl=ttl, wait=wait, holder=holder) as lease:
-        renewal = asyncio.create_task(_renew(authority, thread_id, holder, ttl))
-        try:
-            yield lease
-        finally:
-            renewal.cancel()
-
-
-async def _renew(authority: ApprovalAuthority, thread_id: str, holder: str, ttl: float) -> None:
-    import time
-
-    while True:
-        await asyncio.sleep(ttl / 3)
-        renewed = await authority.ledger.arenew_lease(thread_id, holder, ttl=ttl, now=time.time())
-        if renewed is None:
-            logger.warning("run lease of a thread was lost while its run was still going")
-            return
+    return run_config(config, authority, recorded_only=True)
 
 
 async def aresume_recorded(
@@ -241,32 +189,35 @@ async def aresume_recorded(
     authority: ApprovalAuthority,
     thread_id: str,
     *,
-    config: RunnableConfig | None = None,
-    lease_ttl: float = 60.0,
-    lease_wait: float = 30.0,
+    config: Mapping[str, Any] | None = None,
+    lease_ttl: float = DEFAULT_LEASE_TTL,
+    lease_wait: float = DEFAULT_LEASE_WAIT,
+    attempts: int = 1,
 ) -> list[str]:
-    """Resume a thread whose waiting requests were resolved elsewhere (the decisions endpoint).
+    """Resume a thread whose waiting requests were resolved elsewhere (the decisions
+    endpoint, the watcher); returns the resumed request ids.
 
-    Under the lease, every pending AAIS interrupt that has a recorded resolution
-    is resumed with it; the others stay pending. Returns the resumed request ids.
+    :func:`~aais_langgraph.gate.aresume_resolved` as this server runs it (gates
+    accept only recorded resolutions): under the lease, every pending AAIS
+    interrupt that has a recorded resolution is resumed with it; the others stay
+    pending. A thread whose lease stays held is tried ``attempts`` times, a
+    second longer apart each time, then :class:`~aais_langgraph.LeaseHeldError`.
     """
-    base = served_config(config, authority)
-    run_config: RunnableConfig = {
-        **base,
-        "configurable": {
-            **(base.get("configurable") or {}),
-            "thread_id": thread_id,
-            CLAIM_TTL_KEY: claim_ttl_for_lease(lease_ttl),
-        },
-    }
-    async with held_lease(authority, thread_id, ttl=lease_ttl, wait=lease_wait):
-        state = await graph.aget_state(run_config)
-        waiting = pending_interrupt_ids(state.interrupts)
-        resume: dict[str, Any] = {}
-        for request_id, interrupt_id in waiting.items():
-            recorded = await authority.aget_resolution(request_id)
-            if recorded is not None:
-                resume[interrupt_id] = recorded.to_json()
-        if resume:
-            await graph.ainvoke(Command(resume=resume), run_config)
-        return [rid for rid, iid in waiting.items() if iid in resume]
+    for attempt in range(attempts):
+        try:
+            resumed = await aresume_resolved(
+                graph,
+                authority,
+                thread_id,
+                config=config,
+                lease_ttl=lease_ttl,
+                lease_wait=lease_wait,
+                recorded_only=True,
+            )
+        except LeaseHeldError:
+            if attempt + 1 >= attempts:
+                raise
+            await asyncio.sleep(1.0 + attempt)
+            continue
+        return [resolved.resolution.request_id for resolved in resumed]
+    raise ValueError("attempts: must be at least 1")

@@ -13,12 +13,11 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
-from aais_langgraph.authority import ApprovalAuthority
-from aais_langgraph.gate.resume import pending_interrupt_ids
+from aais_langgraph.authority import ApprovalAuthority, EventFollower
+from aais_langgraph.gate.driver import awaiting_among
 from aais_langgraph.protocol import ApprovalSnapshot, format_timestamp, new_id
 
 GAP_EVENT = "aais.gap"
@@ -40,30 +39,26 @@ def format_message(
 async def pending_snapshot(authority: ApprovalAuthority, graph: Any | None) -> ApprovalSnapshot:
     """``approval.snapshot`` of pending requests whose run still waits for them.
 
-    A request is left out only when its thread's checkpoint shows the task that
-    raised it is gone (the run moved on, e.g. its state was edited). A request
-    whose task is still live is kept even before its interrupt is checkpointed,
-    so a snapshot taken in that window does not hide it from a client that then
-    follows the events after ``as_of_sequence``. One ``aget_state`` per waiting
-    thread, so it works with async checkpointers.
+    The same rule as :func:`~aais_langgraph.gate.pending_approvals`
+    (:meth:`~aais_langgraph.gate.driver.ThreadView.waiting`): a request is left out
+    once its thread's checkpoint shows the task that raised it is gone (the run
+    moved on, e.g. its state was edited); one whose task is still live is kept
+    even before its interrupt is checkpointed, so a snapshot taken in that window
+    does not hide it from a client that then follows the events after
+    ``as_of_sequence``. One ``aget_state`` per waiting thread, so it works with
+    async checkpointers.
     """
     snapshot = await authority.asnapshot()
     if graph is None:
         return snapshot
-    by_thread: dict[str, list[tuple[str, str]]] = defaultdict(list)
-    visible: set[str] = set()
-    for request in snapshot.snapshot.pending:
-        record = await asyncio.to_thread(authority.get_stored_request, request.id)
-        namespace = "" if record is None else str(record.context.get("checkpoint_ns", ""))
-        if record is None or record.thread_id is None or not namespace:
-            visible.add(request.id)
-        else:
-            by_thread[record.thread_id].append((request.id, namespace.split("|")[0]))
-    for thread_id, requests in by_thread.items():
-        state = await graph.aget_state({"configurable": {"thread_id": thread_id}})
-        waiting = pending_interrupt_ids(state.interrupts)
-        live = {f"{task.name}:{task.id}" for task in state.tasks}
-        visible.update(rid for rid, task in requests if rid in waiting or task in live)
+    records = {
+        request.id: await authority.aget_stored_request(request.id)
+        for request in snapshot.snapshot.pending
+    }
+    visible = {request_id for request_id, record in records.items() if record is None}
+    visible |= await awaiting_among(
+        graph, authority, [record for record in records.values() if record is not None]
+    )
     envelope = snapshot.to_json()
     envelope["id"] = new_id("evt")
     envelope["occurred_at"] = format_timestamp(authority.clock())
@@ -98,15 +93,15 @@ async def event_stream(
         current = await snapshot()
         last = current.snapshot.as_of_sequence
         yield format_message(current.to_json(), event_id=last)
+    follower = EventFollower(authority, last, page_size=page_size)
     quiet_since = time.monotonic()
     while not await is_disconnected():
-        page = await asyncio.to_thread(authority.events_after, last, limit=page_size)
+        page = await follower.aread()
         for envelope in page.events:
-            last = int(envelope["sequence"])
-            yield format_message(envelope, event_id=last)
+            yield format_message(envelope, event_id=int(envelope["sequence"]))
         if page.events:
             quiet_since = time.monotonic()
-            if len(page.events) == page_size:
+            if follower.full:
                 continue
         elif time.monotonic() - quiet_since >= heartbeat:
             quiet_since = time.monotonic()

@@ -25,9 +25,10 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from aais_langgraph.authority import ApprovalAuthority, LeaseHeldError
-from aais_langgraph.gate import AUTHORITY_KEY, ExecutionUnknownError
-from aais_langgraph.gate.resume import pending_interrupt_ids
+from aais_langgraph.authority import DEFAULT_LEASE_TTL, ApprovalAuthority, LeaseHeldError
+from aais_langgraph.gate import ExecutionUnknownError
+from aais_langgraph.gate.driver import DEFAULT_LEASE_WAIT, aread_view, run_config
+from aais_langgraph.gate.recovery import aresolved_threads
 
 from .resume import aresume_recorded
 
@@ -44,17 +45,13 @@ class DecisionWatcher:
         *,
         config: Mapping[str, Any] | None = None,
         poll_interval: float = 0.5,
-        lease_ttl: float = 60.0,
-        lease_wait: float = 30.0,
+        lease_ttl: float = DEFAULT_LEASE_TTL,
+        lease_wait: float = DEFAULT_LEASE_WAIT,
         attempts: int = 3,
     ) -> None:
         self.graph = graph
         self.authority = authority
-        base = dict(config or {})
-        self.config: RunnableConfig = {
-            **base,  # type: ignore[typeddict-item]
-            "configurable": {**(base.get("configurable") or {}), AUTHORITY_KEY: authority},
-        }
+        self.config: RunnableConfig = run_config(config, authority)
         self.poll_interval = poll_interval
         self.lease_ttl = lease_ttl
         self.lease_wait = lease_wait
@@ -66,53 +63,39 @@ class DecisionWatcher:
         self._again: set[str] = set()
 
     async def catch_up(self) -> set[str]:
-        """Read every event after the last one seen; return the threads worth a look."""
-        threads: set[str] = set()
-        while True:
-            page = await self.authority.aevents_after(self.after, limit=500)
-            for envelope in page.events:
-                self.after = max(self.after, int(envelope["sequence"]))
-                if envelope.get("type") != "approval.resolved":
-                    continue
-                request_id = envelope["resolution"]["request_id"]
-                stored = await self.authority.aget_stored_request(request_id)
-                if stored is not None and stored.thread_id is not None:
-                    threads.add(stored.thread_id)
-            if len(page.events) < 500:
-                return threads
+        """Read every event after the last one seen; return the threads worth a look
+        (the scan :func:`~aais_langgraph.gate.recovery.resolved_threads` makes)."""
+        scan = await aresolved_threads(self.authority, after_sequence=self.after)
+        self.after = scan.after
+        return set(scan.threads)
 
     async def settle(self, thread_id: str) -> list[str]:
         """Resume ``thread_id`` if it waits on a resolved request; returns the resumed ids."""
-        state = await self.graph.aget_state(self._thread_config(thread_id))
-        waiting = pending_interrupt_ids(state.interrupts)
-        resolved = [rid for rid in waiting if await self.authority.aget_resolution(rid)]
+        view = await aread_view(
+            self.graph, run_config(self.config, self.authority, thread_id=thread_id)
+        )
+        resolved = [rid for rid in view.interrupts if await self.authority.aget_resolution(rid)]
         if not resolved:
             return []
-        for attempt in range(self.attempts):
-            try:
-                resumed = await aresume_recorded(
-                    self.graph,
-                    self.authority,
-                    thread_id,
-                    config=self.config,
-                    lease_ttl=self.lease_ttl,
-                    lease_wait=self.lease_wait,
-                )
-            except LeaseHeldError:
-                await asyncio.sleep(1.0 + attempt)
-                continue
-            except ExecutionUnknownError as unknown:
-                # A run executing the approved action died: a human reconciles it first.
-                logger.warning("decision watcher: outcome unknown for %s", unknown.request_id)
-                return []
-            self.resumed.extend(resumed)
-            return resumed
-        logger.warning("decision watcher: a thread stayed busy; its resume is left for later")
-        return []
-
-    def _thread_config(self, thread_id: str) -> RunnableConfig:
-        configurable = {**(self.config.get("configurable") or {}), "thread_id": thread_id}
-        return {**self.config, "configurable": configurable}
+        try:
+            resumed = await aresume_recorded(
+                self.graph,
+                self.authority,
+                thread_id,
+                config=self.config,
+                lease_ttl=self.lease_ttl,
+                lease_wait=self.lease_wait,
+                attempts=self.attempts,
+            )
+        except LeaseHeldError:
+            logger.warning("decision watcher: a thread stayed busy; its resume is left for later")
+            return []
+        except ExecutionUnknownError as unknown:
+            # A run executing the approved action died: a human reconciles it first.
+            logger.warning("decision watcher: outcome unknown for %s", unknown.request_id)
+            return []
+        self.resumed.extend(resumed)
+        return resumed
 
     def _schedule(self, thread_id: str) -> None:
         """Settle the thread in its own task; a thread already being settled goes again."""

@@ -84,7 +84,7 @@ def _settings(env: Mapping[str, str]) -> tuple[str, bool, float]:
     return target, setup_text == "1", expiry
 
 
-def _open(target: str) -> tuple[Ledger, Callable[[], None]]:
+def _open(target: str, setup: bool) -> tuple[Ledger, Callable[[], None]]:
     """A long-lived ledger for ``target`` and the function that closes it."""
     if is_postgres_url(target):
         from psycopg_pool import ConnectionPool
@@ -100,7 +100,7 @@ def _open(target: str) -> tuple[Ledger, Callable[[], None]]:
             open=True,
         )
         return PostgresLedger(pool), pool.close
-    ledger = SqliteLedger(target)
+    ledger = SqliteLedger(target, auto_setup=setup)
     return ledger, ledger.close
 
 
@@ -117,7 +117,7 @@ def authority_from_env(environ: Mapping[str, str] | None = None) -> ApprovalAuth
         if found is not None:
             return found
         target, setup, expiry = settings
-        ledger, close = _open(target)
+        ledger, close = _open(target, setup)
         try:
             if setup:
                 ledger.setup()

@@ -17,6 +17,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from aais_agui import Authenticated, bearer_token_authenticator, create_app, run_agent_input
 from aais_langgraph import ApprovalAuthority, build_decision
+from aais_langgraph.authority import DEFAULT_STREAM
 from aais_langgraph.ledger import SqliteLedger
 from aais_langgraph.protocol import Actor
 
@@ -122,6 +123,7 @@ def test_snapshot_lists_what_is_waiting(client: httpx.Client) -> None:
     assert response.status_code == 200
     snapshot = aais.validate(response.json())
     assert snapshot["type"] == "approval.snapshot"
+    assert snapshot["stream"] == DEFAULT_STREAM  # SPEC §3: durable bindings MUST provide it
     assert request_id(interrupt) in {request["id"] for request in snapshot["snapshot"]["pending"]}
 
 
@@ -545,3 +547,19 @@ def test_api_docs_opt_in_serves_only_the_schema_under_the_inbox_csp(tmp_path: Pa
         assert schema.headers["content-security-policy"].startswith("default-src 'none'")
         assert httpx.get(f"{url}/docs").status_code == 404
         assert httpx.get(f"{url}/redoc").status_code == 404
+
+
+def test_every_run_started_declares_the_agui_protocol_version(client: httpx.Client) -> None:
+    """AG-UI 1.0 versioning: the producer MUST declare it on the event that opens a run,
+    including the refused run and the re-offer run that follows it."""
+    thread_id, interrupt = pause(client)
+    forged = decision(interrupt)
+    forged["decision"]["action_digest"] = "sha256:" + "0" * 64
+    refused_entry = {"interruptId": interrupt["id"], "status": "resolved", "payload": forged}
+    body = {**run_agent_input(thread_id), "resume": [refused_entry]}
+    events = agui_run(client, "/agent", body)
+    assert [e["type"] for e in events].count("RUN_ERROR") == 1
+    paused_again = agui_run(client, "/agent", run_agent_input(thread_id))
+    started = [e for e in events + paused_again if e["type"] == "RUN_STARTED"]
+    assert len(started) == 3
+    assert {e.get("protocolVersion") for e in started} == {"1.0"}

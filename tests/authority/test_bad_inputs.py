@@ -20,6 +20,7 @@ import pytest
 
 from aais_langgraph.authority import ApprovalAuthority, UnknownRequestError
 from aais_langgraph.protocol import AAISValidationError, ApprovalRequested, action_digest
+from hostile.report import hostile_input
 
 from .support import SECRET, action, assert_spec_valid, decision, origin
 
@@ -368,6 +369,21 @@ def assert_nothing_lost(
     assert authority.verify_audit().ok
 
 
+def approved(authority: ApprovalAuthority, requested: ApprovalRequested) -> Callable[[], bool]:
+    """For the hostile-input table (failed open): the attacked request got approved."""
+
+    def observe() -> bool:
+        recorded = authority.get_resolution(requested.request.id)
+        return recorded is not None and recorded.approved
+
+    return observe
+
+
+def accepted(authority: ApprovalAuthority, seq: int) -> Callable[[], bool]:
+    """For the hostile-input table (failed open): a bad request was stored."""
+    return lambda: authority.ledger.last_sequence() != seq
+
+
 def assert_no_secret(text: str) -> None:
     assert SECRET not in text
     assert "sk-live" not in text
@@ -400,7 +416,8 @@ def test_bad_decision_is_refused_and_loses_nothing(
 ) -> None:
     seq = authority.ledger.last_sequence()
     kwargs = row.kwargs(requested) if row.kwargs else {}
-    expect(row, lambda: authority.decide(row.make(requested), **kwargs))
+    with hostile_input("library", approved(authority, requested)):
+        expect(row, lambda: authority.decide(row.make(requested), **kwargs))
     assert_nothing_lost(authority, requested, seq)
 
 
@@ -409,7 +426,8 @@ def test_bad_request_envelope_is_refused_and_loses_nothing(
     authority: ApprovalAuthority, requested: ApprovalRequested, row: Bad
 ) -> None:
     seq = authority.ledger.last_sequence()
-    expect(row, lambda: authority.add(row.make(requested)))
+    with hostile_input("library", accepted(authority, seq)):
+        expect(row, lambda: authority.add(row.make(requested)))
     assert_nothing_lost(authority, requested, seq)
 
 
@@ -419,7 +437,12 @@ def test_bad_request_arguments_are_refused_and_lose_nothing(
 ) -> None:
     seq = authority.ledger.last_sequence()
     kwargs = {"origin": origin(), **row.make(requested)}
-    expect(row, lambda: authority.request(kwargs.pop("action"), request_id="apr_other", **kwargs))
+
+    def bad() -> ApprovalRequested:
+        return authority.request(kwargs.pop("action"), request_id="apr_other", **kwargs)
+
+    with hostile_input("library", accepted(authority, seq)):
+        expect(row, bad)
     assert_nothing_lost(authority, requested, seq)
 
 

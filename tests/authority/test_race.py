@@ -17,6 +17,7 @@ from typing import Any
 from aais_langgraph.authority import ApprovalAuthority
 from aais_langgraph.ledger import Ledger, SqliteLedger
 from aais_langgraph.protocol import ApprovalRequested, ApprovalResolved
+from hostile.report import record
 
 from .support import assert_spec_valid, decision, new_request
 
@@ -72,6 +73,8 @@ def assert_one_resolution(
         e for e in events
         if e["type"] == "approval.resolved" and e["resolution"]["request_id"] == request_id
     ]  # fmt: skip
+    # No action here: a second resolution recorded for the request is the double run.
+    record("races", len(answers), double_runs=max(len(resolved) - 1, 0))
     decided = [
         e for e in events
         if e["type"] == "approval.decided" and e["decision"]["request_id"] == request_id

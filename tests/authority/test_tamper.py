@@ -18,6 +18,7 @@ import pytest
 
 from aais_langgraph.authority import ApprovalAuthority
 from aais_langgraph.ledger import Ledger, SqliteLedger
+from hostile.report import record
 
 from .support import START, FakeClock, decision, new_request
 
@@ -116,8 +117,14 @@ def sqlite_only(tampered: Tampered) -> None:
         pytest.skip("covered on SQLite; Postgres runs the main three")
 
 
+def tally(*passed: bool) -> None:
+    """One tamper in the hostile-input table; failed open if a verification passed."""
+    record("tampering", 1, failed_open=int(any(passed)))
+
+
 def assert_reported(tampered: Tampered, table: str, row_id: str) -> None:
     result = tampered.authority.verify_audit()
+    tally(result.ok)
     assert not result.ok
     assert (result.table, result.row_id) == (table, row_id), result.reason
 
@@ -222,12 +229,13 @@ def test_the_last_entries_deleted_with_the_tip_moved_back_are_reported(tampered:
     keep = entries[-2]
     tampered.raw("DELETE FROM aais_audit WHERE idx > ?", keep.index)
     tampered.set_tip(keep.index, keep.entry_hash)
-    # The rows the deleted entries vouched for are now unvouched ...
     result = tampered.authority.verify_audit()
+    kept = tampered.authority.verify_audit(expected_tip=tip)
+    tally(result.ok, kept.ok)
+    # The rows the deleted entries vouched for are now unvouched ...
     assert not result.ok and result.table == "aais_requests"
     assert result.row_id == tampered.pending
     # ... and a tip kept elsewhere names the truncation itself.
-    kept = tampered.authority.verify_audit(expected_tip=tip)
     assert not kept.ok and "truncated" in (kept.reason or "")
 
 
@@ -236,6 +244,7 @@ def test_every_audit_entry_and_the_tip_deleted_is_reported(tampered: Tampered) -
     tampered.raw("DELETE FROM aais_audit")
     tampered.set_tip(None, None)
     result = tampered.authority.verify_audit()
+    tally(result.ok)
     assert not result.ok
     assert result.table == "aais_requests"
 
@@ -246,8 +255,10 @@ def test_an_emptied_ledger_fails_only_against_a_tip_kept_elsewhere(tampered: Tam
     for table in ("aais_audit", "aais_requests", "aais_resolutions", "aais_grants", "aais_events"):
         tampered.raw(f"DELETE FROM {table}")
     tampered.set_tip(None, None)
-    assert tampered.authority.verify_audit().ok  # nothing left to contradict anything
+    # Counted by the check that can see it: a tip kept elsewhere (the documented limit).
     kept = tampered.authority.verify_audit(expected_tip=tip)
+    tally(kept.ok)
+    assert tampered.authority.verify_audit().ok  # nothing left to contradict anything
     assert not kept.ok and kept.table == "aais_audit"
 
 

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from aais_langgraph.authority import ApprovalAuthority
 from aais_langgraph.ledger import SqliteLedger
+from hostile.report import record
 
 from .support import START, FakeClock
 from .test_tamper import _history
@@ -158,5 +159,6 @@ def test_any_single_cell_change_is_reported(
         )
     with SqliteLedger.from_path(path) as ledger:
         result = ApprovalAuthority(ledger, key=KEY).verify_audit()
+    record("tampering", 1, failed_open=int(result.ok))
     assert not result.ok, (table, column)
     assert result.table is not None and result.reason is not None

@@ -15,7 +15,7 @@ HERE = Path(__file__).resolve().parent
 
 def test_serve_reports_runs_paused_on_requests_an_emptied_ledger_lost(tmp_path: Path) -> None:
     db = tmp_path / "app.db"
-    args = ["serve", "tiny_graph:builder", "--port", "0", "--db", str(db)]
+    args = ["serve", "tiny_graph:builder", "--port", "0", "--db", str(db), "--local-dev-login"]
     env = {"TINY_GRAPH_LOG": str(tmp_path / "deleted.log")}
     with (
         running(args, cwd=HERE, env=env) as server,

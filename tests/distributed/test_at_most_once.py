@@ -26,6 +26,7 @@ from aais_langgraph.gate import (
     stranded_threads,
     unknown_executions,
 )
+from hostile.report import record
 
 from .harness import Scene, decide
 from .worker import HUMAN, config
@@ -114,6 +115,7 @@ def cycle(scene: Scene, point: str, node: str) -> Cycle:
             final = graph.get_state(config(scene.job()))
             assert final.next == () and final.values["outcome"] == "conflict", point
     after = sum(1 for line in scene.effects() if line.startswith(request_id + " "))
+    record("kill -9", 1, double_runs=max(after - 1, 0))  # one kill point on this backend
     assert after == runs, f"{point}: reconciling ran the action"
     return Cycle(f"{point}/{node}", runs, request_id in unknown, finished)
 

@@ -34,6 +34,7 @@ from aais_langgraph.gate import (
     stranded_threads,
     unknown_executions,
 )
+from hostile.report import record
 
 from .harness import Scene, decide
 from .worker import HUMAN, config
@@ -41,6 +42,13 @@ from .worker import HUMAN, config
 pytestmark = pytest.mark.timeout(120)
 
 TTL = 2.0  # the run lease of the crashing resume, seconds
+
+
+def tally(scene: Scene, *, denied: bool = False, category: str = "kill -9") -> None:
+    """One kill point on this backend in the hostile-input table, read from the effects log:
+    a denied action that ran failed open; every run beyond the first is a double run."""
+    ran = len(scene.effects())
+    record(category, 1, failed_open=int(denied and ran > 0), double_runs=max(ran - 1, 0))
 
 
 @pytest.mark.parametrize("kind", ["approve", "deny"])
@@ -62,6 +70,7 @@ def test_a_killed_after_the_interrupt_is_checkpointed(scene: Scene, kind: str) -
         )  # fmt: skip
         final = graph.get_state(config(scene.job()))
 
+    tally(scene, denied=kind == "deny")
     outcome = "approved" if kind == "approve" else "denied"
     assert resolved.resolution.outcome == outcome
     assert final.next == () and final.values["outcome"] == outcome
@@ -90,6 +99,7 @@ def test_b_killed_after_the_resolution_is_recorded(scene: Scene, kind: str) -> N
         final = graph.get_state(config(scene.job()))
         assert stranded_threads(graph, backend.authority) == {}
 
+    tally(scene, denied=kind == "deny")
     assert retried.resolution.id == recorded["resolution"]["id"]
     assert final.next == () and final.values["outcome"] == recorded["resolution"]["outcome"]
     assert len(scene.resolutions(request_id)) == 1
@@ -128,6 +138,7 @@ def test_b_killed_after_the_node_got_its_approval_is_retried_with_a_fresh_reques
         final = graph.get_state(config(scene.job()))
         assert unknown_executions(backend.authority) == []
 
+    tally(scene)
     assert again.approved and final.next == () and final.values["outcome"] == "approved"
     assert scene.effects() == [f"{fresh.id} deploy"]
 
@@ -162,6 +173,7 @@ def test_c_killed_while_the_action_runs_is_not_run_again(scene: Scene) -> None:
         resume_stranded(graph, backend.authority, lease_ttl=TTL)
         final = graph.get_state(config(scene.job()))
 
+    tally(scene)
     assert final.next == () and final.values["outcome"] == "conflict"  # not approved
     assert len(scene.resolutions(request_id)) == 1
     assert scene.resolutions(request_id)[0]["resolution"]["outcome"] == "approved"  # unchanged
@@ -180,6 +192,8 @@ def test_c_an_idempotent_action_killed_while_it_runs_is_run_again(scene: Scene) 
         [resumed] = resume_stranded(graph, backend.authority, lease_ttl=TTL)
         final = graph.get_state(config(scene.job()))
 
+    # Declared idempotent: running it again is the documented retry, in a row of its own.
+    tally(scene, category="kill -9, idempotent (opt-in)")
     assert resumed.approved and final.next == ()
     assert final.values["request_id"] == request_id  # the key the action was handed
     assert scene.effects() == [f"{request_id} deploy"] * 2

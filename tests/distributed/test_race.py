@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from hostile.report import record
+
 from .harness import Scene, decide, finish, release
 from .worker import config
 
@@ -42,7 +44,15 @@ def test_twenty_presenters_across_two_processes(scene: Scene, trial: int) -> Non
     results: list[dict[str, Any]] = [r for w in workers for r in finish(w, timeout=90)["ok"]]
 
     request_id = requested.request.id
-    [recorded] = scene.resolutions(request_id)
+    recorded_all, ran = scene.resolutions(request_id), scene.effects()
+    approved = any(r["resolution"]["outcome"] == "approved" for r in recorded_all)
+    record(
+        "races",
+        len(plan),
+        failed_open=int(bool(ran) and not approved),
+        double_runs=max(len(ran) - 1, 0),
+    )
+    [recorded] = recorded_all
     resolution = recorded["resolution"]
     winner = resolution["decision_id"]
     assert resolution["outcome"] in ("approved", "denied")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypedDict
@@ -115,3 +116,13 @@ def test_the_expiry_setting_reaches_the_authority(tmp_path: Path) -> None:
         {"AAIS_LEDGER_URL": str(tmp_path / "expiry.db"), "AAIS_APPROVAL_EXPIRY_SECONDS": "60"}
     )
     assert authority.default_expiry.total_seconds() == 60
+
+
+def test_setup_off_leaves_a_sqlite_file_without_tables(tmp_path: Path) -> None:
+    path = tmp_path / "no-setup.db"
+    env = {"AAIS_LEDGER_URL": str(path), "AAIS_LEDGER_SETUP": "0"}
+
+    ledger = authority_from_env(env).ledger
+    with pytest.raises(sqlite3.OperationalError, match="no such table"):
+        ledger.list_pending()
+    assert ledger.is_set_up() is False

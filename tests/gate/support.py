@@ -9,7 +9,7 @@ from __future__ import annotations
 import operator
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -127,6 +127,16 @@ def open_backend(name: str, directory: Path, clock: FakeClock | None = None) -> 
 
 def config(thread_id: str) -> Any:
     return {"configurable": {"thread_id": thread_id}}
+
+
+def opened(backend: Backend, effects: Effects, *requests: ApprovalRequested) -> Callable[[], bool]:
+    """For the hostile-input table: did an action run, or an approval get recorded?"""
+
+    def observe() -> bool:
+        recorded = [backend.authority.get_resolution(r.request.id) for r in requests]
+        return bool(effects.ran) or any(r is not None and r.approved for r in recorded)
+
+    return observe
 
 
 def gated_graph(

@@ -11,7 +11,6 @@ from langgraph.graph import START, StateGraph
 from langgraph.types import Command
 
 from aais_langgraph import ApprovalAuthority, ApprovalRequested, build_decision, request_approval
-from aais_langgraph.gate.run_context import RESUME_MAP_KEY, interrupt_id_for
 
 HUMAN = {"id": "alice", "type": "human"}
 
@@ -22,17 +21,6 @@ class State(TypedDict, total=False):
 
 def action(name: str) -> dict[str, Any]:
     return {"kind": "test.step", "name": name, "summary": f"Run {name}", "arguments": {}}
-
-
-def test_interrupt_id_seam_matches_langgraph() -> None:
-    """Fails loudly if LangGraph changes how it names interrupts or its resume-map key."""
-    from langgraph._internal._constants import CONFIG_KEY_RESUME_MAP
-    from langgraph.types import _interrupt_id
-
-    assert RESUME_MAP_KEY == CONFIG_KEY_RESUME_MAP
-    for namespace in ("gate:1f0e", "outer:ab|inner:cd"):
-        for slot in (0, 1, 2):
-            assert interrupt_id_for(namespace, slot) == _interrupt_id(namespace, slot)
 
 
 def test_a_node_with_two_gates_is_answered_one_after_the_other() -> None:
@@ -100,3 +88,35 @@ def test_two_threads_resuming_the_same_interrupt_at_once_execute_once() -> None:
 
     assert runs == ["deploy"]
     assert errors in ([], ["RejectedResumeError"])
+
+
+def test_a_refusal_says_why_with_a_code_not_its_message() -> None:
+    """Code that reacts to a refusal reads ``code``; the message is for people."""
+    import time
+
+    from aais_langgraph import build_request
+    from aais_langgraph.gate.execution import CLAIMED, Claim, ExecutionUnknownError, settle
+    from aais_langgraph.gate.response import Refusal, RejectedResumeError
+    from aais_langgraph.ledger.executions import claim_change
+
+    authority = ApprovalAuthority()
+    requested = authority.add(
+        build_request(action("step"), origin={"harness": "test", "session_id": "s1"}), thread_id="t"
+    )
+    resolved = authority.decide(
+        build_decision(requested, decision="approve", scope="once", actor=HUMAN), actor=HUMAN
+    )
+    request_id = requested.request.id
+    authority.ledger.update_execution(
+        request_id,
+        claim_change(request_id, "other-run", thread_id="t", ttl=60, now=time.time(), retry=False),
+    )
+    try:
+        settle(authority, requested.request, resolved, Claim(ttl=30, thread_id="t"))
+    except Refusal as refusal:
+        assert isinstance(refusal.error, RejectedResumeError)
+        assert refusal.error.code == CLAIMED
+    else:  # pragma: no cover
+        raise AssertionError("a live claim of another run was not refused")
+    assert ExecutionUnknownError(request_id).code == "execution_unknown"
+    assert RejectedResumeError("/decision", "Refused by policy.").code == "refused"

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 import jsonschema
-import pytest
 from langgraph.errors import is_invalid_resume
 from langgraph.types import Command
 from pydantic import ValidationError
@@ -23,6 +22,7 @@ from aais_langgraph import (
 )
 from aais_langgraph.gate import resume_resolved
 from aais_langgraph.protocol import Action, Decision, Origin, Request
+from hostile.report import hostile_input, record, refused
 
 from .support import (
     HUMAN,
@@ -32,6 +32,7 @@ from .support import (
     config,
     decide,
     gated_graph,
+    opened,
     paused,
     pending_ids,
     requested_of,
@@ -40,6 +41,7 @@ from .support import (
 )
 
 THREAD = "t-1"
+LIBRARY = "library"  # the hostile-input table's row (tests/hostile/report.py)
 
 
 def start(graph: Any, command: str = "ls -la", thread: str = THREAD) -> tuple[Any, Any]:
@@ -125,7 +127,8 @@ def test_tampered_digest_via_resume_with_decisions_is_stale_and_stays_pending(
     graph = gated_graph(backend, effects)
     pending, requested = start(graph)
 
-    [resolved] = answer(backend, graph, tampered(decide(requested)))
+    with hostile_input(LIBRARY, opened(backend, effects, requested)):
+        [resolved] = answer(backend, graph, tampered(decide(requested)))
 
     assert resolved.resolution.outcome == "stale"
     assert_still_pending(backend, graph, pending, effects)
@@ -140,7 +143,7 @@ def test_tampered_digest_via_raw_resume_raises_and_stays_pending(
     graph = gated_graph(backend, effects)
     pending, requested = start(graph)
 
-    with pytest.raises(ValidationError) as caught:
+    with refused(LIBRARY, ValidationError, opened=opened(backend, effects, requested)) as caught:
         graph.invoke(Command(resume={pending.id: tampered(decide(requested))}), config(THREAD))
 
     assert is_invalid_resume(caught.value)
@@ -156,7 +159,7 @@ def test_tampered_digest_as_a_plain_resume_value_raises_too(
     graph = gated_graph(backend, effects)
     pending, requested = start(graph)
 
-    with pytest.raises(ValidationError):
+    with refused(LIBRARY, ValidationError, opened=opened(backend, effects, requested)):
         graph.invoke(Command(resume=tampered(decide(requested))), config(THREAD))
 
     assert_still_pending(backend, graph, pending, effects)
@@ -173,7 +176,8 @@ def test_unoffered_scope_via_resume_with_decisions_is_invalid(
     graph = gated_graph(backend, effects)
     pending, requested = start(graph)  # offers approve/once and deny/once only
 
-    [resolved] = answer(backend, graph, decide(requested, scope="persistent"))
+    with hostile_input(LIBRARY, opened(backend, effects, requested)):
+        [resolved] = answer(backend, graph, decide(requested, scope="persistent"))
 
     assert resolved.resolution.outcome == "invalid"
     assert_still_pending(backend, graph, pending, effects)
@@ -183,7 +187,7 @@ def test_unoffered_scope_via_raw_resume_raises(backend: Backend, effects: Effect
     graph = gated_graph(backend, effects)
     pending, requested = start(graph)
 
-    with pytest.raises(ValidationError) as caught:
+    with refused(LIBRARY, ValidationError, opened=opened(backend, effects, requested)) as caught:
         graph.invoke(
             Command(resume={pending.id: decide(requested, scope="session").to_json()}),
             config(THREAD),
@@ -200,7 +204,7 @@ def test_a_decision_for_another_request_is_refused_by_the_raw_path(
     pending, _ = start(graph)
     _, other = start(graph, "ls other", thread="t-2")
 
-    with pytest.raises(ValidationError):
+    with refused(LIBRARY, ValidationError, opened=opened(backend, effects, other)):
         graph.invoke(Command(resume={pending.id: decide(other).to_json()}), config(THREAD))
 
     assert_still_pending(backend, graph, pending, effects)
@@ -215,7 +219,8 @@ def test_expired_via_resume_with_decisions_runs_nothing(backend: Backend, effect
     _, requested = start(graph)
     backend.clock.advance(16 * 60)  # the default expiry is 15 minutes
 
-    [resolved] = answer(backend, graph, decide(requested))
+    with hostile_input(LIBRARY, opened(backend, effects, requested)):
+        [resolved] = answer(backend, graph, decide(requested))
 
     assert resolved.resolution.outcome == "expired"
     assert effects.ran == []
@@ -229,7 +234,9 @@ def test_expired_via_raw_resume_runs_nothing(backend: Backend, effects: Effects)
     pending, requested = start(graph)
     backend.clock.advance(16 * 60)
 
-    result = graph.invoke(Command(resume={pending.id: decide(requested).to_json()}), config(THREAD))
+    with hostile_input(LIBRARY, opened(backend, effects, requested)):
+        late = decide(requested).to_json()
+        result = graph.invoke(Command(resume={pending.id: late}), config(THREAD))
 
     assert result["outcome"] == "expired"
     assert effects.ran == []
@@ -251,6 +258,7 @@ def test_identical_replay_returns_the_same_resolution_and_runs_nothing_again(
 
     [again] = answer(backend, graph, decided)
     graph.invoke(Command(resume={pending.id: decided.to_json()}), config(THREAD))
+    record(LIBRARY, 2, double_runs=max(len(effects.ran) - 1, 0))
 
     assert again == first
     assert effects.ran == ["ls -la"]
@@ -268,6 +276,7 @@ def test_conflicting_replay_is_a_conflict_and_changes_nothing(
 
     [conflict] = answer(backend, graph, decide(requested, "deny"))
     graph.invoke(Command(resume={pending.id: decide(requested, "deny").to_json()}), config(THREAD))
+    record(LIBRARY, 2, double_runs=max(len(effects.ran) - 1, 0))
 
     assert conflict.resolution.outcome == "conflict"
     assert effects.ran == ["ls -la"]
@@ -283,7 +292,7 @@ def test_conflicting_raw_resume_of_a_waiting_run_is_refused_and_keeps_the_interr
     # Approved out of band (e.g. a presenter that crashed before resuming the run).
     assert backend.authority.decide(decide(requested)).approved
 
-    with pytest.raises(RejectedResumeError) as caught:
+    with refused(LIBRARY, RejectedResumeError, opened=lambda: bool(effects.ran)) as caught:
         graph.invoke(
             Command(resume={pending.id: decide(requested, "deny").to_json()}), config(THREAD)
         )
@@ -322,8 +331,11 @@ def test_a_refused_raw_answer_is_not_saved_as_the_tasks_answer(
     graph = gated_graph(backend, effects, authority=authority)
     pending, requested = start(graph)
 
-    with pytest.raises(RejectedResumeError, match="frozen"):
+    with refused(
+        LIBRARY, RejectedResumeError, opened=opened(backend, effects, requested)
+    ) as caught:
         graph.invoke(Command(resume={pending.id: decide(requested).to_json()}), config(THREAD))
+    caught.match("frozen")
     assert authority.get_resolution(requested.request.id) is None
 
     [resolved] = resume_with_decisions(
@@ -355,7 +367,7 @@ def test_a_forged_resolution_notice_is_refused(backend: Backend, effects: Effect
         },
     }
 
-    with pytest.raises(RejectedResumeError):
+    with refused(LIBRARY, RejectedResumeError, opened=opened(backend, effects, requested)):
         graph.invoke(Command(resume={pending.id: forged}), config(THREAD))
 
     assert_still_pending(backend, graph, pending, effects)
@@ -407,7 +419,9 @@ def test_refusals_never_echo_argument_values(backend: Backend, effects: Effects)
     assert SECRET in str(pending.value)  # the request itself carries the arguments
 
     # A confused presenter sends the request back instead of a decision.
-    with pytest.raises(ValidationError) as caught:
+    with refused(
+        LIBRARY, ValidationError, opened=opened(backend, effects, requested_of(pending))
+    ) as caught:
         graph.invoke(Command(resume={pending.id: pending.value}), config(THREAD))
 
     assert SECRET not in str(caught.value)

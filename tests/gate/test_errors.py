@@ -13,6 +13,7 @@ from aais_langgraph import (
     UnknownRequestError,
     resume_with_decisions,
 )
+from hostile.report import refused
 
 from .support import (
     HUMAN,
@@ -21,6 +22,7 @@ from .support import (
     config,
     decide,
     gated_graph,
+    opened,
     paused,
     pending_ids,
     requested_of,
@@ -49,13 +51,14 @@ def test_an_unknown_request_id_raises_and_changes_nothing(
     unknown = decide(requested).to_json()
     unknown["decision"]["request_id"] = "apr_does_not_exist"
     sequence = backend.authority.ledger.last_sequence()
+    observe = opened(backend, effects, requested)
 
-    with pytest.raises(UnknownRequestError):
+    with refused("library", UnknownRequestError, opened=observe):
         resume_with_decisions(
             graph, config(THREAD), unknown, actor=HUMAN, authority=backend.authority
         )
     # Not even the valid decision next to it is recorded.
-    with pytest.raises(UnknownRequestError):
+    with refused("library", UnknownRequestError, opened=observe):
         resume_with_decisions(
             graph,
             config(THREAD),
@@ -73,7 +76,9 @@ def test_a_decision_for_another_threads_request_is_refused(
     graph, pending, requested = start(backend, effects)
     sequence = backend.authority.ledger.last_sequence()
 
-    with pytest.raises(AAISValidationError, match="another thread"):
+    with refused(
+        "library", AAISValidationError, opened=opened(backend, effects, requested)
+    ) as caught:
         resume_with_decisions(
             graph,
             config("t-someone-else"),
@@ -81,6 +86,7 @@ def test_a_decision_for_another_threads_request_is_refused(
             actor=HUMAN,
             authority=backend.authority,
         )
+    caught.match("another thread")
 
     unchanged(backend, graph, pending, effects, sequence)
 
@@ -91,7 +97,7 @@ def test_a_held_lease_refuses_a_second_presenter(backend: Backend, effects: Effe
     assert ledger.acquire_lease(THREAD, "presenter-1", ttl=60, now=time.time()) is not None
     sequence = ledger.last_sequence()
 
-    with pytest.raises(LeaseHeldError):
+    with refused("library", LeaseHeldError, opened=opened(backend, effects, requested)):
         resume_with_decisions(
             graph,
             config(THREAD),

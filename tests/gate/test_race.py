@@ -19,6 +19,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from aais_langgraph import ApprovalAuthority, SqliteLedger
 from aais_langgraph.protocol import ApprovalRequested
+from hostile.report import record
 
 from . import worker
 from .support import decide
@@ -100,7 +101,15 @@ def resolutions(job: dict[str, Any], request_id: str) -> list[dict[str, Any]]:
 def assert_one_resolution_and_at_most_one_run(
     job: dict[str, Any], request_id: str, results: list[Any]
 ) -> None:
-    [recorded] = resolutions(job, request_id)
+    recorded_all, ran = resolutions(job, request_id), effects(job)
+    approved = any(r["resolution"]["outcome"] == "approved" for r in recorded_all)
+    record(
+        "races",
+        len(results),
+        failed_open=int(bool(ran) and not approved),
+        double_runs=max(len(ran) - 1, 0),
+    )
+    [recorded] = recorded_all
     outcome = recorded["resolution"]["outcome"]
     assert outcome in ("approved", "denied"), results
     assert effects(job) == (["deploy"] if outcome == "approved" else []), results

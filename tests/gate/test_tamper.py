@@ -8,7 +8,7 @@ action does not run.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from aais_langgraph.authority.outcomes import resolution_envelope
 from aais_langgraph.gate import resume_resolved, resume_stranded
 from aais_langgraph.ledger import LedgerIntegrityError, ResolutionWrite
 from aais_langgraph.ledger._records import dump_json
+from hostile.report import refused
 
 from .support import (
     HUMAN,
@@ -35,6 +36,7 @@ from .support import (
 )
 
 KEY = b"k" * 32
+TAMPERING = "tampering"  # the hostile-input table's row (tests/hostile/report.py)
 
 
 def forged_approval(requested: ApprovalRequested) -> dict[str, Any]:
@@ -66,6 +68,14 @@ def insert_forged(path: Path, requested: ApprovalRequested) -> dict[str, Any]:
     return envelope
 
 
+def ran(
+    effects: Effects, *, more_than: int = 0, also: Callable[[], bool] = lambda: False
+) -> Callable[[], bool]:
+    """For the hostile-input table (failed open): the forged approval was acted on (the
+    action ran beyond ``more_than`` times), or ``also`` (a verification passed)."""
+    return lambda: len(effects.ran) > more_than or also()
+
+
 @pytest.fixture
 def fresh(sqlite_backend: Backend) -> Iterator[ApprovalAuthority]:
     """Another process's authority on the same file (nothing cached)."""
@@ -87,11 +97,11 @@ def test_a_forged_resolution_row_is_refused_by_resume_resolved(
     assert sqlite_backend.path is not None
     insert_forged(sqlite_backend.path, requested)
 
-    with pytest.raises(LedgerIntegrityError) as raised:
+    with refused(TAMPERING, LedgerIntegrityError, opened=ran(effects)) as raised:
         resume_resolved(graph, fresh, "t-1")
     assert raised.value.table == "aais_resolutions"
     assert raised.value.row_id == requested.request.id
-    with pytest.raises(LedgerIntegrityError):
+    with refused(TAMPERING, LedgerIntegrityError, opened=ran(effects)):
         resume_stranded(graph, fresh)
     assert effects.ran == []
 
@@ -104,7 +114,7 @@ def test_a_forged_resolution_sent_as_a_raw_resume_does_not_run(
     assert sqlite_backend.path is not None
     forged = insert_forged(sqlite_backend.path, requested)
 
-    with pytest.raises(LedgerIntegrityError):
+    with refused(TAMPERING, LedgerIntegrityError, opened=ran(effects)):
         graph.invoke(Command(resume={pending.id: forged}), config("t-1"))
     assert effects.ran == []
 
@@ -119,7 +129,7 @@ def test_a_decision_on_a_request_whose_arguments_were_edited_is_refused(
         raw.execute("UPDATE aais_requests SET envelope = replace(envelope, 'ls -la', 'ls -l ')")
 
     # A presenter in another process (nothing cached) answers what it was shown.
-    with pytest.raises(LedgerIntegrityError) as raised:
+    with refused(TAMPERING, LedgerIntegrityError, opened=ran(effects)) as raised:
         resume_with_decisions(
             graph, config("t-1"), decide(requested), actor=HUMAN, authority=sqlite_backend.authority
         )
@@ -140,7 +150,7 @@ def test_a_widened_grant_is_refused_instead_of_used(
     with sqlite3.connect(sqlite_backend.path) as raw:
         raw.execute("UPDATE aais_grants SET constraints = '{}'")
 
-    with pytest.raises(LedgerIntegrityError) as raised:
+    with refused(TAMPERING, LedgerIntegrityError, opened=ran(effects, more_than=1)) as raised:
         graph.invoke({"command": "rm -rf /"}, config("t-2"))
     assert raised.value.table == "aais_grants"
     assert effects.ran == ["ls -la"]
@@ -162,10 +172,11 @@ def test_with_a_key_an_approval_forged_with_a_recomputed_chain_is_refused(
         assert ApprovalAuthority(ledger, key=None).verify_audit().ok  # the limit without a key
 
         result = keyed.verify_audit()
+        opened = ran(effects, also=lambda: result.ok)
+        with refused(TAMPERING, LedgerIntegrityError, opened=opened):
+            resume_resolved(graph, keyed, "t-1")
         assert not result.ok
         assert (result.table, result.row_id) == ("aais_resolutions", requested.request.id)
-        with pytest.raises(LedgerIntegrityError):
-            resume_resolved(graph, keyed, "t-1")
         assert effects.ran == []
 
 
@@ -191,7 +202,8 @@ def test_with_a_key_a_seal_copied_from_another_row_does_not_verify(
             attacker.record_resolution(
                 ResolutionWrite(waiting.request.id, forged_approval(waiting), mac=mac)
             )
-        with pytest.raises(LedgerIntegrityError):
+        opened = ran(effects, also=lambda: keyed.verify_audit().ok)
+        with refused(TAMPERING, LedgerIntegrityError, opened=opened):
             resume_resolved(graph, keyed, "t-2")
         assert keyed.verify_audit().table == "aais_resolutions"
         assert effects.ran == []

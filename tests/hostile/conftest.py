@@ -1,4 +1,4 @@
-"""The hostile-input suite's server and probe, and the table printed at the end of every run.
+"""The hostile-input suite's server and probe (the table is printed by ``tests/conftest.py``).
 
 One real uvicorn on loopback serves the AG-UI test graph (``tests/agui/demo_graph.py``)
 with ``create_app``: a SQLite ledger, bearer users alice, bob and mallory, a cookie
@@ -13,7 +13,6 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import httpx
@@ -30,9 +29,8 @@ from aais_langgraph.protocol import Request as AAISRequest
 from agui.demo_graph import EffectLog, build_demo_graph
 from agui.http_support import agui_run, serve
 
-from .report import record, render, write_json
+from .report import record
 
-ROOT = Path(__file__).resolve().parents[2]
 MAX_BODY = 64_000
 ALICE = {"id": "alice", "type": "human", "authenticated_by": "bearer"}
 USERS = {
@@ -141,6 +139,11 @@ class Probe:
         """One hostile input whose response was only a status (e.g. an unread stream)."""
         self._count(what, status >= 500, f"HTTP {status}")
 
+    def direct(self, what: str, *, crashed: bool) -> None:
+        """One hostile answer given to the served graph in-process (``crashed``: it raised
+        something other than the gate's refusal)."""
+        self._count(what, crashed, "an unexpected exception")
+
     def _count(self, what: str, server_error: bool, shown: str) -> None:
         self.tried += 1
         if server_error:
@@ -229,13 +232,3 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/hostile/" in str(item.path).replace("\\", "/"):
             item.add_marker(pytest.mark.filterwarnings("ignore:`get_config_jsonschema`"))
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    lines = render()
-    if len(lines) <= 3:
-        return
-    terminalreporter.section("hostile inputs (failed open, 5xx and double runs must be 0)")
-    for line in lines:
-        terminalreporter.write_line(line)
-    write_json(ROOT / "artifacts" / "hostile" / "report.json")

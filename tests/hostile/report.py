@@ -1,21 +1,31 @@
 """The hostile-input tally: every hostile test records what it tried; the run prints one table.
 
-Any suite may call :func:`record` (races, kill -9, tampering): the table is printed
-by ``pytest_terminal_summary`` in ``tests/hostile/conftest.py`` and written to
+Any suite may call :func:`record` (``from hostile.report import record``; ``tests/``
+is on ``sys.path``), or wrap one hostile call in :func:`hostile_input` or
+:func:`refused`. The table is printed by ``pytest_terminal_summary`` in
+``tests/conftest.py`` whenever anything recorded, and written to
 ``artifacts/hostile/report.json``. "Failed open" means a hostile input left an
-approval recorded or an action executed; "5xx" counts server errors (and AG-UI
-``RUN_ERROR``s with the internal code); "double runs" counts actions that ran
-more than once for one approval.
+approval recorded, an action executed, or (tampering) a verification passing;
+"5xx" counts server errors (AG-UI ``RUN_ERROR``s with the internal code, and in
+the library an exception other than the documented refusal); "double runs"
+counts actions that ran more than once for one approval. Every count comes from
+an observation (a response, an action counter, the ledger), never a constant.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
-__all__ = ["Tally", "record", "render", "tallies", "write_json"]
+import pytest
+
+__all__ = ["Tally", "hostile_input", "record", "refused", "render", "tallies", "write_json"]
 
 
 @dataclass
@@ -42,6 +52,52 @@ def record(
         tally.failed_open += failed_open
         tally.server_errors += server_errors
         tally.double_runs += double_runs
+
+
+@contextmanager
+def hostile_input(category: str, opened: Callable[[], bool]) -> Iterator[None]:
+    """Count the one hostile call in the block; however the block ends, ask ``opened``
+    (an observation: the action counter, the ledger) whether the input got through.
+
+    An exception escaping the block (other than a failed assertion) counts as a 5xx.
+    """
+    crashed = False
+    try:
+        yield
+    except Exception as error:
+        crashed = not isinstance(error, AssertionError)
+        raise
+    finally:
+        record(category, 1, failed_open=int(bool(opened())), server_errors=int(crashed))
+
+
+@contextmanager
+def refused(
+    category: str,
+    expected: type[BaseException] | tuple[type[BaseException], ...],
+    *,
+    opened: Callable[[], bool] | None = None,
+) -> Iterator[pytest.ExceptionInfo[Any]]:
+    """``pytest.raises`` that also counts the one hostile call in the block.
+
+    Failed open: ``opened()`` when given (what the input changed), else the call
+    returning at all (the input was accepted). Any other exception counts as a 5xx.
+    """
+    caught: pytest.ExceptionInfo[Any] = pytest.ExceptionInfo.for_later()
+    accepted = crashed = False
+    try:
+        yield caught
+        accepted = True
+    except expected:
+        caught.fill_unfilled(sys.exc_info())  # type: ignore[arg-type]
+    except Exception:
+        crashed = True
+        raise
+    finally:
+        failed_open = opened() if opened is not None else accepted
+        record(category, 1, failed_open=int(bool(failed_open)), server_errors=int(crashed))
+    if accepted:
+        pytest.fail(f"DID NOT RAISE {expected}")
 
 
 def tallies() -> dict[str, Tally]:

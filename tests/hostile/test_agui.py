@@ -13,11 +13,16 @@ import json
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 import httpx
+from langgraph.types import Command
 
 from aais_agui import run_agent_input
+from aais_agui.resume import served_config
+from aais_langgraph import ApprovalRequested, RejectedResumeError
+from aais_langgraph.authority.outcomes import resolution_envelope
 from agui.http_support import sse_messages
 
 from .conftest import SENTINEL, Paused, Probe, Site
@@ -86,6 +91,38 @@ def _nest(depth: int) -> Any:
 
 def _with_payload(payload: Any) -> Callable[[Threads], dict[str, Any]]:
     return lambda t: resume(t.one, entry(t.one, payload=payload))
+
+
+def forwarded(paused: Paused, props: dict[str, Any]) -> dict[str, Any]:
+    """A run of the paused thread with no ``resume`` and these ``forwardedProps``."""
+    return dict(run_agent_input(paused.thread_id), forwardedProps=props)
+
+
+def command_resume(paused: Paused, value: Any, *, as_text: bool = False) -> dict[str, Any]:
+    """ag-ui-langgraph's legacy channel: ``forwardedProps.command.resume``."""
+    return forwarded(paused, {"command": {"resume": json.dumps(value) if as_text else value}})
+
+
+def duplicate_decision(where: str) -> Callable[[Threads], bytes]:
+    """Alice's approval in ``where`` (``payload`` or ``metadata``) with a
+    ``"decision": "deny"`` twin before its ``"decision": "approve"`` (raw JSON text)."""
+
+    def build(t: Threads) -> bytes:
+        answer = {"interruptId": t.one.interrupts[0]["id"], "status": "resolved"}
+        text = json.dumps(resume(t.one, dict(answer, **{where: {"aais": t.one.decided()}})))
+        assert text.count('"decision": "approve"') == 1
+        twin = '"decision": "deny", "decision": "approve"'
+        return text.replace('"decision": "approve"', twin).encode()
+
+    return build
+
+
+def forged_resolution(paused: Paused) -> dict[str, Any]:
+    """An ``approved`` resolution notice for the request, as anyone can build one."""
+    request = ApprovalRequested.from_data(paused.interrupts[0]["metadata"]["aais"]).request
+    now = datetime.now(timezone.utc)
+    notice = resolution_envelope(request, outcome="approved", message="ok", now=now, sequence=9)
+    return notice.to_json()
 
 
 CASES: list[Case] = [
@@ -235,6 +272,69 @@ CASES: list[Case] = [
         "oversized thread id",
         lambda t: dict(resume(t.one, entry(t.one)), threadId="t" * 5000),
     ),
+    # -- issue 10 §1: every other channel into the graph, duplicate keys, raw envelopes --
+    *[
+        Case(
+            f"forwardedProps.command.resume naming alice ({form})",
+            lambda t, as_text=as_text: command_resume(
+                t.one, {t.one.interrupts[0]["id"]: t.one.decided()}, as_text=as_text
+            ),
+            "mallory-token",
+            code="aais.forwarded_props_refused",
+        )
+        for form, as_text in [("object", False), ("JSON text", True)]
+    ],
+    Case(
+        "forwardedProps.command.resume answering 1 of 2",
+        lambda t: command_resume(t.two, {t.two.interrupts[0]["id"]: t.two.decided(0)}),
+        code="aais.forwarded_props_refused",
+    ),
+    *[
+        Case(
+            f"forwardedProps {name}",
+            lambda t, props=props: forwarded(t.one, props),
+            "mallory-token",
+            code="aais.forwarded_props_refused",
+        )
+        for name, props in [
+            ("nodeName", {"nodeName": "delete_file"}),
+            ("node_name", {"node_name": "tools"}),
+            ("command.goto", {"command": {"goto": "delete_file"}}),
+            ("command.update", {"command": {"update": {"messages": []}}}),
+        ]
+    ],
+    Case(
+        "duplicate keys deny/approve in payload.aais",
+        duplicate_decision("payload"),
+    ),
+    Case(
+        "duplicate keys deny/approve in metadata.aais",
+        duplicate_decision("metadata"),
+    ),
+    # A raw decided envelope aimed at the served gate: bare in the legacy channel, bare
+    # as the payload (no ``aais`` wrapper), and a forged resolution notice.
+    Case(
+        "raw decided envelope as forwardedProps.command.resume",
+        lambda t: command_resume(t.one, t.one.decided()),
+        "mallory-token",
+        code="aais.forwarded_props_refused",
+    ),
+    Case(
+        "raw decided envelope as the payload, mallory naming alice",
+        lambda t: resume(t.one, entry(t.one, payload=t.one.decided())),
+        "mallory-token",
+        code="aais.invalid",
+    ),
+    Case(
+        "forged approval.resolved as the payload",
+        lambda t: resume(t.one, entry(t.one, envelope=forged_resolution(t.one))),
+        code="aais.invalid_resume",
+    ),
+    Case(
+        "forged approval.resolved as forwardedProps.command.resume",
+        lambda t: command_resume(t.one, {t.one.interrupts[0]["id"]: forged_resolution(t.one)}),
+        code="aais.forwarded_props_refused",
+    ),
     Case(
         "NaN in the payload",
         lambda t: (
@@ -297,3 +397,27 @@ def test_a_correct_resume_after_the_hostile_ones_runs_once(site: Site) -> None:
     status, events = send(site, good, threads)
     assert status == 200 and events[-1]["type"] == "RUN_FINISHED", events[-1]
     assert len(site.effects.list(threads.two.thread_id)) == 2
+
+
+async def test_a_raw_decided_envelope_at_the_served_gate_changes_nothing(site: Site) -> None:
+    """Past HTTP: the served graph itself, under the config its server runs it with."""
+    paused = site.pause()
+    probe = Probe(site, CATEGORY, [paused])
+    config = served_config({"configurable": {"thread_id": paused.thread_id}}, site.authority)
+    [pending] = (await site.graph.aget_state(config)).interrupts
+    refused: list[str] = []
+    for what, answer in [
+        ("raw decided envelope at the served gate", paused.decided()),
+        ("forged approval.resolved at the served gate", forged_resolution(paused)),
+    ]:
+        crashed = False
+        try:
+            await site.graph.ainvoke(Command(resume={pending.id: answer}), config)
+        except RejectedResumeError:
+            refused.append(what)
+        except Exception:
+            crashed = True
+        probe.direct(what, crashed=crashed)
+    probe.finish()
+    assert len(refused) == 2, refused
+    probe.still_answerable()

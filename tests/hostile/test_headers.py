@@ -35,6 +35,9 @@ ROUTES = {
     ("GET", "/inbox/config"),
     ("GET", "/inbox/explanations/{request_id}"),
     ("GET", "/inbox/threads/{thread_id}"),
+    ("GET", "/inbox/grants"),
+    ("POST", "/inbox/grants/{grant_id}/revoke"),
+    ("GET", "/inbox/resolutions"),
     ("POST", "/agent"),
     ("GET", "/agent/capabilities"),
     ("GET", "/agent/health"),
@@ -114,6 +117,7 @@ def _path(template: str, paused: Paused) -> str:
         "{name}": "app.js",
         "{request_id}": paused.request_ids[0],
         "{thread_id}": paused.thread_id,
+        "{grant_id}": "grt_no_such_grant",
     }
     for key, value in filled.items():
         template = template.replace(key, value)

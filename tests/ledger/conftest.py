@@ -1,13 +1,28 @@
-"""One ``ledger`` fixture that runs every contract test against each backend."""
+"""One ``ledger`` fixture that runs every contract test against each backend.
+
+``memory``, ``sqlite`` (a fresh file, set up lazily on first use) and ``postgres``
+(a fresh schema on the session's throwaway server, ``postgres_cluster`` in
+tests/conftest.py; set up explicitly, as Postgres needs). A test that needs a second
+ledger of the same backend asks for ``make_ledger``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from aais_langgraph.ledger import InMemoryLedger, Ledger, SqliteLedger
+from support.pg_cluster import ALLOW_NO_POSTGRES, fresh_schema_url
+
+if TYPE_CHECKING:
+    from aais_langgraph.ledger.postgres import PostgresLedger
+
+BACKENDS = ["memory", "sqlite", "postgres"]
 
 
 @pytest.fixture
@@ -15,11 +30,38 @@ def sqlite_path(tmp_path: Path) -> Path:
     return tmp_path / "ledger.db"
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def ledger(request: pytest.FixtureRequest, sqlite_path: Path) -> Iterator[Ledger]:
-    if request.param == "memory":
-        yield InMemoryLedger()
-        return
-    with SqliteLedger.from_path(sqlite_path) as backend:
-        backend.setup()
-        yield backend
+@pytest.fixture(params=BACKENDS)
+def make_ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Ledger]]:
+    """Opens new, empty ledgers of the backend under test; closed when the test ends."""
+    backend: str = request.param
+    numbers = itertools.count()
+
+    with ExitStack() as opened:
+
+        def make() -> Ledger:
+            if backend == "memory":
+                return InMemoryLedger()
+            if backend == "sqlite":
+                path = tmp_path / f"ledger-{next(numbers)}.db"
+                return opened.enter_context(SqliteLedger.from_conn_string(path))
+            url = fresh_schema_url(request.getfixturevalue("postgres_cluster"))
+            postgres = opened.enter_context(_postgres_ledger_class().from_conn_string(url))
+            postgres.setup()
+            return postgres
+
+        yield make
+
+
+@pytest.fixture
+def ledger(make_ledger: Callable[[], Ledger]) -> Ledger:
+    return make_ledger()
+
+
+def _postgres_ledger_class() -> type[PostgresLedger]:
+    try:
+        from aais_langgraph.ledger.postgres import PostgresLedger
+    except ImportError:
+        if ALLOW_NO_POSTGRES:
+            pytest.skip("tests of the postgres backend need the postgres extra")
+        raise
+    return PostgresLedger

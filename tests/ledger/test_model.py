@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import shutil
 import tempfile
+from contextlib import ExitStack
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from aais_langgraph.ledger import InMemoryLedger, Ledger, SqliteLedger, verify_audit
+from support.pg_cluster import PostgresCluster, fresh_schema_url
 
 from .envelopes import approval, grant_for, request_envelope
 
@@ -204,6 +206,30 @@ class SqliteLedgerModel(LedgerModel):
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
+class PostgresLedgerModel(LedgerModel):
+    """The same model against a PostgresLedger in a new schema per example."""
+
+    cluster: PostgresCluster | None = None
+
+    def open_ledger(self) -> Ledger:
+        from aais_langgraph.ledger.postgres import PostgresLedger
+
+        assert self.cluster is not None, "the postgres_cluster fixture did not run"
+        self.connections = ExitStack()
+        url = fresh_schema_url(self.cluster)
+        ledger = self.connections.enter_context(PostgresLedger.from_conn_string(url))
+        ledger.setup()
+        return ledger
+
+    def teardown(self) -> None:
+        self.connections.close()
+
+
+@pytest.fixture
+def _postgres_for_the_model(postgres_cluster: PostgresCluster) -> None:
+    PostgresLedgerModel.cluster = postgres_cluster
+
+
 MODEL_SETTINGS = settings(
     max_examples=40,
     stateful_step_count=30,
@@ -215,3 +241,7 @@ TestInMemoryLedgerModel = LedgerModel.TestCase
 TestInMemoryLedgerModel.settings = MODEL_SETTINGS
 TestSqliteLedgerModel = SqliteLedgerModel.TestCase
 TestSqliteLedgerModel.settings = MODEL_SETTINGS
+TestPostgresLedgerModel = pytest.mark.usefixtures("_postgres_for_the_model")(
+    PostgresLedgerModel.TestCase
+)
+TestPostgresLedgerModel.settings = MODEL_SETTINGS

@@ -4,20 +4,26 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing, contextmanager
 from pathlib import Path
 
 import pytest
 
-from aais_langgraph.ledger import ResolutionWrite, SqliteLedger, verify_audit
+from aais_langgraph.ledger import (
+    NotALedgerError,
+    ResolutionWrite,
+    SqliteLedger,
+    open_ledger,
+    verify_audit,
+)
 
 from .envelopes import approval, grant_for, request_envelope
 
 
 def _populate(path: Path) -> None:
     """Five audit entries: requested, decided, resolved, granted and a manual conflict."""
-    with SqliteLedger.from_path(path) as ledger:
-        ledger.setup()
+    with SqliteLedger.from_conn_string(path) as ledger:
         requested = request_envelope("apr_1")
         ledger.add_request(requested, thread_id="thr_1")
         grant = grant_for(requested, grant_id="grt_1")
@@ -74,6 +80,59 @@ def test_ledger_works_on_a_connection_the_caller_owns(sqlite_path: Path) -> None
     assert conn.in_transaction is False
     assert conn.execute("SELECT COUNT(*) FROM aais_requests").fetchone()[0] == 1
     conn.close()
+
+
+def test_a_fresh_file_is_set_up_on_first_use(sqlite_path: Path) -> None:
+    with SqliteLedger.from_conn_string(sqlite_path) as ledger:
+        assert ledger.is_set_up() is False  # asking does not create anything
+        stored, created = ledger.add_request(request_envelope("apr_1"))
+        assert (created, stored.envelope["sequence"]) == (True, 1)
+        assert ledger.is_set_up() is True
+        ledger.setup()  # still allowed, and changes nothing
+        assert ledger.last_sequence() == 1
+
+    with _raw(sqlite_path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_threads_racing_on_a_fresh_file_set_it_up_once(sqlite_path: Path) -> None:
+    with SqliteLedger.from_conn_string(sqlite_path) as ledger, ThreadPoolExecutor(8) as pool:
+        stored = list(
+            pool.map(lambda n: ledger.add_request(request_envelope(f"apr_{n}")), range(8))
+        )
+
+        assert sorted(s.envelope["sequence"] for s, _ in stored) == list(range(1, 9))
+        assert verify_audit(ledger.audit_entries(), ledger.audit_tip()).checked == 8
+
+
+def test_reading_a_fresh_file_sets_it_up_too(sqlite_path: Path) -> None:
+    with SqliteLedger.from_conn_string(sqlite_path) as ledger:
+        assert ledger.list_pending() == []
+        assert ledger.is_set_up() is True
+
+
+def test_auto_setup_off_expects_the_tables(sqlite_path: Path) -> None:
+    with SqliteLedger.from_conn_string(sqlite_path, auto_setup=False) as ledger:
+        with pytest.raises(sqlite3.OperationalError, match="no such table"):
+            ledger.add_request(request_envelope("apr_1"))
+        assert ledger.is_set_up() is False
+
+
+def test_open_ledger_refuses_an_empty_file_before_anything_writes(sqlite_path: Path) -> None:
+    sqlite_path.touch()
+
+    with pytest.raises(NotALedgerError), open_ledger(str(sqlite_path), create=False):
+        pass
+
+    assert sqlite_path.stat().st_size == 0
+
+
+def test_from_conn_string_closes_its_connection(sqlite_path: Path) -> None:
+    with SqliteLedger.from_conn_string(sqlite_path) as ledger:
+        ledger.last_sequence()
+
+    with pytest.raises(sqlite3.ProgrammingError):
+        ledger.last_sequence()
 
 
 def test_from_path_closes_its_connection(sqlite_path: Path) -> None:
@@ -178,3 +237,21 @@ def test_decide_cost_stays_flat_as_resolutions_accumulate(sqlite_path: Path) -> 
 
     for name, cost in small.items():
         assert large[name] < cost * 1.25, (name, small, large)
+
+
+def test_open_ledger_without_setup_creates_no_tables(sqlite_path: Path) -> None:
+    with open_ledger(str(sqlite_path), setup=False) as ledger:
+        with pytest.raises(sqlite3.OperationalError, match="no such table"):
+            ledger.last_sequence()
+        assert ledger.is_set_up() is False
+
+
+def test_a_set_up_file_is_read_without_writing(sqlite_path: Path) -> None:
+    _populate(sqlite_path)
+    read_only = sqlite3.connect(
+        f"file:{sqlite_path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False
+    )
+    with closing(read_only):
+        ledger = SqliteLedger(read_only, synchronous=None)
+        assert ledger.last_sequence() == 3
+        assert verify_audit(ledger.audit_entries(), ledger.audit_tip()).ok

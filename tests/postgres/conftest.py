@@ -1,7 +1,8 @@
 """Fixtures for the PostgresLedger tests.
 
 The throwaway server (``postgres_cluster``) and ``postgres_url`` (a fresh schema per
-test) come from tests/conftest.py; this adds the set-up ``ledger``.
+test) come from tests/conftest.py; this adds a set-up ``ledger`` for the
+Postgres-only tests here (the contract tests in tests/ledger run on Postgres too).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ else:
 
 @pytest.fixture
 def ledger(postgres_url: str) -> Iterator[PostgresLedger]:
-    """A set-up PostgresLedger on its own connection; the contract tests use this name."""
+    """A set-up PostgresLedger on its own connection."""
     with PostgresLedger.from_conn_string(postgres_url) as backend:
         backend.setup()
         yield backend

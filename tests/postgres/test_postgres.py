@@ -15,15 +15,7 @@ from psycopg.rows import dict_row
 from aais_langgraph.ledger import verify_audit
 from aais_langgraph.ledger.postgres import PostgresLedger
 from aais_langgraph.protocol import sha256_digest
-
-from ._contract import contract_module
-
-envelopes = contract_module("envelopes")
-approval, grant_for, request_envelope = (
-    envelopes.approval,
-    envelopes.grant_for,
-    envelopes.request_envelope,
-)
+from ledger.envelopes import approval, grant_for, request_envelope
 
 
 def _populate(url: str) -> None:

@@ -16,6 +16,7 @@ import pytest
 
 from aais_langgraph.ledger import Lease, verify_audit
 from aais_langgraph.ledger.postgres import PostgresLedger
+from hostile.report import record
 
 from ._worker import request_envelope
 
@@ -91,6 +92,8 @@ def test_processes_racing_on_one_request_record_one_resolution(
     results = _run_together(
         postgres_url, workers, [["resolve", f"w{n}", "50", "apr_1"] for n in range(4)]
     )
+    # No action here: a resolution created beyond one for the request is the double run.
+    record("races", 4 * 50, double_runs=max(sum(r["created"] for r in results) - 1, 0))
 
     with PostgresLedger.from_conn_string(postgres_url) as ledger:
         stored = ledger.get_resolution("apr_1")
@@ -119,6 +122,8 @@ def test_processes_racing_on_many_requests_record_one_resolution_each(
     results = _run_together(
         postgres_url, workers, [["resolve", f"w{n}", "1", *request_ids] for n in range(4)]
     )
+    created = sum(r["created"] for r in results)
+    record("races", 4 * len(request_ids), double_runs=max(created - len(request_ids), 0))
 
     assert sum(result["created"] for result in results) == len(request_ids)
     with PostgresLedger.from_conn_string(postgres_url) as ledger:

@@ -19,6 +19,7 @@ from aais_langgraph.protocol import (
     canonical_json,
     loads_strict,
 )
+from hostile.report import record
 
 from .strategies import actions, json_values, keys
 
@@ -48,6 +49,14 @@ def _replace(value: Any, path: Path, new: Any) -> Any:
         target = target[token]
     target[path[-1]] = new
     return changed
+
+
+def _same_digest(changed: Any, action: Any) -> bool:
+    """Counted in the hostile-input table: an edited action with the approved action's
+    digest would carry that approval (failed open)."""
+    same = action_digest(changed) == action_digest(action)
+    record("library", 1, failed_open=int(same))
+    return same
 
 
 def _reversed_insertion(value: Any) -> Any:
@@ -106,7 +115,7 @@ def test_changing_any_argument_changes_the_digest(
     changed = _replace(action, ("arguments", *path), new)
     # JSON equality, not Python equality: 1 and 1.0, or 0.0 and -0.0, are one number.
     assume(canonical_json(changed) != canonical_json(action))
-    assert action_digest(changed) != action_digest(action)
+    assert not _same_digest(changed, action)
 
 
 @EXAMPLES
@@ -117,7 +126,7 @@ def test_adding_an_argument_changes_the_digest(
     assume(key not in action["arguments"])
     changed = copy.deepcopy(action)
     changed["arguments"][key] = value
-    assert action_digest(changed) != action_digest(action)
+    assert not _same_digest(changed, action)
 
 
 @EXAMPLES
@@ -129,7 +138,7 @@ def test_removing_an_argument_changes_the_digest(
     key = data.draw(st.sampled_from(sorted(action["arguments"])), label="key")
     changed = copy.deepcopy(action)
     del changed["arguments"][key]
-    assert action_digest(changed) != action_digest(action)
+    assert not _same_digest(changed, action)
 
 
 def _action(arguments: dict[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from aais_langgraph.protocol import AAISValidationError, check_unique_keys
 from aais_langgraph.protocol.errors import join_pointer
+from hostile.report import refused
 
 from .strategies import json_values, keys
 
@@ -36,7 +37,7 @@ def test_a_repeated_key_is_refused_at_its_pointer(
     text = "{" + ", ".join(parts) + "}"
     for key in reversed(path):
         text = "{" + json.dumps(key) + ": " + text + "}"
-    with pytest.raises(AAISValidationError) as caught:
+    with refused("library", AAISValidationError) as caught:
         check_unique_keys(text.encode())
     assert caught.value.pointer == join_pointer("", *path, repeated)
     assert caught.value.reason == "duplicate object key in JSON text"
@@ -44,6 +45,6 @@ def test_a_repeated_key_is_refused_at_its_pointer(
 
 @pytest.mark.parametrize("text", ["", "{", "[1,]", "{'a': 1}", "[" * 100_000])
 def test_text_that_is_not_json_is_refused_at_the_root(text: str) -> None:
-    with pytest.raises(AAISValidationError) as caught:
+    with refused("library", AAISValidationError) as caught:
         check_unique_keys(text)
     assert caught.value.pointer == ""

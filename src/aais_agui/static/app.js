@@ -3,6 +3,7 @@
 import { connectEvents, tick } from "./cards.js";
 import { sendMessage, setChatStatus, useThread } from "./chat.js";
 import { $, approvalsPath, getJSON, randomId, state } from "./common.js";
+import { watchStanding } from "./standing.js";
 
 async function start() {
   try {
@@ -38,6 +39,7 @@ async function start() {
   });
   $("new-thread").addEventListener("click", () => useThread(randomId("thread")));
   connectEvents();
+  watchStanding();
   setInterval(() => state.cards.forEach(tick), 1000);
   await useThread(localStorage.getItem("aais-inbox-thread") || randomId("thread"));
 }

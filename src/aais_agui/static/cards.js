@@ -309,6 +309,7 @@ function onAaisEvent(envelope) {
     const ours = state.interrupts.has(requestId);
     removeCard(requestId, outcome);
     if (ours && !state.running) followThread(requestId);
+    document.dispatchEvent(new CustomEvent("aais:resolved"));
   }
 }
 

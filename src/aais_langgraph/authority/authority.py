@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from ..ledger import AuditVerification, Grant, StoredRequest
-from ..protocol import Action, ApprovalRequested, ApprovalResolved, ApprovalSnapshot, Origin
+from ..protocol import Action, Actor, ApprovalRequested, ApprovalResolved, ApprovalSnapshot, Origin
 from .standing import EventPage, Screening
 from .state_machine import AuthorityStateMachine
 
@@ -107,5 +107,7 @@ class ApprovalAuthority(AuthorityStateMachine):
             self.list_grants, session_id=session_id, include_revoked=include_revoked
         )
 
-    async def arevoke_grant(self, grant_id: str) -> bool:
-        return await asyncio.to_thread(self.revoke_grant, grant_id)
+    async def arevoke_grant(
+        self, grant_id: str, *, actor: Actor | Mapping[str, Any] | None = None
+    ) -> bool:
+        return await asyncio.to_thread(lambda: self.revoke_grant(grant_id, actor=actor))

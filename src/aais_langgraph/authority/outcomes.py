@@ -168,6 +168,11 @@ def conflict_envelope(
     )
 
 
+DEFAULT_STREAM = "aais-langgraph.authority"
+"""The authority's AAIS ``stream`` (SPEC §3: durable bindings MUST provide it) unless
+``ApprovalAuthority(stream=...)`` names another. Every envelope the authority emits into
+its ledger's event stream (requested, resolved, snapshot) carries it."""
+
 UNKNOWN_EXECUTIONS_EXTENSION = EXTENSION_NAMESPACE + "unknown_executions"
 """Snapshot extension: approved requests whose execution outcome is unknown (a run
 executing them died), for a human to reconcile. They are resolved, so they are

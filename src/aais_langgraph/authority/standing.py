@@ -74,6 +74,7 @@ def standing_resolution(
         message=message[:2000],
         now=now,
         sequence=authority.ledger.last_sequence(),
+        stream=authority.stream,
         extensions=extensions,
     )
     authority.ledger.append_audit("resolved", resolution_audit(resolved, action_name=action.name))

@@ -42,6 +42,7 @@ from .errors import UnknownRequestError
 from .grants import find_grant, grant_from_decision
 from .keys import resolve_key
 from .outcomes import (
+    DEFAULT_STREAM,
     MESSAGES,
     Judgement,
     check_size,
@@ -86,9 +87,15 @@ class AuthorityStateMachine:
         default_expiry: timedelta = timedelta(minutes=15),
         harness: str = "aais-langgraph",
         key: bytes | str | None = None,
+        stream: str = DEFAULT_STREAM,
     ) -> None:
         if default_expiry <= timedelta(0):
             raise ValueError("default_expiry: must be positive")
+        if not isinstance(stream, str) or not stream or len(stream) > 200:
+            raise ValueError("stream: must be a non-empty AAIS id of at most 200 characters")
+        # SPEC §3: durable bindings MUST provide `stream`. One ledger is one producer stream
+        # (one sequence space), so every replica on it uses the same identifier.
+        self.stream = stream
         self.ledger: Ledger = ledger if ledger is not None else InMemoryLedger()
         self.clock = clock
         self.policy: ApprovalPolicy = policy if policy is not None else AskEveryTime()
@@ -163,6 +170,7 @@ class AuthorityStateMachine:
             request_id=request_id,
             created_at=self.clock(),
             expires_in=expires_in if expires_in is not None else self.default_expiry,
+            stream=self.stream,
         )
         return self.add(requested, thread_id=thread_id, context=context)
 
@@ -182,6 +190,10 @@ class AuthorityStateMachine:
         if not isinstance(requested, (str, bytes, bytearray)):
             check_size(envelope)  # text was bounded while parsing
         document = envelope.to_json()
+        if envelope.stream != self.stream:
+            # The ledger's sequence and the authority's stream replace the producer's own.
+            document["stream"] = self.stream
+            envelope = envelope.model_copy(update={"stream": self.stream})
         if envelope.request.expires_at is None:
             # Every request gets a finite expiry, stored where sweeps and presenters see it.
             expiry = self.expiry_of(envelope.request)
@@ -285,7 +297,7 @@ class AuthorityStateMachine:
             now=moment,
             sequence=self.ledger.last_sequence(),
             decision=decision,
-            stream=requested.stream,
+            stream=self.stream,
         )
         if not verdict.terminal:
             self.ledger.append_audit("decided", rejection_audit(envelope, resolved))
@@ -299,7 +311,8 @@ class AuthorityStateMachine:
         write = ResolutionWrite(
             request_id=request.id,
             resolved=resolved_document,
-            decided=envelope.to_json(),
+            # Re-sequenced into the authority's stream, like the actor it recorded (SPEC §3).
+            decided={**envelope.to_json(), "stream": self.stream},
             decision_fingerprint=fingerprint,
             grant=None if grant is None else self._records.sealed_grant(grant),
             mac=self._records.resolution_seal(request.id, resolved_document, fingerprint),
@@ -328,7 +341,9 @@ class AuthorityStateMachine:
         """Same resolution for an identical decision, a ``conflict`` for any other."""
         if recorded_fingerprint == fingerprint:
             return resolved
-        conflict = conflict_envelope(resolved, now=now, sequence=self.ledger.last_sequence())
+        conflict = conflict_envelope(
+            resolved, now=now, sequence=self.ledger.last_sequence(), stream=self.stream
+        )
         self.ledger.append_audit("conflict", resolution_audit(conflict, decision_id=decision_id))
         return conflict
 
@@ -360,7 +375,7 @@ class AuthorityStateMachine:
             message=message[:2000],
             now=self.clock(),
             sequence=self.ledger.last_sequence(),
-            stream=requested.stream,
+            stream=self.stream,
         )
         document = resolved.to_json()
         recorded, created = self.ledger.record_resolution(
@@ -415,9 +430,15 @@ class AuthorityStateMachine:
         grants = self.ledger.list_grants(session_id=session_id, include_revoked=include_revoked)
         return [self._records.grant(grant) for grant in grants]
 
-    def revoke_grant(self, grant_id: str) -> bool:
-        """Revoke a grant; later actions ask again. False if unknown or already revoked."""
-        return self.ledger.revoke_grant(grant_id, now=self.clock().timestamp())
+    def revoke_grant(
+        self, grant_id: str, *, actor: Actor | Mapping[str, Any] | None = None
+    ) -> bool:
+        """Revoke a grant; later actions ask again. False if unknown or already revoked.
+
+        ``actor`` (who the authenticated channel says revoked it) is named in the audit entry.
+        """
+        who = None if actor is None else Actor.from_data(actor, pointer="/actor").to_json()
+        return self.ledger.revoke_grant(grant_id, now=self.clock().timestamp(), actor=who)
 
     # -- presenters ------------------------------------------------------------------
 
@@ -436,7 +457,7 @@ class AuthorityStateMachine:
             pending,
             as_of=as_of,
             now=now,
-            stream=stream,
+            stream=stream if stream is not None else self.stream,
             unknown_executions=self.unknown_executions(session_id=session_id),
         )
 

@@ -26,7 +26,7 @@ from ..gate.reconcile import IntegrityProblem, reconcile_checkpoints
 from ..ledger import AuditVerification, LedgerIntegrityError, NotALedgerError, open_ledger
 from ..protocol import AAISValidationError, Actor, DecisionKind, Scope, build_decision, id_for
 from ..protocol.patterns import DIGEST_PATTERN
-from . import render
+from . import presenter, render
 from .checkpoints import holds_checkpoints, open_checkpointer
 from .db_option import DB_ENV, add_db_option, chosen_db
 
@@ -70,6 +70,7 @@ def _parser() -> argparse.ArgumentParser:
     settled.add_argument(
         "--retry", action="store_true", help="ask again: the run raises a fresh request"
     )
+    presenter.add_parser(commands)
     commands.add_parser("grants", help="list grants")
     revoke = commands.add_parser("revoke", help="revoke a grant")
     revoke.add_argument("grant_id")
@@ -229,7 +230,7 @@ def _run(
             stdout.write(render.grant_line(grant) + "\n")
         return 0
     if args.command == "revoke":
-        revoked = authority.revoke_grant(args.grant_id)
+        revoked = authority.revoke_grant(args.grant_id, actor=_actor())
         stdout.write("revoked\n" if revoked else "no live grant with that id\n")
         return 0 if revoked else 1
     if args.command == "expire":
@@ -264,6 +265,8 @@ def main(
     args.db = chosen_db(args)
     if args.db is None:
         parser.error(f"no ledger: give --db PATH|URL or set {DB_ENV}")
+    if args.command == "presenter":  # NDJSON on stdout: its errors go to stderr
+        return presenter.main(args, actor=_actor(), stdin=stdin, stdout=stdout)
     out = stdout if stdout is not None else sys.stdout
     try:
         with open_ledger(args.db, create=args.command == "init") as ledger:

@@ -1,5 +1,6 @@
 """Graph-side approvals: pause a node on an AAIS request, resume on a bound decision."""
 
+from .driver import DEFAULT_LEASE_WAIT, ThreadView, adrive, drive, run_config
 from .execution import (
     ExecutionUnknownError,
     areconcile_execution,
@@ -7,7 +8,14 @@ from .execution import (
     reconcile_execution,
     unknown_executions,
 )
-from .inbox import cancel_thread, pending_approvals, resume_resolved, sweep_expired
+from .inbox import (
+    apending_approvals,
+    aresume_resolved,
+    cancel_thread,
+    pending_approvals,
+    resume_resolved,
+    sweep_expired,
+)
 from .nodes import approval_key, approval_node, is_approved_for, requires_approval
 from .reconcile import (
     INTEGRITY_ERRORS_EXTENSION,
@@ -15,26 +23,36 @@ from .reconcile import (
     areconcile_checkpoints,
     reconcile_checkpoints,
 )
-from .recovery import resume_stranded, stranded_threads
+from .recovery import aresume_stranded, astranded_threads, resume_stranded, stranded_threads
 from .request import RejectedResumeError, arequest_approval, request_approval
 from .resume import Cancellation, aresume_with_decisions, resume_with_decisions
-from .run_context import AUTHORITY_KEY
+from .run_context import AUTHORITY_KEY, MissingAuthorityError, find_authority
 
 __all__ = [
     "AUTHORITY_KEY",
+    "DEFAULT_LEASE_WAIT",
     "INTEGRITY_ERRORS_EXTENSION",
     "Cancellation",
     "ExecutionUnknownError",
     "IntegrityProblem",
+    "MissingAuthorityError",
     "RejectedResumeError",
+    "ThreadView",
+    "adrive",
+    "apending_approvals",
     "approval_key",
     "approval_node",
     "areconcile_checkpoints",
     "areconcile_execution",
     "arequest_approval",
+    "aresume_resolved",
+    "aresume_stranded",
     "aresume_with_decisions",
+    "astranded_threads",
     "cancel_thread",
+    "drive",
     "execution_state",
+    "find_authority",
     "is_approved_for",
     "pending_approvals",
     "reconcile_checkpoints",
@@ -44,6 +62,7 @@ __all__ = [
     "resume_resolved",
     "resume_stranded",
     "resume_with_decisions",
+    "run_config",
     "stranded_threads",
     "sweep_expired",
     "unknown_executions",

@@ -31,8 +31,9 @@ from ..ledger import Execution
 from ..ledger.executions import claim_change, finish_change, reconcile_change
 from ..protocol import ApprovalResolved, Request
 from ..protocol.extensions import EXTENSION_NAMESPACE
-from .response import Answer, AnswerType, Refusal, RejectedResumeError, mark_invalid_resume
+from .response import Answer, AnswerType, Refusal, RejectedResumeError
 from .run_context import retry_request_id
+from .seams import mark_invalid_resume
 
 __all__ = [
     "EXECUTION_EXTENSION",
@@ -49,6 +50,8 @@ EXECUTION_EXTENSION = EXTENSION_NAMESPACE + "execution"
 ``{"state": "executed" | "done" | "retry", "request_id": ...}``."""
 
 CLAIMED_MESSAGE = "Another run is already executing this approval."
+CLAIMED = "claimed"
+""":attr:`RejectedResumeError.code` of a refusal because another run holds the execution claim."""
 
 _NOT_RUN: dict[str, str] = {
     "executed": (
@@ -75,6 +78,7 @@ class ExecutionUnknownError(RejectedResumeError):
             f"the outcome of approved request {request_id} is unknown: a run executing it "
             "stopped before it finished, so it was not run again; reconcile it "
             "(done, or retry with a fresh request)",
+            code="execution_unknown",
         )
         self.request_id = request_id
 
@@ -141,11 +145,11 @@ def settle(
         ),
     )
     if record is None:  # pragma: no cover - a claim always leaves a record
-        raise _refuse(RejectedResumeError("/execution", CLAIMED_MESSAGE))
+        raise _refuse(RejectedResumeError("/execution", CLAIMED_MESSAGE, code=CLAIMED))
     if record.state == "executing":
         if record.holder == holder:
             return resolved
-        raise _refuse(RejectedResumeError("/decision", CLAIMED_MESSAGE))
+        raise _refuse(RejectedResumeError("/decision", CLAIMED_MESSAGE, code=CLAIMED))
     if record.state == "unknown":
         raise _refuse(ExecutionUnknownError(request.id))
     return not_run(authority, request, resolved, record.state)

@@ -2,31 +2,74 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+import asyncio
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from langchain_core.runnables import RunnableConfig
-from langgraph.types import Command
-
-from ..authority import DEFAULT_LEASE_TTL, ApprovalAuthority, run_lease
+from ..authority import DEFAULT_LEASE_TTL, ApprovalAuthority
 from ..authority.outcomes import snapshot_envelope
+from ..ledger import StoredRequest
 from ..protocol import ApprovalResolved, ApprovalSnapshot
-from .reconcile import INTEGRITY_ERRORS_EXTENSION, reconcile_checkpoints
-from .resume import pending_interrupt_ids
-from .run_context import AUTHORITY_KEY, CLAIM_TTL_KEY, claim_ttl_for_lease
+from .driver import DEFAULT_LEASE_WAIT, ThreadView, adrive, awaiting_among, drive, waiting_among
+from .reconcile import (
+    INTEGRITY_ERRORS_EXTENSION,
+    IntegrityProblem,
+    areconcile_checkpoints,
+    reconcile_checkpoints,
+)
 
 
-def _thread_config(
-    thread_id: str, authority: ApprovalAuthority | None = None, lease_ttl: float | None = None
-) -> RunnableConfig:
-    configurable: dict[str, Any] = {"thread_id": thread_id}
-    if authority is not None:
-        # Gates that find their authority in ``configurable`` must find it on resume too.
-        configurable[AUTHORITY_KEY] = authority
-    if lease_ttl is not None:
-        configurable[CLAIM_TTL_KEY] = claim_ttl_for_lease(lease_ttl)
-    return {"configurable": configurable}
+@dataclass
+class _Listing:
+    """The ledger's side of a pending listing: what is pending and unexpired, as of when."""
+
+    as_of: int
+    moment: datetime
+    records: list[StoredRequest]
+
+    @classmethod
+    def read(
+        cls, authority: ApprovalAuthority, session_id: str | None, now: datetime | None
+    ) -> _Listing:
+        as_of = authority.ledger.last_sequence()
+        moment = now if now is not None else authority.clock()
+        records = [
+            stored
+            for stored in authority.ledger.list_pending(session_id=session_id)
+            if moment < authority.expiry_of(stored)
+        ]
+        return cls(as_of, moment, records)
+
+    def snapshot(
+        self,
+        authority: ApprovalAuthority,
+        session_id: str | None,
+        waiting: set[str] | None,
+        problems: list[IntegrityProblem],
+    ) -> ApprovalSnapshot:
+        suspect = {problem.request_id for problem in problems}
+        pending = [
+            dict(stored.envelope["request"])
+            for stored in self.records
+            if (waiting is None or stored.request_id in waiting)
+            and stored.request_id not in suspect
+        ]
+        snapshot = snapshot_envelope(
+            pending,
+            as_of=self.as_of,
+            now=self.moment,
+            stream=authority.stream,
+            unknown_executions=authority.unknown_executions(session_id=session_id),
+        )
+        if not problems:
+            return snapshot
+        extensions = {
+            **(snapshot.extensions or {}),
+            INTEGRITY_ERRORS_EXTENSION: [problem.to_json() for problem in problems],
+        }
+        return snapshot.model_copy(update={"extensions": extensions})
 
 
 def pending_approvals(
@@ -38,12 +81,14 @@ def pending_approvals(
     reconcile: bool = True,
 ) -> ApprovalSnapshot:
     """``approval.snapshot`` of unexpired requests that are pending in the ledger *and*,
-    when ``graph`` is given, still paused in its checkpointer.
+    when ``graph`` is given, still waited for by their thread
+    (:meth:`~aais_langgraph.gate.driver.ThreadView.waiting`).
 
-    A request whose interrupt is gone (the run finished, or moved on after an
-    edit of its state) is left out. One indexed ledger query for the pending
-    requests and one ``get_state`` per thread that has any, so this listing costs
-    what is pending, not the history. ``now`` defaults to the authority's clock.
+    A request whose task is gone (the run finished, or moved on after an edit of
+    its state) is left out; one whose task is live is listed even before its
+    interrupt is checkpointed. One indexed ledger query for the pending requests
+    and one ``get_state`` per thread that has any, so this listing costs what is
+    pending, not the history. ``now`` defaults to the authority's clock.
 
     With ``graph`` and ``reconcile`` (the default), the checkpointer is also read
     for runs paused on requests the ledger does not hold, or holds differently
@@ -53,46 +98,51 @@ def pending_approvals(
     silently. That reads every checkpoint once (cost follows the checkpointer's
     history); ``reconcile=False`` skips it.
     """
-    as_of = authority.ledger.last_sequence()
-    moment = now if now is not None else authority.clock()
-    records = [
-        stored
-        for stored in authority.ledger.list_pending(session_id=session_id)
-        if moment < authority.expiry_of(stored)
-    ]
-    if graph is not None:
-        by_thread: dict[str, set[str]] = defaultdict(set)
-        for stored in records:
-            if stored.thread_id is not None:
-                by_thread[stored.thread_id].add(stored.request_id)
-        gone: set[str] = set()
-        for thread_id, request_ids in by_thread.items():
-            waiting = pending_interrupt_ids(graph.get_state(_thread_config(thread_id)).interrupts)
-            gone.update(request_ids.difference(waiting))
-        records = [stored for stored in records if stored.request_id not in gone]
+    listing = _Listing.read(authority, session_id, now)
+    waiting = None if graph is None else waiting_among(graph, authority, listing.records)
     problems = (
         reconcile_checkpoints(authority, graph.checkpointer)
         if graph is not None and reconcile
         else []
     )
-    suspect = {problem.request_id for problem in problems}
-    pending = [
-        dict(stored.envelope["request"]) for stored in records if stored.request_id not in suspect
-    ]
-    snapshot = snapshot_envelope(
-        pending,
-        as_of=as_of,
-        now=moment,
-        stream=None,
-        unknown_executions=authority.unknown_executions(session_id=session_id),
+    return listing.snapshot(authority, session_id, waiting, problems)
+
+
+async def apending_approvals(
+    authority: ApprovalAuthority,
+    graph: Any | None = None,
+    *,
+    session_id: str | None = None,
+    now: datetime | None = None,
+    reconcile: bool = True,
+) -> ApprovalSnapshot:
+    """Async twin of :func:`pending_approvals` (async checkpointers welcome)."""
+    listing = await asyncio.to_thread(_Listing.read, authority, session_id, now)
+    waiting = None if graph is None else await awaiting_among(graph, authority, listing.records)
+    problems = (
+        await areconcile_checkpoints(authority, graph.checkpointer)
+        if graph is not None and reconcile
+        else []
     )
-    if not problems:
-        return snapshot
-    extensions = {
-        **(snapshot.extensions or {}),
-        INTEGRITY_ERRORS_EXTENSION: [problem.to_json() for problem in problems],
-    }
-    return snapshot.model_copy(update={"extensions": extensions})
+    return await asyncio.to_thread(listing.snapshot, authority, session_id, waiting, problems)
+
+
+def _recorded(
+    authority: ApprovalAuthority,
+) -> Callable[[ThreadView], tuple[dict[str, Any], list[ApprovalResolved]]]:
+    """The plan resuming every waiting request that has a recorded resolution with it."""
+
+    def plan(view: ThreadView) -> tuple[dict[str, Any], list[ApprovalResolved]]:
+        resume: dict[str, Any] = {}
+        results: list[ApprovalResolved] = []
+        for request_id, interrupt_id in view.interrupts.items():
+            recorded = authority.get_resolution(request_id)
+            if recorded is not None:
+                resume[interrupt_id] = recorded.to_json()
+                results.append(recorded)
+        return resume, results
+
+    return plan
 
 
 def resume_resolved(
@@ -100,24 +150,57 @@ def resume_resolved(
     authority: ApprovalAuthority,
     thread_id: str,
     *,
+    config: Mapping[str, Any] | None = None,
     context: Any = None,
     lease_ttl: float = DEFAULT_LEASE_TTL,
+    lease_wait: float = DEFAULT_LEASE_WAIT,
+    recorded_only: bool = False,
 ) -> list[ApprovalResolved]:
-    """Resume a thread whose waiting requests were resolved elsewhere (CLI, sweep, cancel)."""
-    config = _thread_config(thread_id, authority, lease_ttl)
-    with run_lease(authority.ledger, thread_id, ttl=lease_ttl, wait=10.0):
-        waiting = pending_interrupt_ids(graph.get_state(config).interrupts)
-        resume: dict[str, Any] = {}
-        results: list[ApprovalResolved] = []
-        for request_id, interrupt_id in waiting.items():
-            recorded = authority.get_resolution(request_id)
-            if recorded is not None:
-                resume[interrupt_id] = recorded.to_json()
-                results.append(recorded)
-        if resume:
-            kwargs = {} if context is None else {"context": context}
-            graph.invoke(Command(resume=resume), config, **kwargs)
-    return results
+    """Resume a thread whose waiting requests were resolved elsewhere (CLI, sweep, cancel,
+    a decisions endpoint), each with its recorded resolution; the others stay pending.
+
+    ``config`` is the base run config (``thread_id`` is set from the argument);
+    ``recorded_only`` is for servers (see :func:`~aais_langgraph.gate.driver.run_config`).
+    """
+    return drive(
+        graph,
+        _with_thread(config, thread_id),
+        _recorded(authority),
+        authority=authority,
+        context=context,
+        lease_ttl=lease_ttl,
+        lease_wait=lease_wait,
+        recorded_only=recorded_only,
+    )
+
+
+async def aresume_resolved(
+    graph: Any,
+    authority: ApprovalAuthority,
+    thread_id: str,
+    *,
+    config: Mapping[str, Any] | None = None,
+    context: Any = None,
+    lease_ttl: float = DEFAULT_LEASE_TTL,
+    lease_wait: float = DEFAULT_LEASE_WAIT,
+    recorded_only: bool = False,
+) -> list[ApprovalResolved]:
+    """Async twin of :func:`resume_resolved`."""
+    return await adrive(
+        graph,
+        _with_thread(config, thread_id),
+        _recorded(authority),
+        authority=authority,
+        context=context,
+        lease_ttl=lease_ttl,
+        lease_wait=lease_wait,
+        recorded_only=recorded_only,
+    )
+
+
+def _with_thread(config: Mapping[str, Any] | None, thread_id: str) -> dict[str, Any]:
+    base: dict[str, Any] = dict(config or {})
+    return {**base, "configurable": {**(base.get("configurable") or {}), "thread_id": thread_id}}
 
 
 def sweep_expired(

@@ -18,6 +18,7 @@ from typing import Any
 from ..authority import ApprovalAuthority
 from ..protocol import AAISValidationError, sha256_digest
 from ..protocol.extensions import EXTENSION_NAMESPACE
+from .seams import INTERRUPT_CHANNEL
 
 __all__ = [
     "INTEGRITY_ERRORS_EXTENSION",
@@ -30,7 +31,6 @@ INTEGRITY_ERRORS_EXTENSION = EXTENSION_NAMESPACE + "integrity_errors"
 """The snapshot extension listing :class:`IntegrityProblem` s as JSON objects."""
 
 # The channel under which checkpointers persist a task's interrupts (stored data format).
-_INTERRUPT_CHANNEL = "__interrupt__"
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def _collect(saved: Any, seen: set[str], found: Paused) -> None:
         return  # newest first per thread: only its latest root checkpoint counts
     seen.add(thread_id)
     for _task, channel, value in saved.pending_writes or ():
-        if channel != _INTERRUPT_CHANNEL:
+        if channel != INTERRUPT_CHANNEL:
             continue
         for pending in value if isinstance(value, (list, tuple)) else [value]:
             envelope = getattr(pending, "value", None)

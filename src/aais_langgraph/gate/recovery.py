@@ -11,19 +11,90 @@ execution (during the action) makes the re-run raise
 :class:`~aais_langgraph.gate.ExecutionUnknownError` rather than run it again, and
 the thread stays paused until a human reconciles it (:mod:`.execution`); an action
 declared idempotent runs again instead.
+
+:func:`resolved_threads` is the one scan of the event stream for resolutions
+(the ``aais_agui`` decision watcher follows the stream with it too).
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..authority import DEFAULT_LEASE_TTL, ApprovalAuthority, LeaseHeldError
+from ..ledger import StoredRequest
 from ..protocol import ApprovalResolved
-from .inbox import _thread_config, resume_resolved
+from .driver import DEFAULT_LEASE_WAIT, ThreadView, aread_view, read_view, run_config
+from .inbox import aresume_resolved, resume_resolved
 from .response import RejectedResumeError
-from .resume import pending_interrupt_ids
 
-_PAGE = 1000
+__all__ = [
+    "ResolvedScan",
+    "aresolved_threads",
+    "aresume_stranded",
+    "astranded_threads",
+    "resolved_threads",
+    "resume_stranded",
+    "stranded_threads",
+]
+
+_PAGE = 500
+
+
+@dataclass
+class ResolvedScan:
+    """Threads named by ``approval.resolved`` events, and the last sequence read."""
+
+    after: int
+    threads: dict[str, set[str]] = field(default_factory=dict)
+    """Thread id -> ids of its requests that resolved in the events read."""
+
+    def add(self, envelope: Mapping[str, Any], stored: StoredRequest | None) -> None:
+        """Note one event (``stored``: the request it resolved, if it is a resolution)."""
+        self.after = max(self.after, int(envelope["sequence"]))
+        if stored is not None and stored.thread_id is not None:
+            self.threads.setdefault(stored.thread_id, set()).add(stored.request_id)
+
+
+def _resolved_id(envelope: Mapping[str, Any]) -> str | None:
+    if envelope.get("type") != "approval.resolved":
+        return None
+    return str(envelope["resolution"]["request_id"])
+
+
+def resolved_threads(authority: ApprovalAuthority, *, after_sequence: int = 0) -> ResolvedScan:
+    """Read every event after ``after_sequence``; collect the threads of resolved requests."""
+    scan = ResolvedScan(after_sequence)
+    while True:
+        page = authority.events_after(scan.after, limit=_PAGE)
+        for envelope in page.events:
+            request_id = _resolved_id(envelope)
+            stored = None if request_id is None else authority.get_stored_request(request_id)
+            scan.add(envelope, stored)
+        if len(page.events) < _PAGE:
+            return scan
+
+
+async def aresolved_threads(
+    authority: ApprovalAuthority, *, after_sequence: int = 0
+) -> ResolvedScan:
+    """Async twin of :func:`resolved_threads`."""
+    scan = ResolvedScan(after_sequence)
+    while True:
+        page = await authority.aevents_after(scan.after, limit=_PAGE)
+        for envelope in page.events:
+            request_id = _resolved_id(envelope)
+            stored = None if request_id is None else await authority.aget_stored_request(request_id)
+            scan.add(envelope, stored)
+        if len(page.events) < _PAGE:
+            return scan
+
+
+def _stranded(authority: ApprovalAuthority, request_ids: set[str], view: ThreadView) -> list[str]:
+    answered = request_ids.intersection(view.interrupts)
+    return sorted(rid for rid in answered if not _unknown(authority, rid))
 
 
 def stranded_threads(
@@ -38,27 +109,25 @@ def stranded_threads(
     ledger keeps; pass the sequence a previous sweep ended at to look only at what
     is new) and one ``get_state`` per thread they name.
     """
-    resolved_by_thread: dict[str, set[str]] = {}
-    sequence = after_sequence
-    while True:
-        page = authority.events_after(sequence, limit=_PAGE)
-        for event in page.events:
-            if event.get("type") != "approval.resolved":
-                continue
-            request_id = str(event["resolution"]["request_id"])
-            stored = authority.get_stored_request(request_id)
-            if stored is not None and stored.thread_id is not None:
-                resolved_by_thread.setdefault(stored.thread_id, set()).add(request_id)
-        if not page.events:
-            break
-        sequence = int(page.events[-1]["sequence"])
-        if sequence >= page.last_sequence:
-            break
     stranded: dict[str, list[str]] = {}
-    for thread_id, request_ids in sorted(resolved_by_thread.items()):
-        waiting = pending_interrupt_ids(graph.get_state(_thread_config(thread_id)).interrupts)
-        answered = request_ids.intersection(waiting)
-        hit = sorted(rid for rid in answered if not _unknown(authority, rid))
+    scan = resolved_threads(authority, after_sequence=after_sequence)
+    for thread_id, request_ids in sorted(scan.threads.items()):
+        view = read_view(graph, run_config(None, authority, thread_id=thread_id))
+        hit = _stranded(authority, request_ids, view)
+        if hit:
+            stranded[thread_id] = hit
+    return stranded
+
+
+async def astranded_threads(
+    graph: Any, authority: ApprovalAuthority, *, after_sequence: int = 0
+) -> dict[str, list[str]]:
+    """Async twin of :func:`stranded_threads`."""
+    stranded: dict[str, list[str]] = {}
+    scan = await aresolved_threads(authority, after_sequence=after_sequence)
+    for thread_id, request_ids in sorted(scan.threads.items()):
+        view = await aread_view(graph, run_config(None, authority, thread_id=thread_id))
+        hit = await asyncio.to_thread(_stranded, authority, request_ids, view)
         if hit:
             stranded[thread_id] = hit
     return stranded
@@ -77,6 +146,7 @@ def resume_stranded(
     after_sequence: int = 0,
     context: Any = None,
     lease_ttl: float = DEFAULT_LEASE_TTL,
+    lease_wait: float = DEFAULT_LEASE_WAIT,
 ) -> list[ApprovalResolved]:
     """Resume every thread :func:`stranded_threads` finds with its recorded resolutions.
 
@@ -90,7 +160,38 @@ def resume_stranded(
     for thread_id in stranded_threads(graph, authority, after_sequence=after_sequence):
         try:
             resumed += resume_resolved(
-                graph, authority, thread_id, context=context, lease_ttl=lease_ttl
+                graph,
+                authority,
+                thread_id,
+                context=context,
+                lease_ttl=lease_ttl,
+                lease_wait=lease_wait,
+            )
+        except (LeaseHeldError, RejectedResumeError):
+            continue
+    return resumed
+
+
+async def aresume_stranded(
+    graph: Any,
+    authority: ApprovalAuthority,
+    *,
+    after_sequence: int = 0,
+    context: Any = None,
+    lease_ttl: float = DEFAULT_LEASE_TTL,
+    lease_wait: float = DEFAULT_LEASE_WAIT,
+) -> list[ApprovalResolved]:
+    """Async twin of :func:`resume_stranded`."""
+    resumed: list[ApprovalResolved] = []
+    for thread_id in await astranded_threads(graph, authority, after_sequence=after_sequence):
+        try:
+            resumed += await aresume_resolved(
+                graph,
+                authority,
+                thread_id,
+                context=context,
+                lease_ttl=lease_ttl,
+                lease_wait=lease_wait,
             )
         except (LeaseHeldError, RejectedResumeError):
             continue

@@ -35,6 +35,7 @@ from ..protocol import (
 )
 from .channel import answer_channel
 from .execution import (
+    CLAIMED,
     CLAIMED_MESSAGE,
     SKIPPED,
     Claim,
@@ -104,21 +105,6 @@ def _open_request(
     return _Opened(requested, None)
 
 
-def _claim(
-    authority: ApprovalAuthority, request: Request, resolved: ApprovalResolved, claim: Claim
-) -> ApprovalResolved:
-    """Take the one execution claim of an approved request (invariants 6 and 10).
-
-    Two runs resuming the same interrupt at once (raw ``Command(resume=...)``
-    from two processes) both reach this point; only one claims, so the approved
-    action runs at most once. The claim's record outlives the run: a run
-    re-executing the node after a crash finds it and does not run the action
-    again (see :mod:`.execution`); it gets :class:`ExecutionUnknownError` or a
-    not-run result unless the action is idempotent.
-    """
-    return settle(authority, request, resolved, claim)
-
-
 def _judge(
     authority: ApprovalAuthority,
     request: Request,
@@ -149,7 +135,10 @@ def _judge(
         ):
             raise refuse("/decision", resolved.resolution.message)
     if resolved.approved and claim is not None:
-        return _claim(authority, request, resolved, claim)
+        # The one execution claim (invariants 6 and 10): of two runs resuming the same
+        # interrupt at once only one claims, and a re-run after a crash finds the claim
+        # and does not run the action again (see :mod:`.execution`).
+        return settle(authority, request, resolved, claim)
     return resolved
 
 
@@ -194,7 +183,7 @@ def _judge_late(
     except Refusal as refusal:
         if isinstance(refusal.error, ExecutionUnknownError):
             raise refusal.error from None
-        if str(refusal.error).endswith(CLAIMED_MESSAGE):
+        if isinstance(refusal.error, RejectedResumeError) and refusal.error.code == CLAIMED:
             return resolution_envelope(
                 request,
                 outcome="conflict",

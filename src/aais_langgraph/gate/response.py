@@ -34,13 +34,24 @@ from pydantic_core import InitErrorDetails, PydanticCustomError, core_schema
 
 from ..protocol import AAISValidationError, ApprovalDecided, ApprovalResolved, Request
 from ..protocol.answer_schema import decided_schema, envelope_schema
+from .seams import mark_invalid_resume
 
 Answer = Union[ApprovalDecided, ApprovalResolved]  # noqa: UP007
 _Envelopes = Annotated[Answer, Field(discriminator="type")]
 
 
 class RejectedResumeError(AAISValidationError):
-    """The resume value cannot answer this request; the interrupt stays pending."""
+    """The resume value cannot answer this request; the interrupt stays pending.
+
+    ``code`` says why, for code that reacts to a refusal (never read the message):
+    ``"refused"`` (the authority or policy refused the answer), ``"claimed"``
+    (another run is executing the approval), ``"execution_unknown"`` (see
+    :class:`~aais_langgraph.gate.ExecutionUnknownError`).
+    """
+
+    def __init__(self, pointer: str, reason: str, *, code: str = "refused") -> None:
+        super().__init__(pointer, reason)
+        self.code = code
 
 
 class Refusal(Exception):
@@ -49,15 +60,6 @@ class Refusal(Exception):
     def __init__(self, error: Exception) -> None:
         super().__init__(str(error))
         self.error = error
-
-
-def mark_invalid_resume(error: BaseException) -> None:
-    """Tell LangGraph this is a bad resume value, so it keeps the interrupt pending."""
-    try:
-        from langgraph.errors import _mark_invalid_resume as mark
-    except ImportError:  # pragma: no cover - older langgraph keeps the interrupt anyway
-        return
-    mark(error)
 
 
 def refuse(pointer: str, reason: str) -> Refusal:

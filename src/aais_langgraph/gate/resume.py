@@ -13,16 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.types import Command
 
-from ..authority import (
-    DEFAULT_LEASE_TTL,
-    TERMINAL,
-    ApprovalAuthority,
-    UnknownRequestError,
-    arun_lease,
-    run_lease,
-)
+from ..authority import DEFAULT_LEASE_TTL, TERMINAL, ApprovalAuthority, UnknownRequestError
 from ..protocol import (
     AAISValidationError,
     Actor,
@@ -30,14 +22,8 @@ from ..protocol import (
     ApprovalResolved,
     parse_envelope,
 )
-from ..server_env import authority_from_env, env_authority_configured
-from .run_context import (
-    AUTHORITY_KEY,
-    CLAIM_TTL_KEY,
-    MISSING_AUTHORITY,
-    authority_in,
-    claim_ttl_for_lease,
-)
+from .driver import DEFAULT_LEASE_WAIT, ThreadView, adrive, drive, thread_of
+from .run_context import find_authority
 
 
 @dataclass(frozen=True)
@@ -49,39 +35,6 @@ class Cancellation:
 
 
 Answer = ApprovalDecided | Cancellation | Mapping[str, Any] | str | bytes
-
-
-def _authority_of(
-    authority: ApprovalAuthority | None, config: RunnableConfig, context: Any
-) -> ApprovalAuthority:
-    """The explicit authority, else the one the run context or ``configurable`` carries,
-    else the one ``AAIS_LEDGER_URL`` configures."""
-    if authority is not None:
-        return authority
-    found = authority_in(context, config)
-    if found is None and env_authority_configured():
-        found = authority_from_env()
-    if found is None:
-        raise ValueError(MISSING_AUTHORITY)
-    return found
-
-
-def _carrying(
-    config: RunnableConfig, authority: ApprovalAuthority, lease_ttl: float
-) -> RunnableConfig:
-    """``config`` for a lease-driven resume: the authority in ``configurable`` (for
-    gates that look there) and the lease TTL as the execution-claim lifetime."""
-    configurable = dict(config.get("configurable") or {})
-    configurable.setdefault(AUTHORITY_KEY, authority)
-    configurable[CLAIM_TTL_KEY] = claim_ttl_for_lease(lease_ttl)
-    return {**config, "configurable": configurable}
-
-
-def _thread_of(config: RunnableConfig) -> str:
-    thread_id = (config.get("configurable") or {}).get("thread_id")
-    if thread_id is None:
-        raise ValueError("config: configurable.thread_id is required")
-    return str(thread_id)
 
 
 def _parse_answers(
@@ -119,39 +72,12 @@ def _parse_decided(item: Answer, index: int) -> ApprovalDecided:
         raise AAISValidationError(f"/decisions/{index}{error.pointer}", error.reason) from None
 
 
-def pending_interrupt_ids(state_interrupts: Sequence[Any]) -> dict[str, str]:
-    """Map request id -> LangGraph interrupt id for interrupts raised by gates."""
-    found: dict[str, str] = {}
-    for pending in state_interrupts:
-        value = getattr(pending, "value", None)
-        if isinstance(value, Mapping) and value.get("type") == "approval.requested":
-            request = value.get("request")
-            if isinstance(request, Mapping) and isinstance(request.get("id"), str):
-                found[request["id"]] = pending.id
-    return found
-
-
-@dataclass(frozen=True)
-class ThreadView:
-    """What the checkpoint says about a paused thread."""
-
-    interrupts: dict[str, str]
-    live_tasks: frozenset[str]
-
-    @classmethod
-    def of(cls, state: Any) -> ThreadView:
-        return cls(
-            interrupts=pending_interrupt_ids(state.interrupts),
-            live_tasks=frozenset(f"{task.name}:{task.id}" for task in state.tasks),
-        )
-
-    def superseded(self, authority: ApprovalAuthority, request_id: str) -> bool:
-        """True when the task that raised the request is no longer in the checkpoint."""
-        stored = authority.get_stored_request(request_id)
-        if stored is None or authority.get_resolution(request_id) is not None:
-            return False
-        namespace = str(stored.context.get("checkpoint_ns", ""))
-        return namespace.split("|")[0] not in self.live_tasks
+def _superseded(authority: ApprovalAuthority, view: ThreadView, request_id: str) -> bool:
+    """True when the thread no longer waits for this unresolved request (its task is gone)."""
+    stored = authority.get_stored_request(request_id)
+    if stored is None or authority.get_resolution(request_id) is not None:
+        return False
+    return not view.waiting(stored)
 
 
 def _judge_all(
@@ -170,7 +96,7 @@ def _judge_all(
         interrupt_id = view.interrupts.get(request_id)
         if isinstance(answer, Cancellation):
             resolved = authority.cancel(request_id, reason=answer.reason)
-        elif interrupt_id is None and view.superseded(authority, request_id):
+        elif interrupt_id is None and _superseded(authority, view, request_id):
             # The run moved on (e.g. state was edited): the action this decision saw is gone.
             resolved = authority.supersede(request_id)
         else:
@@ -199,7 +125,7 @@ def resume_with_decisions(
     authority: ApprovalAuthority | None = None,
     context: Any = None,
     lease_ttl: float = DEFAULT_LEASE_TTL,
-    lease_wait: float = 10.0,
+    lease_wait: float = DEFAULT_LEASE_WAIT,
 ) -> list[ApprovalResolved]:
     """Answer pending approvals of one thread and resume it; returns one resolution per answer.
 
@@ -209,16 +135,22 @@ def resume_with_decisions(
     unknown request id raises before anything changes. ``actor`` is the
     authenticated actor and replaces the actor in each decision body.
     """
-    found = _authority_of(authority, config, context)
-    thread_id = _thread_of(config)
-    answers = _parse_answers(found, thread_id, decisions)
-    with run_lease(found.ledger, thread_id, ttl=lease_ttl, wait=lease_wait):
-        view = ThreadView.of(graph.get_state(config))
+    found = find_authority(authority, config, context=context)
+    answers = _parse_answers(found, thread_of(config), decisions)
+
+    def plan(view: ThreadView) -> tuple[dict[str, Any], list[ApprovalResolved]]:
         results, resume = _judge_all(found, answers, view, actor)
-        if resume:
-            kwargs = {} if context is None else {"context": context}
-            graph.invoke(Command(resume=resume), _carrying(config, found, lease_ttl), **kwargs)
-    return results
+        return resume, results
+
+    return drive(
+        graph,
+        config,
+        plan,
+        authority=found,
+        context=context,
+        lease_ttl=lease_ttl,
+        lease_wait=lease_wait,
+    )
 
 
 async def aresume_with_decisions(
@@ -230,18 +162,22 @@ async def aresume_with_decisions(
     authority: ApprovalAuthority | None = None,
     context: Any = None,
     lease_ttl: float = DEFAULT_LEASE_TTL,
-    lease_wait: float = 10.0,
+    lease_wait: float = DEFAULT_LEASE_WAIT,
 ) -> list[ApprovalResolved]:
     """Async twin of :func:`resume_with_decisions`."""
-    found = _authority_of(authority, config, context)
-    thread_id = _thread_of(config)
-    answers = await asyncio.to_thread(_parse_answers, found, thread_id, decisions)
-    async with arun_lease(found.ledger, thread_id, ttl=lease_ttl, wait=lease_wait):
-        view = ThreadView.of(await graph.aget_state(config))
-        results, resume = await asyncio.to_thread(_judge_all, found, answers, view, actor)
-        if resume:
-            kwargs = {} if context is None else {"context": context}
-            await graph.ainvoke(
-                Command(resume=resume), _carrying(config, found, lease_ttl), **kwargs
-            )
-    return results
+    found = find_authority(authority, config, context=context)
+    answers = await asyncio.to_thread(_parse_answers, found, thread_of(config), decisions)
+
+    def plan(view: ThreadView) -> tuple[dict[str, Any], list[ApprovalResolved]]:
+        results, resume = _judge_all(found, answers, view, actor)
+        return resume, results
+
+    return await adrive(
+        graph,
+        config,
+        plan,
+        authority=found,
+        context=context,
+        lease_ttl=lease_ttl,
+        lease_wait=lease_wait,
+    )

@@ -8,7 +8,6 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-import xxhash
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 
@@ -16,6 +15,7 @@ from ..authority import ApprovalAuthority
 from ..protocol import Origin, id_for
 from ..server_env import authority_from_env, env_authority_configured
 from .channel import on_langgraph_server
+from .seams import interrupt_id_for, resume_map, saved_answers, scratchpad
 
 AUTHORITY_KEY = "aais_authority"
 """``config["configurable"]`` key (or runtime-context attribute ``authority``) for the authority."""
@@ -24,9 +24,6 @@ CLAIM_TTL_KEY = "aais_claim_ttl"
 """``config["configurable"]`` key: seconds an approval's execution claim lasts. A resume
 driven under a run lease passes :func:`claim_ttl_for_lease`, so a crashed run's claim
 is gone before its lease is."""
-
-RESUME_MAP_KEY = "__pregel_resume_map"
-"""LangGraph's (private) configurable key holding the current ``Command(resume={...})`` map."""
 
 _CALLS: ContextVar[tuple[object, int] | None] = ContextVar("aais_gate_calls", default=None)
 
@@ -57,11 +54,11 @@ class RunCoordinates:
 
 def _next_call_index(configurable: Mapping[str, Any], *, consume: bool = True) -> int:
     """Count gate calls within one execution of a task (the scratchpad is per execution)."""
-    scratchpad = configurable.get("__pregel_scratchpad")
+    pad = scratchpad(configurable)
     current = _CALLS.get()
-    index = current[1] + 1 if current is not None and current[0] is scratchpad else 0
+    index = current[1] + 1 if current is not None and current[0] is pad else 0
     if consume:
-        _CALLS.set((scratchpad, index))
+        _CALLS.set((pad, index))
     return index
 
 
@@ -120,18 +117,11 @@ def _answer_is_fresh(configurable: Mapping[str, Any], call_index: int) -> bool:
     A resume map (``Command(resume={id: value})``) names the interrupts answered
     now; a plain resume fills the first slot past the answers already saved.
     """
-    resume_map = configurable.get(RESUME_MAP_KEY)
-    if resume_map:
+    answered = resume_map(configurable)
+    if answered:
         namespace = str(configurable.get("checkpoint_ns", ""))
-        return interrupt_id_for(namespace, call_index) in resume_map
-    saved = getattr(configurable.get("__pregel_scratchpad"), "resume", None) or ()
-    return call_index >= len(saved)
-
-
-def interrupt_id_for(checkpoint_ns: str, slot: int) -> str:
-    """The id LangGraph gives the interrupt filling answer slot ``slot`` of a task."""
-    key = f"{checkpoint_ns}|{slot}" if slot else checkpoint_ns
-    return xxhash.xxh3_128_hexdigest(key.encode())
+        return interrupt_id_for(namespace, call_index) in answered
+    return call_index >= len(saved_answers(configurable))
 
 
 def safe_id(text: str | None, *, fallback: str | None = None) -> str | None:
@@ -188,25 +178,41 @@ MISSING_AUTHORITY = (
 )
 
 
+class MissingAuthorityError(RuntimeError, ValueError):
+    """No authority was given or found (a ``RuntimeError`` inside a run, as LangGraph's
+    own configuration errors are, and a ``ValueError`` for a caller's arguments)."""
+
+
 def find_authority(
-    explicit: ApprovalAuthority | None, config: RunnableConfig | None = None
+    explicit: ApprovalAuthority | None,
+    config: RunnableConfig | None = None,
+    *,
+    context: Any = None,
 ) -> ApprovalAuthority:
-    """The authority to use: the argument, else runtime context, else ``configurable``,
-    else the one ``AAIS_LEDGER_URL`` configures (:mod:`aais_langgraph.server_env`)."""
+    """The authority to use, the one rule for the gate, resumes and edits: the argument,
+    else the runtime context's ``authority`` (``context``, or inside a run the run's),
+    else ``configurable`` (``config``, or inside a run the run's), else the one
+    ``AAIS_LEDGER_URL`` configures (:mod:`aais_langgraph.server_env`)."""
     if explicit is not None:
         return explicit
-    try:
-        from langgraph.runtime import get_runtime
+    if context is None:
+        try:
+            from langgraph.runtime import get_runtime
 
-        context = get_runtime().context
-    except (RuntimeError, AttributeError):
-        context = None
-    found = authority_in(context, config if config is not None else get_config())
+            context = get_runtime().context
+        except (RuntimeError, AttributeError):
+            context = None
+    if config is None:
+        try:
+            config = get_config()
+        except RuntimeError:
+            config = None
+    found = authority_in(context, config)
     if found is None and env_authority_configured():
         # Hosted graphs (LangGraph Server) cannot be handed objects: use AAIS_LEDGER_URL.
         found = authority_from_env()
     if found is None:
-        raise RuntimeError(MISSING_AUTHORITY)
+        raise MissingAuthorityError(MISSING_AUTHORITY)
     return found
 
 

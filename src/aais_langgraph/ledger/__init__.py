@@ -1,7 +1,9 @@
 """The authority's durable state: the ledger contract, its backends and the audit chain.
 
 Backends: :class:`InMemoryLedger` (one process) and :class:`SqliteLedger` (a file
-shared by threads and processes); both use only the standard library.
+shared by threads and processes; its tables are created on first use), both
+standard-library only, and ``postgres.PostgresLedger`` (the ``postgres`` extra;
+explicit ``setup()``). The two SQL backends share one implementation (``_sql``).
 """
 
 from .audit import GENESIS_HASH, AuditVerification, chain_hash, verify_audit

@@ -200,9 +200,18 @@ def granted_audit(grant: Grant) -> JsonDict:
     }
 
 
-def revoked_audit(grant: Grant, revoked_at: float) -> JsonDict:
-    """The ``revoked`` audit payload."""
-    return {"grant_id": grant.grant_id, "request_id": grant.request_id, "revoked_at": revoked_at}
+def revoked_audit(
+    grant: Grant, revoked_at: float, actor: Mapping[str, Any] | None = None
+) -> JsonDict:
+    """The ``revoked`` audit payload (with who revoked it, when the caller knows)."""
+    payload: JsonDict = {
+        "grant_id": grant.grant_id,
+        "request_id": grant.request_id,
+        "revoked_at": revoked_at,
+    }
+    if actor is not None:
+        payload["actor"] = dict(actor)
+    return payload
 
 
 def next_audit_entry(
@@ -243,14 +252,12 @@ def check_ttl(ttl: float) -> None:
 def pending_query(
     columns: str,
     *,
-    placeholder: str,
-    no_limit: Any,
     thread_id: str | None,
     session_id: str | None,
     expires_before: float | None,
     limit: int | None,
 ) -> tuple[str, list[Any]]:
-    """SQL and parameters listing pending requests in sequence order, for any SQL backend.
+    """SQL (with ``?`` marks) and parameters listing pending requests in sequence order.
 
     The literal ``status = 'pending'`` matches the backends' partial index, which
     also yields sequence order; ``expires_before`` keeps requests with
@@ -264,8 +271,10 @@ def pending_query(
         ("expires_at", expires_before, "<="),
     ):
         if value is not None:
-            sql += f" AND {column} {operator} {placeholder}"
+            sql += f" AND {column} {operator} ?"
             params.append(value)
-    sql += f" ORDER BY sequence LIMIT {placeholder}"
-    params.append(no_limit if limit is None else max(limit, 0))
+    sql += " ORDER BY sequence"
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(max(limit, 0))
     return sql, params

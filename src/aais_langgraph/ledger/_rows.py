@@ -6,7 +6,7 @@ import functools
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from ._records import load_json
+from ._records import dump_json, load_json
 from .base import AuditEntry, Grant, JsonDict, StoredRequest, StoredResolution
 from .integrity import LedgerIntegrityError
 
@@ -154,3 +154,77 @@ def json_object(text: str) -> JsonDict:
     if not isinstance(value, dict):
         raise ValueError("ledger row holds JSON that is not an object")
     return value
+
+
+# -- statements (``?`` marks; see ``SqlLedger.mark``) and the rows they write -------
+
+INSERT_REQUEST = (
+    "INSERT INTO aais_requests (request_id, sequence, session_id, thread_id, expires_at, "
+    "status, envelope, context, audit_index, mac) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)"
+)
+INSERT_RESOLUTION = f"INSERT INTO aais_resolutions ({RESOLUTION_COLUMNS}) VALUES (?, ?, ?, ?, ?)"
+INSERT_GRANT = f"INSERT INTO aais_grants ({GRANT_COLUMNS}) VALUES ({', '.join('?' * 11)})"
+INSERT_AUDIT = f"INSERT INTO aais_audit ({AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
+INSERT_EVENT = "INSERT INTO aais_events (sequence, envelope) VALUES (?, ?)"
+#: One statement: the upsert locks the thread's row, and its WHERE admits only the
+#: current holder or an expired lease; no row written means someone else holds it.
+ACQUIRE_LEASE = (
+    "INSERT INTO aais_leases (thread_id, holder, expires_at) VALUES (?, ?, ?) "
+    "ON CONFLICT (thread_id) DO UPDATE "
+    "SET holder = excluded.holder, expires_at = excluded.expires_at "
+    "WHERE aais_leases.holder = excluded.holder OR aais_leases.expires_at <= ?"
+)
+RENEW_LEASE = (
+    "UPDATE aais_leases SET expires_at = ? WHERE thread_id = ? AND holder = ? AND expires_at > ?"
+)
+RELEASE_LEASE = "DELETE FROM aais_leases WHERE thread_id = ? AND holder = ?"
+
+
+def request_row(stored: StoredRequest) -> tuple[Any, ...]:
+    """The values of :data:`INSERT_REQUEST` for a new pending request."""
+    return (
+        stored.request_id,
+        stored.envelope["sequence"],
+        stored.session_id,
+        stored.thread_id,
+        stored.expires_at,
+        dump_json(stored.envelope),
+        dump_json(stored.context),
+        stored.audit_index,
+        stored.mac,
+    )
+
+
+def resolution_row(stored: StoredResolution) -> tuple[Any, ...]:
+    """The values of :data:`INSERT_RESOLUTION`."""
+    envelope = dump_json(stored.envelope)
+    return stored.request_id, envelope, stored.decision_fingerprint, stored.audit_index, stored.mac
+
+
+def grant_row(grant: Grant) -> tuple[Any, ...]:
+    """The values of :data:`INSERT_GRANT` (:data:`GRANT_COLUMNS` order)."""
+    row = {**grant.to_json(), "audit_index": grant.audit_index, "mac": grant.mac}
+    return tuple({**row, "constraints": dump_json(grant.constraints)}.values())
+
+
+def audit_row(entry: AuditEntry) -> tuple[Any, ...]:
+    """The values of :data:`INSERT_AUDIT`."""
+    payload = dump_json(entry.payload)
+    return entry.index, entry.kind, entry.occurred_at, payload, entry.prev_hash, entry.entry_hash
+
+
+def grants_query(
+    session_id: str | None, action_name: str | None, include_revoked: bool
+) -> tuple[str, list[Any]]:
+    """SQL and parameters of ``list_grants``: usable in a session, for one action name."""
+    sql = f"SELECT {GRANT_COLUMNS} FROM aais_grants WHERE 1 = 1"
+    params: list[Any] = []
+    if session_id is not None:
+        sql += " AND (scope = 'persistent' OR session_id = ?)"
+        params.append(session_id)
+    if action_name is not None:
+        sql += " AND action_name = ?"
+        params.append(action_name)
+    if not include_revoked:
+        sql += " AND revoked_at IS NULL"
+    return sql + " ORDER BY ordinal", params

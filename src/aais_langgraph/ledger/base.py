@@ -4,22 +4,25 @@ A ledger stores requests, their one resolution, grants, the AAIS event stream,
 a hash-chained audit log and per-thread run leases. Every method that changes
 state is atomic: resolve-once and sequence allocation hold across threads and,
 for durable backends, across OS processes. Values are plain JSON-ready dicts so
-any backend can store them as text. Each sync method has an ``a``-prefixed async
-twin; the default twins run the sync method in a worker thread.
+any backend can store them as text. Every public method has an ``a``-prefixed
+async twin with the same parameters; the default twins run the sync method in a
+worker thread (tests/ledger/test_async.py checks that none is missing).
 """
 
 from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar, cast
 
 if TYPE_CHECKING:
     from .executions import Execution, ExecutionChange, ExecutionState
 
 JsonDict = dict[str, Any]
+P = ParamSpec("P")
+R = TypeVar("R")
 AuditKind = Literal["requested", "decided", "resolved", "granted", "revoked", "conflict"]
 
 
@@ -155,13 +158,31 @@ class Lease:
     expires_at: float
 
 
+def _twin(
+    method: Callable[Concatenate[Ledger, P], R],
+) -> Callable[Concatenate[Ledger, P], Coroutine[Any, Any, R]]:
+    """The ``a``-prefixed twin of a ledger method: the backend's method in a worker thread."""
+    name = method.__name__
+
+    async def twin(self: Ledger, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return cast("R", await asyncio.to_thread(getattr(self, name), *args, **kwargs))
+
+    twin.__name__ = twin.__qualname__ = f"a{name}"
+    twin.__wrapped__ = method  # type: ignore[attr-defined]  # inspect.signature: the method's
+    twin.__doc__ = f"Async twin of :meth:`{name}` (runs it in a worker thread)."
+    return twin
+
+
 class Ledger(ABC):
     """Durable authority state. Backends: memory, SQLite, Postgres (one module each)."""
 
     # -- lifecycle -----------------------------------------------------------------
 
     def setup(self) -> None:  # noqa: B027 - optional hook: a backend without schema needs nothing
-        """Create the schema if missing, or migrate an older one; idempotent."""
+        """Create the schema if missing, or migrate an older one; idempotent.
+
+        ``SqliteLedger`` runs it on first use; ``PostgresLedger`` needs it called
+        (by whoever deploys), as LangGraph's ``PostgresSaver`` does."""
 
     def is_set_up(self) -> bool:
         """Whether the ledger's tables exist (False for an empty or foreign database)."""
@@ -231,8 +252,11 @@ class Ledger(ABC):
         every persistent grant) for one action name."""
 
     @abstractmethod
-    def revoke_grant(self, grant_id: str, *, now: float) -> bool:
-        """Revoke a live grant and audit it; False if unknown or already revoked."""
+    def revoke_grant(
+        self, grant_id: str, *, now: float, actor: Mapping[str, Any] | None = None
+    ) -> bool:
+        """Revoke a live grant and audit it (naming ``actor`` when given); False if unknown
+        or already revoked."""
 
     # -- events and audit ----------------------------------------------------------
 
@@ -300,91 +324,28 @@ class Ledger(ABC):
     ) -> list[Execution]:
         """Execution records in these states, oldest first (default: those to reconcile)."""
 
-    # -- async twins ---------------------------------------------------------------
+    # -- async twins: each sync method in a worker thread (a backend may override) --
 
-    async def asetup(self) -> None:
-        await asyncio.to_thread(self.setup)
-
-    async def aadd_request(
-        self,
-        envelope: Mapping[str, Any],
-        *,
-        thread_id: str | None = None,
-        context: Mapping[str, Any] | None = None,
-        mac: str | None = None,
-    ) -> tuple[StoredRequest, bool]:
-        return await asyncio.to_thread(
-            self.add_request, envelope, thread_id=thread_id, context=context, mac=mac
-        )
-
-    async def aget_request(self, request_id: str) -> StoredRequest | None:
-        return await asyncio.to_thread(self.get_request, request_id)
-
-    async def alist_pending(
-        self,
-        *,
-        thread_id: str | None = None,
-        session_id: str | None = None,
-        expires_before: float | None = None,
-        limit: int | None = None,
-    ) -> list[StoredRequest]:
-        return await asyncio.to_thread(
-            self.list_pending,
-            thread_id=thread_id,
-            session_id=session_id,
-            expires_before=expires_before,
-            limit=limit,
-        )
-
-    async def arecord_resolution(self, write: ResolutionWrite) -> tuple[StoredResolution, bool]:
-        return await asyncio.to_thread(self.record_resolution, write)
-
-    async def aget_resolution(self, request_id: str) -> StoredResolution | None:
-        return await asyncio.to_thread(self.get_resolution, request_id)
-
-    async def alist_grants(
-        self,
-        *,
-        session_id: str | None = None,
-        action_name: str | None = None,
-        include_revoked: bool = False,
-    ) -> list[Grant]:
-        return await asyncio.to_thread(
-            self.list_grants,
-            session_id=session_id,
-            action_name=action_name,
-            include_revoked=include_revoked,
-        )
-
-    async def arevoke_grant(self, grant_id: str, *, now: float) -> bool:
-        return await asyncio.to_thread(self.revoke_grant, grant_id, now=now)
-
-    async def aevents_after(self, sequence: int, *, limit: int = 1000) -> list[JsonDict]:
-        return await asyncio.to_thread(self.events_after, sequence, limit=limit)
-
-    async def acontents(self) -> LedgerContents:
-        return await asyncio.to_thread(self.contents)
-
-    async def aappend_audit(self, kind: AuditKind, payload: Mapping[str, Any]) -> AuditEntry:
-        return await asyncio.to_thread(self.append_audit, kind, payload)
-
-    async def aacquire_lease(
-        self, thread_id: str, holder: str, *, ttl: float, now: float
-    ) -> Lease | None:
-        return await asyncio.to_thread(self.acquire_lease, thread_id, holder, ttl=ttl, now=now)
-
-    async def arenew_lease(
-        self, thread_id: str, holder: str, *, ttl: float, now: float
-    ) -> Lease | None:
-        return await asyncio.to_thread(self.renew_lease, thread_id, holder, ttl=ttl, now=now)
-
-    async def arelease_lease(self, thread_id: str, holder: str) -> bool:
-        return await asyncio.to_thread(self.release_lease, thread_id, holder)
-
-    async def aupdate_execution(self, request_id: str, change: ExecutionChange) -> Execution | None:
-        return await asyncio.to_thread(self.update_execution, request_id, change)
-
-    async def alist_executions(
-        self, *, states: tuple[ExecutionState, ...] = ("unknown",), thread_id: str | None = None
-    ) -> list[Execution]:
-        return await asyncio.to_thread(self.list_executions, states=states, thread_id=thread_id)
+    asetup = _twin(setup)
+    ais_set_up = _twin(is_set_up)
+    aadd_request = _twin(add_request)
+    aget_request = _twin(get_request)
+    alist_pending = _twin(list_pending)
+    arecord_resolution = _twin(record_resolution)
+    aget_resolution = _twin(get_resolution)
+    alist_grants = _twin(list_grants)
+    arevoke_grant = _twin(revoke_grant)
+    aevents_after = _twin(events_after)
+    afirst_event_sequence = _twin(first_event_sequence)
+    alast_sequence = _twin(last_sequence)
+    acompact_events = _twin(compact_events)
+    aappend_audit = _twin(append_audit)
+    aaudit_entries = _twin(audit_entries)
+    aaudit_tip = _twin(audit_tip)
+    acontents = _twin(contents)
+    aacquire_lease = _twin(acquire_lease)
+    arenew_lease = _twin(renew_lease)
+    arelease_lease = _twin(release_lease)
+    aupdate_execution = _twin(update_execution)
+    aget_execution = _twin(get_execution)
+    alist_executions = _twin(list_executions)

@@ -26,6 +26,7 @@ __all__ = [
     "EXECUTION_COLUMNS",
     "POSTGRES_EXECUTIONS_SCHEMA",
     "SQLITE_EXECUTIONS_SCHEMA",
+    "UPSERT_EXECUTION",
     "Execution",
     "ExecutionChange",
     "ExecutionState",
@@ -122,6 +123,15 @@ EXECUTION_COLUMNS = (
     "request_id, thread_id, state, holder, attempt, started_at, live_until, updated_at, "
     "reconciled_by"
 )
+
+UPSERT_EXECUTION = (
+    f"INSERT INTO aais_executions ({EXECUTION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (request_id) DO UPDATE SET thread_id = excluded.thread_id, "
+    "state = excluded.state, holder = excluded.holder, attempt = excluded.attempt, "
+    "started_at = excluded.started_at, live_until = excluded.live_until, "
+    "updated_at = excluded.updated_at, reconciled_by = excluded.reconciled_by"
+)
+"""Store a record, replacing the request's previous one (``?`` marks; both SQL backends)."""
 
 _STATES = "('executing', 'executed', 'unknown', 'done', 'retry')"
 

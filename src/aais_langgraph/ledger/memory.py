@@ -204,12 +204,14 @@ class InMemoryLedger(Ledger):
                 if grant_matches(grant, session_id, action_name, include_revoked)
             ]
 
-    def revoke_grant(self, grant_id: str, *, now: float) -> bool:
+    def revoke_grant(
+        self, grant_id: str, *, now: float, actor: Mapping[str, Any] | None = None
+    ) -> bool:
         with self._lock:
             grant = self._grants.get(grant_id)
             if grant is None or grant.revoked_at is not None:
                 return False
-            entry = next_audit_entry(self._tip(), "revoked", revoked_audit(grant, now))
+            entry = next_audit_entry(self._tip(), "revoked", revoked_audit(grant, now, actor))
             self._grants[grant_id] = replace(grant, revoked_at=now)
             self._audit.append(entry)
             return True

@@ -39,10 +39,11 @@ def open_ledger(target: str, *, setup: bool = True, create: bool = True) -> Iter
     """A ledger for ``target`` (SQLite file path or Postgres URL), closed on exit.
 
     The schema is created when missing (an older one migrated) unless
-    ``setup=False``. With ``create=False`` the target must already hold a ledger:
-    a missing file, an empty one or another application's database raises
-    :class:`NotALedgerError` and is left untouched. Postgres needs the
-    ``postgres`` extra.
+    ``setup=False``, which also turns off the SQLite ledger's setup on first use.
+    With ``create=False`` the target must already hold a ledger, checked before
+    anything writes to it: a missing file, an empty one, another application's
+    database or an unreadable one raises :class:`NotALedgerError` and is left
+    untouched. Postgres needs the ``postgres`` extra.
     """
     if not target:
         raise ValueError("db: expected a SQLite file path or a postgresql:// URL")
@@ -59,7 +60,7 @@ def open_ledger(target: str, *, setup: bool = True, create: bool = True) -> Iter
     if not create and not Path(target).is_file():
         raise NotALedgerError("db: no ledger file at this path (create one with the init command)")
     try:
-        ledger_file = SqliteLedger(target)
+        ledger_file = SqliteLedger(target, auto_setup=setup)
     except sqlite3.DatabaseError as error:
         raise NotALedgerError(f"db: not a SQLite database ({error})") from None
     try:

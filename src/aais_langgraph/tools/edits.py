@@ -26,23 +26,15 @@ returns the same successor; a different edit of a superseded request is refused.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.types import Command
 
-from ..authority import (
-    DEFAULT_LEASE_TTL,
-    ApprovalAuthority,
-    UnknownRequestError,
-    arun_lease,
-    run_lease,
-)
-from ..gate.resume import pending_interrupt_ids
-from ..gate.run_context import AUTHORITY_KEY, RunCoordinates
+from ..authority import DEFAULT_LEASE_TTL, ApprovalAuthority, UnknownRequestError
+from ..gate.driver import DEFAULT_LEASE_WAIT, ThreadView, adrive, drive, thread_of
+from ..gate.run_context import RunCoordinates, find_authority
 from ..ledger import StoredRequest
 from ..protocol import (
     AAISValidationError,
@@ -58,22 +50,6 @@ from .config import offered_for
 from .describe import summarize_call
 
 EDIT_REASON = "Superseded by an edited request."
-
-
-def _authority_of(authority: ApprovalAuthority | None, config: RunnableConfig) -> ApprovalAuthority:
-    if authority is not None:
-        return authority
-    found = (config.get("configurable") or {}).get(AUTHORITY_KEY)
-    if isinstance(found, ApprovalAuthority):
-        return found
-    raise ValueError(f"authority: pass authority=... or set configurable['{AUTHORITY_KEY}']")
-
-
-def _thread_of(config: RunnableConfig) -> str:
-    thread_id = (config.get("configurable") or {}).get("thread_id")
-    if thread_id is None:
-        raise ValueError("config: configurable.thread_id is required")
-    return str(thread_id)
 
 
 def _editable(authority: ApprovalAuthority, thread_id: str, request_id: str) -> StoredRequest:
@@ -175,6 +151,33 @@ def _supersede(
     return successor, {interrupt_id: cancelled.to_json()}
 
 
+def _edit_plan(
+    authority: ApprovalAuthority,
+    thread_id: str,
+    request_id: str,
+    arguments: Mapping[str, Any],
+    actor: Actor | Mapping[str, Any],
+    shown_digest: str | None,
+    summary: str | None,
+) -> Callable[[ThreadView], tuple[dict[str, Any], ApprovalRequested]]:
+    editor = Actor.from_data(actor, pointer="/actor")
+
+    def plan(view: ThreadView) -> tuple[dict[str, Any], ApprovalRequested]:
+        successor, resume = _supersede(
+            authority,
+            thread_id,
+            request_id,
+            arguments,
+            editor,
+            shown_digest,
+            summary,
+            view.interrupts,
+        )
+        return resume, successor
+
+    return plan
+
+
 def edit_tool_call(
     graph: Any,
     config: RunnableConfig,
@@ -187,7 +190,7 @@ def edit_tool_call(
     summary: str | None = None,
     context: Any = None,
     lease_ttl: float = DEFAULT_LEASE_TTL,
-    lease_wait: float = 10.0,
+    lease_wait: float = DEFAULT_LEASE_WAIT,
 ) -> ApprovalRequested:
     """Supersede a paused tool call with edited ``arguments``; returns the new request.
 
@@ -197,18 +200,16 @@ def edit_tool_call(
     edited call. Raises :class:`~aais_langgraph.AAISValidationError` (value-free)
     when the request cannot be edited; nothing changes then.
     """
-    found = _authority_of(authority, config)
-    thread_id = _thread_of(config)
-    editor = Actor.from_data(actor, pointer="/actor")
-    with run_lease(found.ledger, thread_id, ttl=lease_ttl, wait=lease_wait):
-        interrupts = pending_interrupt_ids(graph.get_state(config).interrupts)
-        successor, resume = _supersede(
-            found, thread_id, request_id, arguments, editor, action_digest, summary, interrupts
-        )
-        if resume:
-            kwargs = {} if context is None else {"context": context}
-            graph.invoke(Command(resume=resume), config, **kwargs)
-    return successor
+    found = find_authority(authority, config, context=context)
+    return drive(
+        graph,
+        config,
+        _edit_plan(found, thread_of(config), request_id, arguments, actor, action_digest, summary),
+        authority=found,
+        context=context,
+        lease_ttl=lease_ttl,
+        lease_wait=lease_wait,
+    )
 
 
 async def aedit_tool_call(
@@ -223,26 +224,16 @@ async def aedit_tool_call(
     summary: str | None = None,
     context: Any = None,
     lease_ttl: float = DEFAULT_LEASE_TTL,
-    lease_wait: float = 10.0,
+    lease_wait: float = DEFAULT_LEASE_WAIT,
 ) -> ApprovalRequested:
     """Async twin of :func:`edit_tool_call`."""
-    found = _authority_of(authority, config)
-    thread_id = _thread_of(config)
-    editor = Actor.from_data(actor, pointer="/actor")
-    async with arun_lease(found.ledger, thread_id, ttl=lease_ttl, wait=lease_wait):
-        interrupts = pending_interrupt_ids((await graph.aget_state(config)).interrupts)
-        successor, resume = await asyncio.to_thread(
-            _supersede,
-            found,
-            thread_id,
-            request_id,
-            arguments,
-            editor,
-            action_digest,
-            summary,
-            interrupts,
-        )
-        if resume:
-            kwargs = {} if context is None else {"context": context}
-            await graph.ainvoke(Command(resume=resume), config, **kwargs)
-    return successor
+    found = find_authority(authority, config, context=context)
+    return await adrive(
+        graph,
+        config,
+        _edit_plan(found, thread_of(config), request_id, arguments, actor, action_digest, summary),
+        authority=found,
+        context=context,
+        lease_ttl=lease_ttl,
+        lease_wait=lease_wait,
+    )

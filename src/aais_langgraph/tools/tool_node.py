@@ -20,6 +20,7 @@ from typing import Any, Literal
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.messages.tool import ToolCall
 from langchain_core.tools import BaseTool
+from langchain_core.tools import tool as create_tool
 from langgraph.constants import END
 from langgraph.prebuilt import ToolNode
 from langgraph.types import Send
@@ -95,22 +96,29 @@ class ApprovalToolNode(ToolNode):
         handle_tool_errors: Any = None,
         messages_key: str = "messages",
     ) -> None:
-        options: dict[str, Any] = {}
-        if handle_tool_errors is not None:
-            options["handle_tool_errors"] = handle_tool_errors
-        super().__init__(tools, name=name, tags=tags, messages_key=messages_key, **options)
-        entries = (
-            interrupt_on if interrupt_on is not None else dict.fromkeys(self.tools_by_name, True)
-        )
-        self.gate = ToolCallGate(
+        # Built before ToolNode's own init, so the gate can be handed to it as its wrappers.
+        built = [item if isinstance(item, BaseTool) else create_tool(item) for item in tools]
+        entries = interrupt_on if interrupt_on is not None else {item.name: True for item in built}
+        gate = ToolCallGate(
             rules_from(entries),
             authority=authority,
             describe=describe,
             graph_id=graph_id,
             edit_notice=edit_notice,
         )
-        self._wrap_tool_call = self.gate.wrap
-        self._awrap_tool_call = self.gate.awrap
+        options: dict[str, Any] = {}
+        if handle_tool_errors is not None:
+            options["handle_tool_errors"] = handle_tool_errors
+        super().__init__(
+            built,
+            name=name,
+            tags=tags,
+            messages_key=messages_key,
+            wrap_tool_call=gate.wrap,
+            awrap_tool_call=gate.awrap,
+            **options,
+        )
+        self.gate = gate
 
     def _parse_input(
         self, input: list[AnyMessage] | dict[str, Any] | BaseModel

@@ -1,0 +1,304 @@
+"""The one thread driver: take the run lease, read the checkpoint, plan the resume map, invoke.
+
+Everything that resumes a paused thread goes through here — ``resume_with_decisions``,
+``resume_resolved``, edits, recovery, and in ``aais_agui`` the AG-UI agent, the
+decisions endpoint and the watcher — so they cannot drift apart::
+
+    def plan(view: ThreadView) -> tuple[dict[str, Any], list[str]]:
+        return {view.interrupts[rid]: answer for ...}, [...]
+
+    result = drive(graph, config, plan, authority=authority)
+
+``plan`` runs under the lease with what the checkpoint says (a :class:`ThreadView`)
+and returns the ``Command(resume=...)`` map (empty: nothing is invoked) and the
+caller's result. :func:`adrive` is the async twin; it runs ``plan`` in a worker
+thread, as the ledger calls in it block.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import Command
+
+from ..authority import DEFAULT_LEASE_TTL, ApprovalAuthority, arun_lease, run_lease
+from ..ledger import StoredRequest
+from .channel import RECORDED_ONLY_KEY
+from .run_context import AUTHORITY_KEY, CLAIM_TTL_KEY, claim_ttl_for_lease
+
+__all__ = [
+    "DEFAULT_LEASE_WAIT",
+    "LeasedThread",
+    "ThreadView",
+    "adrive",
+    "aleased_thread",
+    "aread_view",
+    "awaiting_among",
+    "context_kwargs",
+    "drive",
+    "leased_thread",
+    "read_view",
+    "run_config",
+    "thread_of",
+    "waiting_among",
+]
+
+T = TypeVar("T")
+
+DEFAULT_LEASE_WAIT = 10.0
+"""Seconds every driver waits for another holder's run lease before raising
+:class:`~aais_langgraph.LeaseHeldError`. Long enough for a presenter racing another
+one to get its turn after a short resume; short enough to answer an HTTP request.
+A run holding the lease longer (a slow approved action) is left to the callers
+that retry: the watcher, the decisions endpoint and recovery sweeps."""
+
+Plan = Callable[["ThreadView"], "tuple[Mapping[str, Any], T]"]
+
+
+@dataclass(frozen=True)
+class ThreadView:
+    """What a thread's checkpoint says about the approvals it waits for."""
+
+    interrupts: Mapping[str, str]
+    """Request id -> LangGraph interrupt id, for every interrupt a gate raised."""
+    open: Mapping[str, Any]
+    """Interrupt id -> value of every pending interrupt (gates' and plain ones)."""
+    live_tasks: frozenset[str]
+    """``name:id`` of every task the next step runs (the roots of their namespaces)."""
+
+    @classmethod
+    def of(cls, state: Any) -> ThreadView:
+        """The view of a ``StateSnapshot`` (``graph.get_state(...)``)."""
+        interrupts: dict[str, str] = {}
+        open_: dict[str, Any] = {}
+        for task in getattr(state, "tasks", None) or ():
+            for pending in getattr(task, "interrupts", None) or ():
+                open_[pending.id] = pending.value
+        for pending in getattr(state, "interrupts", None) or ():
+            value = getattr(pending, "value", None)
+            if isinstance(value, Mapping) and value.get("type") == "approval.requested":
+                request = value.get("request")
+                if isinstance(request, Mapping) and isinstance(request.get("id"), str):
+                    interrupts[request["id"]] = pending.id
+        live = frozenset(f"{task.name}:{task.id}" for task in getattr(state, "tasks", None) or ())
+        return cls(interrupts=interrupts, open=open_, live_tasks=live)
+
+    def waiting(self, stored: StoredRequest) -> bool:
+        """Whether this thread still waits for an answer to ``stored`` (an unresolved request).
+
+        It does while the task that raised the request is live in the checkpoint,
+        even before the interrupt itself is checkpointed: the gate stores the
+        request first and the run pauses a moment later, and a listing taken in
+        between must not hide it (a client would then miss it, as the events it
+        follows start after the listing). It stops once that task is gone (the
+        run finished, or moved on after an edit of its state). A request that
+        names no task waits only while its interrupt is in the checkpoint.
+        """
+        if stored.request_id in self.interrupts:
+            return True
+        namespace = str(stored.context.get("checkpoint_ns", ""))
+        return bool(namespace) and namespace.split("|")[0] in self.live_tasks
+
+
+def thread_of(config: RunnableConfig) -> str:
+    """The ``configurable.thread_id`` of ``config`` (a value error naming it if absent)."""
+    thread_id = (config.get("configurable") or {}).get("thread_id")
+    if thread_id is None:
+        raise ValueError("config: configurable.thread_id is required")
+    return str(thread_id)
+
+
+def run_config(
+    config: Mapping[str, Any] | None,
+    authority: ApprovalAuthority,
+    *,
+    thread_id: str | None = None,
+    lease_ttl: float | None = None,
+    recorded_only: bool = False,
+) -> RunnableConfig:
+    """``config`` for a run the project drives: the authority in ``configurable`` (for
+    gates that look there), the execution-claim lifetime that fits the lease
+    (``lease_ttl``), and for a server the flag that makes gates accept only
+    resolutions the authority recorded (:data:`~.channel.RECORDED_ONLY_KEY`; the
+    server's authority then replaces any other)."""
+    base = dict(config or {})
+    configurable = dict(base.get("configurable") or {})
+    if thread_id is not None:
+        configurable["thread_id"] = thread_id
+    if recorded_only:
+        configurable[AUTHORITY_KEY] = authority
+        configurable[RECORDED_ONLY_KEY] = True
+    else:
+        configurable.setdefault(AUTHORITY_KEY, authority)
+    if lease_ttl is not None:
+        configurable[CLAIM_TTL_KEY] = claim_ttl_for_lease(lease_ttl)
+    return {**base, "configurable": configurable}  # type: ignore[typeddict-item]
+
+
+def context_kwargs(context: Any) -> dict[str, Any]:
+    """The ``invoke`` keyword arguments carrying a runtime context (none for ``None``)."""
+    return {} if context is None else {"context": context}
+
+
+def read_view(graph: Any, config: RunnableConfig) -> ThreadView:
+    """The :class:`ThreadView` of the thread ``config`` names."""
+    return ThreadView.of(graph.get_state(config))
+
+
+async def aread_view(graph: Any, config: RunnableConfig) -> ThreadView:
+    """Async twin of :func:`read_view`."""
+    return ThreadView.of(await graph.aget_state(config))
+
+
+def _by_thread(records: Iterable[StoredRequest]) -> tuple[set[str], dict[str, list[StoredRequest]]]:
+    unplaced: set[str] = set()
+    by_thread: dict[str, list[StoredRequest]] = defaultdict(list)
+    for stored in records:
+        if stored.thread_id is None:
+            unplaced.add(stored.request_id)
+        else:
+            by_thread[stored.thread_id].append(stored)
+    return unplaced, by_thread
+
+
+def waiting_among(
+    graph: Any, authority: ApprovalAuthority, records: Sequence[StoredRequest]
+) -> set[str]:
+    """Ids of the (unresolved) ``records`` their threads still wait for
+    (:meth:`ThreadView.waiting`); one ``get_state`` per thread. A request with no
+    thread cannot be checked and counts as waiting."""
+    waiting, by_thread = _by_thread(records)
+    for thread_id, stored in by_thread.items():
+        view = read_view(graph, run_config(None, authority, thread_id=thread_id))
+        waiting.update(item.request_id for item in stored if view.waiting(item))
+    return waiting
+
+
+async def awaiting_among(
+    graph: Any, authority: ApprovalAuthority, records: Sequence[StoredRequest]
+) -> set[str]:
+    """Async twin of :func:`waiting_among`."""
+    waiting, by_thread = _by_thread(records)
+    for thread_id, stored in by_thread.items():
+        view = await aread_view(graph, run_config(None, authority, thread_id=thread_id))
+        waiting.update(item.request_id for item in stored if view.waiting(item))
+    return waiting
+
+
+@dataclass(frozen=True)
+class LeasedThread:
+    """A thread whose run lease this process holds: read it, then resume it."""
+
+    graph: Any
+    config: RunnableConfig
+    thread_id: str
+
+    def view(self) -> ThreadView:
+        return read_view(self.graph, self.config)
+
+    async def aview(self) -> ThreadView:
+        return await aread_view(self.graph, self.config)
+
+    def resume(self, resume: Mapping[str, Any], context: Any = None) -> None:
+        """Invoke the graph with ``Command(resume=resume)`` (nothing for an empty map)."""
+        if resume:
+            self.graph.invoke(Command(resume=dict(resume)), self.config, **context_kwargs(context))
+
+    async def aresume(self, resume: Mapping[str, Any], context: Any = None) -> None:
+        if resume:
+            await self.graph.ainvoke(
+                Command(resume=dict(resume)), self.config, **context_kwargs(context)
+            )
+
+
+@contextmanager
+def leased_thread(
+    graph: Any,
+    config: Mapping[str, Any],
+    *,
+    authority: ApprovalAuthority,
+    lease_ttl: float = DEFAULT_LEASE_TTL,
+    lease_wait: float = DEFAULT_LEASE_WAIT,
+    recorded_only: bool = False,
+) -> Iterator[LeasedThread]:
+    """Hold the thread's run lease (renewed by :func:`~aais_langgraph.authority.run_lease`
+    while held) for the block; raises :class:`~aais_langgraph.LeaseHeldError` after
+    ``lease_wait`` seconds if another holder keeps it."""
+    driven = run_config(config, authority, lease_ttl=lease_ttl, recorded_only=recorded_only)
+    thread_id = thread_of(driven)
+    with run_lease(authority.ledger, thread_id, ttl=lease_ttl, wait=lease_wait):
+        yield LeasedThread(graph, driven, thread_id)
+
+
+@asynccontextmanager
+async def aleased_thread(
+    graph: Any,
+    config: Mapping[str, Any],
+    *,
+    authority: ApprovalAuthority,
+    lease_ttl: float = DEFAULT_LEASE_TTL,
+    lease_wait: float = DEFAULT_LEASE_WAIT,
+    recorded_only: bool = False,
+) -> AsyncIterator[LeasedThread]:
+    """Async twin of :func:`leased_thread` (one renewer, the lease's own)."""
+    driven = run_config(config, authority, lease_ttl=lease_ttl, recorded_only=recorded_only)
+    thread_id = thread_of(driven)
+    async with arun_lease(authority.ledger, thread_id, ttl=lease_ttl, wait=lease_wait):
+        yield LeasedThread(graph, driven, thread_id)
+
+
+def drive(
+    graph: Any,
+    config: Mapping[str, Any],
+    plan: Callable[[ThreadView], tuple[Mapping[str, Any], T]],
+    *,
+    authority: ApprovalAuthority,
+    context: Any = None,
+    lease_ttl: float = DEFAULT_LEASE_TTL,
+    lease_wait: float = DEFAULT_LEASE_WAIT,
+    recorded_only: bool = False,
+) -> T:
+    """Under the thread's lease: read its checkpoint, ``plan`` the resume map, invoke;
+    returns the result ``plan`` returned with the map."""
+    with leased_thread(
+        graph,
+        config,
+        authority=authority,
+        lease_ttl=lease_ttl,
+        lease_wait=lease_wait,
+        recorded_only=recorded_only,
+    ) as thread:
+        resume, result = plan(thread.view())
+        thread.resume(resume, context)
+    return result
+
+
+async def adrive(
+    graph: Any,
+    config: Mapping[str, Any],
+    plan: Callable[[ThreadView], tuple[Mapping[str, Any], T]],
+    *,
+    authority: ApprovalAuthority,
+    context: Any = None,
+    lease_ttl: float = DEFAULT_LEASE_TTL,
+    lease_wait: float = DEFAULT_LEASE_WAIT,
+    recorded_only: bool = False,
+) -> T:
+    """Async twin of :func:`drive` (``plan`` runs in a worker thread)."""
+    async with aleased_thread(
+        graph,
+        config,
+        authority=authority,
+        lease_ttl=lease_ttl,
+        lease_wait=lease_wait,
+        recorded_only=recorded_only,
+    ) as thread:
+        resume, result = await asyncio.to_thread(plan, await thread.aview())
+        await thread.aresume(resume, context)
+    return result

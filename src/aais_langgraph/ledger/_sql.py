@@ -1,0 +1,380 @@
+"""The ledger contract over SQL, written once for the SQLite and Postgres backends.
+
+Every statement, and the order in which a write takes its steps and locks, lives
+here. A backend supplies only what differs: its connection handling (a write
+transaction, a one-statement read, a consistent snapshot), its placeholder and row
+locks, and how it stores the two counters (the last sequence and the audit tip).
+Statements are written with ``?`` marks; a backend with another paramstyle names
+its mark in :attr:`SqlLedger.mark`. Lock order in every write: the row it changes
+(``FOR UPDATE`` where the backend locks rows), then the counters, always last.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import replace
+from typing import Any, ClassVar
+
+from . import _rows as rows
+from . import executions as ex
+from ._counters import Counters, Cursor, Tip, sql_for
+from ._records import (
+    check_ttl,
+    draft_write,
+    dump_json,
+    pending_query,
+    plain,
+    request_fields,
+    requested_audit,
+    resolution_audits,
+    revoked_audit,
+    with_sequence,
+)
+from ._rows import (
+    CONTENTS_QUERIES,
+    GRANT_COLUMNS,
+    REQUEST_COLUMNS,
+    RESOLUTION_COLUMNS,
+    audit_from_row,
+    event_from_row,
+    grant_from_row,
+    json_object,
+    request_from_row,
+    resolution_from_row,
+)
+from .base import (
+    AuditEntry,
+    AuditKind,
+    Grant,
+    JsonDict,
+    Lease,
+    Ledger,
+    LedgerContents,
+    ResolutionWrite,
+    StoredRequest,
+    StoredResolution,
+)
+
+
+class SqlLedger(Ledger):
+    """The contract's methods over SQL; subclasses supply connections, marks and counters."""
+
+    mark: ClassVar[str] = "?"
+    """The backend's parameter placeholder (``?`` or ``%s``)."""
+    for_update: ClassVar[str] = ""
+    """Appended to a read that must lock the row it returns (`` FOR UPDATE`` or nothing)."""
+
+    # -- what a backend supplies ---------------------------------------------------
+
+    @abstractmethod
+    def _write(self, *, durable: bool = True) -> AbstractContextManager[Cursor]:
+        """One write transaction, committed on a clean exit and rolled back on error;
+        ``durable=False`` (leases, which expire anyway) may skip the disk sync."""
+
+    @abstractmethod
+    def _read(self) -> AbstractContextManager[Cursor]:
+        """A cursor for single statements, each consistent on its own."""
+
+    @abstractmethod
+    def _snapshot(self) -> AbstractContextManager[Cursor]:
+        """A read-only transaction that sees one consistent state of every table."""
+
+    @abstractmethod
+    def _read_counters(self, cur: Cursor, *, lock: bool) -> tuple[int, Tip]:
+        """``(last_sequence, audit_tip)``, locked until commit when ``lock``."""
+
+    @abstractmethod
+    def _write_counters(self, cur: Cursor, last_sequence: int, tip: Tip) -> None:
+        """Store both counters (inside the transaction that read them locked)."""
+
+    def _lock_execution(self, cur: Cursor, request_id: str) -> None:
+        """Serialize writers of one execution record that may not exist yet."""
+
+    # -- statements ------------------------------------------------------------------
+
+    def _run(self, cur: Cursor, sql: str, params: Sequence[Any] = ()) -> Cursor:
+        cur.execute(sql_for(sql, self.mark), params)
+        return cur
+
+    def _one(self, cur: Cursor, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self._run(cur, sql, params).fetchone()
+
+    def _all(self, cur: Cursor, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        return self._run(cur, sql, params).fetchall()
+
+    def _request(self, cur: Cursor, request_id: str) -> StoredRequest | None:
+        row = self._one(
+            cur, f"SELECT {REQUEST_COLUMNS} FROM aais_requests WHERE request_id = ?", (request_id,)
+        )
+        return None if row is None else request_from_row(row)
+
+    def _resolution(self, cur: Cursor, request_id: str) -> StoredResolution | None:
+        row = self._one(
+            cur,
+            f"SELECT {RESOLUTION_COLUMNS} FROM aais_resolutions WHERE request_id = ?",
+            (request_id,),
+        )
+        return None if row is None else resolution_from_row(row)
+
+    def _insert_event(self, cur: Cursor, envelope: JsonDict) -> None:
+        self._run(cur, rows.INSERT_EVENT, (envelope["sequence"], dump_json(envelope)))
+
+    # -- requests ------------------------------------------------------------------
+
+    def add_request(
+        self,
+        envelope: Mapping[str, Any],
+        *,
+        thread_id: str | None = None,
+        context: Mapping[str, Any] | None = None,
+        mac: str | None = None,
+    ) -> tuple[StoredRequest, bool]:
+        fields = request_fields(envelope)
+        draft = with_sequence(envelope, 0)
+        stored_context = plain(context or {}, "/context")
+        with self._write() as cur:
+            existing = self._request(cur, fields.request_id)
+            if existing is not None:  # a replay: no lock taken
+                return existing, False
+            with Counters(self, cur) as counters:
+                # Another writer may have added it while we waited for the counters.
+                existing = self._request(cur, fields.request_id)
+                if existing is not None:
+                    return existing, False
+                stored_envelope = {**draft, "sequence": counters.allocate(1)}
+                entry = counters.append_audit(
+                    "requested", requested_audit(stored_envelope, thread_id, stored_context)
+                )
+                stored = StoredRequest(
+                    fields.request_id,
+                    stored_envelope,
+                    fields.session_id,
+                    fields.expires_at,
+                    "pending",
+                    thread_id,
+                    stored_context,
+                    audit_index=entry.index,
+                    mac=mac,
+                )
+                self._run(cur, rows.INSERT_REQUEST, rows.request_row(stored))
+                self._insert_event(cur, stored_envelope)
+        return stored, True
+
+    def get_request(self, request_id: str) -> StoredRequest | None:
+        with self._read() as cur:
+            return self._request(cur, request_id)
+
+    def list_pending(
+        self,
+        *,
+        thread_id: str | None = None,
+        session_id: str | None = None,
+        expires_before: float | None = None,
+        limit: int | None = None,
+    ) -> list[StoredRequest]:
+        """Pending requests in sequence order; ``expires_before`` keeps those with
+        ``expires_at <= expires_before`` (expired at that moment)."""
+        sql, params = pending_query(
+            REQUEST_COLUMNS,
+            thread_id=thread_id,
+            session_id=session_id,
+            expires_before=expires_before,
+            limit=limit,
+        )
+        with self._read() as cur:
+            return [request_from_row(row) for row in self._all(cur, sql, params)]
+
+    # -- resolutions ---------------------------------------------------------------
+
+    def record_resolution(self, write: ResolutionWrite) -> tuple[StoredResolution, bool]:
+        draft = draft_write(write)
+        grant = draft.grant
+        with self._write() as cur:
+            # Racing resolvers of one request queue on its row; later ones find the winner.
+            sql = "SELECT status FROM aais_requests WHERE request_id = ?" + self.for_update
+            if self._one(cur, sql, (write.request_id,)) is None:
+                raise KeyError(write.request_id)
+            existing = self._resolution(cur, write.request_id)
+            if existing is not None:
+                return existing, False
+            with Counters(self, cur) as counters:
+                # Grants are only inserted under the counters' lock, so this check holds.
+                if grant is not None and self._one(
+                    cur, "SELECT 1 FROM aais_grants WHERE grant_id = ?", (grant.grant_id,)
+                ):
+                    raise ValueError("grant: a grant with this id is already recorded")
+                sequence = counters.allocate(1 if draft.decided is None else 2)
+                decided = None
+                if draft.decided is not None:
+                    decided = {**draft.decided, "sequence": sequence}
+                    self._insert_event(cur, decided)
+                    sequence += 1
+                resolved = {**draft.resolved, "sequence": sequence}
+                self._insert_event(cur, resolved)
+                indexes = {
+                    kind: counters.append_audit(kind, payload).index
+                    for kind, payload in resolution_audits(
+                        decided, resolved, write.decision_fingerprint, grant
+                    )
+                }
+                recorded = StoredResolution(
+                    write.request_id,
+                    resolved,
+                    write.decision_fingerprint,
+                    audit_index=indexes["resolved"],
+                    mac=write.mac,
+                )
+                self._run(
+                    cur,
+                    "UPDATE aais_requests SET status = 'resolved' WHERE request_id = ?",
+                    (write.request_id,),
+                )
+                self._run(cur, rows.INSERT_RESOLUTION, rows.resolution_row(recorded))
+                if grant is not None:
+                    vouched = replace(grant, audit_index=indexes["granted"])
+                    self._run(cur, rows.INSERT_GRANT, rows.grant_row(vouched))
+        return recorded, True
+
+    def get_resolution(self, request_id: str) -> StoredResolution | None:
+        with self._read() as cur:
+            return self._resolution(cur, request_id)
+
+    # -- grants --------------------------------------------------------------------
+
+    def list_grants(
+        self,
+        *,
+        session_id: str | None = None,
+        action_name: str | None = None,
+        include_revoked: bool = False,
+    ) -> list[Grant]:
+        sql, params = rows.grants_query(session_id, action_name, include_revoked)
+        with self._read() as cur:
+            return [grant_from_row(row) for row in self._all(cur, sql, params)]
+
+    def revoke_grant(
+        self, grant_id: str, *, now: float, actor: Mapping[str, Any] | None = None
+    ) -> bool:
+        with self._write() as cur:
+            sql = f"SELECT {GRANT_COLUMNS} FROM aais_grants WHERE grant_id = ?" + self.for_update
+            row = self._one(cur, sql, (grant_id,))
+            if row is None or grant_from_row(row).revoked_at is not None:
+                return False
+            with Counters(self, cur) as counters:
+                self._run(
+                    cur, "UPDATE aais_grants SET revoked_at = ? WHERE grant_id = ?", (now, grant_id)
+                )
+                counters.append_audit("revoked", revoked_audit(grant_from_row(row), now, actor))
+            return True
+
+    # -- events and audit ----------------------------------------------------------
+
+    def events_after(self, sequence: int, *, limit: int = 1000) -> list[JsonDict]:
+        sql = "SELECT envelope FROM aais_events WHERE sequence > ? ORDER BY sequence LIMIT ?"
+        with self._read() as cur:
+            return [json_object(row[0]) for row in self._all(cur, sql, (sequence, max(limit, 0)))]
+
+    def first_event_sequence(self) -> int | None:
+        with self._read() as cur:
+            row = self._one(cur, "SELECT MIN(sequence) FROM aais_events")
+        return None if row is None or row[0] is None else int(row[0])
+
+    def last_sequence(self) -> int:
+        with self._read() as cur:
+            return self._read_counters(cur, lock=False)[0]
+
+    def compact_events(self, before_sequence: int) -> int:
+        with self._write() as cur:
+            sql = "DELETE FROM aais_events WHERE sequence < ?"
+            return self._run(cur, sql, (before_sequence,)).rowcount
+
+    def contents(self) -> LedgerContents:
+        with self._snapshot() as cur:
+            rows = {name: self._all(cur, sql) for name, sql in CONTENTS_QUERIES.items()}
+            last_sequence, tip = self._read_counters(cur, lock=False)
+        return LedgerContents(
+            requests=[request_from_row(row) for row in rows["requests"]],
+            resolutions=[resolution_from_row(row) for row in rows["resolutions"]],
+            grants=[grant_from_row(row) for row in rows["grants"]],
+            events=[event_from_row(row) for row in rows["events"]],
+            audit=[audit_from_row(row) for row in rows["audit"]],
+            audit_tip=tip,
+            last_sequence=last_sequence,
+        )
+
+    def append_audit(self, kind: AuditKind, payload: Mapping[str, Any]) -> AuditEntry:
+        with self._write() as cur, Counters(self, cur) as counters:
+            return counters.append_audit(kind, payload)
+
+    def audit_entries(self, *, after_index: int = -1, limit: int | None = None) -> list[AuditEntry]:
+        sql = f"SELECT {rows.AUDIT_COLUMNS} FROM aais_audit WHERE idx > ? ORDER BY idx"
+        params: list[Any] = [after_index]
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(max(limit, 0))
+        with self._read() as cur:
+            return [audit_from_row(row) for row in self._all(cur, sql, params)]
+
+    def audit_tip(self) -> tuple[int, str] | None:
+        with self._read() as cur:
+            return self._read_counters(cur, lock=False)[1]
+
+    # -- run leases ----------------------------------------------------------------
+
+    def acquire_lease(self, thread_id: str, holder: str, *, ttl: float, now: float) -> Lease | None:
+        check_ttl(ttl)
+        lease = Lease(thread_id, holder, now + ttl)
+        with self._write(durable=False) as cur:
+            params = (thread_id, holder, lease.expires_at, now)
+            taken = self._run(cur, rows.ACQUIRE_LEASE, params).rowcount
+        return lease if taken == 1 else None
+
+    def renew_lease(self, thread_id: str, holder: str, *, ttl: float, now: float) -> Lease | None:
+        check_ttl(ttl)
+        lease = Lease(thread_id, holder, now + ttl)
+        with self._write(durable=False) as cur:
+            params = (lease.expires_at, thread_id, holder, now)
+            updated = self._run(cur, rows.RENEW_LEASE, params).rowcount
+        return lease if updated == 1 else None
+
+    def release_lease(self, thread_id: str, holder: str) -> bool:
+        with self._write(durable=False) as cur:
+            return bool(self._run(cur, rows.RELEASE_LEASE, (thread_id, holder)).rowcount == 1)
+
+    # -- execution records ---------------------------------------------------------
+
+    def update_execution(self, request_id: str, change: ex.ExecutionChange) -> ex.Execution | None:
+        with self._write() as cur:
+            self._lock_execution(cur, request_id)
+            current = self._execution(cur, request_id)
+            updated = change(current)
+            if updated is not None and updated != current:
+                self._run(cur, ex.UPSERT_EXECUTION, ex.execution_row(updated))
+            return updated
+
+    def _execution(self, cur: Cursor, request_id: str) -> ex.Execution | None:
+        sql = f"SELECT {ex.EXECUTION_COLUMNS} FROM aais_executions WHERE request_id = ?"
+        row = self._one(cur, sql, (request_id,))
+        return None if row is None else ex.execution_from_row(row)
+
+    def get_execution(self, request_id: str) -> ex.Execution | None:
+        with self._read() as cur:
+            return self._execution(cur, request_id)
+
+    def list_executions(
+        self,
+        *,
+        states: tuple[ex.ExecutionState, ...] = ("unknown",),
+        thread_id: str | None = None,
+    ) -> list[ex.Execution]:
+        marks = ", ".join("?" for _ in states) or "NULL"
+        sql = f"SELECT {ex.EXECUTION_COLUMNS} FROM aais_executions WHERE state IN ({marks})"
+        params: list[Any] = list(states)
+        if thread_id is not None:
+            sql += " AND thread_id = ?"
+            params.append(thread_id)
+        with self._read() as cur:
+            rows = self._all(cur, sql + " ORDER BY started_at, request_id", params)
+        return [ex.execution_from_row(row) for row in rows]

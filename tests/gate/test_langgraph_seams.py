@@ -1,0 +1,105 @@
+"""The one seam test: every private LangGraph detail the gate relies on, against the
+installed LangGraph (``aais_langgraph.gate.seams``). Fails loudly when an upgrade moves one."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, TypedDict
+
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.config import get_config
+from langgraph.errors import is_invalid_resume
+from langgraph.graph import START, StateGraph
+from langgraph.prebuilt import ToolNode
+from langgraph.types import Command, interrupt
+
+from aais_langgraph.gate import seams
+
+
+class State(TypedDict, total=False):
+    seen: list[Any]
+
+
+def test_the_configurable_keys_and_channel_are_langgraphs() -> None:
+    from langgraph._internal._constants import (
+        CONFIG_KEY_RESUME_MAP,
+        CONFIG_KEY_SCRATCHPAD,
+        INTERRUPT,
+    )
+
+    assert seams.RESUME_MAP_KEY == CONFIG_KEY_RESUME_MAP == "__pregel_resume_map"
+    assert seams.SCRATCHPAD_KEY == CONFIG_KEY_SCRATCHPAD == "__pregel_scratchpad"
+    assert seams.INTERRUPT_CHANNEL == INTERRUPT == "__interrupt__"
+
+
+def test_interrupt_ids_saved_answers_and_the_resume_map_on_a_real_graph() -> None:
+    """Two interrupts in one task: their ids are the slot ids; a resume by id shows
+    up in the resume map; the first answer is in the scratchpad when the second is asked."""
+    observed: list[dict[str, Any]] = []
+
+    def node(state: State) -> State:
+        configurable = get_config()["configurable"]
+        observed.append(
+            {
+                "ns": configurable["checkpoint_ns"],
+                "saved": list(seams.saved_answers(configurable)),
+                "map": dict(seams.resume_map(configurable) or {}),
+                "pad": seams.scratchpad(configurable) is not None,
+            }
+        )
+        first = interrupt("first")
+        second = interrupt("second")
+        return {"seen": [first, second]}
+
+    builder = StateGraph(State)
+    builder.add_node("node", node)
+    builder.add_edge(START, "node")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "t"}}
+    graph.invoke({}, config)
+    (first,) = graph.get_state(config).interrupts
+    namespace = observed[-1]["ns"]
+    assert first.id == seams.interrupt_id_for(namespace, 0)
+    graph.invoke(Command(resume={first.id: "one"}), config)
+    assert observed[-1]["map"] == {first.id: "one"}
+    (second,) = graph.get_state(config).interrupts
+    assert second.id == seams.interrupt_id_for(namespace, 1)
+    graph.invoke(Command(resume={second.id: "two"}), config)
+    assert observed[-1]["saved"] == ["one", "two"]
+    assert observed[-1]["pad"] is True
+    assert graph.get_state(config).values["seen"] == ["one", "two"]
+
+
+def test_mark_invalid_resume_is_what_langgraph_checks() -> None:
+    error = ValueError("bad answer")
+    assert not is_invalid_resume(error)
+    seams.mark_invalid_resume(error)
+    assert is_invalid_resume(error)
+
+
+def test_toolnode_takes_wrappers_and_has_the_parse_input_seam() -> None:
+    """``ApprovalToolNode`` passes its gate as ``wrap_tool_call``/``awrap_tool_call`` and
+    refines ``ToolNode._parse_input`` (langgraph-prebuilt 1.1.x)."""
+    parameters = inspect.signature(ToolNode.__init__).parameters
+    assert "wrap_tool_call" in parameters and "awrap_tool_call" in parameters
+    assert callable(getattr(ToolNode, "_parse_input", None))
+    assert list(inspect.signature(ToolNode._parse_input).parameters) == ["self", "input"]
+
+
+def test_a_missing_seam_fails_at_import_naming_the_range(monkeypatch: Any) -> None:
+    import importlib
+    import sys
+
+    import langgraph.errors
+
+    monkeypatch.delattr(langgraph.errors, "_mark_invalid_resume")
+    monkeypatch.delitem(sys.modules, "aais_langgraph.gate.seams")
+    try:
+        importlib.import_module("aais_langgraph.gate.seams")
+    except ImportError as error:
+        assert "langgraph >=1.2,<1.3" in str(error)
+    else:  # pragma: no cover
+        raise AssertionError("a missing seam imported silently")
+    finally:
+        monkeypatch.undo()
+        sys.modules["aais_langgraph.gate.seams"] = seams

@@ -49,7 +49,6 @@ from ..authority import (
     LedgerIntegrityError,
     UnknownRequestError,
 )
-from ..protocol.extensions import EXTENSION_NAMESPACE
 from ..ledger import NotALedgerError, open_ledger
 from ..protocol import (
     DEFAULT_MAX_BYTES,
@@ -60,6 +59,7 @@ from ..protocol import (
     new_id,
     parse_envelope,
 )
+from ..protocol.extensions import EXTENSION_NAMESPACE
 from .ndjson import LineFrames, encode_line, error_line
 from .render import escape
 

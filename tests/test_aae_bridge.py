@@ -31,7 +31,7 @@ def test_the_aae_bridge_suite_passes_in_its_own_environment() -> None:
     env = {
         **os.environ,
         # this checkout's code, whichever checkout the environment was built from
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")]),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")]),
     }
     env.pop("VIRTUAL_ENV", None)
     result = subprocess.run(

@@ -23,7 +23,7 @@ from aais_langgraph.aae import aae_request_id
 from .support import proposal
 
 ROOT = Path(__file__).resolve().parents[2]
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])}
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
 
 
 def _worker(*args: str) -> subprocess.Popen[str]:

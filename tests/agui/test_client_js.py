@@ -32,7 +32,7 @@ from aais_langgraph.protocol import ApprovalDecided, ApprovalRequested
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-STATIC = ROOT / "src" / "aais_agui" / "static" / "aais-client.js"
+STATIC = ROOT / "aais_agui" / "static" / "aais-client.js"
 REQUESTED = json.loads((ROOT / "tests" / "conformance" / "shell-approval.json").read_text())
 BEFORE_EXPIRY = datetime(2026, 8, 30, 18, 1, tzinfo=timezone.utc)
 ACTOR = {"id": "alice", "type": "human", "authenticated_by": "test"}

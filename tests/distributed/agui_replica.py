@@ -20,11 +20,11 @@ import uvicorn
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
-from tests.agui.demo_graph import EffectLog, build_demo_graph
 
 from aais_agui import bearer_token_authenticator, create_app
 from aais_langgraph import ApprovalAuthority
 from aais_langgraph.ledger.postgres import PostgresLedger
+from tests.agui.demo_graph import EffectLog, build_demo_graph
 
 TOKEN = "presenter"
 PRESENTER = {"id": "presenter", "type": "human"}

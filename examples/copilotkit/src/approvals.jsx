@@ -4,7 +4,7 @@
 // The hooks come in as props: each deployment passes the ones of the provider it uses.
 
 import { useEffect, useState } from "react";
-import { decide } from "../../../src/aais_agui/static/aais-client.js";
+import { decide } from "../../../aais_agui/static/aais-client.js";
 
 // What the page believes about its user. The server records the actor its bearer token names.
 const PAGE_ACTOR = { id: "copilotkit-page", type: "human" };

@@ -1,4 +1,4 @@
-// node --test for src/aais_agui/static/aais-client.js, driven by tests/agui/test_client_js.py.
+// node --test for aais_agui/static/aais-client.js, driven by tests/agui/test_client_js.py.
 // Reads the interrupt the Python side serves for the conformance request (AAIS_CLIENT_IN) and
 // writes every resume entry it builds to AAIS_CLIENT_OUT, where Python parses and judges them.
 import assert from "node:assert/strict";
@@ -13,7 +13,7 @@ import {
   decide,
   offeredChoice,
   resumeEntry,
-} from "../../../src/aais_agui/static/aais-client.js";
+} from "../../../aais_agui/static/aais-client.js";
 
 const { interrupt, requested } = JSON.parse(readFileSync(process.env.AAIS_CLIENT_IN, "utf8"));
 const actor = { id: "node-client", type: "human", display_name: "Node" };

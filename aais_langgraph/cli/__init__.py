@@ -15,7 +15,6 @@ import argparse
 import getpass
 import json
 import re
-import sqlite3
 import sys
 from collections.abc import Sequence
 from typing import Literal, TextIO
@@ -23,12 +22,13 @@ from typing import Literal, TextIO
 from ..authority import ApprovalAuthority, UnknownRequestError, explain_constraints
 from ..gate.execution import reconcile_execution
 from ..gate.reconcile import IntegrityProblem, reconcile_checkpoints
-from ..ledger import AuditVerification, LedgerIntegrityError, NotALedgerError, open_ledger
-from ..protocol import AAISValidationError, Actor, DecisionKind, Scope, build_decision, id_for
+from ..ledger import AuditVerification, open_ledger
+from ..protocol import Actor, DecisionKind, Scope, build_decision, id_for
 from ..protocol.patterns import DIGEST_PATTERN
 from . import presenter, render
 from .checkpoints import holds_checkpoints, open_checkpointer
 from .db_option import DB_ENV, add_db_option, chosen_db
+from .failures import report_failure
 
 __all__ = ["main"]
 
@@ -271,27 +271,8 @@ def main(
     try:
         with open_ledger(args.db, create=args.command == "init") as ledger:
             return _run(ApprovalAuthority(ledger), args, stdin or sys.stdin, out)
-    except (AAISValidationError, NotALedgerError) as error:
-        out.write(f"error: {error}\n")
-        return 2
-    except LedgerIntegrityError as error:
-        out.write(f"error: {error}\n")
-        return 1
-    except ImportError as error:
-        out.write(f"error: {error.name} is not installed (see the sqlite and postgres extras)\n")
-        return 2
-    except sqlite3.DatabaseError as error:
-        out.write(f"error: db: the ledger file is damaged or unreadable ({error})\n")
-        return 2
-    except _database_errors() as error:
-        out.write(f"error: db: the ledger database failed ({type(error).__name__})\n")
-        return 2
-
-
-def _database_errors() -> tuple[type[Exception], ...]:
-    """Postgres driver errors, when the ``postgres`` extra is installed."""
-    try:
-        import psycopg
-    except ImportError:
-        return ()
-    return (psycopg.Error,)
+    except Exception as error:
+        status = report_failure(error, out)
+        if status is None:
+            raise
+        return status

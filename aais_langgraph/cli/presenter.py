@@ -36,7 +36,6 @@ import argparse
 import os
 import select
 import signal
-import sqlite3
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -49,7 +48,7 @@ from ..authority import (
     LedgerIntegrityError,
     UnknownRequestError,
 )
-from ..ledger import NotALedgerError, open_ledger
+from ..ledger import open_ledger
 from ..protocol import (
     DEFAULT_MAX_BYTES,
     AAISValidationError,
@@ -60,6 +59,7 @@ from ..protocol import (
     parse_envelope,
 )
 from ..protocol.extensions import EXTENSION_NAMESPACE
+from .failures import report_failure
 from .ndjson import LineFrames, encode_line, error_line
 from .render import escape
 
@@ -289,27 +289,8 @@ def main(
                 f"replies on stream {presenter.reply_stream}"
             )
             return presenter.run(input_fd, poll_interval=args.poll_interval, stop=stop)
-    except (AAISValidationError, NotALedgerError) as error:
-        diagnostics.write(f"error: {error}\n")
-        return 2
-    except LedgerIntegrityError as error:
-        diagnostics.write(f"error: {error}\n")
-        return 1
-    except ImportError as error:
-        diagnostics.write(f"error: {error.name} is not installed (see the postgres extra)\n")
-        return 2
-    except sqlite3.DatabaseError as error:
-        diagnostics.write(f"error: db: the ledger file is damaged or unreadable ({error})\n")
-        return 2
-    except _database_errors() as error:
-        diagnostics.write(f"error: db: the ledger database failed ({type(error).__name__})\n")
-        return 2
-
-
-def _database_errors() -> tuple[type[Exception], ...]:
-    """Postgres driver errors, when the ``postgres`` extra is installed."""
-    try:
-        import psycopg
-    except ImportError:
-        return ()
-    return (psycopg.Error,)
+    except Exception as error:
+        status = report_failure(error, diagnostics)
+        if status is None:
+            raise
+        return status

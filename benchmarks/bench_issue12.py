@@ -40,10 +40,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import bench_agui  # noqa: E402
-import bench_distributed  # noqa: E402
-import bench_gate  # noqa: E402
-from bench_gate import Comparison  # noqa: E402
+import bench_agui
+import bench_distributed
+import bench_gate
+from bench_gate import Comparison
 
 ROWS = ("trip-sqlite", "trip-memory", "grant", "inbox", "distributed", "agui")
 
@@ -52,10 +52,13 @@ def spread(values: list[float]) -> tuple[float, float, float]:
     return statistics.median(values), min(values), max(values)
 
 
-def show(name: str, unit: str, base: float, gated: float, ratio: tuple[float, float, float], aim: str) -> None:
+def show(
+    name: str, unit: str, base: float, gated: float, ratio: tuple[float, float, float], aim: str
+) -> None:
     mid, low, high = ratio
     print(
-        f"{name:<44}{base:>10.2f}{gated:>10.2f} {unit:<6}{mid:>6.2f}x  ({low:.2f}-{high:.2f})   {aim}",
+        f"{name:<44}{base:>10.2f}{gated:>10.2f} {unit:<6}{mid:>6.2f}x"
+        f"  ({low:.2f}-{high:.2f})   {aim}",
         flush=True,
     )
 
@@ -279,7 +282,9 @@ async def _agui_rounds(
             answer.append(statistics.median(answers))
 
         for index in range(rounds):
-            for batch in (plain_batch, gated_batch) if index % 2 == 0 else (gated_batch, plain_batch):
+            for batch in (
+                (plain_batch, gated_batch) if index % 2 == 0 else (gated_batch, plain_batch)
+            ):
                 await batch()
     return plain, pause, answer
 
@@ -324,30 +329,36 @@ def profile(trips: int, top: int) -> None:
         return validate(cls, *args, **kwargs)
 
     protocol_base.AAISModel.model_validate = classmethod(counted_validate)  # type: ignore[assignment,method-assign]
-    with tempfile.TemporaryDirectory(prefix="bench_issue12_profile_") as tmp:
-        with bench_gate.backend("sqlite", Path(tmp)) as (saver, authority):
-            graph = bench_gate.gated_graph(saver, authority)
-            actor = bench_gate.ACTOR
+    with (
+        tempfile.TemporaryDirectory(prefix="bench_issue12_profile_") as tmp,
+        bench_gate.backend("sqlite", Path(tmp)) as (saver, authority),
+    ):
+        graph = bench_gate.gated_graph(saver, authority)
+        actor = bench_gate.ACTOR
 
-            def trip(i: int) -> None:
-                config = {"configurable": {"thread_id": f"p-{i}"}}
-                paused = graph.invoke({"command": f"ls {i}"}, config)
-                requested = ApprovalRequested.from_data(paused["__interrupt__"][0].value)
-                decided = build_decision(requested, decision="approve", actor=actor)
-                resolved = resume_with_decisions(graph, config, decided, actor=actor, authority=authority)
-                assert resolved[0].approved
+        def trip(i: int) -> None:
+            config = {"configurable": {"thread_id": f"p-{i}"}}
+            paused = graph.invoke({"command": f"ls {i}"}, config)
+            requested = ApprovalRequested.from_data(paused["__interrupt__"][0].value)
+            decided = build_decision(requested, decision="approve", actor=actor)
+            resolved = resume_with_decisions(
+                graph, config, decided, actor=actor, authority=authority
+            )
+            assert resolved[0].approved
 
-            for i in range(10):
-                trip(-1 - i)
-            counts.clear()
-            profiler = cProfile.Profile()
-            started = time.perf_counter()
-            profiler.enable()
-            for i in range(trips):
-                trip(i)
-            profiler.disable()
-            wall = time.perf_counter() - started
-    print(f"profile: {trips} SQLite approval round trips, {wall / trips * 1e3:.2f} ms each (profiled)")
+        for i in range(10):
+            trip(-1 - i)
+        counts.clear()
+        profiler = cProfile.Profile()
+        started = time.perf_counter()
+        profiler.enable()
+        for i in range(trips):
+            trip(i)
+        profiler.disable()
+        wall = time.perf_counter() - started
+    print(
+        f"profile: {trips} SQLite approval round trips, {wall / trips * 1e3:.2f} ms each (profiled)"
+    )
     for label, n in sorted(counts.items()):
         print(f"  {label:<32}{n / trips:>7.2f} per round trip")
     stats = pstats.Stats(profiler)

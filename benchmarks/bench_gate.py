@@ -134,11 +134,13 @@ def backend(kind: str, directory: Path) -> Iterator[tuple[Any, ApprovalAuthority
 
 @dataclass(frozen=True)
 class Comparison:
-    """Median per-operation seconds of each side, and the median of the paired ratios."""
+    """Median per-operation seconds of each side, and the median (min, max) of the paired ratios."""
 
     baseline: float
     gated: float
     ratio: float
+    low: float = 0.0
+    high: float = 0.0
 
 
 def interleaved(
@@ -172,7 +174,11 @@ def interleaved(
             gate_times.append(batch(gated))
     ratios = [g / b for g, b in zip(gate_times, base_times, strict=True)]
     return Comparison(
-        statistics.median(base_times), statistics.median(gate_times), statistics.median(ratios)
+        statistics.median(base_times),
+        statistics.median(gate_times),
+        statistics.median(ratios),
+        min(ratios),
+        max(ratios),
     )
 
 

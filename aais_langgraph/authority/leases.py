@@ -1,14 +1,16 @@
 """The per-thread run lease: one presenter at a time drives a paused thread.
 
-While a block holds the lease, a daemon thread renews it every third of its TTL,
-so a run that takes longer than the TTL (a slow approved action) keeps it: a
-presenter retrying meanwhile waits instead of resuming the same interrupt again.
+While a block holds the lease, the process's one renewer thread renews it every
+third of its TTL, so a run that takes longer than the TTL (a slow approved
+action) keeps it: a presenter retrying meanwhile waits instead of resuming the
+same interrupt again.
 A holder that dies stops renewing, so it blocks the thread for at most one TTL.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 import uuid
@@ -26,42 +28,90 @@ def new_holder() -> str:
     return f"holder_{uuid.uuid4().hex}"
 
 
-class _Renewer:
-    """Renews a held lease every ``ttl / 3`` seconds from a daemon thread until stopped.
+class _Beat:
+    """One daemon thread per process renewing every held lease at a third of its TTL.
 
-    A failed renewal (the database briefly unreachable) is retried at the next beat;
-    if none lands the lease simply expires. ``lost`` turns True if another holder
-    took the lease (only possible after it expired).
+    Started on the first lease and kept: a run costs no thread start or join (a
+    run shorter than a third of the TTL never renews at all). Renewals run one
+    after another; a failed one (the database briefly unreachable) is retried at
+    the lease's next beat, and if none lands the lease simply expires.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._due: dict[_Renewer, float] = {}
+        self._thread: threading.Thread | None = None
+
+    def add(self, renewer: _Renewer) -> None:
+        with self._cond:
+            self._due[renewer] = time.monotonic() + renewer.ttl / 3
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="aais-leases", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def remove(self, renewer: _Renewer) -> None:
+        with self._cond:
+            self._due.pop(renewer, None)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                now = time.monotonic()
+                ready = [r for r, due in self._due.items() if due <= now]
+                if not ready:
+                    wake = min(self._due.values(), default=now + 3600.0)
+                    self._cond.wait(wake - now)
+                    continue
+                for renewer in ready:
+                    self._due[renewer] = now + renewer.ttl / 3
+            for renewer in ready:
+                if renewer.beat() is False:
+                    self.remove(renewer)
+
+    def reset(self) -> None:
+        """In a forked child: no renewer thread exists there, no lease is held."""
+        self._cond = threading.Condition()
+        self._due = {}
+        self._thread = None
+
+
+_BEAT = _Beat()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_BEAT.reset)
+
+
+class _Renewer:
+    """Keeps one held lease renewed (on the shared :class:`_Beat`) until stopped.
+
+    ``lost`` turns True if another holder took the lease (only possible after it
+    expired).
     """
 
     def __init__(self, ledger: Ledger, lease: Lease, ttl: float) -> None:
         self._ledger = ledger
         self._lease = lease
-        self._ttl = ttl
-        self._stopped = threading.Event()
+        self.ttl = ttl
         self.lost = False
-        self._thread = threading.Thread(
-            target=self._run, name=f"aais-lease-{lease.thread_id}", daemon=True
-        )
-        self._thread.start()
+        _BEAT.add(self)
 
-    def _run(self) -> None:
-        while not self._stopped.wait(self._ttl / 3):
-            try:
-                renewed = self._ledger.renew_lease(
-                    self._lease.thread_id, self._lease.holder, ttl=self._ttl, now=time.time()
-                )
-            except Exception:  # transient: the next beat tries again
-                continue
-            if renewed is None:
-                self.lost = True
-                return
+    def beat(self) -> bool:
+        """Renew once; False when the lease was lost (stop renewing)."""
+        try:
+            renewed = self._ledger.renew_lease(
+                self._lease.thread_id, self._lease.holder, ttl=self.ttl, now=time.time()
+            )
+        except Exception:  # transient: the next beat tries again
+            return True
+        if renewed is None:
+            self.lost = True
+            return False
+        return True
 
     def stop(self) -> None:
         """Stop renewing. A renewal still in flight is harmless after the release
-        (it matches no row), so a slow one is not waited for beyond a second."""
-        self._stopped.set()
-        self._thread.join(timeout=1.0)
+        (it matches no row)."""
+        _BEAT.remove(self)
 
 
 @contextmanager
@@ -119,5 +169,5 @@ async def arun_lease(
     try:
         yield lease
     finally:
-        await asyncio.to_thread(renewer.stop)
+        renewer.stop()
         await ledger.arelease_lease(thread_id, name)

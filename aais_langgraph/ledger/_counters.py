@@ -2,12 +2,15 @@
 
 Every write that assigns a sequence or appends an audit entry does so through
 :class:`Counters`, which reads them (locked, where the backend locks rows) as the
-transaction's last lock and writes them back once, on a clean exit.
+transaction's last lock and writes them back once, on a clean exit. The
+statements between are sent as one batch where the backend can (Postgres
+pipeline mode): the lock is held for one round trip, not one per statement.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -56,14 +59,22 @@ class Counters:
         self.last_sequence = 0
         self.tip: Tip = None
         self._changed = False
+        self._batch: AbstractContextManager[object] = nullcontext()
 
     def __enter__(self) -> Counters:
         self.last_sequence, self.tip = self._ledger._read_counters(self._cur, lock=True)
+        self._batch = self._ledger._batch(self._cur)
+        self._batch.__enter__()
         return self
 
-    def __exit__(self, exc_type: object, exc: object, traceback: object) -> None:
-        if exc_type is None and self._changed:
-            self._ledger._write_counters(self._cur, self.last_sequence, self.tip)
+    def __exit__(self, exc_type: Any, exc: Any, traceback: Any) -> None:
+        try:
+            if exc_type is None and self._changed:
+                self._ledger._write_counters(self._cur, self.last_sequence, self.tip)
+        except BaseException as error:
+            self._batch.__exit__(type(error), error, error.__traceback__)
+            raise
+        self._batch.__exit__(exc_type, exc, traceback)
 
     def allocate(self, count: int) -> int:
         """Reserve ``count`` consecutive sequences and return the first."""

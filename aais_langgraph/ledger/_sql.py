@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -88,6 +88,11 @@ class SqlLedger(Ledger):
     @abstractmethod
     def _write_counters(self, cur: Cursor, last_sequence: int, tip: Tip) -> None:
         """Store both counters (inside the transaction that read them locked)."""
+
+    def _batch(self, cur: Cursor) -> AbstractContextManager[object]:
+        """Send the statements of the block together where the backend can (they
+        fetch nothing, or the fetch waits for the batch); errors surface by its end."""
+        return nullcontext()
 
     def _lock_execution(self, cur: Cursor, request_id: str) -> None:
         """Serialize writers of one execution record that may not exist yet."""

@@ -1,0 +1,402 @@
+"""Benchmark: every row of issue 12's table, each next to its baseline, in one run.
+
+Run with ``python benchmarks/bench_issue12.py`` (``--quick``: about two minutes;
+``--only ROW`` to run some rows). It reuses the pieces of ``bench_gate.py``,
+``bench_distributed.py`` and ``bench_agui.py``; every gated figure is measured
+alternating with its baseline (order flipped every round), and each row reports
+the median ratio with its min-max over the rounds.
+
+Rows:
+
+- ``trip-sqlite`` / ``trip-memory``: approval round trip (``request_approval`` ->
+  interrupt -> decision -> ``resume_with_decisions``) vs a bare ``interrupt()`` /
+  ``Command(resume=...)`` round trip on the same checkpointer (SqliteSaver +
+  SqliteLedger on files, ``synchronous=FULL``; InMemorySaver + InMemoryLedger).
+- ``grant``: an action a standing grant covers vs the same node ungated (SQLite).
+- ``inbox``: ``pending_approvals`` (default: reconciled) with 10k vs 1k paused
+  threads (``--quick``: 2k vs 200), 5x resolved history each; rounds alternate
+  the two sizes.
+- ``distributed``: N approvals answered concurrently, Postgres with 2 replica
+  processes vs SQLite with 1 (throwaway cluster, as in the tests; rounds
+  alternate the backends, a fresh database each round).
+- ``agui``: one AG-UI run of the gated demo graph (the pausing run, and the
+  answering run) vs a plain ag-ui-langgraph run, sequential runs alternating.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_agui
+import bench_distributed
+import bench_gate
+from bench_gate import Comparison
+
+ROWS = ("trip-sqlite", "trip-memory", "grant", "inbox", "distributed", "agui")
+
+
+def spread(values: list[float]) -> tuple[float, float, float]:
+    return statistics.median(values), min(values), max(values)
+
+
+def show(
+    name: str, unit: str, base: float, gated: float, ratio: tuple[float, float, float], aim: str
+) -> None:
+    mid, low, high = ratio
+    print(
+        f"{name:<44}{base:>10.2f}{gated:>10.2f} {unit:<6}{mid:>6.2f}x"
+        f"  ({low:.2f}-{high:.2f})   {aim}",
+        flush=True,
+    )
+
+
+# -- round trip and grant (bench_gate) ---------------------------------------------------
+
+
+def gate_rows(rows: list[str], directory: Path, *, batches: int, size: int) -> None:
+    def row(name: str, comparison: Comparison, aim: str) -> None:
+        show(
+            name,
+            "ms/op",
+            comparison.baseline * 1e3,
+            comparison.gated * 1e3,
+            (comparison.ratio, comparison.low, comparison.high),
+            aim,
+        )
+
+    if "trip-sqlite" in rows:
+        trip = bench_gate.round_trip("sqlite", directory, batches=batches, size=size)
+        row("approval round trip vs bare, SQLite", trip, "<= 1.3x")
+    if "trip-memory" in rows:
+        trip = bench_gate.round_trip("memory", directory, batches=batches, size=size)
+        row("approval round trip vs bare, InMemorySaver", trip, "<= 1.5x")
+    if "grant" in rows:
+        grant = bench_gate.grant_path(directory, batches=batches, size=size)
+        row("grant-covered action vs ungated, SQLite", grant, "<= 1.10x")
+
+
+# -- pending_approvals -------------------------------------------------------------------
+
+
+def inbox_row(directory: Path, *, small: int, large: int, rounds: int) -> None:
+    """Seed both inboxes once (not timed), then time the two listings alternately."""
+    with seeded_inbox(directory, small) as list_small, seeded_inbox(directory, large) as list_large:
+        list_small()
+        list_large()
+        smalls: list[float] = []
+        larges: list[float] = []
+        for index in range(rounds):
+            order = [(list_small, smalls), (list_large, larges)]
+            for fn, into in order if index % 2 == 0 else reversed(order):
+                start = time.perf_counter()
+                fn()
+                into.append(time.perf_counter() - start)
+    ratios = [b / a for a, b in zip(smalls, larges, strict=True)]
+    show(
+        f"pending_approvals {large // 1000 if large >= 1000 else large}"
+        f"{'k' if large >= 1000 else ''} vs {small} paused",
+        "ms",
+        statistics.median(smalls) * 1e3,
+        statistics.median(larges) * 1e3,
+        spread(ratios),
+        f"<= {large / small * 1.1:.0f}x, large <= {large / 20_000:.2f} s",
+    )
+
+
+@contextmanager
+def seeded_inbox(directory: Path, pending: int) -> Iterator[Callable[[], Any]]:
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from aais_langgraph import (
+        ApprovalAuthority,
+        ApprovalRequested,
+        SqliteLedger,
+        build_decision,
+        pending_approvals,
+    )
+
+    path = directory / f"inbox12-{pending}.db"
+    conn = sqlite3.connect(path, check_same_thread=False)
+    conn.execute("PRAGMA synchronous = OFF")  # seeding speed only; reads are timed
+    saver = SqliteSaver(conn)
+    saver.setup()
+    with SqliteLedger.from_path(path, synchronous="OFF") as ledger:
+        ledger.setup()
+        authority = ApprovalAuthority(ledger)
+        graph = bench_gate.gated_graph(saver, authority)
+        history = 5 * pending
+        for i in range(pending):  # finished threads: resolved history in the checkpointer too
+            config = {"configurable": {"thread_id": f"done-{i}"}}
+            paused = graph.invoke({"command": f"ls {i}"}, config)
+            requested = ApprovalRequested.from_data(paused["__interrupt__"][0].value)
+            decided = build_decision(requested, decision="deny", actor=bench_gate.ACTOR)
+            bench_gate.resume_with_decisions(
+                graph, config, decided, actor=bench_gate.ACTOR, authority=authority
+            )
+        for i in range(history - pending):  # the rest: resolved ledger requests, no thread
+            requested = authority.request(
+                bench_gate.shell_action(f"cat {i}"),
+                origin={"harness": "bench", "session_id": f"s{i}"},
+            )
+            authority.decide(build_decision(requested, decision="approve", actor=bench_gate.ACTOR))
+        for i in range(pending):
+            graph.invoke({"command": f"ls {i}"}, {"configurable": {"thread_id": f"wait-{i}"}})
+
+        def listing() -> Any:
+            shown = pending_approvals(authority, graph)
+            assert len(shown.snapshot.pending) == pending
+            return shown
+
+        yield listing
+    conn.close()
+
+
+# -- distributed -------------------------------------------------------------------------
+
+
+def distributed_row(directory: Path, *, count: int, rounds: int, concurrency: int) -> None:
+    postgres: list[float] = []
+    sqlite: list[float] = []
+    with bench_distributed.throwaway_postgres() as url:
+        base_url = url.rsplit("/", 1)[0]
+        for index in range(rounds):
+            order = ["postgres", "sqlite"] if index % 2 == 0 else ["sqlite", "postgres"]
+            for kind in order:
+                name = f"{kind}{index}"
+                if kind == "postgres":
+                    db = _create_database(base_url, f"bench{index}")
+                    result = bench_distributed.scenario(
+                        name, db, directory, count=count, replicas=2, concurrency=concurrency
+                    )
+                    postgres.append(result["throughput"])
+                else:
+                    db = str(directory / f"dist-{index}.db")
+                    result = bench_distributed.scenario(
+                        name, db, directory, count=count, replicas=1, concurrency=concurrency
+                    )
+                    sqlite.append(result["throughput"])
+                if result["lost"] or result["doubled"] or result["errors"]:
+                    raise SystemExit(f"{name}: lost/doubled/errors {result}")
+    ratios = [p / s for p, s in zip(postgres, sqlite, strict=True)]
+    show(
+        f"{count} approvals: Postgres 2 procs vs SQLite 1",
+        "/s",
+        statistics.median(sqlite),
+        statistics.median(postgres),
+        spread(ratios),
+        ">= 1.5x",
+    )
+    print(
+        f"{'':<44}postgres {min(postgres):.0f}-{max(postgres):.0f}/s, "
+        f"sqlite {min(sqlite):.0f}-{max(sqlite):.0f}/s"
+    )
+
+
+def _create_database(base_url: str, name: str) -> str:
+    import psycopg
+
+    with psycopg.connect(f"{base_url}/postgres", autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return f"{base_url}/{name}"
+
+
+# -- AG-UI -------------------------------------------------------------------------------
+
+
+def agui_row(directory: Path, *, rounds: int, per_round: int) -> None:
+    aais_dir, plain_dir = directory / "agui-aais", directory / "agui-plain"
+    with (
+        bench_agui.server(aais_dir, plain=False) as aais_url,
+        bench_agui.server(plain_dir, plain=True) as plain_url,
+    ):
+        asyncio.run(bench_agui._warm(aais_url, plain_url))
+        plain, pause, answer = asyncio.run(_agui_rounds(aais_url, plain_url, rounds, per_round))
+    show(
+        "AG-UI gated run (pausing) vs plain run",
+        "ms",
+        statistics.median(plain) * 1e3,
+        statistics.median(pause) * 1e3,
+        spread([p / b for p, b in zip(pause, plain, strict=True)]),
+        "<= 1.05x",
+    )
+    show(
+        "AG-UI gated run (answering) vs plain run",
+        "ms",
+        statistics.median(plain) * 1e3,
+        statistics.median(answer) * 1e3,
+        spread([a / b for a, b in zip(answer, plain, strict=True)]),
+        "<= 1.05x",
+    )
+
+
+async def _agui_rounds(
+    aais_url: str, plain_url: str, rounds: int, per_round: int
+) -> tuple[list[float], list[float], list[float]]:
+    """Per round: median seconds of sequential plain runs, pausing runs, answering runs."""
+    plain: list[float] = []
+    pause: list[float] = []
+    answer: list[float] = []
+    async with (
+        bench_agui.client_for(aais_url, 2, token=True) as aais,
+        bench_agui.client_for(plain_url, 2, token=False) as stock,
+    ):
+
+        async def plain_batch() -> None:
+            times = []
+            for _ in range(per_round):
+                thread = f"plain_{uuid.uuid4().hex[:12]}"
+                body = bench_agui.run_agent_input(thread, text=f"delete /srv/{thread}")
+                seconds, terminal = await bench_agui.agui_run(stock, body)
+                assert terminal.get("type") == "RUN_FINISHED", terminal
+                times.append(seconds)
+            plain.append(statistics.median(times))
+
+        async def gated_batch() -> None:
+            pauses, answers = [], []
+            for _ in range(per_round):
+                thread = f"gated_{uuid.uuid4().hex[:12]}"
+                body = bench_agui.run_agent_input(thread, text=f"delete /srv/{thread}")
+                seconds, terminal = await bench_agui.agui_run(aais, body)
+                assert terminal.get("type") == "RUN_FINISHED", terminal
+                [interrupt] = terminal["outcome"]["interrupts"]
+                pauses.append(seconds)
+                seconds, terminal = await bench_agui.resume(aais, thread, interrupt)
+                assert terminal.get("type") == "RUN_FINISHED", terminal
+                answers.append(seconds)
+            pause.append(statistics.median(pauses))
+            answer.append(statistics.median(answers))
+
+        for index in range(rounds):
+            for batch in (
+                (plain_batch, gated_batch) if index % 2 == 0 else (gated_batch, plain_batch)
+            ):
+                await batch()
+    return plain, pause, answer
+
+
+# -- profile -----------------------------------------------------------------------------
+
+
+def profile(trips: int, top: int) -> None:
+    """cProfile ``trips`` SQLite approval round trips; count what each one costs."""
+    import cProfile
+    import pstats
+    import threading
+    from collections import Counter
+
+    import pydantic
+
+    from aais_langgraph import ApprovalRequested, build_decision, resume_with_decisions
+    from aais_langgraph.ledger import SqliteLedger
+    from aais_langgraph.protocol import base as protocol_base
+
+    counts: Counter[str] = Counter()
+
+    def counting(owner: Any, name: str, label: str) -> None:
+        original = getattr(owner, name)
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            counts[label] += 1
+            return original(*args, **kwargs)
+
+        setattr(owner, name, wrapper)
+
+    counting(SqliteLedger, "_write", "ledger write transactions")
+    counting(SqliteLedger, "_snapshot", "ledger snapshot reads")
+    counting(SqliteLedger, "_read", "ledger single reads")
+    counting(threading.Thread, "start", "threads started")
+    counting(pydantic.TypeAdapter, "__init__", "TypeAdapters built")
+    counting(pydantic.TypeAdapter, "json_schema", "JSON Schemas generated")
+    validate = pydantic.BaseModel.model_validate.__func__  # type: ignore[attr-defined]
+
+    def counted_validate(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        counts["AAIS models validated"] += 1
+        return validate(cls, *args, **kwargs)
+
+    protocol_base.AAISModel.model_validate = classmethod(counted_validate)  # type: ignore[assignment,method-assign]
+    with (
+        tempfile.TemporaryDirectory(prefix="bench_issue12_profile_") as tmp,
+        bench_gate.backend("sqlite", Path(tmp)) as (saver, authority),
+    ):
+        graph = bench_gate.gated_graph(saver, authority)
+        actor = bench_gate.ACTOR
+
+        def trip(i: int) -> None:
+            config = {"configurable": {"thread_id": f"p-{i}"}}
+            paused = graph.invoke({"command": f"ls {i}"}, config)
+            requested = ApprovalRequested.from_data(paused["__interrupt__"][0].value)
+            decided = build_decision(requested, decision="approve", actor=actor)
+            resolved = resume_with_decisions(
+                graph, config, decided, actor=actor, authority=authority
+            )
+            assert resolved[0].approved
+
+        for i in range(10):
+            trip(-1 - i)
+        counts.clear()
+        profiler = cProfile.Profile()
+        started = time.perf_counter()
+        profiler.enable()
+        for i in range(trips):
+            trip(i)
+        profiler.disable()
+        wall = time.perf_counter() - started
+    print(
+        f"profile: {trips} SQLite approval round trips, {wall / trips * 1e3:.2f} ms each (profiled)"
+    )
+    for label, n in sorted(counts.items()):
+        print(f"  {label:<32}{n / trips:>7.2f} per round trip")
+    stats = pstats.Stats(profiler)
+    stats.sort_stats("cumulative").print_stats(top)
+    stats.sort_stats("tottime").print_stats(top)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="about two minutes")
+    parser.add_argument("--only", nargs="+", choices=ROWS, default=list(ROWS))
+    parser.add_argument("--profile", type=int, metavar="TRIPS", help="profile round trips instead")
+    parser.add_argument("--top", type=int, default=40, help="profile lines shown")
+    args = parser.parse_args()
+    if args.profile:
+        profile(args.profile, args.top)
+        return
+    quick = args.quick
+    print(
+        f"bench_issue12{' --quick' if quick else ''}: ratio = gated / baseline, "
+        "median (min-max) over interleaved rounds"
+    )
+    print(f"{'row':<44}{'baseline':>10}{'gated':>10} {'unit':<6}{'ratio':>7}  (min-max)     aim")
+    scratch = Path(tempfile.mkdtemp(prefix="bench_issue12_"))
+    try:
+        gate_rows(args.only, scratch, batches=6 if quick else 40, size=10)
+        if "inbox" in args.only:
+            small, large = (200, 2000) if quick else (1000, 10_000)
+            inbox_row(scratch, small=small, large=large, rounds=4 if quick else 7)
+        if "distributed" in args.only:
+            distributed_row(
+                scratch, count=150 if quick else 1000, rounds=2 if quick else 3, concurrency=8
+            )
+        if "agui" in args.only:
+            agui_row(scratch, rounds=4 if quick else 10, per_round=5 if quick else 10)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

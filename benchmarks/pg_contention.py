@@ -1,0 +1,109 @@
+"""Where two Postgres replicas wait on each other: pg_stat_statements and wait events.
+
+Run with ``python benchmarks/pg_contention.py [--count 300]``. Starts the
+throwaway cluster of the tests with ``pg_stat_statements`` loaded, runs the
+``bench_distributed`` Postgres scenario (2 replica processes), samples
+``pg_stat_activity`` every 5 ms while the approvals are answered, then prints
+the statements by total time, the wait events seen, and ``EXPLAIN ANALYZE`` of
+the counters' locking read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+import psycopg
+
+import bench_distributed
+from support import pg_cluster
+
+
+def sample_waits(url: str, stop: threading.Event, into: Counter[str]) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        while not stop.is_set():
+            rows = conn.execute(
+                "SELECT coalesce(wait_event_type, 'CPU') || ':' || coalesce(wait_event, '-'),"
+                " left(regexp_replace(query, '\\s+', ' ', 'g'), 60)"
+                " FROM pg_stat_activity WHERE datname = current_database()"
+                " AND pid <> pg_backend_pid() AND state = 'active'"
+            ).fetchall()
+            for event, query in rows:
+                into[f"{event:<28} {query}"] += 1
+            time.sleep(0.005)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--count", type=int, default=300)
+    args = parser.parse_args()
+    pg_cluster._SERVER_SETTINGS += (  # type: ignore[attr-defined]
+        "-c shared_preload_libraries=pg_stat_statements",
+        "-c pg_stat_statements.track=all",
+    )
+    bindir = pg_cluster.find_bindir()
+    assert bindir is not None
+    cluster = pg_cluster.PostgresCluster(bindir)
+    waits: Counter[str] = Counter()
+    try:
+        cluster.start()
+        url = cluster.create_database("contention")
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION pg_stat_statements")
+        stop = threading.Event()
+        original = bench_distributed.run_replicas
+        calls = []
+
+        def sampled(jobs, timeout):  # type: ignore[no-untyped-def]
+            calls.append(1)
+            if jobs[0]["phase"] != "answer":
+                return original(jobs, timeout)
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute("SELECT pg_stat_statements_reset()")
+            sampler = threading.Thread(target=sample_waits, args=(url, stop, waits))
+            sampler.start()
+            try:
+                return original(jobs, timeout)
+            finally:
+                stop.set()
+                sampler.join()
+
+        bench_distributed.run_replicas = sampled
+        with tempfile.TemporaryDirectory() as tmp:
+            result = bench_distributed.scenario(
+                "pg", url, Path(tmp), count=args.count, replicas=2, concurrency=8
+            )
+        print(f"{result['count']} approvals, 2 replicas: {result['throughput']:.0f}/s")
+        with psycopg.connect(url, autocommit=True) as conn:
+            print("\nstatements by total time (answer phase)")
+            for calls_, total, mean, query in conn.execute(
+                "SELECT calls, total_exec_time, mean_exec_time,"
+                " left(regexp_replace(query, '\\s+', ' ', 'g'), 90)"
+                " FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 15"
+            ).fetchall():
+                print(f"  {calls_:>6} calls {total:>9.1f} ms total {mean:>7.3f} ms mean  {query}")
+            with conn.transaction():
+                plan = conn.execute(
+                    "EXPLAIN (ANALYZE, BUFFERS) SELECT * FROM aais_meta FOR UPDATE"
+                ).fetchall()
+            print("\nEXPLAIN ANALYZE of the counters' locking read (uncontended)")
+            for (line,) in plan:
+                print("  " + line)
+        print("\nactive backends by wait event (5 ms samples)")
+        total = sum(waits.values()) or 1
+        for key, n in waits.most_common(15):
+            print(f"  {n / total:>6.1%}  {key}")
+    finally:
+        cluster.stop()
+
+
+if __name__ == "__main__":
+    main()

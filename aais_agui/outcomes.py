@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ag_ui.core import BaseEvent, EventType, Interrupt, ResumeEntry
-from ag_ui.core.events import RunFinishedCancelledOutcome
+from ag_ui.core.events import RunFinishedCancelledOutcome, RunFinishedInterruptOutcome
 
 from aais_langgraph.authority import ApprovalAuthority
 from aais_langgraph.protocol import id_for
@@ -70,7 +70,7 @@ async def aattribute_interrupts(event: BaseEvent, authority: ApprovalAuthority) 
     """``event`` with ``subagentRunId`` on each approval interrupt of an interrupt outcome
     raised inside a subgraph (one ag-ui-langgraph left unattributed)."""
     outcome = getattr(event, "outcome", None)
-    if event.type != EventType.RUN_FINISHED or getattr(outcome, "type", None) != "interrupt":
+    if not isinstance(outcome, RunFinishedInterruptOutcome):
         return event
     interrupts: list[Interrupt] = []
     changed = False
@@ -194,7 +194,8 @@ def _messages(state: Any) -> list[Any]:
 async def _context_of(authority: ApprovalAuthority, item: Interrupt) -> Mapping[str, Any]:
     metadata = item.metadata if isinstance(item.metadata, Mapping) else {}
     envelope = metadata.get(METADATA_KEY)
-    if not is_approval_request(envelope):
+    request = envelope.get("request") if isinstance(envelope, Mapping) else None
+    if not isinstance(request, Mapping):
         return {}
-    stored = await authority.aget_stored_request(str(envelope["request"]["id"]))
+    stored = await authority.aget_stored_request(str(request.get("id")))
     return stored.context if stored is not None else {}

@@ -88,7 +88,8 @@ def build_demo_graph(effects: EffectLog, checkpointer: Any, *, gated: bool = Tru
     def model(state: DemoState) -> dict[str, Any]:
         last = state["messages"][-1]
         if isinstance(last, ToolMessage):
-            return {"messages": [AIMessage(content="All done.", id=f"ai_{uuid.uuid4().hex}")]}
+            done = AIMessage(content="All done.", id=f"ai_{uuid.uuid4().hex}")
+            return {"messages": [done], "op": ""}
         text = last.content if isinstance(last, HumanMessage) else ""
         text = text if isinstance(text, str) else ""
         for op in ("delete", "purge", "archive"):
@@ -107,8 +108,9 @@ def build_demo_graph(effects: EffectLog, checkpointer: Any, *, gated: bool = Tru
                 for to in text.removeprefix("email ").split(",")
             ]
             request = AIMessage(content="", tool_calls=calls, id=f"ai_{uuid.uuid4().hex}")
-            return {"messages": [request]}
-        return {"messages": [AIMessage(content="Nothing to do.", id=f"ai_{uuid.uuid4().hex}")]}
+            return {"messages": [request], "op": ""}
+        nothing = AIMessage(content="Nothing to do.", id=f"ai_{uuid.uuid4().hex}")
+        return {"messages": [nothing], "op": ""}
 
     def delete_action(state: DemoState) -> dict[str, Any]:
         return {
@@ -148,8 +150,8 @@ def build_demo_graph(effects: EffectLog, checkpointer: Any, *, gated: bool = Tru
         return effect
 
     def after_model(state: DemoState) -> Any:
-        if state.get("path") and not state.get("result"):
-            op = state.get("op", "delete")
+        op = state.get("op")
+        if op and state.get("path") and not state.get("result"):
             return {"purge": "purge_file", "archive": "archive"}.get(op, "delete_file")
         return route_tool_calls(state)
 

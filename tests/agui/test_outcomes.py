@@ -1,0 +1,166 @@
+"""AG-UI 1.0 outcomes: ``cancelled`` when a resume only cancelled, ``subagentRunId`` for
+approvals raised inside a subgraph; every stream passes ``ag-ui-validate``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ag_ui.core import BaseEvent, EventType, ResumeEntry
+from ag_ui_validate.pytest_plugin import validate_agui
+from hypothesis import given
+from hypothesis import strategies as st
+
+from aais_agui.agent import AAISLangGraphAgent
+from aais_agui.outcomes import subagent_run_id
+from aais_langgraph import ApprovalAuthority
+from aais_langgraph.protocol import id_for, is_id
+
+from .demo_graph import EffectLog
+from .test_agent import answer, interrupts_of, paused, reoffered, request_id, run, terminal
+
+
+def cancel_all(interrupts: list[Any]) -> list[ResumeEntry]:
+    return [ResumeEntry(interrupt_id=item.id, status="cancelled") for item in interrupts]
+
+
+def outcome_of(events: list[BaseEvent]) -> str:
+    finished = terminal(events)
+    assert finished.type == EventType.RUN_FINISHED, getattr(finished, "message", "")
+    return "success" if finished.outcome is None else str(finished.outcome.type)
+
+
+def assert_valid(events: list[BaseEvent]) -> None:
+    wire = [e.model_dump(mode="json", by_alias=True, exclude_none=True) for e in events]
+    report = validate_agui(wire)
+    assert report.summary.errors == 0, report.diagnostics
+
+
+# -- cancelled ------------------------------------------------------------------------
+
+
+async def test_cancelling_every_approval_when_nothing_else_runs_is_a_cancelled_run(
+    agent: AAISLangGraphAgent, authority: ApprovalAuthority, effects: EffectLog
+) -> None:
+    thread_id, interrupts = await paused(agent, "purge /srv/old.log")
+    events = await run(agent, thread_id, resume=cancel_all(interrupts))
+    assert outcome_of(events) == "cancelled"
+    assert_valid(events)
+    wire = terminal(events).model_dump(mode="json", by_alias=True, exclude_none=True)
+    assert wire["outcome"] == {"type": "cancelled"}
+    assert authority.get_resolution(request_id(interrupts[0])).resolution.outcome == "cancelled"
+    assert effects.list() == []
+    # Nothing waits: the next run on the thread is an ordinary new run.
+    again = await run(agent, thread_id, text="hello")
+    assert outcome_of(again) == "success"
+    assert effects.list() == []
+
+
+async def test_a_cancel_that_runs_a_rejection_handler_is_a_success(
+    agent: AAISLangGraphAgent, effects: EffectLog
+) -> None:
+    # delete_file's on_reject adds a reply: something ran after the cancellation.
+    thread_id, interrupts = await paused(agent, "delete /srv/kept.txt")
+    events = await run(agent, thread_id, resume=cancel_all(interrupts))
+    assert outcome_of(events) == "success"
+    assert_valid(events)
+    assert effects.list() == []
+
+
+async def test_cancelled_tool_calls_followed_by_the_model_are_a_success(
+    agent: AAISLangGraphAgent, effects: EffectLog
+) -> None:
+    thread_id, interrupts = await paused(agent, "email ann@example.com,bob@example.com")
+    events = await run(agent, thread_id, resume=cancel_all(interrupts))
+    assert outcome_of(events) == "success"
+    assert effects.list() == []
+
+
+async def test_a_resume_that_also_approves_is_not_cancelled(
+    agent: AAISLangGraphAgent, effects: EffectLog
+) -> None:
+    thread_id, interrupts = await paused(agent, "email ann@example.com,bob@example.com")
+    resume = [ResumeEntry(interrupt_id=interrupts[0].id, status="cancelled"), answer(interrupts[1])]
+    assert outcome_of(await run(agent, thread_id, resume=resume)) == "success"
+    assert len(effects.list()) == 1
+
+
+async def test_a_refused_cancel_is_a_run_error_not_a_cancelled_run(
+    agent: AAISLangGraphAgent, authority: ApprovalAuthority
+) -> None:
+    thread_id, [item] = await paused(agent, "purge /srv/raced.log")
+    authority.decide(answer(item, "deny").metadata["aais"], actor={"id": "bob", "type": "human"})
+    events = await run(agent, thread_id, resume=cancel_all([item]))
+    assert terminal(events).type == EventType.RUN_ERROR
+    assert_valid(events)
+
+
+# -- subagentRunId --------------------------------------------------------------------
+
+
+async def test_an_approval_inside_a_subgraph_carries_its_subagent_run_id(
+    agent: AAISLangGraphAgent, authority: ApprovalAuthority, effects: EffectLog
+) -> None:
+    thread_id = "thread_subgraph_approve"
+    events = await run(agent, thread_id, text="archive /srv/q3.csv")
+    assert_valid(events)
+    [item] = interrupts_of(events)
+    namespace = authority.get_stored_request(request_id(item)).context["checkpoint_ns"]
+    parent, _, leaf = namespace.rpartition("|")
+    assert parent.startswith("archive:") and leaf.startswith("archive_file:")
+    assert item.subagent_run_id == id_for(parent)
+    # Stable: a reconnect offers the same interrupt with the same subagent run id.
+    [again] = interrupts_of(await run(agent, thread_id))
+    assert again.model_dump() == item.model_dump()
+    resumed = await run(agent, thread_id, resume=[answer(item)])
+    assert outcome_of(resumed) == "success"
+    assert_valid(resumed)
+    assert effects.list() == [(thread_id, "archive_file", "/srv/q3.csv")]
+
+
+async def test_two_subgraph_invocations_get_two_subagent_run_ids(
+    agent: AAISLangGraphAgent,
+) -> None:
+    _, [first] = await paused(agent, "archive /srv/a.csv")
+    _, [second] = await paused(agent, "archive /srv/b.csv")
+    assert None not in (first.subagent_run_id, second.subagent_run_id)
+    assert first.subagent_run_id != second.subagent_run_id
+
+
+async def test_top_level_approvals_carry_no_subagent_run_id(agent: AAISLangGraphAgent) -> None:
+    _, node = await paused(agent, "delete /srv/x.txt")
+    _, tools = await paused(agent, "email ann@example.com")
+    assert [i.subagent_run_id for i in node + tools] == [None, None]
+
+
+async def test_a_subgraph_approval_offered_again_after_a_refusal_keeps_its_id(
+    agent: AAISLangGraphAgent,
+) -> None:
+    thread_id, [item] = await paused(agent, "archive /srv/tampered.csv")
+    body = answer(item).metadata["aais"]
+    body["decision"]["action_digest"] = "sha256:" + "0" * 64
+    tampered = ResumeEntry(interrupt_id=item.id, status="resolved", payload=body)
+    events = await run(agent, thread_id, resume=[tampered])
+    assert_valid(events)
+    [again] = reoffered(events)
+    assert again.subagent_run_id == item.subagent_run_id is not None
+
+
+async def test_cancelling_a_subgraph_approval_is_a_cancelled_run(
+    agent: AAISLangGraphAgent, effects: EffectLog
+) -> None:
+    thread_id, interrupts = await paused(agent, "archive /srv/never.csv")
+    events = await run(agent, thread_id, resume=cancel_all(interrupts))
+    assert outcome_of(events) == "cancelled"
+    assert_valid(events)
+    assert effects.list() == []
+
+
+_SEGMENT = st.from_regex(r"[a-z_]{1,8}:[0-9a-f-]{1,12}", fullmatch=True)
+
+
+@given(st.lists(_SEGMENT, min_size=2, max_size=4), st.lists(_SEGMENT, min_size=2, max_size=4))
+def test_subagent_run_ids_are_injective_in_the_parent_namespace(a: list[str], b: list[str]) -> None:
+    id_a, id_b = subagent_run_id("|".join(a)), subagent_run_id("|".join(b))
+    assert id_a is not None and id_b is not None and is_id(id_a)
+    assert (id_a == id_b) == (a[:-1] == b[:-1])
+    assert subagent_run_id(a[0]) is None

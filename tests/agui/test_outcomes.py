@@ -3,19 +3,27 @@ approvals raised inside a subgraph; every stream passes ``ag-ui-validate``."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import httpx
+import pytest
 from ag_ui.core import BaseEvent, EventType, ResumeEntry
 from ag_ui_validate.pytest_plugin import validate_agui
 from hypothesis import given
 from hypothesis import strategies as st
+from langgraph.checkpoint.memory import InMemorySaver
 
+from aais_agui import bearer_token_authenticator, create_app, run_agent_input
 from aais_agui.agent import AAISLangGraphAgent
 from aais_agui.outcomes import subagent_run_id
 from aais_langgraph import ApprovalAuthority
 from aais_langgraph.protocol import id_for, is_id
 
-from .demo_graph import EffectLog
+from .conftest import ALICE
+from .demo_graph import EffectLog, build_demo_graph
+from .http_support import agui_run, serve
 from .test_agent import answer, interrupts_of, paused, reoffered, request_id, run, terminal
 
 
@@ -164,3 +172,46 @@ def test_subagent_run_ids_are_injective_in_the_parent_namespace(a: list[str], b:
     assert id_a is not None and id_b is not None and is_id(id_a)
     assert (id_a == id_b) == (a[:-1] == b[:-1])
     assert subagent_run_id(a[0]) is None
+
+
+# -- over HTTP ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def http(tmp_path: Path, authority: ApprovalAuthority) -> Iterator[tuple[httpx.Client, EffectLog]]:
+    effects = EffectLog(tmp_path / "http-effects.db")
+    app = create_app(
+        build_demo_graph(effects, InMemorySaver()),
+        authority=authority,
+        authenticate=bearer_token_authenticator({"alice-token": ALICE}),
+    )
+    with (
+        serve(app) as url,
+        httpx.Client(
+            base_url=url, headers={"Authorization": "Bearer alice-token"}, timeout=30
+        ) as client,
+    ):
+        yield client, effects
+
+
+def test_cancelled_and_subagent_outcomes_over_http(
+    http: tuple[httpx.Client, EffectLog],
+) -> None:
+    client, effects = http
+    streams: list[list[dict[str, Any]]] = []
+    for text in ("purge /srv/http.log", "archive /srv/http.csv"):
+        thread_id = f"thread_http_{text.split()[0]}"
+        paused_run = agui_run(client, "/agent", run_agent_input(thread_id, text=text))
+        [interrupt] = paused_run[-1]["outcome"]["interrupts"]
+        cancel = [{"interruptId": interrupt["id"], "status": "cancelled"}]
+        resumed = agui_run(client, "/agent", run_agent_input(thread_id, resume=cancel))
+        assert resumed[0]["protocolVersion"]
+        assert resumed[-1]["type"] == "RUN_FINISHED"
+        assert resumed[-1]["outcome"] == {"type": "cancelled"}
+        streams += [paused_run, resumed]
+    assert "subagentRunId" not in streams[0][-1]["outcome"]["interrupts"][0]
+    assert streams[2][-1]["outcome"]["interrupts"][0]["subagentRunId"].startswith("archive:")
+    for events in streams:
+        report = validate_agui(events)
+        assert report.summary.errors == 0, report.diagnostics
+    assert effects.list() == []

@@ -158,7 +158,12 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
                 if input.resume:
                     view = await thread.aview()
                     watch = await acancel_watch(
-                        self.graph, self.authority, config, view.open, input.resume
+                        self.graph,
+                        self.authority,
+                        config,
+                        view.open,
+                        input.resume,
+                        protocol_version=input.protocol_version,
                     )
                     self._planned_resume = await self._plan(view, input.resume)
                 async for event in settle_outcome(super().run(input), watch, self.graph, config):

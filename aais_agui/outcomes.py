@@ -10,7 +10,8 @@ the client.
   one subgraph invocation keeps one id across the pause, a reconnect and the
   resume, and two invocations never share one. Answering still goes by
   ``Interrupt.id``.
-- A resume whose every entry cancels an open approval ends ``RUN_FINISHED`` with
+- A resume whose every entry cancels an open approval, from a client that declares
+  AG-UI 1.0 (``RunAgentInput.protocolVersion``), ends ``RUN_FINISHED`` with
   ``outcome: {"type": "cancelled"}`` when nothing else ran: the run would end
   with success (no interrupt, no error), no node ran but those on the cancelled
   approvals' namespaces, no text, reasoning or tool call was streamed beyond the
@@ -41,6 +42,7 @@ __all__ = [
     "aattribute_interrupts",
     "acancel_watch",
     "settle_outcome",
+    "speaks_cancelled",
     "subagent_run_id",
 ]
 
@@ -58,6 +60,15 @@ _CONTENT = frozenset(
         EventType.ACTIVITY_DELTA,
     }
 )
+
+
+def speaks_cancelled(protocol_version: str | None) -> bool:
+    """Whether a client declaring ``protocol_version`` (``RunAgentInput.protocolVersion``)
+    reads the ``cancelled`` outcome: 1.0 or later. Clients before 1.0 declare nothing, and
+    some reject an outcome they do not know (CopilotKit 1.74's @ag-ui/core 0.0.59 fails
+    the run on it), so they get ``success``, which is what such a run was before."""
+    major, _, _ = (protocol_version or "").partition(".")
+    return major.isdigit() and int(major) >= 1
 
 
 def subagent_run_id(checkpoint_ns: str) -> str | None:
@@ -130,9 +141,14 @@ async def acancel_watch(
     config: Mapping[str, Any],
     pending: Mapping[str, Any],
     entries: Sequence[ResumeEntry],
+    *,
+    protocol_version: str | None,
 ) -> CancelWatch | None:
-    """The watch for a resume that cancels every open interrupt, all AAIS approvals;
-    None for any other resume (its outcome is ag-ui-langgraph's)."""
+    """The watch for a resume that cancels every open interrupt, all AAIS approvals, from
+    a client that declares AG-UI 1.0 or later (``protocol_version``); None for any other
+    resume (its outcome is ag-ui-langgraph's)."""
+    if not speaks_cancelled(protocol_version):
+        return None
     if not entries or any(entry.status != "cancelled" for entry in entries):
         return None
     if not pending or not all(is_approval_request(value) for value in pending.values()):

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from ag_ui.core import BaseEvent, EventType, ResumeEntry
+from ag_ui.core import PROTOCOL_VERSION, BaseEvent, EventType, ResumeEntry
 from ag_ui_validate.pytest_plugin import validate_agui
 from hypothesis import given
 from hypothesis import strategies as st
@@ -17,14 +17,20 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from aais_agui import bearer_token_authenticator, create_app, run_agent_input
 from aais_agui.agent import AAISLangGraphAgent
-from aais_agui.outcomes import subagent_run_id
+from aais_agui.outcomes import speaks_cancelled, subagent_run_id
 from aais_langgraph import ApprovalAuthority
 from aais_langgraph.protocol import id_for, is_id
 
 from .conftest import ALICE
 from .demo_graph import EffectLog, build_demo_graph
 from .http_support import agui_run, serve
-from .test_agent import answer, interrupts_of, paused, reoffered, request_id, run, terminal
+from .test_agent import answer, interrupts_of, paused, reoffered, request_id, terminal
+from .test_agent import run as run_as
+
+
+async def run(agent: AAISLangGraphAgent, thread_id: str, **options: Any) -> list[BaseEvent]:
+    """A run from a client that declares AG-UI 1.0 (``RunAgentInput.protocolVersion``)."""
+    return await run_as(agent, thread_id, protocol_version=PROTOCOL_VERSION, **options)
 
 
 def cancel_all(interrupts: list[Any]) -> list[ResumeEntry]:
@@ -60,6 +66,18 @@ async def test_cancelling_every_approval_when_nothing_else_runs_is_a_cancelled_r
     # Nothing waits: the next run on the thread is an ordinary new run.
     again = await run(agent, thread_id, text="hello")
     assert outcome_of(again) == "success"
+    assert effects.list() == []
+
+
+async def test_a_client_before_1_0_gets_success_for_the_same_cancel(
+    agent: AAISLangGraphAgent, effects: EffectLog
+) -> None:
+    # CopilotKit 1.74 (@ag-ui/core 0.0.59) declares no protocolVersion and fails a run
+    # whose outcome it does not know; it gets what such a run always was.
+    thread_id, interrupts = await paused(agent, "purge /srv/legacy.log")
+    events = await run_as(agent, thread_id, resume=cancel_all(interrupts))
+    assert outcome_of(events) == "success"
+    assert terminal(events).outcome is None
     assert effects.list() == []
 
 
@@ -204,7 +222,8 @@ def test_cancelled_and_subagent_outcomes_over_http(
         paused_run = agui_run(client, "/agent", run_agent_input(thread_id, text=text))
         [interrupt] = paused_run[-1]["outcome"]["interrupts"]
         cancel = [{"interruptId": interrupt["id"], "status": "cancelled"}]
-        resumed = agui_run(client, "/agent", run_agent_input(thread_id, resume=cancel))
+        body = {**run_agent_input(thread_id, resume=cancel), "protocolVersion": PROTOCOL_VERSION}
+        resumed = agui_run(client, "/agent", body)
         assert resumed[0]["protocolVersion"]
         assert resumed[-1]["type"] == "RUN_FINISHED"
         assert resumed[-1]["outcome"] == {"type": "cancelled"}
@@ -215,3 +234,13 @@ def test_cancelled_and_subagent_outcomes_over_http(
         report = validate_agui(events)
         assert report.summary.errors == 0, report.diagnostics
     assert effects.list() == []
+
+
+@pytest.mark.parametrize(
+    ("declared", "speaks"),
+    [("1.0", True), ("1.3", True), ("2.0", True), ("0.9", False), ("", False), (None, False)],
+)
+def test_only_clients_declaring_1_0_or_later_get_the_cancelled_outcome(
+    declared: str | None, speaks: bool
+) -> None:
+    assert speaks_cancelled(declared) is speaks

@@ -126,6 +126,13 @@ for (const mode of ["runtime", "direct"]) {
       await card(page, purgePath).locator("button.cancel").click();
       await card(page, purgePath).waitFor({ state: "detached" });
 
+      // An approval raised inside a subgraph (the interrupt carries subagentRunId).
+      const archivePath = `/srv/${mode}-archive.csv`;
+      await ask(page, `archive ${archivePath}`);
+      await card(page, archivePath).waitFor();
+      await card(page, archivePath).locator('button[data-decision="approve"]').click();
+      await card(page, archivePath).waitFor({ state: "detached" });
+
       // Two gated tool calls: two cards at once, one resume answering both.
       const ann = `ann-${mode}@example.com`;
       const bob = `bob-${mode}@example.com`;
@@ -143,6 +150,7 @@ for (const mode of ["runtime", "direct"]) {
       expected[mode] = {
         effects: [
           ["delete_file", approvePath],
+          ["archive_file", archivePath],
           ["send_email", ann],
         ],
         never: [denyPath, cancelPath, purgePath, bob],

@@ -88,9 +88,12 @@ async def aattribute_interrupts(event: BaseEvent, authority: ApprovalAuthority) 
     for item in outcome.interrupts:
         owner = None
         if item.subagent_run_id is None:
-            owner = subagent_run_id(
-                str((await _context_of(authority, item)).get("checkpoint_ns", ""))
-            )
+            try:
+                context = await _context_of(authority, item)
+            except Exception:
+                logger.exception("reading where an approval was raised failed; no subagentRunId")
+                context = {}
+            owner = subagent_run_id(str(context.get("checkpoint_ns", "")))
         if owner is None:
             interrupts.append(item)
         else:
@@ -195,10 +198,18 @@ async def settle_outcome(
             and quiet
             and event.type == EventType.RUN_FINISHED
             and getattr(getattr(event, "outcome", None), "type", "success") == "success"
-            and watch.added_only_cancellations(await graph.aget_state(config))
+            and await _added_only_cancellations(watch, graph, config)
         ):
             event = event.model_copy(update={"outcome": RunFinishedCancelledOutcome()})
         yield event
+
+
+async def _added_only_cancellations(watch: CancelWatch, graph: Any, config: Any) -> bool:
+    try:
+        return watch.added_only_cancellations(await graph.aget_state(config))
+    except Exception:
+        logger.exception("reading the thread after a cancel failed; the outcome stays success")
+        return False
 
 
 def _messages(state: Any) -> list[Any]:

@@ -13,7 +13,9 @@ against the newest release too, ``scripts/ci_newest_agui.sh``):
   fills it with ``configurable``, which ``ToolRuntime`` tools then warn about).
 
 Everything else (streaming, snapshots, re-emitting pending interrupts on a
-run without ``resume``) is ag-ui-langgraph's.
+run without ``resume``) is ag-ui-langgraph's, but for two AG-UI 1.0 outcome details
+(:mod:`.outcomes`): ``cancelled`` when a resume only cancelled, and ``subagentRunId``
+on approvals raised inside subgraphs.
 
 One way in: every answer reaches the graph through :func:`~aais_agui.resume.plan_resume`
 under the authenticated actor. ``forwardedProps`` that would steer the graph
@@ -45,10 +47,11 @@ from langgraph.types import Command
 from typing_extensions import Self
 
 from aais_langgraph.authority import DEFAULT_LEASE_TTL, ApprovalAuthority, LeaseHeldError
-from aais_langgraph.gate.driver import DEFAULT_LEASE_WAIT, LeasedThread, aleased_thread
+from aais_langgraph.gate.driver import DEFAULT_LEASE_WAIT, ThreadView, aleased_thread
 from aais_langgraph.protocol import AAISValidationError, Actor
 
 from .mapping import is_approval_request, request_to_interrupt
+from .outcomes import aattribute_interrupts, acancel_watch, settle_outcome
 from .reoffer import reoffer_events
 from .resume import ResumeRejected, plan_resume, served_config
 
@@ -142,18 +145,29 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
         try:
             # The driver's lease and view; ag-ui-langgraph's run (which streams) invokes the
             # graph with the planned map through _build_command_from_agui_resume.
+            config = {"configurable": {**self.config["configurable"], "thread_id": input.thread_id}}
             async with aleased_thread(
                 self.graph,
-                {"configurable": {**self.config["configurable"], "thread_id": input.thread_id}},
+                config,
                 authority=self.authority,
                 lease_ttl=self.lease_ttl,
                 lease_wait=self.lease_wait,
                 recorded_only=True,
             ) as thread:
+                watch = None
                 if input.resume:
-                    self._planned_resume = await self._plan(thread, input.resume)
-                async for event in super().run(input):
-                    yield event
+                    view = await thread.aview()
+                    watch = await acancel_watch(
+                        self.graph,
+                        self.authority,
+                        config,
+                        view.open,
+                        input.resume,
+                        protocol_version=input.protocol_version,
+                    )
+                    self._planned_resume = await self._plan(view, input.resume)
+                async for event in settle_outcome(super().run(input), watch, self.graph, config):
+                    yield await aattribute_interrupts(event, self.authority)
         except ResumeRejected as rejected:
             for event in _refusal(input, rejected.code, rejected.message):
                 yield event
@@ -165,16 +179,15 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
                 configurable=self.config["configurable"],
                 to_agui=self._interrupts_to_agui,
             ):
-                yield event
+                yield await aattribute_interrupts(event, self.authority)
         except LeaseHeldError:
             for event in _refusal(
                 input, "aais.thread_busy", "another run is driving this thread; retry shortly"
             ):
                 yield event
 
-    async def _plan(self, thread: LeasedThread, entries: list[ResumeEntry]) -> dict[str, Any]:
+    async def _plan(self, view: ThreadView, entries: list[ResumeEntry]) -> dict[str, Any]:
         try:
-            view = await thread.aview()
             return await asyncio.to_thread(
                 plan_resume, self.authority, view.open, entries, actor=self.actor
             )

@@ -6,6 +6,10 @@ The fake "model" reads the last human message:
   (AG-UI reason ``aais:approval``);
 - ``email <a>,<b>``  -> one ``send_email`` tool call per recipient, each gated
   in its own task by ``ApprovalToolNode`` (AG-UI reason ``tool_call``);
+- ``purge <path>``   -> the ``purge_file`` node, gated without ``on_reject`` (a cancel
+  runs nothing else: the AG-UI ``cancelled`` outcome);
+- ``archive <path>`` -> the ``archive`` subgraph, whose ``archive_file`` node is gated
+  (the interrupt carries ``subagentRunId``);
 - anything else      -> a plain reply, no approval.
 
 Every executed side effect is appended to an :class:`EffectLog` (a SQLite file),
@@ -64,6 +68,7 @@ class DemoState(TypedDict, total=False):
     messages: Annotated[list[AnyMessage], add_messages]
     path: str
     result: str
+    op: str
 
 
 def _thread_id(config: Any) -> str:
@@ -83,13 +88,15 @@ def build_demo_graph(effects: EffectLog, checkpointer: Any, *, gated: bool = Tru
     def model(state: DemoState) -> dict[str, Any]:
         last = state["messages"][-1]
         if isinstance(last, ToolMessage):
-            return {"messages": [AIMessage(content="All done.", id=f"ai_{uuid.uuid4().hex}")]}
+            done = AIMessage(content="All done.", id=f"ai_{uuid.uuid4().hex}")
+            return {"messages": [done], "op": ""}
         text = last.content if isinstance(last, HumanMessage) else ""
         text = text if isinstance(text, str) else ""
-        if text.startswith("delete "):
-            path = text.removeprefix("delete ").strip()
-            reply = AIMessage(content=f"Deleting {path}.", id=f"ai_{uuid.uuid4().hex}")
-            return {"messages": [reply], "path": path, "result": ""}
+        for op in ("delete", "purge", "archive"):
+            if text.startswith(op + " "):
+                path = text.removeprefix(op + " ").strip()
+                reply = AIMessage(content=f"Will {op} {path}.", id=f"ai_{uuid.uuid4().hex}")
+                return {"messages": [reply], "path": path, "result": "", "op": op}
         if text.startswith("email "):
             calls = [
                 {
@@ -101,8 +108,9 @@ def build_demo_graph(effects: EffectLog, checkpointer: Any, *, gated: bool = Tru
                 for to in text.removeprefix("email ").split(",")
             ]
             request = AIMessage(content="", tool_calls=calls, id=f"ai_{uuid.uuid4().hex}")
-            return {"messages": [request]}
-        return {"messages": [AIMessage(content="Nothing to do.", id=f"ai_{uuid.uuid4().hex}")]}
+            return {"messages": [request], "op": ""}
+        nothing = AIMessage(content="Nothing to do.", id=f"ai_{uuid.uuid4().hex}")
+        return {"messages": [nothing], "op": ""}
 
     def delete_action(state: DemoState) -> dict[str, Any]:
         return {
@@ -122,9 +130,29 @@ def build_demo_graph(effects: EffectLog, checkpointer: Any, *, gated: bool = Tru
         message = AIMessage(content=f"Not deleted ({outcome}).", id=f"ai_{uuid.uuid4().hex}")
         return {"result": outcome, "messages": [message]}
 
+    def file_action(kind: str) -> Any:
+        def action(state: DemoState) -> dict[str, Any]:
+            return {
+                "kind": f"fs.{kind}",
+                "name": f"{kind}_file",
+                "summary": f"{kind.capitalize()} a file on the shared drive",
+                "arguments": {"path": state["path"]},
+            }
+
+        return action
+
+    def file_effect(kind: str) -> Any:
+        def effect(state: DemoState) -> dict[str, Any]:
+            effects.record(_thread_id(get_config()), f"{kind}_file", state["path"])
+            return {"result": kind}
+
+        effect.__name__ = f"{kind}_file"
+        return effect
+
     def after_model(state: DemoState) -> Any:
-        if state.get("path") and not state.get("result"):
-            return "delete_file"
+        op = state.get("op")
+        if op and state.get("path") and not state.get("result"):
+            return {"purge": "purge_file", "archive": "archive"}.get(op, "delete_file")
         return route_tool_calls(state)
 
     node = (
@@ -135,14 +163,29 @@ def build_demo_graph(effects: EffectLog, checkpointer: Any, *, gated: bool = Tru
         if gated
         else _PlainTools(send_email)
     )
+
+    def gate(kind: str) -> Any:
+        effect = file_effect(kind)
+        return requires_approval(file_action(kind))(effect) if gated else effect
+
+    archive = StateGraph(DemoState)
+    archive.add_node("archive_file", gate("archive"))
+    archive.add_edge(START, "archive_file")
+    archive.add_edge("archive_file", END)
     builder = StateGraph(DemoState)
     builder.add_node("model", model)
     builder.add_node("delete_file", node)
+    builder.add_node("purge_file", gate("purge"))
+    builder.add_node("archive", archive.compile())
     builder.add_node("tools", tools)
     builder.add_edge(START, "model")
-    builder.add_conditional_edges("model", after_model, ["delete_file", "tools", END])
+    builder.add_conditional_edges(
+        "model", after_model, ["delete_file", "purge_file", "archive", "tools", END]
+    )
     builder.add_edge("tools", "model")
     builder.add_edge("delete_file", END)
+    builder.add_edge("purge_file", END)
+    builder.add_edge("archive", END)
     return builder.compile(checkpointer=checkpointer)
 
 

@@ -48,6 +48,7 @@ async def run(
     text: str | None = None,
     resume: list[ResumeEntry] | None = None,
     actor: Any = ALICE,
+    protocol_version: str | None = None,
 ) -> list[BaseEvent]:
     messages = (
         [] if text is None else [UserMessage(id=f"u_{uuid.uuid4().hex}", role="user", content=text)]
@@ -61,6 +62,7 @@ async def run(
         context=[],
         forwarded_props={},
         resume=resume,
+        protocol_version=protocol_version,
     )
     return [event async for event in agent.with_actor(actor).run(run_agent_input)]
 

@@ -115,7 +115,7 @@ def test_actions_ran_exactly_as_the_node_tests_expect(
 ) -> None:
     _, out, server = node_run
     effects = EffectLog(server / "effects.db")
-    for name in ("resumed", "second-client", "tool-calls", "tampered"):
+    for name in ("resumed", "second-client", "tool-calls", "tampered", "cancelled", "subagent"):
         expected = json.loads((out / f"{name}.json").read_text())
         ran = sorted([kind, target] for _, kind, target in effects.list(expected["threadId"]))
         assert ran == sorted(expected["expect"]), name

@@ -161,8 +161,9 @@ def test_the_recorded_actor_is_the_authenticated_one(
     folder, _ = example_run
     ledger = SqliteLedger(folder / "ledger.db")
     decided = [entry for entry in ledger.audit_entries() if entry.kind == "decided"]
-    # Per deployment: approve, deny, approve + deny of the two emails (cancel records no decision).
-    assert len(decided) == 8
+    # Per deployment: approve, deny, the subgraph's approve, approve + deny of the two emails
+    # (cancels record no decision).
+    assert len(decided) == 10
     assert {entry.payload["actor_id"] for entry in decided} == {"carol"}
 
 

@@ -118,6 +118,21 @@ for (const mode of ["runtime", "direct"]) {
       await card(page, cancelPath).locator("button.cancel").click();
       await waitForReply(page, "Not deleted (cancelled).");
 
+      // Cancel when nothing else runs: the run ends with the AG-UI "cancelled" outcome;
+      // the card goes and the page keeps working (the emails below).
+      const purgePath = `/srv/${mode}-purge.txt`;
+      await ask(page, `purge ${purgePath}`);
+      await card(page, purgePath).waitFor();
+      await card(page, purgePath).locator("button.cancel").click();
+      await card(page, purgePath).waitFor({ state: "detached" });
+
+      // An approval raised inside a subgraph (the interrupt carries subagentRunId).
+      const archivePath = `/srv/${mode}-archive.csv`;
+      await ask(page, `archive ${archivePath}`);
+      await card(page, archivePath).waitFor();
+      await card(page, archivePath).locator('button[data-decision="approve"]').click();
+      await card(page, archivePath).waitFor({ state: "detached" });
+
       // Two gated tool calls: two cards at once, one resume answering both.
       const ann = `ann-${mode}@example.com`;
       const bob = `bob-${mode}@example.com`;
@@ -135,9 +150,10 @@ for (const mode of ["runtime", "direct"]) {
       expected[mode] = {
         effects: [
           ["delete_file", approvePath],
+          ["archive_file", archivePath],
           ["send_email", ann],
         ],
-        never: [denyPath, cancelPath, bob],
+        never: [denyPath, cancelPath, purgePath, bob],
         external: [...external].sort(),
       };
     } finally {

@@ -89,3 +89,30 @@ test("a tampered digest ends in RUN_ERROR and nothing runs", async () => {
   assert.deepEqual(again.pendingInterrupts.map((i) => i.id), [interrupt.id]);
   record("tampered", { threadId, expect: [] });
 });
+
+test("cancelling every approval when nothing else runs ends with the cancelled outcome", async () => {
+  const threadId = newThread();
+  const agent = agentFor(threadId, "cancelled", "purge /srv/old.log");
+  await run(agent);
+  const [interrupt] = agent.pendingInterrupts;
+  const seen = await run(agent, { resume: [{ interruptId: interrupt.id, status: "cancelled" }] });
+  assert.equal(seen.error, undefined, seen.error?.message);
+  assert.equal(seen.finished.outcome, "cancelled");
+  assert.equal(agent.pendingInterrupts.length, 0);
+  record("cancelled", { threadId, expect: [] });
+});
+
+test("an approval raised inside a subgraph carries subagentRunId and is answered by id", async () => {
+  const threadId = newThread();
+  const agent = agentFor(threadId, "subagent", "archive /srv/q3.csv");
+  await run(agent);
+  const [interrupt] = agent.pendingInterrupts;
+  assert.match(interrupt.subagentRunId, /^archive:/);
+  const reconnect = agentFor(threadId, "subagent-reconnect");
+  await run(reconnect);
+  assert.deepEqual(reconnect.pendingInterrupts, agent.pendingInterrupts);
+  const seen = await run(agent, { resume: [resumeWith(interrupt)] });
+  assert.equal(seen.error, undefined, seen.error?.message);
+  assert.equal(seen.finished.outcome, "success");
+  record("subagent", { threadId, expect: [["archive_file", "/srv/q3.csv"]] });
+});

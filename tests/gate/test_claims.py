@@ -94,10 +94,10 @@ def test_a_refusal_says_why_with_a_code_not_its_message() -> None:
     """Code that reacts to a refusal reads ``code``; the message is for people."""
     import time
 
-    from aais_langgraph.protocol import build_request
     from aais_langgraph.gate.execution import CLAIMED, Claim, ExecutionUnknownError, settle
     from aais_langgraph.gate.response import Refusal, RejectedResumeError
     from aais_langgraph.ledger.executions import claim_change
+    from aais_langgraph.protocol import build_request
 
     authority = ApprovalAuthority()
     requested = authority.add(

@@ -37,6 +37,7 @@ from .security import (
 )
 from .sse import pending_snapshot
 from .watcher import DecisionWatcher, watcher_lifespan
+from .ws_router import websocket_router
 
 __all__ = [
     "APPROVAL_REASON",
@@ -65,4 +66,5 @@ __all__ = [
     "resume_entry_for",
     "run_agent_input",
     "watcher_lifespan",
+    "websocket_router",
 ]

@@ -24,16 +24,11 @@ from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from langchain_core.runnables import RunnableConfig
 
-from aais_langgraph.authority import (
-    TERMINAL,
-    ApprovalAuthority,
-    LeaseHeldError,
-    UnknownRequestError,
-)
+from aais_langgraph.authority import TERMINAL, ApprovalAuthority, LeaseHeldError
 from aais_langgraph.gate import AUTHORITY_KEY
-from aais_langgraph.protocol import AAISValidationError, ApprovalDecided, parse_envelope
 from aais_langgraph.protocol.ijson import MAX_SAFE_INTEGER
 
+from .decisions import DecisionRefused, arecord_decision
 from .limits import MAX_CLIENT_ID_LENGTH, ascii_decimal, id_too_long
 from .resume import aresume_recorded
 from .security import CSRF_COOKIE, Security, new_csrf_token
@@ -83,25 +78,12 @@ def approvals_router(
             raise HTTPException(422, _ID_TOO_LONG)
         body = await security.read_body(request)
         try:
-            decided = parse_envelope(body, expected=ApprovalDecided)
-        except AAISValidationError as error:
-            raise HTTPException(
-                422, {"code": "aais.invalid_envelope", "message": str(error)}
-            ) from None
-        if decided.decision.request_id != request_id:
-            raise HTTPException(
-                422,
-                {
-                    "code": "aais.invalid_envelope",
-                    "message": "/decision/request_id: does not match the request in the path",
-                },
+            _, resolved = await arecord_decision(
+                authority, body, authenticated.actor, request_id=request_id
             )
-        try:
-            resolved = await authority.adecide(decided, actor=authenticated.actor)
-        except UnknownRequestError:
-            raise HTTPException(
-                404, {"code": "aais.unknown_request", "message": "no such approval request"}
-            ) from None
+        except DecisionRefused as refused:
+            detail = {"code": refused.code, "message": refused.message}
+            raise HTTPException(refused.status, detail) from None
         outcome = resolved.resolution.outcome
         if outcome in TERMINAL and graph is not None:
             _resume_later(request_id)

@@ -230,3 +230,36 @@ def test_no_handshake_header_or_query_value_is_a_server_error(site: Site) -> Non
     handshake()
     probe.finish()
     probe.still_answerable()
+
+
+def test_frames_are_judged_exactly_as_http_bodies(site: Site) -> None:
+    """One function records both: the same input gets the same code, message or outcome."""
+    paused = site.pause()
+    probe = Probe(site, CATEGORY, [paused])
+    bodies = [json.dumps(mutate(copy.deepcopy(paused.decided()))) for _, mutate in BAD_ENVELOPES]
+    bodies += [text for _, text in _duplicate_key_bodies(paused.decided())]
+    edited = paused.decided()
+    edited["decision"]["arguments"] = {"path": SENTINEL}
+    stale = paused.decided()
+    stale["decision"]["action_digest"] = "sha256:" + "3" * 64
+    bodies += [json.dumps(edited), json.dumps(stale), '{"aais": NaN}', SENTINEL]
+    path = f"/approvals/{paused.request_ids[0]}/decisions"
+    with site.client() as client, _open(site, **ALICE) as ws:
+        for body in bodies:
+            response = client.post(path, content=body, headers={"Content-Type": "application/json"})
+            ws.send(body)
+            frame = _reply(ws)
+            http = response.json()
+            probe.frame(json.dumps(frame), "the same input over HTTP and WebSocket")
+            if "does not match the request in the path" in json.dumps(http):
+                continue  # only HTTP has a path naming the request
+            if "error" in frame:
+                assert http["error"] == {
+                    "code": frame["error"]["code"],
+                    "message": frame["error"]["message"],
+                }
+            else:
+                assert frame["resolution"]["outcome"] == http["resolution"]["outcome"]
+                assert frame["resolution"]["message"] == http["resolution"]["message"]
+    probe.finish()
+    probe.still_answerable()

@@ -265,9 +265,7 @@ class _Connection:
 
     async def _decide(self, text: str, frame: int) -> dict[str, Any]:
         try:
-            decided, resolved = await arecord_decision(
-                self.authority, text, self.actor, max_bytes=self.max_bytes
-            )
+            decided, resolved = await arecord_decision(self.authority, text, self.actor)
         except DecisionRefused as refused:
             return error_frame(refused.code, refused.pointer, refused.message, frame=frame)
         except LedgerIntegrityError as error:

@@ -100,6 +100,8 @@ def receive(ws: ClientConnection, timeout: float = 10.0) -> dict[str, Any]:
     frame = ws.recv(timeout=timeout)
     assert isinstance(frame, str)
     document: dict[str, Any] = json.loads(frame)
+    if "aais" in document:
+        aais.validate(document)  # every envelope frame passes the reference library
     return document
 
 

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         bearer_token_authenticator,
         local_development_authenticator,
     )
+    from .ws_router import websocket_router
 
 SERVER_EXTRA = 'pip install "aais-langgraph[server]"'
 """What to run when a server name is used without the ``server`` extra installed."""
@@ -46,6 +47,7 @@ _SERVER_NAMES = {
     "create_app": "app",
     "inbox_router": "inbox_router",
     "local_development_authenticator": "security",
+    "websocket_router": "ws_router",
 }
 
 
@@ -81,4 +83,5 @@ __all__ = [
     "request_to_interrupt",
     "resume_entry_for",
     "run_agent_input",
+    "websocket_router",
 ]

@@ -1,8 +1,9 @@
 """``create_app``: the AG-UI endpoint and the AAIS HTTP/SSE profile in one FastAPI app.
 
-The app is assembled from two routers that can each be mounted into an
+The app is assembled from routers that can each be mounted into an
 existing app on their own (:func:`~aais_agui.agui_router.agui_router`,
-:func:`~aais_agui.approvals_router.approvals_router`).
+:func:`~aais_agui.approvals_router.approvals_router`,
+:func:`~aais_agui.ws_router.websocket_router`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from .inbox_router import SECURITY_HEADERS, inbox_router
 from .security import DEFAULT_MAX_BODY_BYTES, Authenticator, Security
 from .standing_router import standing_router
 from .watcher import watcher_lifespan
+from .ws_router import websocket_router
 
 
 def create_app(
@@ -89,6 +91,16 @@ def create_app(
     app.include_router(agui_router(agent, security, path=path))
     app.include_router(
         approvals_router(
+            graph,
+            authority,
+            security,
+            prefix=approvals_prefix,
+            config=config,
+            poll_interval=poll_interval,
+        )
+    )
+    app.include_router(
+        websocket_router(
             graph,
             authority,
             security,

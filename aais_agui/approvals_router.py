@@ -15,7 +15,6 @@ cancelled, expired) or its identical replay, 409 for ``conflict`` and ``stale``,
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -23,17 +22,12 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from aais_langgraph.authority import (
-    TERMINAL,
-    ApprovalAuthority,
-    LeaseHeldError,
-    UnknownRequestError,
-)
-from aais_langgraph.protocol import AAISValidationError, ApprovalDecided, parse_envelope
+from aais_langgraph.authority import TERMINAL, ApprovalAuthority
 from aais_langgraph.protocol.ijson import MAX_SAFE_INTEGER
 
+from .decisions import DecisionRefused, arecord_decision
 from .limits import MAX_CLIENT_ID_LENGTH, ascii_decimal, id_too_long
-from .resume import aresume_recorded
+from .resume import BackgroundResumes
 from .security import CSRF_COOKIE, Security, new_csrf_token
 from .sse import event_stream, pending_snapshot
 
@@ -58,7 +52,7 @@ def approvals_router(
 ) -> APIRouter:
     """The AAIS profile routes under ``prefix``; ``graph`` may be None (no resuming)."""
     router = APIRouter(prefix=prefix)
-    resumes: set[asyncio.Task[Any]] = set()
+    resumes = BackgroundResumes(graph, authority, config)
 
     async def snapshot_now() -> Any:
         return await pending_snapshot(authority, graph)
@@ -76,45 +70,16 @@ def approvals_router(
             raise HTTPException(422, _ID_TOO_LONG)
         body = await security.read_body(request)
         try:
-            decided = parse_envelope(body, expected=ApprovalDecided)
-        except AAISValidationError as error:
-            raise HTTPException(
-                422, {"code": "aais.invalid_envelope", "message": str(error)}
-            ) from None
-        if decided.decision.request_id != request_id:
-            raise HTTPException(
-                422,
-                {
-                    "code": "aais.invalid_envelope",
-                    "message": "/decision/request_id: does not match the request in the path",
-                },
+            _, resolved = await arecord_decision(
+                authority, body, authenticated.actor, request_id=request_id
             )
-        try:
-            resolved = await authority.adecide(decided, actor=authenticated.actor)
-        except UnknownRequestError:
-            raise HTTPException(
-                404, {"code": "aais.unknown_request", "message": "no such approval request"}
-            ) from None
+        except DecisionRefused as refused:
+            detail = {"code": refused.code, "message": refused.message}
+            raise HTTPException(refused.status, detail) from None
         outcome = resolved.resolution.outcome
-        if outcome in TERMINAL and graph is not None:
-            _resume_later(request_id)
+        if outcome in TERMINAL:
+            resumes.later(request_id)
         return JSONResponse(resolved.to_json(), status_code=_STATUS.get(outcome, 200))
-
-    def _resume_later(request_id: str) -> None:
-        task = asyncio.create_task(_resume(request_id))
-        resumes.add(task)
-        task.add_done_callback(resumes.discard)
-
-    async def _resume(request_id: str) -> None:
-        stored = await asyncio.to_thread(authority.get_stored_request, request_id)
-        if stored is None or stored.thread_id is None:
-            return
-        try:
-            await aresume_recorded(graph, authority, stored.thread_id, config=config, attempts=3)
-        except LeaseHeldError:
-            logger.warning("background resume gave up: the thread stayed busy")
-        except Exception:
-            logger.exception("background resume of a thread failed")
 
     @router.get("/events")
     async def events(request: Request) -> StreamingResponse:

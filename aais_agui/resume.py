@@ -11,6 +11,7 @@ does. Callers hold the thread's run lease around planning and the run.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,8 @@ from aais_langgraph.protocol import (
 )
 
 from .mapping import is_approval_request, parse_resume_entry
+
+logger = logging.getLogger(__name__)
 
 #: ag-ui-langgraph's sentinel for a cancelled plain (non-AAIS) interrupt.
 PLAIN_CANCELLED = "__agui_cancelled__"
@@ -221,3 +224,38 @@ async def aresume_recorded(
             continue
         return [resolved.resolution.request_id for resolved in resumed]
     raise ValueError("attempts: must be at least 1")
+
+
+class BackgroundResumes:
+    """Resume the thread of a request resolved through a presenter endpoint, in the
+    background (the HTTP decisions endpoint and the WebSocket profile share it): the
+    decision's answer is returned at once, the run continues under the thread's lease."""
+
+    def __init__(
+        self, graph: Any, authority: ApprovalAuthority, config: Mapping[str, Any] | None
+    ) -> None:
+        self.graph = graph
+        self.authority = authority
+        self.config = config
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def later(self, request_id: str) -> None:
+        """Start resuming ``request_id``'s thread (nothing without a graph)."""
+        if self.graph is None:
+            return
+        task = asyncio.create_task(self._resume(request_id))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _resume(self, request_id: str) -> None:
+        stored = await asyncio.to_thread(self.authority.get_stored_request, request_id)
+        if stored is None or stored.thread_id is None:
+            return
+        try:
+            await aresume_recorded(
+                self.graph, self.authority, stored.thread_id, config=self.config, attempts=3
+            )
+        except LeaseHeldError:
+            logger.warning("background resume gave up: the thread stayed busy")
+        except Exception:
+            logger.exception("background resume of a thread failed")

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Union
 
 from fastapi import HTTPException, Request
+from starlette.requests import HTTPConnection
 
 from aais_langgraph.protocol import AAISValidationError, Actor
 
@@ -38,6 +39,7 @@ logger = logging.getLogger(__name__)
 CSRF_COOKIE = "aais_csrf"
 CSRF_HEADER = "x-aais-csrf"
 DEFAULT_MAX_BODY_BYTES = 1_000_000
+_PAGE_SCHEME = {"ws": "http", "wss": "https"}
 _PROXY_HEADERS = ("forwarded", "x-forwarded-for", "x-real-ip")
 
 
@@ -70,11 +72,15 @@ class Security:
             raise ValueError("allowed_origins: each must be scheme://host[:port]")
         object.__setattr__(self, "_allowed", frozenset(item for item in parsed if item))
 
-    async def actor(self, request: Request) -> Authenticated:
-        """The authenticated actor; 400 for a malformed ``Host``, 401 for no actor."""
+    async def actor(self, request: HTTPConnection) -> Authenticated:
+        """The authenticated actor; 400 for a malformed ``Host``, 401 for no actor.
+
+        A WebSocket handshake is authenticated the same way: ``authenticate``
+        then receives the ``WebSocket`` (headers, cookies and client as a request's).
+        """
         if parse_host(request.headers.get("host")) is None:
             raise _error(400, "aais.bad_host", "the Host header is not a valid host[:port]")
-        result = self.authenticate(request)
+        result = self.authenticate(request)  # type: ignore[arg-type]
         if inspect.isawaitable(result):
             result = await result
         if result is None:
@@ -98,7 +104,7 @@ class Security:
             check_csrf(request)
         return authenticated
 
-    def check_origin(self, request: Request) -> None:
+    def check_origin(self, request: HTTPConnection) -> None:
         """403 unless the request is same-origin, from an allowed origin, or not from a browser."""
         origin = request.headers.get("origin")
         if origin is not None:
@@ -129,9 +135,12 @@ class Security:
         return b"".join(chunks)
 
 
-def own_origin(request: Request) -> tuple[str, Authority] | None:
-    """(scheme, host and port) of this server as the client addressed it; None for a bad Host."""
-    scheme = request.url.scheme
+def own_origin(request: HTTPConnection) -> tuple[str, Authority] | None:
+    """(scheme, host and port) of this server as the client addressed it; None for a bad Host.
+
+    A WebSocket handshake's ``ws``/``wss`` is the page's ``http``/``https``.
+    """
+    scheme = _PAGE_SCHEME.get(request.url.scheme, request.url.scheme)
     host = parse_host(request.headers.get("host"))
     return None if host is None else (scheme, with_default_port(host, scheme))
 

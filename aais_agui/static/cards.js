@@ -38,6 +38,19 @@ async function decide(card, choice) {
     }
     return;
   }
+  if (socket) {
+    // The WebSocket profile: the decision travels on the connection the events come in on.
+    const reply = await sendOnSocket(envelope);
+    const outcome = reply.resolution?.outcome;
+    if (!RECORDED.has(outcome)) {
+      setCardStatus(card, `Not recorded: ${reply.resolution?.message || reply.error?.message}`, "error");
+      setCardBusy(card, false);
+      return;
+    }
+    setCardStatus(card, `Recorded: ${outcome}. The run continues.`, "done");
+    if (state.interrupts.has(request.id)) followThread(request.id);
+    return;
+  }
   try {
     const response = await fetch(href(approvalsPath(`/${encodeURIComponent(request.id)}/decisions`)), {
       method: "POST",
@@ -313,11 +326,80 @@ function onAaisEvent(envelope) {
   }
 }
 
+// The WebSocket profile when the server offers it, else SSE. Replies to this page's decisions
+// carry the frame they answer (in the in_reply_to extension, or in an error's `frame`).
+const IN_REPLY_TO = "aais-langgraph.org/in_reply_to";
+const RECORDED = new Set(["approved", "denied", "cancelled", "expired"]);
+let socket = null; // the open WebSocket, or null (decisions then go to the HTTP endpoint)
+let socketWorked = false; // once a WebSocket opened, reconnects keep to WebSockets
+let sentFrames = 0;
+const awaitingReply = new Map(); // frame number -> resolve(reply)
+
+function sendOnSocket(envelope) {
+  sentFrames += 1;
+  const frame = sentFrames;
+  return new Promise((resolve) => {
+    awaitingReply.set(frame, resolve);
+    socket.send(JSON.stringify(envelope));
+  });
+}
+
+function socketURL() {
+  const url = new URL(href(approvalsPath("/ws")));
+  url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+  if (state.csrf) url.searchParams.set("csrf", state.csrf); // cookie sessions (a handshake has no headers)
+  return url.toString();
+}
+
 export function connectEvents() {
+  if (!("WebSocket" in window)) {
+    connectServerSentEvents();
+    return;
+  }
+  const connection = $("connection");
+  const ws = new WebSocket(socketURL());
+  let opened = false;
+  ws.addEventListener("open", () => {
+    opened = true;
+    socketWorked = true;
+    socket = ws;
+    sentFrames = 0;
+    connection.dataset.state = "live";
+    connection.dataset.transport = "websocket";
+    connection.textContent = "Live";
+  });
+  ws.addEventListener("message", (message) => {
+    const document_ = JSON.parse(message.data);
+    const frame = document_.error ? document_.error.frame : (document_.extensions || {})[IN_REPLY_TO]?.frame;
+    if (frame !== undefined) {
+      awaitingReply.get(frame)?.(document_);
+      awaitingReply.delete(frame);
+    } else if (!document_.gap) {
+      onAaisEvent(document_); // a gap: the snapshot that follows replaces everything
+    }
+  });
+  ws.addEventListener("close", () => {
+    socket = null;
+    for (const resolve of awaitingReply.values()) {
+      resolve({ error: { message: "the connection closed; the card shows what was recorded" } });
+    }
+    awaitingReply.clear();
+    if (!opened && !socketWorked) {
+      connectServerSentEvents(); // no WebSocket here (a proxy, an older server): SSE
+      return;
+    }
+    connection.dataset.state = "down";
+    connection.textContent = "Reconnecting…";
+    setTimeout(connectEvents, 1000); // a new connection starts from a fresh snapshot
+  });
+}
+
+function connectServerSentEvents() {
   const connection = $("connection");
   const source = new EventSource(href(approvalsPath("/events")), { withCredentials: true });
   source.addEventListener("open", () => {
     connection.dataset.state = "live";
+    connection.dataset.transport = "sse";
     connection.textContent = "Live";
   });
   source.addEventListener("error", () => {

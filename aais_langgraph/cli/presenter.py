@@ -58,14 +58,14 @@ from ..protocol import (
     new_id,
     parse_envelope,
 )
-from ..protocol.extensions import EXTENSION_NAMESPACE
+from ..protocol.extensions import IN_REPLY_TO_EXTENSION
 from .failures import report_failure
 from .ndjson import LineFrames, encode_line, error_line
 from .render import escape
 
 __all__ = ["IN_REPLY_TO", "StdioPresenter", "add_parser", "main"]
 
-IN_REPLY_TO = EXTENSION_NAMESPACE + "in_reply_to"
+IN_REPLY_TO = IN_REPLY_TO_EXTENSION
 """Envelope extension of a reply: ``{"line": N, "decision_id": ID}`` of the decision."""
 
 _CHUNK = 65536

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-__all__ = ["EXTENSION_NAMESPACE", "TOOL_CALL_ID_EXTENSION"]
+__all__ = ["EXTENSION_NAMESPACE", "IN_REPLY_TO_EXTENSION", "TOOL_CALL_ID_EXTENSION"]
 
 EXTENSION_NAMESPACE = "aais-langgraph.org/"
 """Prefix of every extension key this library writes (a ``domain/`` namespace)."""
 
 TOOL_CALL_ID_EXTENSION = EXTENSION_NAMESPACE + "tool_call_id"
 """Request extension naming the LangChain tool call a tool approval gates."""
+
+IN_REPLY_TO_EXTENSION = EXTENSION_NAMESPACE + "in_reply_to"
+"""Extension on a presenter's reply (stdio line, WebSocket frame) naming the input it answers."""

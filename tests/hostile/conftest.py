@@ -100,7 +100,8 @@ class Site:
 class Probe:
     """Counts hostile inputs sent at paused approvals and checks nothing opened after each.
 
-    Call :meth:`response` (HTTP) or :meth:`run` (AG-UI events) once per input;
+    Call :meth:`response` (HTTP), :meth:`run` (AG-UI events) or :meth:`frame`
+    (WebSocket) once per input;
     :meth:`finish` records the category in the report, then asserts.
     """
 
@@ -129,6 +130,12 @@ class Probe:
         self._leak(json.dumps(errors), what)
         internal = any(e.get("code") in ("aais.internal", None) for e in errors)
         self._count(what, internal, "RUN_ERROR aais.internal")
+
+    def frame(self, text: str, what: str, *, server_error: bool = False) -> None:
+        """One hostile WebSocket frame or handshake and what came back (``server_error``:
+        the server refused it with a 5xx or closed with 1011)."""
+        self._leak(text, what)
+        self._count(what, server_error, "a server error")
 
     def _leak(self, text: str, what: str) -> None:
         if SENTINEL in text:

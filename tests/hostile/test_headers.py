@@ -47,6 +47,9 @@ ROUTES = {
     ("GET", "/approvals/csrf"),
 }
 
+#: Every WebSocket route of ``create_app`` (fuzzed in ``test_websocket.py``).
+WEBSOCKET_ROUTES = {"/approvals/ws"}
+
 #: Every request header the app (routers, security, authenticators) reads.
 HEADERS = [
     "host",
@@ -64,7 +67,7 @@ HEADERS = [
 ]
 
 #: Every query parameter the app reads, plus one it does not.
-QUERY = ["after", "unknown"]
+QUERY = ["after", "csrf", "unknown"]
 
 INTERESTING = [
     "",
@@ -136,6 +139,8 @@ def test_the_fuzzed_routes_are_every_route_of_create_app(tmp_path: Path) -> None
         if method != "HEAD"
     }
     assert served == ROUTES
+    sockets = {route.path for route in _flat(app.routes) if not hasattr(route, "methods")}
+    assert sockets == WEBSOCKET_ROUTES
 
 
 def _flat(routes: list[Any]) -> Any:

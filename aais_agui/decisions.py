@@ -1,0 +1,74 @@
+"""Recording one ``approval.decided`` for a presenter binding: the rules every binding shares.
+
+The HTTP decisions endpoint and the WebSocket binding both call
+:func:`arecord_decision`: the envelope is read as strict I-JSON by the project's
+parser (duplicate keys, NaN, big integers, lone surrogates and unknown fields,
+such as edited arguments, refused: SPEC §4.2), the authenticated actor replaces
+the body's (SPEC §10), and the authority records the outcome, ``conflict``,
+``stale`` and ``invalid`` included. What cannot be recorded raises
+:class:`DecisionRefused`, which names the field and never echoes a value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aais_langgraph.authority import ApprovalAuthority, UnknownRequestError
+from aais_langgraph.protocol import (
+    DEFAULT_MAX_BYTES,
+    AAISValidationError,
+    Actor,
+    ApprovalDecided,
+    ApprovalResolved,
+    parse_envelope,
+)
+
+__all__ = ["DecisionRefused", "arecord_decision"]
+
+
+@dataclass(frozen=True)
+class DecisionRefused(Exception):
+    """Nothing was recorded: ``status`` for HTTP, ``code``, the field's ``pointer``, a message."""
+
+    status: int
+    code: str
+    pointer: str
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+async def arecord_decision(
+    authority: ApprovalAuthority,
+    body: bytes | str,
+    actor: Actor,
+    *,
+    request_id: str | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> tuple[ApprovalDecided, ApprovalResolved]:
+    """Record the decision in ``body`` as ``actor``: the decision read and its resolution.
+
+    Every outcome is a resolution (``conflict``, ``stale``, ``invalid`` included).
+
+    ``request_id`` (the HTTP path's) must be the decision's own. Raises
+    :class:`DecisionRefused` for a malformed envelope (422) and an unknown
+    request (404); the authority's ``LedgerIntegrityError`` passes through.
+    """
+    try:
+        decided = parse_envelope(body, expected=ApprovalDecided, max_bytes=max_bytes)
+    except AAISValidationError as error:
+        raise DecisionRefused(422, "aais.invalid_envelope", error.pointer, str(error)) from None
+    if request_id is not None and decided.decision.request_id != request_id:
+        raise DecisionRefused(
+            422,
+            "aais.invalid_envelope",
+            "/decision/request_id",
+            "/decision/request_id: does not match the request in the path",
+        )
+    try:
+        return decided, await authority.adecide(decided, actor=actor)
+    except UnknownRequestError as error:
+        raise DecisionRefused(
+            404, "aais.unknown_request", error.pointer, "no such approval request"
+        ) from None

@@ -20,15 +20,16 @@ resolution is never changed: execution belongs to the runtime (SPEC §4.3).
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..authority import ApprovalAuthority, new_holder
 from ..authority.outcomes import resolution_envelope
 from ..ledger import Execution
-from ..ledger.executions import claim_change, finish_change, reconcile_change
+from ..ledger.executions import ExecutionChange, claim_change, finish_change, reconcile_change
 from ..protocol import ApprovalResolved, Request
 from ..protocol.extensions import EXTENSION_NAMESPACE
 from .response import Answer, AnswerType, Refusal, RejectedResumeError
@@ -117,13 +118,67 @@ def not_run(
     )
 
 
+def claim_of(request_id: str, holder: str, claim: Claim) -> ExecutionChange:
+    """The execution claim ``holder`` takes for a fresh answer (``claim.ttl`` set)."""
+    return claim_change(
+        request_id,
+        holder,
+        thread_id=claim.thread_id,
+        ttl=claim.ttl if claim.ttl is not None else 0.0,
+        now=time.time(),
+        retry=claim.idempotent,
+    )
+
+
+def first_claim(change: ExecutionChange) -> ExecutionChange:
+    """``change`` only where no execution record exists yet (a pre-claim never turns
+    another run's claim ``unknown``: that is left to the gate, which knows ``idempotent``)."""
+
+    def first(current: Execution | None) -> Execution | None:
+        return change(None) if current is None else current
+
+    return first
+
+
+_handed: dict[str, Execution] = {}
+_handed_lock = threading.Lock()
+
+
+def hand_claim(record: Execution) -> None:
+    """A claim this process took in an approval's resolution transaction
+    (:meth:`~aais_langgraph.ApprovalAuthority.decide_claiming`), for the gate of the
+    run it resumes next: that gate uses it without another ledger write."""
+    with _handed_lock:
+        _handed[record.request_id] = record
+
+
+def drop_claims(request_ids: Collection[str]) -> None:
+    """Forget handed claims no gate used (the ledger records expire on their own)."""
+    with _handed_lock:
+        for request_id in request_ids:
+            _handed.pop(request_id, None)
+
+
+def _take_handed(request_id: str) -> Execution | None:
+    with _handed_lock:
+        return _handed.pop(request_id, None)
+
+
 def settle(
-    authority: ApprovalAuthority, request: Request, resolved: ApprovalResolved, claim: Claim
+    authority: ApprovalAuthority,
+    request: Request,
+    resolved: ApprovalResolved,
+    claim: Claim,
+    *,
+    claimed: tuple[str, Execution | None] | None = None,
 ) -> ApprovalResolved:
     """The approved answer if this run may execute it; else a not-run result, or a refusal.
 
     Runs inside LangGraph's validation of the resume value, so a refusal (a live
-    claim elsewhere, an unknown outcome) leaves the interrupt pending.
+    claim elsewhere, an unknown outcome) leaves the interrupt pending. ``claimed``
+    is ``(holder, record)`` when the claim rode in the resolution's transaction
+    (record None: it did not, claim now). A live claim this process handed over
+    (:func:`hand_claim`) is used as it is: it was written durably moments ago.
     """
     if claim.ttl is None:
         record = authority.ledger.get_execution(request.id)
@@ -132,18 +187,14 @@ def settle(
         if record is not None and record.state == "unknown" and not claim.idempotent:
             raise _refuse(ExecutionUnknownError(request.id))
         return resolved
-    holder = new_holder()
-    record = authority.ledger.update_execution(
-        request.id,
-        claim_change(
-            request.id,
-            holder,
-            thread_id=claim.thread_id,
-            ttl=claim.ttl,
-            now=time.time(),
-            retry=claim.idempotent,
-        ),
-    )
+    handed = _take_handed(request.id)
+    if claimed is None and handed is not None:
+        if handed.state == "executing" and handed.live(time.time()):
+            return resolved
+        claimed = (handed.holder, None)
+    holder, record = claimed if claimed is not None else (new_holder(), None)
+    if record is None:
+        record = authority.ledger.update_execution(request.id, claim_of(request.id, holder, claim))
     if record is None:  # pragma: no cover - a claim always leaves a record
         raise _refuse(RejectedResumeError("/execution", CLAIMED_MESSAGE, code=CLAIMED))
     if record.state == "executing":

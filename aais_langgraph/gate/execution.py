@@ -20,9 +20,8 @@ resolution is never changed: execution belongs to the runtime (SPEC §4.3).
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -130,40 +129,6 @@ def claim_of(request_id: str, holder: str, claim: Claim) -> ExecutionChange:
     )
 
 
-def first_claim(change: ExecutionChange) -> ExecutionChange:
-    """``change`` only where no execution record exists yet (a pre-claim never turns
-    another run's claim ``unknown``: that is left to the gate, which knows ``idempotent``)."""
-
-    def first(current: Execution | None) -> Execution | None:
-        return change(None) if current is None else current
-
-    return first
-
-
-_handed: dict[str, Execution] = {}
-_handed_lock = threading.Lock()
-
-
-def hand_claim(record: Execution) -> None:
-    """A claim this process took in an approval's resolution transaction
-    (:meth:`~aais_langgraph.ApprovalAuthority.decide_claiming`), for the gate of the
-    run it resumes next: that gate uses it without another ledger write."""
-    with _handed_lock:
-        _handed[record.request_id] = record
-
-
-def drop_claims(request_ids: Collection[str]) -> None:
-    """Forget handed claims no gate used (the ledger records expire on their own)."""
-    with _handed_lock:
-        for request_id in request_ids:
-            _handed.pop(request_id, None)
-
-
-def _take_handed(request_id: str) -> Execution | None:
-    with _handed_lock:
-        return _handed.pop(request_id, None)
-
-
 def settle(
     authority: ApprovalAuthority,
     request: Request,
@@ -177,8 +142,7 @@ def settle(
     Runs inside LangGraph's validation of the resume value, so a refusal (a live
     claim elsewhere, an unknown outcome) leaves the interrupt pending. ``claimed``
     is ``(holder, record)`` when the claim rode in the resolution's transaction
-    (record None: it did not, claim now). A live claim this process handed over
-    (:func:`hand_claim`) is used as it is: it was written durably moments ago.
+    (record None: it did not, claim now).
     """
     if claim.ttl is None:
         record = authority.ledger.get_execution(request.id)
@@ -187,11 +151,6 @@ def settle(
         if record is not None and record.state == "unknown" and not claim.idempotent:
             raise _refuse(ExecutionUnknownError(request.id))
         return resolved
-    handed = _take_handed(request.id)
-    if claimed is None and handed is not None:
-        if handed.state == "executing" and handed.live(time.time()):
-            return resolved
-        claimed = (handed.holder, None)
     holder, record = claimed if claimed is not None else (new_holder(), None)
     if record is None:
         record = authority.ledger.update_execution(request.id, claim_of(request.id, holder, claim))

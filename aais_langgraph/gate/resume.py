@@ -14,13 +14,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from ..authority import (
-    DEFAULT_LEASE_TTL,
-    TERMINAL,
-    ApprovalAuthority,
-    UnknownRequestError,
-    new_holder,
-)
+from ..authority import DEFAULT_LEASE_TTL, TERMINAL, ApprovalAuthority, UnknownRequestError
 from ..protocol import (
     AAISValidationError,
     Actor,
@@ -29,8 +23,7 @@ from ..protocol import (
     parse_envelope,
 )
 from .driver import DEFAULT_LEASE_WAIT, ThreadView, adrive, drive, thread_of
-from .execution import Claim, claim_of, drop_claims, first_claim, hand_claim
-from .run_context import claim_ttl_for_lease, find_authority
+from .run_context import find_authority
 
 
 @dataclass(frozen=True)
@@ -79,10 +72,6 @@ def _parse_decided(item: Answer, index: int) -> ApprovalDecided:
         raise AAISValidationError(f"/decisions/{index}{error.pointer}", error.reason) from None
 
 
-def _request_id_of(answer: ApprovalDecided | Cancellation) -> str:
-    return answer.request_id if isinstance(answer, Cancellation) else answer.decision.request_id
-
-
 def _superseded(authority: ApprovalAuthority, view: ThreadView, request_id: str) -> bool:
     """True when the thread no longer waits for this unresolved request (its task is gone)."""
     stored = authority.get_stored_request(request_id)
@@ -96,13 +85,8 @@ def _judge_all(
     answers: list[ApprovalDecided | Cancellation],
     view: ThreadView,
     actor: Actor | Mapping[str, Any] | None,
-    claim: Claim,
 ) -> tuple[list[ApprovalResolved], dict[str, Any]]:
-    """Record each answer; collect the resume map for the ones whose run still waits.
-
-    An approval the resumed run will receive is claimed for it in the resolution's
-    own transaction (the first claim only) and handed to its gate in this process.
-    """
+    """Record each answer; collect the resume map for the ones whose run still waits."""
     results: list[ApprovalResolved] = []
     resume: dict[str, Any] = {}
     for answer in answers:
@@ -115,14 +99,8 @@ def _judge_all(
         elif interrupt_id is None and _superseded(authority, view, request_id):
             # The run moved on (e.g. state was edited): the action this decision saw is gone.
             resolved = authority.supersede(request_id)
-        elif interrupt_id is None:
-            resolved = authority.decide(answer, actor=actor)
         else:
-            holder = new_holder()
-            change = first_claim(claim_of(request_id, holder, claim))
-            resolved, record = authority.decide_claiming(answer, claim=change, actor=actor)
-            if record is not None and record.holder == holder:
-                hand_claim(record)
+            resolved = authority.decide(answer, actor=actor)
         results.append(resolved)
         if interrupt_id is None:
             continue
@@ -160,24 +138,19 @@ def resume_with_decisions(
     found = find_authority(authority, config, context=context)
     answers = _parse_answers(found, thread_of(config), decisions)
 
-    claim = Claim(claim_ttl_for_lease(lease_ttl), thread_of(config))
-
     def plan(view: ThreadView) -> tuple[dict[str, Any], list[ApprovalResolved]]:
-        results, resume = _judge_all(found, answers, view, actor, claim)
+        results, resume = _judge_all(found, answers, view, actor)
         return resume, results
 
-    try:
-        return drive(
-            graph,
-            config,
-            plan,
-            authority=found,
-            context=context,
-            lease_ttl=lease_ttl,
-            lease_wait=lease_wait,
-        )
-    finally:
-        drop_claims([_request_id_of(answer) for answer in answers])
+    return drive(
+        graph,
+        config,
+        plan,
+        authority=found,
+        context=context,
+        lease_ttl=lease_ttl,
+        lease_wait=lease_wait,
+    )
 
 
 async def aresume_with_decisions(
@@ -195,21 +168,16 @@ async def aresume_with_decisions(
     found = find_authority(authority, config, context=context)
     answers = await asyncio.to_thread(_parse_answers, found, thread_of(config), decisions)
 
-    claim = Claim(claim_ttl_for_lease(lease_ttl), thread_of(config))
-
     def plan(view: ThreadView) -> tuple[dict[str, Any], list[ApprovalResolved]]:
-        results, resume = _judge_all(found, answers, view, actor, claim)
+        results, resume = _judge_all(found, answers, view, actor)
         return resume, results
 
-    try:
-        return await adrive(
-            graph,
-            config,
-            plan,
-            authority=found,
-            context=context,
-            lease_ttl=lease_ttl,
-            lease_wait=lease_wait,
-        )
-    finally:
-        drop_claims([_request_id_of(answer) for answer in answers])
+    return await adrive(
+        graph,
+        config,
+        plan,
+        authority=found,
+        context=context,
+        lease_ttl=lease_ttl,
+        lease_wait=lease_wait,
+    )

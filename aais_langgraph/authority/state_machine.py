@@ -154,13 +154,16 @@ class AuthorityStateMachine:
         request_id: str | None = None,
         thread_id: str | None = None,
         context: Mapping[str, Any] | None = None,
+        unseen: bool = False,
     ) -> ApprovalRequested:
         """Build, persist and return a request; idempotent for a given ``request_id``.
 
         When the id is already stored, the stored envelope (with its original
-        ``created_at`` and ``expires_at``) is returned unchanged.
+        ``created_at`` and ``expires_at``) is returned unchanged. ``unseen=True``: the
+        caller has just read that the id is not stored, so it is not read again
+        (the write still returns a request stored meanwhile).
         """
-        if request_id is not None:
+        if request_id is not None and not unseen:
             stored = self.ledger.get_request(request_id)
             if stored is not None:
                 return self._records.request(stored)[1]
@@ -316,7 +319,9 @@ class AuthorityStateMachine:
             outcome=verdict.outcome,
             message=verdict.message,
             now=moment,
-            sequence=self.ledger.last_sequence(),
+            # A recorded resolution gets its sequence from the ledger: read it only for
+            # an answer that is returned without being recorded.
+            sequence=0 if verdict.terminal else self.ledger.last_sequence(),
             decision=decision,
             stream=self.stream,
         )

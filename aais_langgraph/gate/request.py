@@ -96,6 +96,7 @@ def _open_request(
         choices=choices if choices is not None else verdict.choices,
         expires_in=expires_in if expires_in is not None else verdict.expires_in,
         request_id=coordinates.request_id,
+        unseen=True,  # read just above
         thread_id=coordinates.thread_id,
         context={
             "checkpoint_ns": coordinates.checkpoint_ns,

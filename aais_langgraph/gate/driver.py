@@ -196,21 +196,30 @@ def _interrupted(found: CheckpointTuple | None) -> set[str]:
 
 
 def waiting_among(
-    graph: Any, authority: ApprovalAuthority, records: Sequence[StoredRequest]
+    graph: Any,
+    authority: ApprovalAuthority,
+    records: Sequence[StoredRequest],
+    interrupted: Mapping[str, set[str]] | None = None,
 ) -> set[str]:
     """Ids of the (unresolved) ``records`` their threads still wait for
     (:meth:`ThreadView.waiting`). A request with no thread cannot be checked and
     counts as waiting. One checkpoint read per thread: a request whose interrupt is
     in its thread's latest checkpoint waits; only for the others (a run between
-    storing the request and pausing, or moved on) is the state built (``get_state``)."""
+    storing the request and pausing, or moved on) is the state built (``get_state``).
+    ``interrupted`` (thread id -> request ids its latest checkpoint is paused on, read
+    already by a reconciling listing) replaces the checkpoint reads."""
     waiting, by_thread = _by_thread(records)
     saver = _saver(graph)
     for thread_id, stored in by_thread.items():
         config = run_config(None, authority, thread_id=thread_id)
-        if saver is not None:
-            interrupted = _interrupted(saver.get_tuple(config))
-            waiting.update(item.request_id for item in stored if item.request_id in interrupted)
-            stored = [item for item in stored if item.request_id not in interrupted]
+        if interrupted is not None or saver is not None:
+            paused = (
+                interrupted.get(thread_id, set())
+                if interrupted is not None
+                else _interrupted(saver.get_tuple(config) if saver is not None else None)
+            )
+            waiting.update(item.request_id for item in stored if item.request_id in paused)
+            stored = [item for item in stored if item.request_id not in paused]
             if not stored:
                 continue
         view = read_view(graph, config)
@@ -219,17 +228,24 @@ def waiting_among(
 
 
 async def awaiting_among(
-    graph: Any, authority: ApprovalAuthority, records: Sequence[StoredRequest]
+    graph: Any,
+    authority: ApprovalAuthority,
+    records: Sequence[StoredRequest],
+    interrupted: Mapping[str, set[str]] | None = None,
 ) -> set[str]:
     """Async twin of :func:`waiting_among`."""
     waiting, by_thread = _by_thread(records)
     saver = _saver(graph)
     for thread_id, stored in by_thread.items():
         config = run_config(None, authority, thread_id=thread_id)
-        if saver is not None:
-            interrupted = _interrupted(await saver.aget_tuple(config))
-            waiting.update(item.request_id for item in stored if item.request_id in interrupted)
-            stored = [item for item in stored if item.request_id not in interrupted]
+        if interrupted is not None or saver is not None:
+            paused = (
+                interrupted.get(thread_id, set())
+                if interrupted is not None
+                else _interrupted(await saver.aget_tuple(config) if saver is not None else None)
+            )
+            waiting.update(item.request_id for item in stored if item.request_id in paused)
+            stored = [item for item in stored if item.request_id not in paused]
             if not stored:
                 continue
         view = await aread_view(graph, config)

@@ -16,8 +16,10 @@ from .driver import DEFAULT_LEASE_WAIT, ThreadView, adrive, awaiting_among, driv
 from .reconcile import (
     INTEGRITY_ERRORS_EXTENSION,
     IntegrityProblem,
-    areconcile_checkpoints,
-    reconcile_checkpoints,
+    apaused_requests,
+    interrupted_by_thread,
+    paused_requests,
+    problems_in,
 )
 
 
@@ -41,6 +43,9 @@ class _Listing:
             if moment < authority.expiry_of(stored)
         ]
         return cls(as_of, moment, records)
+
+    def by_id(self) -> dict[str, StoredRequest]:
+        return {stored.request_id: stored for stored in self.records}
 
     def snapshot(
         self,
@@ -99,12 +104,15 @@ def pending_approvals(
     history); ``reconcile=False`` skips it.
     """
     listing = _Listing.read(authority, session_id, now)
-    waiting = None if graph is None else waiting_among(graph, authority, listing.records)
-    problems = (
-        reconcile_checkpoints(authority, graph.checkpointer)
-        if graph is not None and reconcile
-        else []
-    )
+    if graph is None:
+        return listing.snapshot(authority, session_id, None, [])
+    if not reconcile or graph.checkpointer is None:
+        waiting = waiting_among(graph, authority, listing.records)
+        return listing.snapshot(authority, session_id, waiting, [])
+    # One pass over the checkpointer serves both the reconciliation and the waiting rule.
+    paused = paused_requests(graph.checkpointer)
+    problems = problems_in(authority, paused, listing.by_id())
+    waiting = waiting_among(graph, authority, listing.records, interrupted_by_thread(paused))
     return listing.snapshot(authority, session_id, waiting, problems)
 
 
@@ -118,12 +126,15 @@ async def apending_approvals(
 ) -> ApprovalSnapshot:
     """Async twin of :func:`pending_approvals` (async checkpointers welcome)."""
     listing = await asyncio.to_thread(_Listing.read, authority, session_id, now)
-    waiting = None if graph is None else await awaiting_among(graph, authority, listing.records)
-    problems = (
-        await areconcile_checkpoints(authority, graph.checkpointer)
-        if graph is not None and reconcile
-        else []
-    )
+    waiting: set[str] | None = None
+    problems: list[IntegrityProblem] = []
+    if graph is not None and reconcile and graph.checkpointer is not None:
+        paused = await apaused_requests(graph.checkpointer)
+        problems = await asyncio.to_thread(problems_in, authority, paused, listing.by_id())
+        interrupted = interrupted_by_thread(paused)
+        waiting = await awaiting_among(graph, authority, listing.records, interrupted)
+    elif graph is not None:
+        waiting = await awaiting_among(graph, authority, listing.records)
     return await asyncio.to_thread(listing.snapshot, authority, session_id, waiting, problems)
 
 

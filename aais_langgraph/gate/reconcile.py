@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..authority import ApprovalAuthority
+from ..ledger import StoredRequest
 from ..protocol import AAISValidationError, sha256_digest
 from ..protocol.extensions import EXTENSION_NAMESPACE
 from .seams import INTERRUPT_CHANNEL
@@ -86,6 +87,18 @@ async def apaused_requests(checkpointer: Any) -> Paused:
     return found
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Equal JSON values of the same JSON types (so their canonical forms are equal);
+    cheaper than two RFC 8785 digests for the usual case of identical copies."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[key], b[key]) for key in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
 def _digest(envelope: Mapping[str, Any]) -> str | None:
     try:
         return sha256_digest(dict(envelope))
@@ -108,12 +121,36 @@ async def areconcile_checkpoints(
     return await asyncio.to_thread(_problems, authority, paused)
 
 
-def _problems(authority: ApprovalAuthority, paused: Paused) -> list[IntegrityProblem]:
+def interrupted_by_thread(paused: Paused) -> dict[str, set[str]]:
+    """Thread id -> ids of the requests its latest checkpoint is paused on."""
+    found: dict[str, set[str]] = {}
+    for thread_id, request_id in paused:
+        found.setdefault(thread_id, set()).add(request_id)
+    return found
+
+
+def problems_in(
+    authority: ApprovalAuthority,
+    paused: Paused,
+    known: Mapping[str, StoredRequest] | None = None,
+) -> list[IntegrityProblem]:
+    """:func:`reconcile_checkpoints` over requests already read: ``paused``
+    (:func:`paused_requests`), and ``known`` ledger rows (read now, others are read)."""
+    return _problems(authority, paused, known)
+
+
+def _problems(
+    authority: ApprovalAuthority,
+    paused: Paused,
+    known: Mapping[str, StoredRequest] | None = None,
+) -> list[IntegrityProblem]:
     problems: list[IntegrityProblem] = []
     for (thread_id, request_id), envelope in sorted(paused.items()):
-        stored = authority.ledger.get_request(request_id)
+        stored = (known or {}).get(request_id) or authority.ledger.get_request(request_id)
         if stored is None:
             reason = "paused on a request the ledger does not hold"
+        elif _same(stored.envelope, envelope):
+            continue
         elif _digest(stored.envelope) != _digest(envelope):
             reason = "the ledger's copy of the request differs from the checkpoint's"
         else:

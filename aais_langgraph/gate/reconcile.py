@@ -19,7 +19,7 @@ from ..authority import ApprovalAuthority
 from ..ledger import StoredRequest
 from ..protocol import AAISValidationError, sha256_digest
 from ..protocol.extensions import EXTENSION_NAMESPACE
-from .seams import INTERRUPT_CHANNEL
+from .seams import INTERRUPT_CHANNEL, latest_interrupt_writes
 
 __all__ = [
     "INTEGRITY_ERRORS_EXTENSION",
@@ -58,20 +58,29 @@ def _collect(saved: Any, seen: set[str], found: Paused) -> None:
         return  # newest first per thread: only its latest root checkpoint counts
     seen.add(thread_id)
     for _task, channel, value in saved.pending_writes or ():
-        if channel != INTERRUPT_CHANNEL:
-            continue
-        for pending in value if isinstance(value, (list, tuple)) else [value]:
-            envelope = getattr(pending, "value", None)
-            if isinstance(envelope, Mapping) and envelope.get("type") == "approval.requested":
-                request = envelope.get("request")
-                if isinstance(request, Mapping) and isinstance(request.get("id"), str):
-                    found[(thread_id, request["id"])] = envelope
+        if channel == INTERRUPT_CHANNEL:
+            _add(thread_id, value, found)
+
+
+def _add(thread_id: str, value: Any, found: Paused) -> None:
+    for pending in value if isinstance(value, (list, tuple)) else [value]:
+        envelope = getattr(pending, "value", None)
+        if isinstance(envelope, Mapping) and envelope.get("type") == "approval.requested":
+            request = envelope.get("request")
+            if isinstance(request, Mapping) and isinstance(request.get("id"), str):
+                found[(thread_id, request["id"])] = envelope
 
 
 def paused_requests(checkpointer: Any) -> Paused:
-    """Every AAIS interrupt written in a thread's latest checkpoint. Reads every
-    checkpoint once: the cost follows the checkpointer's history, not what is pending."""
+    """Every AAIS interrupt written in a thread's latest checkpoint. ``SqliteSaver``:
+    one query over the latest checkpoints; other checkpointers: every checkpoint is
+    read once (the cost follows the checkpointer's history, not what is pending)."""
     found: Paused = {}
+    latest = latest_interrupt_writes(checkpointer)
+    if latest is not None:
+        for thread_id, value in latest:
+            _add(thread_id, value, found)
+        return found
     seen: set[str] = set()
     for saved in checkpointer.list(None):
         _collect(saved, seen, found)

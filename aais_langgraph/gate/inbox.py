@@ -92,16 +92,18 @@ def pending_approvals(
     A request whose task is gone (the run finished, or moved on after an edit of
     its state) is left out; one whose task is live is listed even before its
     interrupt is checkpointed. One indexed ledger query for the pending requests
-    and one ``get_state`` per thread that has any, so this listing costs what is
-    pending, not the history. ``now`` defaults to the authority's clock.
+    and one checkpoint read per thread that has any (``get_state`` only for a
+    thread whose latest checkpoint lacks the request's interrupt), so this listing
+    costs what is pending, not the history. ``now`` defaults to the authority's clock.
 
     With ``graph`` and ``reconcile`` (the default), the checkpointer is also read
     for runs paused on requests the ledger does not hold, or holds differently
     (an emptied, replaced or edited ledger): they are not listed as pending but
     reported in the snapshot's ``aais-langgraph.org/integrity_errors`` extension
     (``thread_id``, ``request_id``, ``reason``), so no paused approval vanishes
-    silently. That reads every checkpoint once (cost follows the checkpointer's
-    history); ``reconcile=False`` skips it.
+    silently. With ``SqliteSaver`` that is one query over each thread's latest
+    checkpoint, whose interrupts also serve the waiting rule; other checkpointers
+    are read in full once (cost follows their history); ``reconcile=False`` skips it.
     """
     listing = _Listing.read(authority, session_id, now)
     if graph is None:

@@ -292,14 +292,18 @@ async def _agui_rounds(
 # -- profile -----------------------------------------------------------------------------
 
 
-def profile(trips: int, top: int) -> None:
-    """cProfile ``trips`` SQLite approval round trips; count what each one costs."""
+def profile(trips: int, top: int, *, raw: bool = False) -> None:
+    """cProfile ``trips`` SQLite approval round trips; count what each one costs.
+
+    ``raw``: answer with ``Command(resume={interrupt_id: decided})`` (the gate judges
+    the decision itself, no run lease) instead of ``resume_with_decisions``."""
     import cProfile
     import pstats
     import threading
     from collections import Counter
 
     import pydantic
+    from langgraph.types import Command
 
     from aais_langgraph import ApprovalRequested, build_decision, resume_with_decisions
     from aais_langgraph.ledger import SqliteLedger
@@ -341,6 +345,10 @@ def profile(trips: int, top: int) -> None:
             paused = graph.invoke({"command": f"ls {i}"}, config)
             requested = ApprovalRequested.from_data(paused["__interrupt__"][0].value)
             decided = build_decision(requested, decision="approve", actor=actor)
+            if raw:
+                answer = {paused["__interrupt__"][0].id: decided.to_json()}
+                assert graph.invoke(Command(resume=answer), config)["out"].startswith("ran ")
+                return
             resolved = resume_with_decisions(
                 graph, config, decided, actor=actor, authority=authority
             )
@@ -356,8 +364,10 @@ def profile(trips: int, top: int) -> None:
             trip(i)
         profiler.disable()
         wall = time.perf_counter() - started
+    how = "Command(resume=decided)" if raw else "resume_with_decisions"
     print(
-        f"profile: {trips} SQLite approval round trips, {wall / trips * 1e3:.2f} ms each (profiled)"
+        f"profile: {trips} SQLite approval round trips ({how}), "
+        f"{wall / trips * 1e3:.2f} ms each (profiled)"
     )
     for label, n in sorted(counts.items()):
         print(f"  {label:<32}{n / trips:>7.2f} per round trip")
@@ -372,9 +382,12 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", choices=ROWS, default=list(ROWS))
     parser.add_argument("--profile", type=int, metavar="TRIPS", help="profile round trips instead")
     parser.add_argument("--top", type=int, default=40, help="profile lines shown")
+    parser.add_argument(
+        "--raw", action="store_true", help="profile: answer with Command(resume=decided)"
+    )
     args = parser.parse_args()
     if args.profile:
-        profile(args.profile, args.top)
+        profile(args.profile, args.top, raw=args.raw)
         return
     quick = args.quick
     print(

@@ -13,12 +13,14 @@ from typing import Any, Literal
 
 from ..ledger import (
     AuditVerification,
+    Execution,
     Grant,
     InMemoryLedger,
     Ledger,
     ResolutionWrite,
     StoredRequest,
 )
+from ..ledger.executions import ExecutionChange
 from ..protocol import (
     AAISValidationError,
     Action,
@@ -152,13 +154,16 @@ class AuthorityStateMachine:
         request_id: str | None = None,
         thread_id: str | None = None,
         context: Mapping[str, Any] | None = None,
+        unseen: bool = False,
     ) -> ApprovalRequested:
         """Build, persist and return a request; idempotent for a given ``request_id``.
 
         When the id is already stored, the stored envelope (with its original
-        ``created_at`` and ``expires_at``) is returned unchanged.
+        ``created_at`` and ``expires_at``) is returned unchanged. ``unseen=True``: the
+        caller has just read that the id is not stored, so it is not read again
+        (the write still returns a request stored meanwhile).
         """
-        if request_id is not None:
+        if request_id is not None and not unseen:
             stored = self.ledger.get_request(request_id)
             if stored is not None:
                 return self._records.request(stored)[1]
@@ -245,6 +250,25 @@ class AuthorityStateMachine:
         and ``invalid`` are returned without being recorded: the request stays
         pending for a correct decision.
         """
+        return self.decide_claiming(
+            decided, claim=None, actor=actor, current_action=current_action, now=now
+        )[0]
+
+    def decide_claiming(
+        self,
+        decided: ApprovalDecided | Mapping[str, Any] | str | bytes,
+        *,
+        claim: ExecutionChange | None,
+        actor: Actor | Mapping[str, Any] | None = None,
+        current_action: Action | Mapping[str, Any] | None = None,
+        now: datetime | None = None,
+    ) -> tuple[ApprovalResolved, Execution | None]:
+        """:meth:`decide`, and when it records an approval, the execution ``claim``
+        applied in the resolution's own transaction (the gate's "decide + claim").
+
+        The execution record is None when nothing was claimed here (the decision
+        was not recorded now, or not approved): the caller claims on its own then.
+        """
         envelope = parse_envelope(decided, expected=ApprovalDecided)
         if not isinstance(decided, (str, bytes, bytearray)):
             check_size(envelope)  # text was bounded while parsing
@@ -275,7 +299,7 @@ class AuthorityStateMachine:
                 fingerprint,
                 moment,
                 decision.id,
-            )
+            ), None
         request = requested.request
         verdict = judge(
             request,
@@ -295,13 +319,15 @@ class AuthorityStateMachine:
             outcome=verdict.outcome,
             message=verdict.message,
             now=moment,
-            sequence=self.ledger.last_sequence(),
+            # A recorded resolution gets its sequence from the ledger: read it only for
+            # an answer that is returned without being recorded.
+            sequence=0 if verdict.terminal else self.ledger.last_sequence(),
             decision=decision,
             stream=self.stream,
         )
         if not verdict.terminal:
             self.ledger.append_audit("decided", rejection_audit(envelope, resolved))
-            return resolved
+            return resolved, None
         grant = (
             grant_from_decision(request, decision, moment)
             if verdict.outcome == "approved"
@@ -317,7 +343,11 @@ class AuthorityStateMachine:
             grant=None if grant is None else self._records.sealed_grant(grant),
             mac=self._records.resolution_seal(request.id, resolved_document, fingerprint),
         )
-        recorded, created = self.ledger.record_resolution(write)
+        claimed: Execution | None = None
+        if claim is None:
+            recorded, created = self.ledger.record_resolution(write)
+        else:
+            recorded, created, claimed = self.ledger.record_resolution_claiming(write, claim)
         if not created:
             return self._replay(
                 self._records.resolution(recorded),
@@ -325,10 +355,10 @@ class AuthorityStateMachine:
                 fingerprint,
                 moment,
                 decision.id,
-            )
+            ), None
         return self._records.trust_resolution(
             recorded, resolved.model_copy(update={"sequence": recorded.envelope["sequence"]})
-        )
+        ), claimed
 
     def _replay(
         self,

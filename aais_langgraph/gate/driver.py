@@ -25,12 +25,14 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.types import Command
 
 from ..authority import DEFAULT_LEASE_TTL, ApprovalAuthority, arun_lease, run_lease
 from ..ledger import StoredRequest
 from .channel import RECORDED_ONLY_KEY
 from .run_context import AUTHORITY_KEY, CLAIM_TTL_KEY, claim_ttl_for_lease
+from .seams import INTERRUPT_CHANNEL
 
 __all__ = [
     "DEFAULT_LEASE_WAIT",
@@ -81,13 +83,20 @@ class ThreadView:
             for pending in getattr(task, "interrupts", None) or ():
                 open_[pending.id] = pending.value
         for pending in getattr(state, "interrupts", None) or ():
-            value = getattr(pending, "value", None)
-            if isinstance(value, Mapping) and value.get("type") == "approval.requested":
-                request = value.get("request")
-                if isinstance(request, Mapping) and isinstance(request.get("id"), str):
-                    interrupts[request["id"]] = pending.id
+            request_id = cls.request_id_of(getattr(pending, "value", None))
+            if request_id is not None:
+                interrupts[request_id] = pending.id
         live = frozenset(f"{task.name}:{task.id}" for task in getattr(state, "tasks", None) or ())
         return cls(interrupts=interrupts, open=open_, live_tasks=live)
+
+    @staticmethod
+    def request_id_of(value: Any) -> str | None:
+        """The request id of a gate's interrupt value (None for another interrupt)."""
+        if isinstance(value, Mapping) and value.get("type") == "approval.requested":
+            request = value.get("request")
+            if isinstance(request, Mapping) and isinstance(request.get("id"), str):
+                return str(request["id"])
+        return None
 
     def waiting(self, stored: StoredRequest) -> bool:
         """Whether this thread still waits for an answer to ``stored`` (an unresolved request).
@@ -167,26 +176,79 @@ def _by_thread(records: Iterable[StoredRequest]) -> tuple[set[str], dict[str, li
     return unplaced, by_thread
 
 
+def _saver(graph: Any) -> BaseCheckpointSaver[Any] | None:
+    saver = getattr(graph, "checkpointer", None)
+    return saver if isinstance(saver, BaseCheckpointSaver) else None
+
+
+def _interrupted(found: CheckpointTuple | None) -> set[str]:
+    """Request ids of the gate interrupts in the pending writes of a thread's latest
+    checkpoint: the interrupts ``get_state`` reports, without building the state."""
+    ids: set[str] = set()
+    for _, channel, value in (found.pending_writes or ()) if found is not None else ():
+        if channel != INTERRUPT_CHANNEL:
+            continue
+        for pending in value if isinstance(value, (list, tuple)) else (value,):
+            request_id = ThreadView.request_id_of(getattr(pending, "value", None))
+            if request_id is not None:
+                ids.add(request_id)
+    return ids
+
+
 def waiting_among(
-    graph: Any, authority: ApprovalAuthority, records: Sequence[StoredRequest]
+    graph: Any,
+    authority: ApprovalAuthority,
+    records: Sequence[StoredRequest],
+    interrupted: Mapping[str, set[str]] | None = None,
 ) -> set[str]:
     """Ids of the (unresolved) ``records`` their threads still wait for
-    (:meth:`ThreadView.waiting`); one ``get_state`` per thread. A request with no
-    thread cannot be checked and counts as waiting."""
+    (:meth:`ThreadView.waiting`). A request with no thread cannot be checked and
+    counts as waiting. One checkpoint read per thread: a request whose interrupt is
+    in its thread's latest checkpoint waits; only for the others (a run between
+    storing the request and pausing, or moved on) is the state built (``get_state``).
+    ``interrupted`` (thread id -> request ids its latest checkpoint is paused on, read
+    already by a reconciling listing) replaces the checkpoint reads."""
     waiting, by_thread = _by_thread(records)
+    saver = _saver(graph)
     for thread_id, stored in by_thread.items():
-        view = read_view(graph, run_config(None, authority, thread_id=thread_id))
+        config = run_config(None, authority, thread_id=thread_id)
+        if interrupted is not None or saver is not None:
+            paused = (
+                interrupted.get(thread_id, set())
+                if interrupted is not None
+                else _interrupted(saver.get_tuple(config) if saver is not None else None)
+            )
+            waiting.update(item.request_id for item in stored if item.request_id in paused)
+            stored = [item for item in stored if item.request_id not in paused]
+            if not stored:
+                continue
+        view = read_view(graph, config)
         waiting.update(item.request_id for item in stored if view.waiting(item))
     return waiting
 
 
 async def awaiting_among(
-    graph: Any, authority: ApprovalAuthority, records: Sequence[StoredRequest]
+    graph: Any,
+    authority: ApprovalAuthority,
+    records: Sequence[StoredRequest],
+    interrupted: Mapping[str, set[str]] | None = None,
 ) -> set[str]:
     """Async twin of :func:`waiting_among`."""
     waiting, by_thread = _by_thread(records)
+    saver = _saver(graph)
     for thread_id, stored in by_thread.items():
-        view = await aread_view(graph, run_config(None, authority, thread_id=thread_id))
+        config = run_config(None, authority, thread_id=thread_id)
+        if interrupted is not None or saver is not None:
+            paused = (
+                interrupted.get(thread_id, set())
+                if interrupted is not None
+                else _interrupted(await saver.aget_tuple(config) if saver is not None else None)
+            )
+            waiting.update(item.request_id for item in stored if item.request_id in paused)
+            stored = [item for item in stored if item.request_id not in paused]
+            if not stored:
+                continue
+        view = await aread_view(graph, config)
         waiting.update(item.request_id for item in stored if view.waiting(item))
     return waiting
 

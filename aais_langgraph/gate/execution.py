@@ -28,7 +28,7 @@ from typing import Any, Literal
 from ..authority import ApprovalAuthority, new_holder
 from ..authority.outcomes import resolution_envelope
 from ..ledger import Execution
-from ..ledger.executions import claim_change, finish_change, reconcile_change
+from ..ledger.executions import ExecutionChange, claim_change, finish_change, reconcile_change
 from ..protocol import ApprovalResolved, Request
 from ..protocol.extensions import EXTENSION_NAMESPACE
 from .response import Answer, AnswerType, Refusal, RejectedResumeError
@@ -117,13 +117,32 @@ def not_run(
     )
 
 
+def claim_of(request_id: str, holder: str, claim: Claim) -> ExecutionChange:
+    """The execution claim ``holder`` takes for a fresh answer (``claim.ttl`` set)."""
+    return claim_change(
+        request_id,
+        holder,
+        thread_id=claim.thread_id,
+        ttl=claim.ttl if claim.ttl is not None else 0.0,
+        now=time.time(),
+        retry=claim.idempotent,
+    )
+
+
 def settle(
-    authority: ApprovalAuthority, request: Request, resolved: ApprovalResolved, claim: Claim
+    authority: ApprovalAuthority,
+    request: Request,
+    resolved: ApprovalResolved,
+    claim: Claim,
+    *,
+    claimed: tuple[str, Execution | None] | None = None,
 ) -> ApprovalResolved:
     """The approved answer if this run may execute it; else a not-run result, or a refusal.
 
     Runs inside LangGraph's validation of the resume value, so a refusal (a live
-    claim elsewhere, an unknown outcome) leaves the interrupt pending.
+    claim elsewhere, an unknown outcome) leaves the interrupt pending. ``claimed``
+    is ``(holder, record)`` when the claim rode in the resolution's transaction
+    (record None: it did not, claim now).
     """
     if claim.ttl is None:
         record = authority.ledger.get_execution(request.id)
@@ -132,18 +151,9 @@ def settle(
         if record is not None and record.state == "unknown" and not claim.idempotent:
             raise _refuse(ExecutionUnknownError(request.id))
         return resolved
-    holder = new_holder()
-    record = authority.ledger.update_execution(
-        request.id,
-        claim_change(
-            request.id,
-            holder,
-            thread_id=claim.thread_id,
-            ttl=claim.ttl,
-            now=time.time(),
-            retry=claim.idempotent,
-        ),
-    )
+    holder, record = claimed if claimed is not None else (new_holder(), None)
+    if record is None:
+        record = authority.ledger.update_execution(request.id, claim_of(request.id, holder, claim))
     if record is None:  # pragma: no cover - a claim always leaves a record
         raise _refuse(RejectedResumeError("/execution", CLAIMED_MESSAGE, code=CLAIMED))
     if record.state == "executing":

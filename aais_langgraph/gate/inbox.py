@@ -16,8 +16,10 @@ from .driver import DEFAULT_LEASE_WAIT, ThreadView, adrive, awaiting_among, driv
 from .reconcile import (
     INTEGRITY_ERRORS_EXTENSION,
     IntegrityProblem,
-    areconcile_checkpoints,
-    reconcile_checkpoints,
+    apaused_requests,
+    interrupted_by_thread,
+    paused_requests,
+    problems_in,
 )
 
 
@@ -41,6 +43,9 @@ class _Listing:
             if moment < authority.expiry_of(stored)
         ]
         return cls(as_of, moment, records)
+
+    def by_id(self) -> dict[str, StoredRequest]:
+        return {stored.request_id: stored for stored in self.records}
 
     def snapshot(
         self,
@@ -87,24 +92,29 @@ def pending_approvals(
     A request whose task is gone (the run finished, or moved on after an edit of
     its state) is left out; one whose task is live is listed even before its
     interrupt is checkpointed. One indexed ledger query for the pending requests
-    and one ``get_state`` per thread that has any, so this listing costs what is
-    pending, not the history. ``now`` defaults to the authority's clock.
+    and one checkpoint read per thread that has any (``get_state`` only for a
+    thread whose latest checkpoint lacks the request's interrupt), so this listing
+    costs what is pending, not the history. ``now`` defaults to the authority's clock.
 
     With ``graph`` and ``reconcile`` (the default), the checkpointer is also read
     for runs paused on requests the ledger does not hold, or holds differently
     (an emptied, replaced or edited ledger): they are not listed as pending but
     reported in the snapshot's ``aais-langgraph.org/integrity_errors`` extension
     (``thread_id``, ``request_id``, ``reason``), so no paused approval vanishes
-    silently. That reads every checkpoint once (cost follows the checkpointer's
-    history); ``reconcile=False`` skips it.
+    silently. With ``SqliteSaver`` that is one query over each thread's latest
+    checkpoint, whose interrupts also serve the waiting rule; other checkpointers
+    are read in full once (cost follows their history); ``reconcile=False`` skips it.
     """
     listing = _Listing.read(authority, session_id, now)
-    waiting = None if graph is None else waiting_among(graph, authority, listing.records)
-    problems = (
-        reconcile_checkpoints(authority, graph.checkpointer)
-        if graph is not None and reconcile
-        else []
-    )
+    if graph is None:
+        return listing.snapshot(authority, session_id, None, [])
+    if not reconcile or graph.checkpointer is None:
+        waiting = waiting_among(graph, authority, listing.records)
+        return listing.snapshot(authority, session_id, waiting, [])
+    # One pass over the checkpointer serves both the reconciliation and the waiting rule.
+    paused = paused_requests(graph.checkpointer)
+    problems = problems_in(authority, paused, listing.by_id())
+    waiting = waiting_among(graph, authority, listing.records, interrupted_by_thread(paused))
     return listing.snapshot(authority, session_id, waiting, problems)
 
 
@@ -118,12 +128,15 @@ async def apending_approvals(
 ) -> ApprovalSnapshot:
     """Async twin of :func:`pending_approvals` (async checkpointers welcome)."""
     listing = await asyncio.to_thread(_Listing.read, authority, session_id, now)
-    waiting = None if graph is None else await awaiting_among(graph, authority, listing.records)
-    problems = (
-        await areconcile_checkpoints(authority, graph.checkpointer)
-        if graph is not None and reconcile
-        else []
-    )
+    waiting: set[str] | None = None
+    problems: list[IntegrityProblem] = []
+    if graph is not None and reconcile and graph.checkpointer is not None:
+        paused = await apaused_requests(graph.checkpointer)
+        problems = await asyncio.to_thread(problems_in, authority, paused, listing.by_id())
+        interrupted = interrupted_by_thread(paused)
+        waiting = await awaiting_among(graph, authority, listing.records, interrupted)
+    elif graph is not None:
+        waiting = await awaiting_among(graph, authority, listing.records)
     return await asyncio.to_thread(listing.snapshot, authority, session_id, waiting, problems)
 
 

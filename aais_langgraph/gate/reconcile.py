@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..authority import ApprovalAuthority
+from ..ledger import StoredRequest
 from ..protocol import AAISValidationError, sha256_digest
 from ..protocol.extensions import EXTENSION_NAMESPACE
-from .seams import INTERRUPT_CHANNEL
+from .seams import INTERRUPT_CHANNEL, latest_interrupt_writes
 
 __all__ = [
     "INTEGRITY_ERRORS_EXTENSION",
@@ -57,20 +58,29 @@ def _collect(saved: Any, seen: set[str], found: Paused) -> None:
         return  # newest first per thread: only its latest root checkpoint counts
     seen.add(thread_id)
     for _task, channel, value in saved.pending_writes or ():
-        if channel != INTERRUPT_CHANNEL:
-            continue
-        for pending in value if isinstance(value, (list, tuple)) else [value]:
-            envelope = getattr(pending, "value", None)
-            if isinstance(envelope, Mapping) and envelope.get("type") == "approval.requested":
-                request = envelope.get("request")
-                if isinstance(request, Mapping) and isinstance(request.get("id"), str):
-                    found[(thread_id, request["id"])] = envelope
+        if channel == INTERRUPT_CHANNEL:
+            _add(thread_id, value, found)
+
+
+def _add(thread_id: str, value: Any, found: Paused) -> None:
+    for pending in value if isinstance(value, (list, tuple)) else [value]:
+        envelope = getattr(pending, "value", None)
+        if isinstance(envelope, Mapping) and envelope.get("type") == "approval.requested":
+            request = envelope.get("request")
+            if isinstance(request, Mapping) and isinstance(request.get("id"), str):
+                found[(thread_id, request["id"])] = envelope
 
 
 def paused_requests(checkpointer: Any) -> Paused:
-    """Every AAIS interrupt written in a thread's latest checkpoint. Reads every
-    checkpoint once: the cost follows the checkpointer's history, not what is pending."""
+    """Every AAIS interrupt written in a thread's latest checkpoint. ``SqliteSaver``:
+    one query over the latest checkpoints; other checkpointers: every checkpoint is
+    read once (the cost follows the checkpointer's history, not what is pending)."""
     found: Paused = {}
+    latest = latest_interrupt_writes(checkpointer)
+    if latest is not None:
+        for thread_id, value in latest:
+            _add(thread_id, value, found)
+        return found
     seen: set[str] = set()
     for saved in checkpointer.list(None):
         _collect(saved, seen, found)
@@ -84,6 +94,18 @@ async def apaused_requests(checkpointer: Any) -> Paused:
     async for saved in checkpointer.alist(None):
         _collect(saved, seen, found)
     return found
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal JSON values of the same JSON types (so their canonical forms are equal);
+    cheaper than two RFC 8785 digests for the usual case of identical copies."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[key], b[key]) for key in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
 
 
 def _digest(envelope: Mapping[str, Any]) -> str | None:
@@ -108,12 +130,36 @@ async def areconcile_checkpoints(
     return await asyncio.to_thread(_problems, authority, paused)
 
 
-def _problems(authority: ApprovalAuthority, paused: Paused) -> list[IntegrityProblem]:
+def interrupted_by_thread(paused: Paused) -> dict[str, set[str]]:
+    """Thread id -> ids of the requests its latest checkpoint is paused on."""
+    found: dict[str, set[str]] = {}
+    for thread_id, request_id in paused:
+        found.setdefault(thread_id, set()).add(request_id)
+    return found
+
+
+def problems_in(
+    authority: ApprovalAuthority,
+    paused: Paused,
+    known: Mapping[str, StoredRequest] | None = None,
+) -> list[IntegrityProblem]:
+    """:func:`reconcile_checkpoints` over requests already read: ``paused``
+    (:func:`paused_requests`), and ``known`` ledger rows (read now, others are read)."""
+    return _problems(authority, paused, known)
+
+
+def _problems(
+    authority: ApprovalAuthority,
+    paused: Paused,
+    known: Mapping[str, StoredRequest] | None = None,
+) -> list[IntegrityProblem]:
     problems: list[IntegrityProblem] = []
     for (thread_id, request_id), envelope in sorted(paused.items()):
-        stored = authority.ledger.get_request(request_id)
+        stored = (known or {}).get(request_id) or authority.ledger.get_request(request_id)
         if stored is None:
             reason = "paused on a request the ledger does not hold"
+        elif _same(stored.envelope, envelope):
+            continue
         elif _digest(stored.envelope) != _digest(envelope):
             reason = "the ledger's copy of the request differs from the checkpoint's"
         else:

@@ -21,8 +21,9 @@ from typing import Any, cast
 
 from langgraph.types import interrupt
 
-from ..authority import ApprovalAuthority
+from ..authority import ApprovalAuthority, new_holder
 from ..authority.outcomes import MESSAGES, resolution_envelope
+from ..ledger import Execution
 from ..protocol import (
     Action,
     ApprovalDecided,
@@ -41,6 +42,7 @@ from .execution import (
     Claim,
     ExecutionUnknownError,
     RetryAnswerType,
+    claim_of,
     execution_state,
     settle,
 )
@@ -94,6 +96,7 @@ def _open_request(
         choices=choices if choices is not None else verdict.choices,
         expires_in=expires_in if expires_in is not None else verdict.expires_in,
         request_id=coordinates.request_id,
+        unseen=True,  # read just above
         thread_id=coordinates.thread_id,
         context={
             "checkpoint_ns": coordinates.checkpoint_ns,
@@ -121,6 +124,7 @@ def _judge(
     decision and a notice with nothing recorded behind it are refused, so the
     interrupt stays pending (and a run that lost a race overwrites nothing).
     """
+    claimed: tuple[str, Execution | None] | None = None
     if isinstance(answer, ApprovalResolved):
         # A recorded resolution never changes, so one read before the interrupt will do.
         recorded = known if known is not None else authority.get_resolution(request.id)
@@ -128,7 +132,14 @@ def _judge(
             raise refuse("/resolution", "no resolution is recorded for this request")
         resolved = recorded
     else:
-        resolved = authority.decide(answer, current_action=action)
+        change = None
+        if claim is not None and claim.ttl is not None:
+            # Decide and claim in one ledger transaction (one durable write, not two).
+            holder = new_holder()
+            change = claim_of(request.id, holder, claim)
+        resolved, record = authority.decide_claiming(answer, claim=change, current_action=action)
+        if change is not None:
+            claimed = (holder, record)
         outcome = resolved.resolution.outcome
         if outcome in ("invalid", "conflict") or (
             outcome == "stale" and authority.get_resolution(request.id) is None
@@ -138,7 +149,7 @@ def _judge(
         # The one execution claim (invariants 6 and 10): of two runs resuming the same
         # interrupt at once only one claims, and a re-run after a crash finds the claim
         # and does not run the action again (see :mod:`.execution`).
-        return settle(authority, request, resolved, claim)
+        return settle(authority, request, resolved, claim, claimed=claimed)
     return resolved
 
 

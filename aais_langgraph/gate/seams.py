@@ -7,7 +7,7 @@ range, never silently at run time.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 TESTED_RANGE = "langgraph >=1.2,<1.3 (tested with 1.2.24)"
@@ -32,6 +32,7 @@ __all__ = [
     "SCRATCHPAD_KEY",
     "TESTED_RANGE",
     "interrupt_id_for",
+    "latest_interrupt_writes",
     "mark_invalid_resume",
     "resume_map",
     "saved_answers",
@@ -73,3 +74,37 @@ def interrupt_id_for(checkpoint_ns: str, slot: int) -> str:
 def mark_invalid_resume(error: BaseException) -> None:
     """Tell LangGraph ``error`` is a bad resume value, so it keeps the interrupt pending."""
     _mark_invalid_resume(error)
+
+
+_LATEST_INTERRUPTS = """
+SELECT w.thread_id, w.type, w.value FROM writes AS w
+JOIN (SELECT thread_id, MAX(checkpoint_id) AS checkpoint_id FROM checkpoints
+      WHERE checkpoint_ns = '' GROUP BY thread_id) AS latest
+  ON w.thread_id = latest.thread_id AND w.checkpoint_id = latest.checkpoint_id
+WHERE w.checkpoint_ns = '' AND w.channel = ?
+ORDER BY w.thread_id, w.task_id, w.idx
+"""
+"""The interrupt writes of every thread's latest root checkpoint, in ``SqliteSaver``'s
+tables (checkpoint ids sort by time, as its own ``list`` relies on)."""
+
+
+def latest_interrupt_writes(checkpointer: Any) -> Iterator[tuple[str, Any]] | None:
+    """``(thread_id, value)`` of each interrupt write in every thread's latest root
+    checkpoint, in one query; None for a checkpointer without one (use ``list``).
+
+    Only LangGraph's ``SqliteSaver`` (its table layout is the private detail here).
+    """
+    try:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+    except ImportError:  # pragma: no cover - the sqlite checkpointer is optional
+        return None
+    if type(checkpointer) is not SqliteSaver:
+        return None
+    return _sqlite_interrupts(checkpointer)
+
+
+def _sqlite_interrupts(saver: Any) -> Iterator[tuple[str, Any]]:
+    with saver.cursor(transaction=False) as cur:
+        rows = cur.execute(_LATEST_INTERRUPTS, (INTERRUPT,)).fetchall()
+    for thread_id, kind, value in rows:
+        yield str(thread_id), saver.serde.loads_typed((kind, value))

@@ -194,8 +194,20 @@ class SqlLedger(Ledger):
     # -- resolutions ---------------------------------------------------------------
 
     def record_resolution(self, write: ResolutionWrite) -> tuple[StoredResolution, bool]:
+        recorded, created, _ = self._record_resolution(write, None)
+        return recorded, created
+
+    def record_resolution_claiming(
+        self, write: ResolutionWrite, claim: ex.ExecutionChange
+    ) -> tuple[StoredResolution, bool, ex.Execution | None]:
+        return self._record_resolution(write, claim)
+
+    def _record_resolution(
+        self, write: ResolutionWrite, claim: ex.ExecutionChange | None
+    ) -> tuple[StoredResolution, bool, ex.Execution | None]:
         draft = draft_write(write)
         grant = draft.grant
+        claimed: ex.Execution | None = None
         with self._write() as cur:
             # Racing resolvers of one request queue on its row; later ones find the winner.
             sql = "SELECT status FROM aais_requests WHERE request_id = ?" + self.for_update
@@ -203,7 +215,11 @@ class SqlLedger(Ledger):
                 raise KeyError(write.request_id)
             existing = self._resolution(cur, write.request_id)
             if existing is not None:
-                return existing, False
+                return existing, False, None
+            if claim is not None and draft.resolved["resolution"]["outcome"] == "approved":
+                # The execution claim rides in the resolution's transaction (before the
+                # counters, so their lock is held no longer): one durable write, not two.
+                claimed = self._apply_execution(cur, write.request_id, claim)
             with Counters(self, cur) as counters:
                 # Grants are only inserted under the counters' lock, so this check holds.
                 if grant is not None and self._one(
@@ -240,7 +256,7 @@ class SqlLedger(Ledger):
                 if grant is not None:
                     vouched = replace(grant, audit_index=indexes["granted"])
                     self._run(cur, rows.INSERT_GRANT, rows.grant_row(vouched))
-        return recorded, True
+        return recorded, True, claimed
 
     def get_resolution(self, request_id: str) -> StoredResolution | None:
         with self._read() as cur:
@@ -352,12 +368,17 @@ class SqlLedger(Ledger):
 
     def update_execution(self, request_id: str, change: ex.ExecutionChange) -> ex.Execution | None:
         with self._write() as cur:
-            self._lock_execution(cur, request_id)
-            current = self._execution(cur, request_id)
-            updated = change(current)
-            if updated is not None and updated != current:
-                self._run(cur, ex.UPSERT_EXECUTION, ex.execution_row(updated))
-            return updated
+            return self._apply_execution(cur, request_id, change)
+
+    def _apply_execution(
+        self, cur: Cursor, request_id: str, change: ex.ExecutionChange
+    ) -> ex.Execution | None:
+        self._lock_execution(cur, request_id)
+        current = self._execution(cur, request_id)
+        updated = change(current)
+        if updated is not None and updated != current:
+            self._run(cur, ex.UPSERT_EXECUTION, ex.execution_row(updated))
+        return updated
 
     def _execution(self, cur: Cursor, request_id: str) -> ex.Execution | None:
         sql = f"SELECT {ex.EXECUTION_COLUMNS} FROM aais_executions WHERE request_id = ?"

@@ -158,6 +158,12 @@ class Lease:
     expires_at: float
 
 
+def _approved(write: ResolutionWrite) -> bool:
+    """Whether ``write`` records an ``approved`` resolution (the only kind that is claimed)."""
+    resolution = write.resolved.get("resolution")
+    return isinstance(resolution, dict) and resolution.get("outcome") == "approved"
+
+
 def _twin(
     method: Callable[Concatenate[Ledger, P], R],
 ) -> Callable[Concatenate[Ledger, P], Coroutine[Any, Any, R]]:
@@ -233,6 +239,19 @@ class Ledger(ABC):
         resolved, store the grant, append audit entries, and return ``(new, True)``.
         Raises KeyError if the request is unknown.
         """
+
+    def record_resolution_claiming(
+        self, write: ResolutionWrite, claim: ExecutionChange
+    ) -> tuple[StoredResolution, bool, Execution | None]:
+        """:meth:`record_resolution`, and when it records an ``approved`` resolution, the
+        execution ``claim`` applied (as :meth:`update_execution`) in the same transaction
+        where the backend can: one durable write for "decide + claim". The record is
+        None when nothing was claimed (nothing recorded, or not approved).
+        """
+        recorded, created = self.record_resolution(write)
+        if not created or not _approved(write):
+            return recorded, created, None
+        return recorded, created, self.update_execution(write.request_id, claim)
 
     @abstractmethod
     def get_resolution(self, request_id: str) -> StoredResolution | None:
@@ -332,6 +351,7 @@ class Ledger(ABC):
     aget_request = _twin(get_request)
     alist_pending = _twin(list_pending)
     arecord_resolution = _twin(record_resolution)
+    arecord_resolution_claiming = _twin(record_resolution_claiming)
     aget_resolution = _twin(get_resolution)
     alist_grants = _twin(list_grants)
     arevoke_grant = _twin(revoke_grant)

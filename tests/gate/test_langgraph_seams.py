@@ -103,3 +103,38 @@ def test_a_missing_seam_fails_at_import_naming_the_range(monkeypatch: Any) -> No
     finally:
         monkeypatch.undo()
         sys.modules["aais_langgraph.gate.seams"] = seams
+
+
+def test_the_latest_interrupt_writes_of_a_sqlite_saver_are_those_get_state_reports() -> None:
+    """One query over ``SqliteSaver``'s tables finds exactly the interrupts ``get_state``
+    reports: a paused thread's, none for one answered or edited past its interrupt."""
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    def node(state: State) -> State:
+        return {"seen": [interrupt({"ask": len(state.get("seen") or [])})]}
+
+    builder = StateGraph(State)
+    builder.add_node("node", node)
+    builder.add_edge(START, "node")
+    saver = SqliteSaver(sqlite3.connect(":memory:", check_same_thread=False))
+    graph = builder.compile(checkpointer=saver)
+    configs: dict[str, Any] = {t: {"configurable": {"thread_id": t}} for t in ("a", "b", "c")}
+    for config in configs.values():
+        graph.invoke({}, config)
+    graph.invoke(Command(resume="answered"), configs["b"])
+    graph.update_state(configs["c"], {"seen": ["edited"]})
+
+    found = [
+        (thread_id, [(item.id, item.value) for item in value])
+        for thread_id, value in seams.latest_interrupt_writes(saver) or ()
+    ]
+
+    reported = [
+        (thread_id, [(item.id, item.value) for item in graph.get_state(config).interrupts])
+        for thread_id, config in configs.items()
+    ]
+    assert found == [entry for entry in reported if entry[1]]
+    assert [thread_id for thread_id, _ in found] == ["a"]
+    assert seams.latest_interrupt_writes(InMemorySaver()) is None

@@ -82,17 +82,20 @@ def test_every_contract_method_has_an_async_twin_on_every_backend(ledger: Ledger
 def _steps() -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
     """One call of every contract method, in an order that gives each something to do."""
     requested = request_envelope("apr_1", session_id="s1")
+    second = request_envelope("apr_2")
+    claim_2 = claim_change("apr_2", "run_c", thread_id=None, ttl=10, now=3.0, retry=False)
     claim = claim_change("apr_1", "run_a", thread_id="thr_1", ttl=10, now=3.0, retry=False)
     return [
         ("setup", (), {}),
         ("is_set_up", (), {}),
         ("add_request", (requested,), {"thread_id": "thr_1", "context": {"k": 1}}),
         ("add_request", (requested,), {"thread_id": "thr_1"}),
-        ("add_request", (request_envelope("apr_2"),), {}),
+        ("add_request", (second,), {}),
         ("get_request", ("apr_1",), {}),
         ("list_pending", (), {"thread_id": "thr_1"}),
         ("record_resolution", (approval(requested, grant=grant_for(requested, grant_id="g")),), {}),
         ("get_resolution", ("apr_1",), {}),
+        ("record_resolution_claiming", (approval(second), claim_2), {}),
         ("list_grants", (), {"session_id": "s1"}),
         ("revoke_grant", ("g",), {"now": 5.0}),
         ("list_grants", (), {"include_revoked": True}),

@@ -5,11 +5,14 @@ from __future__ import annotations
 import itertools
 from dataclasses import replace
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aais_langgraph.ledger import Execution, Ledger
+from aais_langgraph.ledger import Execution, Ledger, ResolutionWrite
 from aais_langgraph.ledger.executions import claim_change, finish_change, reconcile_change
+
+from .envelopes import approval, request_envelope
 
 _ids = itertools.count()
 
@@ -138,3 +141,42 @@ def test_an_idempotent_retry_counts_attempts(ledger: Ledger) -> None:
     assert retried == replace(
         first, holder="run_c", attempt=2, started_at=1032.0, live_until=1062.0, updated_at=1032.0
     )
+
+
+def test_an_approval_and_its_claim_are_recorded_together(ledger: Ledger) -> None:
+    ledger.add_request(request_envelope("apr_1"))
+    change = claim_change("apr_1", "run_a", thread_id="t-1", ttl=30, now=1000.0, retry=False)
+
+    recorded, created, record = ledger.record_resolution_claiming(approval_of("apr_1"), change)
+
+    assert created and recorded.envelope["resolution"]["outcome"] == "approved"
+    assert record == Execution("apr_1", "t-1", "executing", "run_a", 1, 1000.0, 1030.0, 1000.0)
+    assert ledger.get_execution("apr_1") == record
+    # A second resolver finds the first resolution and claims nothing.
+    again = claim_change("apr_1", "run_b", thread_id="t-1", ttl=30, now=1001.0, retry=True)
+    assert ledger.record_resolution_claiming(approval_of("apr_1"), again)[1:] == (False, None)
+    assert ledger.get_execution("apr_1") == record
+
+
+def test_a_resolution_that_is_not_an_approval_claims_nothing(ledger: Ledger) -> None:
+    ledger.add_request(request_envelope("apr_1"))
+    change = claim_change("apr_1", "run_a", thread_id="t-1", ttl=30, now=1000.0, retry=False)
+
+    _, created, record = ledger.record_resolution_claiming(
+        approval_of("apr_1", outcome="denied"), change
+    )
+
+    assert created and record is None and ledger.get_execution("apr_1") is None
+
+
+def test_a_failed_resolution_write_leaves_no_claim(ledger: Ledger) -> None:
+    change = claim_change("apr_9", "run_a", thread_id="t-1", ttl=30, now=1000.0, retry=False)
+
+    with pytest.raises(KeyError):
+        ledger.record_resolution_claiming(approval_of("apr_9"), change)
+
+    assert ledger.get_execution("apr_9") is None
+
+
+def approval_of(request_id: str, *, outcome: str = "approved") -> ResolutionWrite:
+    return approval(request_envelope(request_id), outcome=outcome)

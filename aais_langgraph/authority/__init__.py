@@ -9,8 +9,8 @@ from .keys import AUTHORITY_KEY_FILE_VAR, AUTHORITY_KEY_VAR, load_authority_key
 from .leases import DEFAULT_LEASE_TTL, arun_lease, new_holder, run_lease
 from .outcomes import DEFAULT_STREAM, TERMINAL
 from .policy import ApprovalPolicy, AskEveryTime, PolicyVerdict
+from .reads import Clock
 from .standing import EventPage, Screening
-from .state_machine import Clock
 
 __all__ = [
     "AUTHORITY_KEY_FILE_VAR",

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .standing import EventPage
 
 if TYPE_CHECKING:
-    from .state_machine import AuthorityStateMachine
+    from .reads import AuthorityReads
 
 __all__ = ["EventFollower"]
 
@@ -28,7 +28,7 @@ class EventFollower:
 
     def __init__(
         self,
-        authority: AuthorityStateMachine,
+        authority: AuthorityReads,
         after: int,
         *,
         stream: str | None = None,

@@ -12,7 +12,7 @@ from .outcomes import resolution_audit, resolution_envelope
 from .policy import PolicyVerdict
 
 if TYPE_CHECKING:
-    from .state_machine import AuthorityStateMachine
+    from .reads import AuthorityReads
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class StandingAction:
 
 
 def standing_resolution(
-    authority: AuthorityStateMachine,
+    authority: AuthorityReads,
     action: Action,
     *,
     outcome: Literal["approved", "denied"],

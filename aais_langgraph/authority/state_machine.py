@@ -7,141 +7,57 @@ choices, before expiry, for the exact action digest."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timedelta, timezone
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from ..ledger import (
-    AuditVerification,
     Execution,
-    Grant,
-    InMemoryLedger,
-    Ledger,
     ResolutionWrite,
     StoredRequest,
 )
 from ..ledger.executions import ExecutionChange
 from ..protocol import (
-    AAISValidationError,
     Action,
     Actor,
     ApprovalDecided,
     ApprovalRequested,
     ApprovalResolved,
-    ApprovalSnapshot,
     Choice,
     Origin,
-    Request,
     Risk,
     build_request,
     format_timestamp,
     parse_envelope,
     sha256_digest,
-    utc_now,
 )
-from .cache import request_cache
 from .errors import UnknownRequestError
-from .grants import find_grant, grant_from_decision
-from .keys import resolve_key
+from .grants import grant_from_decision
 from .outcomes import (
-    DEFAULT_STREAM,
     MESSAGES,
     Judgement,
     check_size,
     conflict_envelope,
-    effective_expiry,
     judge,
     rejection_audit,
     resolution_audit,
     resolution_envelope,
-    snapshot_envelope,
 )
-from .policy import ApprovalPolicy, AskEveryTime
-from .standing import EventPage, Screening, standing_resolution
-from .vouch import VouchedRecords
-
-Clock = Callable[[], datetime]
+from .reads import AuthorityReads
 
 
-class AuthorityStateMachine:
+class AuthorityStateMachine(AuthorityReads):
     """The synchronous core of :class:`~.authority.ApprovalAuthority`: records requests,
     judges decisions, keeps grants and the audit chain.
 
     ``actor`` passed to :meth:`decide` is what the authenticated channel says. It
     *replaces* the actor in the decision body, so a presenter cannot claim to be
     someone else; with ``actor=None`` (trusted in-process callers) the body's actor
-    is recorded as given.
-
-    ``key`` is the authority key (bytes, or text as UTF-8; default: the one
-    ``AAIS_AUTHORITY_KEY_FILE`` or ``AAIS_AUTHORITY_KEY`` configures, if any).
-    With a key, every recorded request, resolution and grant carries an
-    HMAC-SHA256 seal, and rows without a valid seal are refused. Every stored
-    row is read back only if its audit entry vouches for it: otherwise
-    :class:`~aais_langgraph.ledger.LedgerIntegrityError` is raised and nothing acts on it.
+    is recorded as given. Configuration, screening and every read are in
+    :class:`~.reads.AuthorityReads`.
     """
 
-    def __init__(
-        self,
-        ledger: Ledger | None = None,
-        *,
-        clock: Clock = utc_now,
-        policy: ApprovalPolicy | None = None,
-        default_expiry: timedelta = timedelta(minutes=15),
-        harness: str = "aais-langgraph",
-        key: bytes | str | None = None,
-        stream: str = DEFAULT_STREAM,
-    ) -> None:
-        if default_expiry <= timedelta(0):
-            raise ValueError("default_expiry: must be positive")
-        if not isinstance(stream, str) or not stream or len(stream) > 200:
-            raise ValueError("stream: must be a non-empty AAIS id of at most 200 characters")
-        # SPEC §3: durable bindings MUST provide `stream`. One ledger is one producer stream
-        # (one sequence space), so every replica on it uses the same identifier.
-        self.stream = stream
-        self.ledger: Ledger = ledger if ledger is not None else InMemoryLedger()
-        self.clock = clock
-        self.policy: ApprovalPolicy = policy if policy is not None else AskEveryTime()
-        self.default_expiry = default_expiry
-        self.harness = harness
-        # Presentation only (snapshot); every other read goes through the vouched records.
-        self._requests = request_cache()
-        self._records = VouchedRecords(self.ledger, resolve_key(key))
-
-    def expiry_of(self, request: Request | StoredRequest) -> datetime:
-        """When ``request`` expires: its ``expires_at``, else ``created_at`` + default_expiry."""
-        return effective_expiry(request, self.default_expiry.total_seconds())
-
     # -- requests --------------------------------------------------------------------
-
-    def screen(
-        self, action: Action | Mapping[str, Any], *, origin: Origin | Mapping[str, Any]
-    ) -> Screening:
-        """Ask the policy, then the grants, whether ``action`` needs a human at all."""
-        action_model = Action.from_data(action, pointer="/action")
-        origin_model = Origin.from_data(origin, pointer="/origin")
-        verdict = self.policy.on_request(action_model, origin_model)
-        if verdict.verdict in ("allow", "deny"):
-            outcome: Literal["approved", "denied"] = (
-                "approved" if verdict.verdict == "allow" else "denied"
-            )
-            reason = verdict.reason or (
-                "Allowed by policy." if outcome == "approved" else "Denied by policy."
-            )
-            resolved = standing_resolution(
-                self, action_model, outcome=outcome, message=reason, grant=None
-            )
-            return Screening(resolved, verdict)
-        grant = self.match_grant(action_model, origin_model)
-        if grant is not None:
-            resolved = standing_resolution(
-                self,
-                action_model,
-                outcome="approved",
-                message="Approved by a standing grant.",
-                grant=grant,
-            )
-            return Screening(resolved, verdict)
-        return Screening(None, verdict)
 
     def request(
         self,
@@ -434,100 +350,3 @@ class AuthorityStateMachine:
         moment = now if now is not None else self.clock()
         due = self.ledger.list_pending(expires_before=moment.timestamp())
         return [self.expire(s.request_id) for s in due]
-
-    # -- grants ----------------------------------------------------------------------
-
-    def match_grant(
-        self,
-        action: Action | Mapping[str, Any],
-        origin: Origin | Mapping[str, Any],
-        *,
-        now: datetime | None = None,
-    ) -> Grant | None:
-        """A live grant covering ``action`` in ``origin``'s session, if any."""
-        return find_grant(
-            self.ledger,
-            Action.from_data(action, pointer="/action"),
-            Origin.from_data(origin, pointer="/origin"),
-            now=now if now is not None else self.clock(),
-            vouch=self._records.grant,
-        )
-
-    def list_grants(
-        self, *, session_id: str | None = None, include_revoked: bool = False
-    ) -> list[Grant]:
-        """Recorded grants, optionally those usable in one session (each one vouched for)."""
-        grants = self.ledger.list_grants(session_id=session_id, include_revoked=include_revoked)
-        return [self._records.grant(grant) for grant in grants]
-
-    def revoke_grant(
-        self, grant_id: str, *, actor: Actor | Mapping[str, Any] | None = None
-    ) -> bool:
-        """Revoke a grant; later actions ask again. False if unknown or already revoked.
-
-        ``actor`` (who the authenticated channel says revoked it) is named in the audit entry.
-        """
-        who = None if actor is None else Actor.from_data(actor, pointer="/actor").to_json()
-        return self.ledger.revoke_grant(grant_id, now=self.clock().timestamp(), actor=who)
-
-    # -- presenters ------------------------------------------------------------------
-
-    def snapshot(
-        self, *, session_id: str | None = None, stream: str | None = None
-    ) -> ApprovalSnapshot:
-        """``approval.snapshot`` of pending, unexpired requests."""
-        as_of = self.ledger.last_sequence()
-        now = self.clock()
-        pending = []
-        for stored in self.ledger.list_pending(session_id=session_id):
-            request = self._requests.load(stored.envelope).request
-            if now < self.expiry_of(request):
-                pending.append(request.to_json())
-        return snapshot_envelope(
-            pending,
-            as_of=as_of,
-            now=now,
-            stream=stream if stream is not None else self.stream,
-            unknown_executions=self.unknown_executions(session_id=session_id),
-        )
-
-    def unknown_executions(self, *, session_id: str | None = None) -> list[dict[str, Any]]:
-        """Approved requests whose execution outcome is unknown (the runtime's records),
-        each ``{request_id, thread_id, action_digest, name, summary, since}``."""
-        found: list[dict[str, Any]] = []
-        for record in self.ledger.list_executions(states=("unknown",)):
-            stored = self.ledger.get_request(record.request_id)
-            if stored is None or session_id not in (None, stored.session_id):
-                continue
-            request = self._requests.load(stored.envelope).request
-            since = datetime.fromtimestamp(record.updated_at, timezone.utc)
-            found.append(
-                {
-                    "request_id": record.request_id,
-                    "thread_id": record.thread_id,
-                    "action_digest": request.action_digest,
-                    "name": request.action.name,
-                    "summary": request.action.summary,
-                    "since": format_timestamp(since),
-                }
-            )
-        return found
-
-    def events_after(self, sequence: int, *, limit: int = 1000) -> EventPage:
-        """Stored events after ``sequence``; ``gap`` when history before them was compacted."""
-        if isinstance(sequence, bool) or not isinstance(sequence, int) or sequence < 0:
-            raise AAISValidationError("/sequence", "must be a non-negative integer")
-        last = self.ledger.last_sequence()
-        first = self.ledger.first_event_sequence()
-        events = self.ledger.events_after(sequence, limit=limit)
-        # Sequences are contiguous, so anything missing before the oldest stored event
-        # was compacted; with nothing stored, everything up to ``last`` was.
-        oldest = first if first is not None else last + 1
-        gap = sequence < last and oldest > sequence + 1
-        return EventPage(events=events, gap=gap, last_sequence=self.ledger.last_sequence())
-
-    def verify_audit(self, *, expected_tip: tuple[int, str] | None = None) -> AuditVerification:
-        """Re-check the audit chain, then every stored row against the entry that vouches for
-        it (and its seal, with a key); names the first bad entry or row and detects
-        truncation, and a rollback or emptying against ``expected_tip``."""
-        return self._records.verify_all(expected_tip=expected_tip)

@@ -21,32 +21,24 @@ from typing import Any, cast
 
 from langgraph.types import interrupt
 
-from ..authority import ApprovalAuthority, new_holder
-from ..authority.outcomes import MESSAGES, resolution_envelope
-from ..ledger import Execution
+from ..authority import ApprovalAuthority
 from ..protocol import (
     Action,
-    ApprovalDecided,
     ApprovalRequested,
     ApprovalResolved,
     Choice,
     Request,
     Risk,
-    action_digest,
 )
 from .channel import answer_channel
 from .execution import (
-    CLAIMED,
-    CLAIMED_MESSAGE,
     SKIPPED,
     Claim,
-    ExecutionUnknownError,
     RetryAnswerType,
-    claim_of,
     execution_state,
-    settle,
 )
-from .response import Answer, AnswerType, Refusal, RejectedResumeError, refuse
+from .judging import at_time_of_use, judge, judge_late, prejudge
+from .response import Answer, AnswerType, Refusal, RejectedResumeError
 from .run_context import (
     RunCoordinates,
     claim_ttl,
@@ -106,133 +98,6 @@ def _open_request(
         },
     )
     return _Opened(requested, None)
-
-
-def _judge(
-    authority: ApprovalAuthority,
-    request: Request,
-    action: Action,
-    answer: Answer,
-    known: ApprovalResolved | None = None,
-    claim: Claim | None = None,
-) -> ApprovalResolved:
-    """The request's resolution for a bound answer, or raise :class:`Refusal`.
-
-    Runs inside LangGraph's validation of the resume value. A notice is worth
-    only the resolution recorded in the ledger; a decision is judged by the
-    authority against the action computed now. An ``invalid`` or ``conflict``ing
-    decision and a notice with nothing recorded behind it are refused, so the
-    interrupt stays pending (and a run that lost a race overwrites nothing).
-    """
-    claimed: tuple[str, Execution | None] | None = None
-    if isinstance(answer, ApprovalResolved):
-        # A recorded resolution never changes, so one read before the interrupt will do.
-        recorded = known if known is not None else authority.get_resolution(request.id)
-        if recorded is None:
-            raise refuse("/resolution", "no resolution is recorded for this request")
-        resolved = recorded
-    else:
-        change = None
-        if claim is not None and claim.ttl is not None:
-            # Decide and claim in one ledger transaction (one durable write, not two).
-            holder = new_holder()
-            change = claim_of(request.id, holder, claim)
-        resolved, record = authority.decide_claiming(answer, claim=change, current_action=action)
-        if change is not None:
-            claimed = (holder, record)
-        outcome = resolved.resolution.outcome
-        if outcome in ("invalid", "conflict") or (
-            outcome == "stale" and authority.get_resolution(request.id) is None
-        ):
-            raise refuse("/decision", resolved.resolution.message)
-    if resolved.approved and claim is not None:
-        # The one execution claim (invariants 6 and 10): of two runs resuming the same
-        # interrupt at once only one claims, and a re-run after a crash finds the claim
-        # and does not run the action again (see :mod:`.execution`).
-        return settle(authority, request, resolved, claim, claimed=claimed)
-    return resolved
-
-
-def _prejudge(
-    authority: ApprovalAuthority,
-    request: Request,
-    recorded: ApprovalResolved | None,
-    answer: Answer,
-) -> Answer:
-    """The checks :func:`_judge` makes that need no I/O (async gates judge later, in a thread).
-
-    ``recorded`` is the resolution read before the interrupt. What only the
-    ledger can tell (a decision racing another) is judged after the answer is
-    accepted; the run then fails closed instead of keeping the interrupt.
-    """
-    if isinstance(answer, ApprovalResolved):
-        if recorded is None:
-            raise refuse("/resolution", "no resolution is recorded for this request")
-        return answer
-    decision = answer.decision
-    if recorded is not None:
-        if recorded.resolution.decision_id != decision.id:
-            raise refuse("/decision", MESSAGES["conflict"])
-        return answer
-    if decision.decision == "approve":
-        objection = authority.policy.on_decision(request, decision)
-        if objection is not None:
-            raise refuse("/decision", objection[:2000] or "Refused by policy.")
-    return answer
-
-
-def _judge_late(
-    authority: ApprovalAuthority,
-    request: Request,
-    action: Action,
-    answer: Answer,
-    claim: Claim | None,
-) -> ApprovalResolved:
-    """:func:`_judge` after the answer was accepted: a refusal can only fail closed now."""
-    try:
-        return _judge(authority, request, action, answer, claim=claim)
-    except Refusal as refusal:
-        if isinstance(refusal.error, ExecutionUnknownError):
-            raise refusal.error from None
-        if isinstance(refusal.error, RejectedResumeError) and refusal.error.code == CLAIMED:
-            return resolution_envelope(
-                request,
-                outcome="conflict",
-                message=CLAIMED_MESSAGE,
-                now=authority.clock(),
-                sequence=authority.ledger.last_sequence(),
-            )
-        if isinstance(answer, ApprovalDecided):
-            return authority.decide(answer, current_action=action)
-        return resolution_envelope(
-            request,
-            outcome="invalid",
-            message=str(refusal.error)[:2000],
-            now=authority.clock(),
-            sequence=authority.ledger.last_sequence(),
-        )
-
-
-def _at_time_of_use(
-    authority: ApprovalAuthority, request: Request, resolved: ApprovalResolved, action: Action
-) -> ApprovalResolved:
-    """An approval stands only for the action the node computes *now*.
-
-    The request is looked up by its deterministic id, so a node whose action
-    changed without a new checkpoint (it reads something outside the graph state)
-    would otherwise receive the approval of the action the human saw. Such an
-    approval is answered ``stale`` here; the recorded resolution is left as it is.
-    """
-    if not resolved.approved or resolved.resolution.action_digest == action_digest(action):
-        return resolved
-    return resolution_envelope(
-        request,
-        outcome="stale",
-        message=MESSAGES["stale_action"],
-        now=authority.clock(),
-        sequence=authority.ledger.last_sequence(),
-        stream=resolved.stream,
-    )
 
 
 def _claim_for(coordinates: RunCoordinates, idempotent: bool) -> Claim:
@@ -314,8 +179,8 @@ def request_approval(
         return opened
     request = opened.requested.request
     while True:
-        judge = functools.partial(
-            _judge,
+        settle_answer = functools.partial(
+            judge,
             found,
             request,
             action_model,
@@ -324,7 +189,7 @@ def request_approval(
         )
         # The run's answer channel decides whose raw decision counts (invariant 7).
         resolved: ApprovalResolved = _ask(
-            opened, _answer_type(request, answer_channel().guard(judge), _retry_of)
+            opened, _answer_type(request, answer_channel().guard(settle_answer), _retry_of)
         )
         if resolved is not SKIPPED:
             break
@@ -343,7 +208,7 @@ def request_approval(
             idempotent=idempotent,
             _retry_of=request.id,
         )
-    return _at_time_of_use(found, request, resolved, action_model)
+    return at_time_of_use(found, request, resolved, action_model)
 
 
 async def arequest_approval(
@@ -385,14 +250,14 @@ async def arequest_approval(
     if isinstance(opened, ApprovalResolved):
         return opened
     request = opened.requested.request
-    check = functools.partial(_prejudge, found, request, opened.recorded)
+    check = functools.partial(prejudge, found, request, opened.recorded)
     guarded = answer_channel().guard(check)
     answer: Answer = _ask(opened, _answer_type(request, guarded, _retry_of))
     while answer is SKIPPED:
         coordinates = current_coordinates(retry_of=_retry_of)  # the next slot
         answer = _ask(opened, _answer_type(request, guarded, _retry_of))
     resolved = await asyncio.to_thread(
-        _judge_late,
+        judge_late,
         found,
         request,
         action_model,
@@ -412,4 +277,4 @@ async def arequest_approval(
             idempotent=idempotent,
             _retry_of=request.id,
         )
-    return _at_time_of_use(found, request, resolved, action_model)
+    return at_time_of_use(found, request, resolved, action_model)

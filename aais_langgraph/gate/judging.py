@@ -1,0 +1,150 @@
+"""What a gate makes of an answer: judged while LangGraph validates the resume value
+(:func:`judge`; :func:`prejudge` + :func:`judge_late` for async gates, whose ledger work
+runs in a thread), then checked once more against the action computed now
+(:func:`at_time_of_use`). A refusal raised while validating keeps the interrupt pending.
+"""
+
+from __future__ import annotations
+
+from ..authority import ApprovalAuthority, new_holder
+from ..authority.outcomes import MESSAGES, resolution_envelope
+from ..ledger import Execution
+from ..protocol import Action, ApprovalDecided, ApprovalResolved, Request, action_digest
+from .execution import (
+    CLAIMED,
+    CLAIMED_MESSAGE,
+    Claim,
+    ExecutionUnknownError,
+    claim_of,
+    settle,
+)
+from .response import Answer, Refusal, RejectedResumeError, refuse
+
+__all__ = ["at_time_of_use", "judge", "judge_late", "prejudge"]
+
+
+def judge(
+    authority: ApprovalAuthority,
+    request: Request,
+    action: Action,
+    answer: Answer,
+    known: ApprovalResolved | None = None,
+    claim: Claim | None = None,
+) -> ApprovalResolved:
+    """The request's resolution for a bound answer, or raise :class:`Refusal`.
+
+    Runs inside LangGraph's validation of the resume value. A notice is worth
+    only the resolution recorded in the ledger; a decision is judged by the
+    authority against the action computed now. An ``invalid`` or ``conflict``ing
+    decision and a notice with nothing recorded behind it are refused, so the
+    interrupt stays pending (and a run that lost a race overwrites nothing).
+    """
+    claimed: tuple[str, Execution | None] | None = None
+    if isinstance(answer, ApprovalResolved):
+        # A recorded resolution never changes, so one read before the interrupt will do.
+        recorded = known if known is not None else authority.get_resolution(request.id)
+        if recorded is None:
+            raise refuse("/resolution", "no resolution is recorded for this request")
+        resolved = recorded
+    else:
+        change = None
+        if claim is not None and claim.ttl is not None:
+            # Decide and claim in one ledger transaction (one durable write, not two).
+            holder = new_holder()
+            change = claim_of(request.id, holder, claim)
+        resolved, record = authority.decide_claiming(answer, claim=change, current_action=action)
+        if change is not None:
+            claimed = (holder, record)
+        outcome = resolved.resolution.outcome
+        if outcome in ("invalid", "conflict") or (
+            outcome == "stale" and authority.get_resolution(request.id) is None
+        ):
+            raise refuse("/decision", resolved.resolution.message)
+    if resolved.approved and claim is not None:
+        # The one execution claim (invariants 6 and 10): of two runs resuming the same
+        # interrupt at once only one claims, and a re-run after a crash finds the claim
+        # and does not run the action again (see :mod:`.execution`).
+        return settle(authority, request, resolved, claim, claimed=claimed)
+    return resolved
+
+
+def prejudge(
+    authority: ApprovalAuthority,
+    request: Request,
+    recorded: ApprovalResolved | None,
+    answer: Answer,
+) -> Answer:
+    """The checks :func:`judge` makes that need no I/O (async gates judge later, in a thread).
+
+    ``recorded`` is the resolution read before the interrupt. What only the
+    ledger can tell (a decision racing another) is judged after the answer is
+    accepted; the run then fails closed instead of keeping the interrupt.
+    """
+    if isinstance(answer, ApprovalResolved):
+        if recorded is None:
+            raise refuse("/resolution", "no resolution is recorded for this request")
+        return answer
+    decision = answer.decision
+    if recorded is not None:
+        if recorded.resolution.decision_id != decision.id:
+            raise refuse("/decision", MESSAGES["conflict"])
+        return answer
+    if decision.decision == "approve":
+        objection = authority.policy.on_decision(request, decision)
+        if objection is not None:
+            raise refuse("/decision", objection[:2000] or "Refused by policy.")
+    return answer
+
+
+def judge_late(
+    authority: ApprovalAuthority,
+    request: Request,
+    action: Action,
+    answer: Answer,
+    claim: Claim | None,
+) -> ApprovalResolved:
+    """:func:`judge` after the answer was accepted: a refusal can only fail closed now."""
+    try:
+        return judge(authority, request, action, answer, claim=claim)
+    except Refusal as refusal:
+        if isinstance(refusal.error, ExecutionUnknownError):
+            raise refusal.error from None
+        if isinstance(refusal.error, RejectedResumeError) and refusal.error.code == CLAIMED:
+            return resolution_envelope(
+                request,
+                outcome="conflict",
+                message=CLAIMED_MESSAGE,
+                now=authority.clock(),
+                sequence=authority.ledger.last_sequence(),
+            )
+        if isinstance(answer, ApprovalDecided):
+            return authority.decide(answer, current_action=action)
+        return resolution_envelope(
+            request,
+            outcome="invalid",
+            message=str(refusal.error)[:2000],
+            now=authority.clock(),
+            sequence=authority.ledger.last_sequence(),
+        )
+
+
+def at_time_of_use(
+    authority: ApprovalAuthority, request: Request, resolved: ApprovalResolved, action: Action
+) -> ApprovalResolved:
+    """An approval stands only for the action the node computes *now*.
+
+    The request is looked up by its deterministic id, so a node whose action
+    changed without a new checkpoint (it reads something outside the graph state)
+    would otherwise receive the approval of the action the human saw. Such an
+    approval is answered ``stale`` here; the recorded resolution is left as it is.
+    """
+    if not resolved.approved or resolved.resolution.action_digest == action_digest(action):
+        return resolved
+    return resolution_envelope(
+        request,
+        outcome="stale",
+        message=MESSAGES["stale_action"],
+        now=authority.clock(),
+        sequence=authority.ledger.last_sequence(),
+        stream=resolved.stream,
+    )

@@ -48,9 +48,9 @@ from aais_langgraph.authority import (
     ApprovalAuthority,
     EventFollower,
     LedgerIntegrityError,
+    ReplyStream,
 )
-from aais_langgraph.protocol import ApprovalResolved, ApprovalSnapshot, new_id
-from aais_langgraph.protocol.extensions import IN_REPLY_TO_EXTENSION as IN_REPLY_TO
+from aais_langgraph.protocol import ApprovalSnapshot
 from aais_langgraph.protocol.ijson import MAX_SAFE_INTEGER
 
 from .decisions import DecisionRefused, arecord_decision
@@ -176,8 +176,7 @@ class _Connection:
         self.max_bytes = max_bytes
         self.poll_interval = poll_interval
         self.resolved = resolved
-        self.reply_stream = new_id("aais-langgraph.ws")
-        self._replies = 0
+        self.replies = ReplyStream("aais-langgraph.ws")
         self._frames = 0
         self._sending = asyncio.Lock()
 
@@ -269,21 +268,7 @@ class _Connection:
             return error_frame("aais.ledger_integrity", "", str(error), frame=frame)
         if resolved.resolution.outcome in TERMINAL:
             self.resolved(decided.decision.request_id)
-        return self._reply(resolved, decided.decision.id, frame)
-
-    def _reply(self, resolved: ApprovalResolved, decision_id: str, frame: int) -> dict[str, Any]:
-        """The resolution as a new envelope on this connection's reply stream."""
-        self._replies += 1
-        envelope = resolved.to_json()
-        extensions = dict(envelope.get("extensions") or {})
-        extensions[IN_REPLY_TO] = {"frame": frame, "decision_id": decision_id}
-        envelope.update(
-            id=new_id("evt"),
-            stream=self.reply_stream,
-            sequence=self._replies,
-            extensions=extensions,
-        )
-        return ApprovalResolved.from_data(envelope).to_json()
+        return self.replies.reply(resolved, {"frame": frame, "decision_id": decided.decision.id})
 
     # -- the socket ---------------------------------------------------------------------
 
@@ -302,5 +287,3 @@ class _Connection:
             async with self._sending:
                 with suppress(Exception):
                     await self.websocket.close(code=code, reason=reason)
-
-

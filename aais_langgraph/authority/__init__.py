@@ -4,7 +4,7 @@ from ..ledger import LedgerIntegrityError
 from .authority import ApprovalAuthority
 from .constraints import KNOWN_KEYS, constraints_match, explain_constraints
 from .errors import LeaseHeldError, UnknownRequestError
-from .events import EventFollower
+from .events import EventFollower, ReplyStream
 from .keys import AUTHORITY_KEY_FILE_VAR, AUTHORITY_KEY_VAR, load_authority_key
 from .leases import DEFAULT_LEASE_TTL, arun_lease, new_holder, run_lease
 from .outcomes import DEFAULT_STREAM, TERMINAL
@@ -28,6 +28,7 @@ __all__ = [
     "LeaseHeldError",
     "LedgerIntegrityError",
     "PolicyVerdict",
+    "ReplyStream",
     "Screening",
     "UnknownRequestError",
     "arun_lease",

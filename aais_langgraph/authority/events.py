@@ -1,22 +1,26 @@
-"""Following the authority's event stream forward from a sequence, for every presenter binding.
+"""The two streams of every presenter binding: the authority's, followed; the binding's own.
 
 The ledger's event stream is the authority's one producer stream (SPEC §3): its
-sequences order only its own envelopes. A presenter binding (SSE, NDJSON stdio)
-reads it page by page after the snapshot's ``as_of_sequence`` (SPEC §4.4) with an
-:class:`EventFollower`; how it waits between pages is the binding's business.
+sequences order only its own envelopes. A presenter binding (SSE, WebSocket, NDJSON
+stdio) reads it page by page after the snapshot's ``as_of_sequence`` (SPEC §4.4) with an
+:class:`EventFollower`; how it waits between pages is the binding's business. Its
+replies to decisions go on a :class:`ReplyStream` of its own, with its own sequences.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..protocol import ApprovalResolved, new_id
+from ..protocol.extensions import IN_REPLY_TO_EXTENSION
 from .standing import EventPage
 
 if TYPE_CHECKING:
     from .reads import AuthorityReads
 
-__all__ = ["EventFollower"]
+__all__ = ["EventFollower", "ReplyStream"]
 
 
 class EventFollower:
@@ -53,3 +57,23 @@ class EventFollower:
 
     async def aread(self) -> EventPage:
         return await asyncio.to_thread(self.read)
+
+
+class ReplyStream:
+    """A binding connection's own stream (SPEC §3: distinct stream ids and sequence spaces):
+    each reply is a new envelope, numbered from 1, naming the input it answers
+    (``aais-langgraph.org/in_reply_to``)."""
+
+    def __init__(self, prefix: str) -> None:
+        self.stream = new_id(prefix)
+        self.sent = 0
+
+    def reply(self, resolved: ApprovalResolved, in_reply_to: Mapping[str, Any]) -> dict[str, Any]:
+        """``resolved`` as the next envelope on this stream, answering ``in_reply_to``."""
+        self.sent += 1
+        envelope = resolved.to_json()
+        extensions = dict(envelope.get("extensions") or {})
+        extensions[IN_REPLY_TO_EXTENSION] = dict(in_reply_to)
+        envelope.update(id=new_id("evt"), stream=self.stream, sequence=self.sent)
+        envelope["extensions"] = extensions
+        return ApprovalResolved.from_data(envelope).to_json()

@@ -46,6 +46,7 @@ from ..authority import (
     ApprovalAuthority,
     EventFollower,
     LedgerIntegrityError,
+    ReplyStream,
     UnknownRequestError,
 )
 from ..ledger import open_ledger
@@ -54,8 +55,6 @@ from ..protocol import (
     AAISValidationError,
     Actor,
     ApprovalDecided,
-    ApprovalResolved,
-    new_id,
     parse_envelope,
 )
 from ..protocol.extensions import IN_REPLY_TO_EXTENSION
@@ -94,8 +93,8 @@ class StdioPresenter:
         self.diagnostics = diagnostics
         self.max_line_bytes = max_line_bytes
         self.stream = stream if stream is not None else authority.stream
-        self.reply_stream = new_id("aais-langgraph.stdio")
-        self._replies = 0
+        self.replies = ReplyStream("aais-langgraph.stdio")
+        self.reply_stream = self.replies.stream
         self._lines = 0
         self._follower: EventFollower | None = None
 
@@ -158,23 +157,7 @@ class StdioPresenter:
             return error_line("aais.invalid_envelope", error.pointer, str(error), line=number)
         except LedgerIntegrityError as error:
             return error_line("aais.ledger_integrity", "", str(error), line=number)
-        return self._reply_envelope(resolved, decided.decision.id, number)
-
-    def _reply_envelope(
-        self, resolved: ApprovalResolved, decision_id: str, number: int
-    ) -> dict[str, Any]:
-        """The resolution as a new envelope on this session's reply stream."""
-        self._replies += 1
-        envelope = resolved.to_json()
-        extensions = dict(envelope.get("extensions") or {})
-        extensions[IN_REPLY_TO] = {"line": number, "decision_id": decision_id}
-        envelope.update(
-            id=new_id("evt"),
-            stream=self.reply_stream,
-            sequence=self._replies,
-            extensions=extensions,
-        )
-        return ApprovalResolved.from_data(envelope).to_json()
+        return self.replies.reply(resolved, {"line": number, "decision_id": decided.decision.id})
 
     # -- the loop ----------------------------------------------------------------------
 

@@ -5,67 +5,30 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aais
 import httpx
 import pytest
-from fastapi import Request
 from langgraph.checkpoint.memory import InMemorySaver
 
-from aais_agui import Authenticated, bearer_token_authenticator, create_app, run_agent_input
+from aais_agui import create_app, run_agent_input
 from aais_langgraph import ApprovalAuthority, build_decision
 from aais_langgraph.authority import DEFAULT_STREAM
 from aais_langgraph.ledger import SqliteLedger
-from aais_langgraph.protocol import Actor
 
-from .conftest import ALICE
 from .demo_graph import EffectLog, build_demo_graph
 from .http_support import agui_run, serve, sse_messages
+from .served_site import MAX_BODY, Site, served_site
 
-BOB = {"id": "bob", "type": "human"}
 MALLORY = {"id": "mallory", "type": "human"}
-MAX_BODY = 64_000
-
-
-@dataclass
-class Site:
-    url: str
-    authority: ApprovalAuthority
-    effects: EffectLog
-    graph: Any
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
-    folder: Path = tmp_path_factory.mktemp("http")
-    ledger = SqliteLedger(folder / "ledger.db", synchronous="NORMAL")
-    ledger.setup()
-    authority = ApprovalAuthority(ledger)
-    effects = EffectLog(folder / "effects.db")
-    graph = build_demo_graph(effects, InMemorySaver())
-    bearer = bearer_token_authenticator({"alice-token": ALICE, "bob-token": BOB})
-
-    def authenticate(request: Request) -> Actor | Authenticated | None:
-        actor = bearer(request)
-        if actor is not None:
-            return actor  # type: ignore[return-value]
-        if request.cookies.get("session") == "bob-session":
-            return Authenticated(Actor.from_data(BOB), cookie_session=True)
-        return None
-
-    app = create_app(
-        graph,
-        authority=authority,
-        authenticate=authenticate,
-        max_body_bytes=MAX_BODY,
-        allowed_origins=["https://inbox.example"],
-        poll_interval=0.05,
-    )
-    with serve(app) as url:
-        yield Site(url, authority, effects, graph)
+    with served_site(tmp_path_factory.mktemp("http")) as served:
+        yield served
 
 
 @pytest.fixture

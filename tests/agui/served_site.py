@@ -1,0 +1,69 @@
+"""The demo graph served by ``create_app`` on loopback: bearer users alice and bob, and a
+cookie session for bob (which needs the CSRF token); shared by the HTTP and WebSocket tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fastapi import Request
+from langgraph.checkpoint.memory import InMemorySaver
+
+from aais_agui import Authenticated, bearer_token_authenticator, create_app
+from aais_langgraph import ApprovalAuthority
+from aais_langgraph.ledger import SqliteLedger
+from aais_langgraph.protocol import Actor
+
+from .conftest import ALICE
+from .demo_graph import EffectLog, build_demo_graph
+from .http_support import serve
+
+BOB = {"id": "bob", "type": "human"}
+MAX_BODY = 64_000
+OTHER_ORIGIN = "https://inbox.example"
+
+
+@dataclass
+class Site:
+    url: str
+    db: Path
+    authority: ApprovalAuthority
+    effects: EffectLog
+    graph: Any
+
+    @property
+    def ws(self) -> str:
+        return self.url.replace("http://", "ws://") + "/approvals/ws"
+
+
+@contextmanager
+def served_site(folder: Path) -> Iterator[Site]:
+    """``create_app`` over a SQLite ledger in ``folder``, on an ephemeral loopback port."""
+    ledger = SqliteLedger(folder / "ledger.db", synchronous="NORMAL")
+    ledger.setup()
+    authority = ApprovalAuthority(ledger)
+    effects = EffectLog(folder / "effects.db")
+    graph = build_demo_graph(effects, InMemorySaver())
+    bearer = bearer_token_authenticator({"alice-token": ALICE, "bob-token": BOB})
+
+    def authenticate(request: Request) -> Actor | Authenticated | None:
+        actor = bearer(request)
+        if actor is not None:
+            return actor  # type: ignore[return-value]
+        if request.cookies.get("session") == "bob-session":
+            return Authenticated(Actor.from_data(BOB), cookie_session=True)
+        return None
+
+    app = create_app(
+        graph,
+        authority=authority,
+        authenticate=authenticate,
+        max_body_bytes=MAX_BODY,
+        allowed_origins=[OTHER_ORIGIN],
+        poll_interval=0.05,
+    )
+    with serve(app) as url:
+        yield Site(url, folder / "ledger.db", authority, effects, graph)

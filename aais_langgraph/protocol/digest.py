@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import rfc8785
 
 from .errors import AAISValidationError
-from .ijson import DEFAULT_MAX_DEPTH, check_ijson
+from .ijson import DEFAULT_MAX_DEPTH, MAX_SAFE_INTEGER, check_ijson
 
 if TYPE_CHECKING:
     from .parts import Action
@@ -22,7 +23,51 @@ def canonical_json(value: Any, *, max_depth: int = DEFAULT_MAX_DEPTH, pointer: s
     return _canonical(value, pointer)
 
 
+_PLAIN_DEPTH = 64
+_compact = json.JSONEncoder(
+    ensure_ascii=False, allow_nan=False, sort_keys=True, separators=(",", ":")
+).encode
+
+
+def _plain(value: Any) -> bool:
+    """True when ``json`` writes ``value`` exactly as RFC 8785 does, several times faster.
+
+    That holds for plain dicts, lists, strings, booleans, null and integers in the
+    I-JSON range, with ASCII object keys: no floats (RFC 8785 writes numbers the
+    ECMAScript way), and for ASCII keys order by code point is order by UTF-16
+    code unit. Both escape only ``"``, ``\\`` and control characters, in the same
+    forms. Anything else (and deep or cyclic nesting) goes to ``rfc8785``;
+    ``tests/protocol/test_canonical_fast_path.py`` checks the two agree.
+    """
+    return _plain_at(value, 0)
+
+
+def _plain_at(value: Any, depth: int) -> bool:
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return True
+    if kind is int:
+        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+    if depth >= _PLAIN_DEPTH:
+        return False
+    if kind is dict:
+        for key, child in value.items():
+            if type(key) is not str or not key.isascii():
+                return False
+            if type(child) is not str and not _plain_at(child, depth + 1):
+                return False
+        return True
+    if kind is list:
+        return all(type(child) is str or _plain_at(child, depth + 1) for child in value)
+    return False
+
+
 def _canonical(value: Any, pointer: str) -> bytes:
+    if _plain(value):
+        try:
+            return _compact(value).encode("utf-8")
+        except (UnicodeEncodeError, RecursionError):
+            pass  # a lone surrogate or deep nesting: rfc8785 gives the verdict
     try:
         return rfc8785.dumps(value)
     except (rfc8785.CanonicalizationError, RecursionError):

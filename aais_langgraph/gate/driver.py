@@ -18,10 +18,11 @@ thread, as the ledger calls in it block.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -32,7 +33,7 @@ from ..authority import DEFAULT_LEASE_TTL, ApprovalAuthority, arun_lease, run_le
 from ..ledger import StoredRequest
 from .channel import RECORDED_ONLY_KEY
 from .run_context import AUTHORITY_KEY, CLAIM_TTL_KEY, claim_ttl_for_lease
-from .seams import INTERRUPT_CHANNEL
+from .seams import INTERRUPT_CHANNEL, NULL_TASK_ID
 
 __all__ = [
     "DEFAULT_LEASE_WAIT",
@@ -71,8 +72,13 @@ class ThreadView:
     """Request id -> LangGraph interrupt id, for every interrupt a gate raised."""
     open: Mapping[str, Any]
     """Interrupt id -> value of every pending interrupt (gates' and plain ones)."""
-    live_tasks: frozenset[str]
-    """``name:id`` of every task the next step runs (the roots of their namespaces)."""
+    live_tasks_of: Callable[[], frozenset[str]] = field(repr=False, compare=False)
+    """Works out :attr:`live_tasks` (building the state snapshot) when first needed."""
+
+    @functools.cached_property
+    def live_tasks(self) -> frozenset[str]:
+        """``name:id`` of every task the next step runs (the roots of their namespaces)."""
+        return self.live_tasks_of()
 
     @classmethod
     def of(cls, state: Any) -> ThreadView:
@@ -87,7 +93,32 @@ class ThreadView:
             if request_id is not None:
                 interrupts[request_id] = pending.id
         live = frozenset(f"{task.name}:{task.id}" for task in getattr(state, "tasks", None) or ())
-        return cls(interrupts=interrupts, open=open_, live_tasks=live)
+        return cls(interrupts=interrupts, open=open_, live_tasks_of=lambda: live)
+
+    @classmethod
+    def of_checkpoint(
+        cls, found: CheckpointTuple | None, state: Callable[[], Any]
+    ) -> ThreadView | None:
+        """The view read from the interrupt writes of a thread's latest checkpoint tuple,
+        without building its state (``state`` builds it, for :attr:`live_tasks` only);
+        None when the checkpoint holds no interrupt (then ask ``get_state``)."""
+        interrupts: dict[str, str] = {}
+        open_: dict[str, Any] = {}
+        for task_id, channel, value in (found.pending_writes or ()) if found is not None else ():
+            if channel != INTERRUPT_CHANNEL or task_id == NULL_TASK_ID:
+                continue
+            for pending in value if isinstance(value, (list, tuple)) else (value,):
+                open_[pending.id] = pending.value
+                request_id = cls.request_id_of(pending.value)
+                if request_id is not None:
+                    interrupts[request_id] = pending.id
+        if not open_:
+            return None
+        return cls(
+            interrupts=interrupts,
+            open=open_,
+            live_tasks_of=lambda: cls.of(state()).live_tasks,
+        )
 
     @staticmethod
     def request_id_of(value: Any) -> str | None:
@@ -156,12 +187,28 @@ def context_kwargs(context: Any) -> dict[str, Any]:
 
 
 def read_view(graph: Any, config: RunnableConfig) -> ThreadView:
-    """The :class:`ThreadView` of the thread ``config`` names."""
+    """The :class:`ThreadView` of the thread ``config`` names: from its latest checkpoint
+    tuple when that holds interrupts (one read), else from ``get_state``."""
+    saver = _saver(graph)
+    if saver is not None:
+        view = ThreadView.of_checkpoint(
+            saver.get_tuple(config), functools.partial(graph.get_state, config)
+        )
+        if view is not None:
+            return view
     return ThreadView.of(graph.get_state(config))
 
 
 async def aread_view(graph: Any, config: RunnableConfig) -> ThreadView:
-    """Async twin of :func:`read_view`."""
+    """Async twin of :func:`read_view`. Its ``live_tasks``, when needed, are read with the
+    sync ``get_state``: ask for them in a worker thread (as the drivers' plans run)."""
+    saver = _saver(graph)
+    if saver is not None:
+        view = ThreadView.of_checkpoint(
+            await saver.aget_tuple(config), functools.partial(graph.get_state, config)
+        )
+        if view is not None:
+            return view
     return ThreadView.of(await graph.aget_state(config))
 
 

@@ -153,7 +153,11 @@ def settle(
         return resolved
     holder, record = claimed if claimed is not None else (new_holder(), None)
     if record is None:
-        record = authority.ledger.update_execution(request.id, claim_of(request.id, holder, claim))
+        # Not fsync'd: a crashed process cannot lose it (SQLite WAL), a power loss
+        # can; the resolution it executes was synced before (README, Durability).
+        record = authority.ledger.update_execution(
+            request.id, claim_of(request.id, holder, claim), durable=False
+        )
     if record is None:  # pragma: no cover - a claim always leaves a record
         raise _refuse(RejectedResumeError("/execution", CLAIMED_MESSAGE, code=CLAIMED))
     if record.state == "executing":
@@ -193,7 +197,7 @@ class RetryAnswerType(AnswerType):
 
 def finish(authority: ApprovalAuthority, request_id: str) -> None:
     """The approved action's body returned: record ``executed`` (before LangGraph saves)."""
-    authority.ledger.update_execution(request_id, finish_change(time.time()))
+    authority.ledger.update_execution(request_id, finish_change(time.time()), durable=False)
 
 
 def execution_state(resolved: ApprovalResolved) -> str | None:

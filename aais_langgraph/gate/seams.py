@@ -17,6 +17,7 @@ try:
         CONFIG_KEY_RESUME_MAP,
         CONFIG_KEY_SCRATCHPAD,
         INTERRUPT,
+        NULL_TASK_ID,
     )
     from langgraph.errors import _mark_invalid_resume
     from langgraph.types import _interrupt_id
@@ -28,6 +29,7 @@ except ImportError as error:  # pragma: no cover - only on an untested langgraph
 
 __all__ = [
     "INTERRUPT_CHANNEL",
+    "NULL_TASK_ID",
     "RESUME_MAP_KEY",
     "SCRATCHPAD_KEY",
     "TESTED_RANGE",
@@ -47,6 +49,9 @@ SCRATCHPAD_KEY: str = CONFIG_KEY_SCRATCHPAD
 
 INTERRUPT_CHANNEL: str = INTERRUPT
 """The channel name of interrupt writes in a checkpoint's ``pending_writes``."""
+
+NULL_TASK_ID = NULL_TASK_ID
+"""The task id of writes that are input to a step, not a task's (``Command(update=...)``)."""
 
 
 def scratchpad(configurable: Mapping[str, Any]) -> object | None:

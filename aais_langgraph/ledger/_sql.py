@@ -71,7 +71,8 @@ class SqlLedger(Ledger):
     @abstractmethod
     def _write(self, *, durable: bool = True) -> AbstractContextManager[Cursor]:
         """One write transaction, committed on a clean exit and rolled back on error;
-        ``durable=False`` (leases, which expire anyway) may skip the disk sync."""
+        ``durable=False`` (leases, which expire anyway, and execution marks) may skip
+        the disk sync."""
 
     @abstractmethod
     def _read(self) -> AbstractContextManager[Cursor]:
@@ -366,8 +367,10 @@ class SqlLedger(Ledger):
 
     # -- execution records ---------------------------------------------------------
 
-    def update_execution(self, request_id: str, change: ex.ExecutionChange) -> ex.Execution | None:
-        with self._write() as cur:
+    def update_execution(
+        self, request_id: str, change: ex.ExecutionChange, *, durable: bool = True
+    ) -> ex.Execution | None:
+        with self._write(durable=durable) as cur:
             return self._apply_execution(cur, request_id, change)
 
     def _apply_execution(

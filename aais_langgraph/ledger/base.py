@@ -330,8 +330,13 @@ class Ledger(ABC):
     # -- execution records (the runtime's, not AAIS's: see :mod:`.executions`) -------
 
     @abstractmethod
-    def update_execution(self, request_id: str, change: ExecutionChange) -> Execution | None:
-        """Apply ``change`` to the request's execution record atomically; the record after."""
+    def update_execution(
+        self, request_id: str, change: ExecutionChange, *, durable: bool = True
+    ) -> Execution | None:
+        """Apply ``change`` to the request's execution record atomically; the record after.
+
+        ``durable=False`` may skip the disk sync (the gate's claim and ``executed``
+        mark): the write survives a crashed process, not a power loss."""
 
     @abstractmethod
     def get_execution(self, request_id: str) -> Execution | None:

@@ -465,3 +465,26 @@ async def test_plain_interrupts_are_resumed_by_id(authority: ApprovalAuthority) 
     assert terminal(await run(agent, "plain-thread", resume=resume)).type == EventType.RUN_FINISHED
     state = await graph.aget_state({"configurable": {"thread_id": "plain-thread"}})
     assert state.interrupts == ()
+
+
+async def test_schema_keys_are_worked_out_once_per_graph(
+    agent: AAISLangGraphAgent, effects: EffectLog
+) -> None:
+    # ag-ui-langgraph lists the graph's schema keys from its JSON Schemas on every run.
+    built: list[object] = []
+    original = agent.graph.get_input_jsonschema
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        built.append(args)
+        return original(*args, **kwargs)
+
+    agent.graph.get_input_jsonschema = counted
+    try:
+        thread_id, [interrupt] = await paused(agent)
+        finished = terminal(await run(agent, thread_id, resume=[answer(interrupt)]))
+        assert finished.type == EventType.RUN_FINISHED
+        await paused(agent)
+    finally:
+        del agent.graph.get_input_jsonschema
+    assert len(built) == 1
+    assert effects.list() != []  # the runs did what they do without the repeated schemas

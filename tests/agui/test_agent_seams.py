@@ -87,6 +87,7 @@ def test_the_agent_still_overrides_exactly_these_methods() -> None:
         "_interrupts_to_agui",
         "_build_command_from_agui_resume",
         "get_stream_kwargs",
+        "get_schema_keys",
     }
 
 
@@ -142,3 +143,13 @@ def test_forwarded_props_keys_are_snake_cased_with_the_function_the_agent_uses()
     prepare = inspect.getsource(LangGraphAgent.prepare_stream)
     assert "Command(resume=resume_payload)" in prepare, "the legacy resume channel moved"
     assert 'as_node=self.active_run.get("node_name")' in prepare, "nodeName's state write moved"
+
+
+def test_schema_keys_seam_has_the_expected_signature() -> None:
+    assert _parameters(LangGraphAgent.get_schema_keys) == [
+        ("self", "POSITIONAL_OR_KEYWORD", inspect.Parameter.empty),
+        ("config", "POSITIONAL_OR_KEYWORD", inspect.Parameter.empty),
+    ]
+    assert 'self.active_run["schema_keys"] = self.get_schema_keys(config)' in inspect.getsource(
+        LangGraphAgent.prepare_stream
+    ), "prepare_stream no longer reads the schema keys through the seam"

@@ -228,8 +228,8 @@ def arm(job: dict[str, Any], backend: Backend) -> None:
         update = backend.ledger.update_execution
         wanted = "executing" if job["crash_at"] == "after_claim" else "executed"
 
-        def update_then_stop(request_id: str, change: Any) -> Any:
-            record = update(request_id, change)
+        def update_then_stop(request_id: str, change: Any, **options: Any) -> Any:
+            record = update(request_id, change, **options)
             if record is not None and record.state == wanted:
                 stop_here(job, job["crash_at"])
             return record

@@ -62,10 +62,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def server(folder: Path, *, plain: bool) -> Iterator[str]:
+def server(folder: Path, *, plain: bool, schema_keys_once: bool = False) -> Iterator[str]:
     port = free_port()
     command = [sys.executable, str(SERVER), "--dir", str(folder), "--port", str(port)]
     command += ["--plain"] if plain else ["--auth", "token"]
+    command += ["--schema-keys-once"] if schema_keys_once else []
     folder.mkdir(parents=True, exist_ok=True)
     log = (folder / "server.log").open("w")
     process = subprocess.Popen(

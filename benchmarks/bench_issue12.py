@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -219,52 +219,58 @@ def _create_database(base_url: str, name: str) -> str:
 
 
 def agui_row(directory: Path, *, rounds: int, per_round: int) -> None:
-    aais_dir, plain_dir = directory / "agui-aais", directory / "agui-plain"
+    """Gated runs against two baselines: the stock agent, which builds the graph's JSON
+    Schemas on every run (``aais_agui`` does it once per graph), and the stock agent
+    doing that once too, which leaves the approval layer's own cost."""
     with (
-        bench_agui.server(aais_dir, plain=False) as aais_url,
-        bench_agui.server(plain_dir, plain=True) as plain_url,
+        bench_agui.server(directory / "agui-aais", plain=False) as aais_url,
+        bench_agui.server(directory / "agui-plain", plain=True) as stock_url,
+        bench_agui.server(
+            directory / "agui-once", plain=True, schema_keys_once=True
+        ) as once_url,
     ):
-        asyncio.run(bench_agui._warm(aais_url, plain_url))
-        plain, pause, answer = asyncio.run(_agui_rounds(aais_url, plain_url, rounds, per_round))
-    show(
-        "AG-UI gated run (pausing) vs plain run",
-        "ms",
-        statistics.median(plain) * 1e3,
-        statistics.median(pause) * 1e3,
-        spread([p / b for p, b in zip(pause, plain, strict=True)]),
-        "<= 1.05x",
-    )
-    show(
-        "AG-UI gated run (answering) vs plain run",
-        "ms",
-        statistics.median(plain) * 1e3,
-        statistics.median(answer) * 1e3,
-        spread([a / b for a, b in zip(answer, plain, strict=True)]),
-        "<= 1.05x",
-    )
+        asyncio.run(bench_agui._warm(aais_url, stock_url))
+        asyncio.run(bench_agui._warm(aais_url, once_url))
+        plain, pause, answer = asyncio.run(
+            _agui_rounds(aais_url, {"stock": stock_url, "once": once_url}, rounds, per_round)
+        )
+    for baseline, label in (("stock", "plain run"), ("once", "plain, schemas once")):
+        for name, gated in (("pausing", pause), ("answering", answer)):
+            show(
+                f"AG-UI gated run ({name}) vs {label}",
+                "ms",
+                statistics.median(plain[baseline]) * 1e3,
+                statistics.median(gated) * 1e3,
+                spread([g / b for g, b in zip(gated, plain[baseline], strict=True)]),
+                "<= 1.05x",
+            )
 
 
 async def _agui_rounds(
-    aais_url: str, plain_url: str, rounds: int, per_round: int
-) -> tuple[list[float], list[float], list[float]]:
-    """Per round: median seconds of sequential plain runs, pausing runs, answering runs."""
-    plain: list[float] = []
+    aais_url: str, baselines: dict[str, str], rounds: int, per_round: int
+) -> tuple[dict[str, list[float]], list[float], list[float]]:
+    """Per round: median seconds of each baseline's plain runs, of pausing and of answering
+    runs (all sequential; the order rotates every round)."""
+    plain: dict[str, list[float]] = {name: [] for name in baselines}
     pause: list[float] = []
     answer: list[float] = []
-    async with (
-        bench_agui.client_for(aais_url, 2, token=True) as aais,
-        bench_agui.client_for(plain_url, 2, token=False) as stock,
-    ):
+    clients = {
+        name: bench_agui.client_for(url, 2, token=False) for name, url in baselines.items()
+    }
+    async with bench_agui.client_for(aais_url, 2, token=True) as aais:
 
-        async def plain_batch() -> None:
-            times = []
-            for _ in range(per_round):
-                thread = f"plain_{uuid.uuid4().hex[:12]}"
-                body = bench_agui.run_agent_input(thread, text=f"delete /srv/{thread}")
-                seconds, terminal = await bench_agui.agui_run(stock, body)
-                assert terminal.get("type") == "RUN_FINISHED", terminal
-                times.append(seconds)
-            plain.append(statistics.median(times))
+        def plain_batch(name: str) -> Callable[[], Awaitable[None]]:
+            async def batch() -> None:
+                times = []
+                for _ in range(per_round):
+                    thread = f"plain_{uuid.uuid4().hex[:12]}"
+                    body = bench_agui.run_agent_input(thread, text=f"delete /srv/{thread}")
+                    seconds, terminal = await bench_agui.agui_run(clients[name], body)
+                    assert terminal.get("type") == "RUN_FINISHED", terminal
+                    times.append(seconds)
+                plain[name].append(statistics.median(times))
+
+            return batch
 
         async def gated_batch() -> None:
             pauses, answers = [], []
@@ -281,11 +287,15 @@ async def _agui_rounds(
             pause.append(statistics.median(pauses))
             answer.append(statistics.median(answers))
 
-        for index in range(rounds):
-            for batch in (
-                (plain_batch, gated_batch) if index % 2 == 0 else (gated_batch, plain_batch)
-            ):
-                await batch()
+        batches = [gated_batch, *(plain_batch(name) for name in baselines)]
+        try:
+            for index in range(rounds):
+                shift = index % len(batches)
+                for batch in batches[shift:] + batches[:shift]:
+                    await batch()
+        finally:
+            for client in clients.values():
+                await client.aclose()
     return plain, pause, answer
 
 

@@ -28,27 +28,36 @@ def new_holder() -> str:
     return f"holder_{uuid.uuid4().hex}"
 
 
+_IDLE_BEAT = 1.0
+"""The longest the renewer thread sleeps: a lease due later needs no wake-up call."""
+
+
 class _Beat:
     """One daemon thread per process renewing every held lease at a third of its TTL.
 
     Started on the first lease and kept: a run costs no thread start or join (a
-    run shorter than a third of the TTL never renews at all). Renewals run one
-    after another; a failed one (the database briefly unreachable) is retried at
-    the lease's next beat, and if none lands the lease simply expires.
+    run shorter than a third of the TTL never renews at all). The thread looks at
+    its leases at least every :data:`_IDLE_BEAT` seconds, so taking a lease due
+    later than that does not wake it (no thread switch on a short run). Renewals
+    run one after another; a failed one (the database briefly unreachable) is
+    retried at the lease's next beat, and if none lands the lease simply expires.
     """
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._due: dict[_Renewer, float] = {}
         self._thread: threading.Thread | None = None
+        self._wake_at = 0.0
 
     def add(self, renewer: _Renewer) -> None:
         with self._cond:
-            self._due[renewer] = time.monotonic() + renewer.ttl / 3
+            due = time.monotonic() + renewer.ttl / 3
+            self._due[renewer] = due
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="aais-leases", daemon=True)
                 self._thread.start()
-            self._cond.notify()
+            elif due < self._wake_at:
+                self._cond.notify()
 
     def remove(self, renewer: _Renewer) -> None:
         with self._cond:
@@ -60,8 +69,9 @@ class _Beat:
                 now = time.monotonic()
                 ready = [r for r, due in self._due.items() if due <= now]
                 if not ready:
-                    wake = min(self._due.values(), default=now + 3600.0)
-                    self._cond.wait(wake - now)
+                    self._wake_at = min(self._due.values(), default=now + _IDLE_BEAT)
+                    self._wake_at = min(self._wake_at, now + _IDLE_BEAT)
+                    self._cond.wait(self._wake_at - now)
                     continue
                 for renewer in ready:
                     self._due[renewer] = now + renewer.ttl / 3
@@ -74,6 +84,7 @@ class _Beat:
         self._cond = threading.Condition()
         self._due = {}
         self._thread = None
+        self._wake_at = 0.0
 
 
 _BEAT = _Beat()

@@ -18,7 +18,7 @@ hidden); the authority's refusals as :class:`RejectedResumeError`. Both are
 marked as invalid resumes (``langgraph.errors.is_invalid_resume``).
 
 LangGraph builds a ``TypeAdapter`` of ``T`` on every ``interrupt()`` call, so
-:class:`AnswerType` is a light object with a plain validator function (a few
+:class:`AnswerType` is a light object carrying a ready plain-validator schema (a few
 microseconds to adapt, where creating pydantic models per request cost
 milliseconds), and its JSON Schema is a compact document built per request.
 """
@@ -30,7 +30,13 @@ from collections.abc import Callable
 from typing import Annotated, Any, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
-from pydantic_core import InitErrorDetails, PydanticCustomError, core_schema
+from pydantic_core import (
+    InitErrorDetails,
+    PydanticCustomError,
+    SchemaSerializer,
+    SchemaValidator,
+    core_schema,
+)
 
 from ..protocol import AAISValidationError, ApprovalDecided, ApprovalResolved, Request
 from ..protocol.answer_schema import decided_schema, envelope_schema
@@ -131,19 +137,36 @@ class AnswerType:
     ``settle`` receives the bound envelope and returns what ``interrupt()`` should
     return, or raises :class:`Refusal`; the gate catches the refusal around
     ``interrupt()`` and raises the error it carries.
+
+    It carries its own core schema, validator and serializer (pydantic's
+    ``__pydantic_*__`` attributes), so the ``TypeAdapter`` LangGraph builds on every
+    ``interrupt()`` call takes them as they are (a few microseconds) instead of
+    generating them.
     """
 
-    __slots__ = ("request", "settle")
+    __slots__ = (
+        "__pydantic_core_schema__",
+        "__pydantic_serializer__",
+        "__pydantic_validator__",
+        "request",
+        "settle",
+    )
 
     def __init__(self, request: Request, settle: Callable[[Answer], Any]) -> None:
         self.request = request
         self.settle = settle
+        schema = core_schema.no_info_plain_validator_function(
+            self._validate, metadata={"pydantic_js_functions": [self.__get_pydantic_json_schema__]}
+        )
+        self.__pydantic_core_schema__ = schema
+        self.__pydantic_validator__ = SchemaValidator(schema)
+        self.__pydantic_serializer__ = SchemaSerializer(schema)
 
     def _validate(self, value: Any) -> Any:
         return self.settle(parse_answer(self.request, value))
 
     def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> core_schema.CoreSchema:
-        return core_schema.no_info_plain_validator_function(self._validate)
+        return self.__pydantic_core_schema__
 
     def __get_pydantic_json_schema__(self, schema: Any, handler: Any) -> dict[str, Any]:
         return response_json_schema(self.request)

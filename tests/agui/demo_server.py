@@ -1,11 +1,14 @@
 """Serve the demo graph on loopback with the SQLite defaults (for the Node client tests).
 
-    python tests/agui/demo_server.py --dir DIR --port PORT [--auth local|token] [--plain]
+    python tests/agui/demo_server.py --dir DIR --port PORT [--auth local|token]
+        [--plain [--schema-keys-once]]
 
 Checkpoints go to DIR/checkpoints.db (LangGraph ``AsyncSqliteSaver``), the
 approval ledger to DIR/ledger.db, executed side effects to DIR/effects.db.
 ``--plain`` serves the same graph without approvals through the stock
-ag-ui-langgraph endpoint (the benchmark's baseline).
+ag-ui-langgraph endpoint (the benchmark's baseline); ``--schema-keys-once`` makes
+that agent work out the graph's schema keys once, as ``aais_agui`` does, so the
+comparison isolates the approval layer.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import asyncio
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
@@ -34,10 +38,11 @@ async def main() -> None:
     parser.add_argument("--port", required=True, type=int)
     parser.add_argument("--auth", choices=["local", "token"], default="local")
     parser.add_argument("--plain", action="store_true")
+    parser.add_argument("--schema-keys-once", action="store_true")
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
     if args.plain:
-        await serve_plain(args.dir, args.port)
+        await serve_plain(args.dir, args.port, schema_keys_once=args.schema_keys_once)
         return
     ledger = SqliteLedger(args.dir / "ledger.db", synchronous="NORMAL")
     ledger.setup()
@@ -54,15 +59,24 @@ async def main() -> None:
         await uvicorn.Server(config).serve()
 
 
-async def serve_plain(folder: Path, port: int) -> None:
+async def serve_plain(folder: Path, port: int, *, schema_keys_once: bool = False) -> None:
     """The baseline: stock ag-ui-langgraph endpoint, same graph without approvals."""
     from ag_ui_langgraph import LangGraphAgent, add_langgraph_fastapi_endpoint
     from fastapi import FastAPI
 
+    class SchemaKeysOnce(LangGraphAgent):  # type: ignore[misc]
+        keys: Any = None
+
+        def get_schema_keys(self, config: Any) -> Any:
+            if SchemaKeysOnce.keys is None:
+                SchemaKeysOnce.keys = super().get_schema_keys(config)
+            return {name: list(found) for name, found in SchemaKeysOnce.keys.items()}
+
     async with AsyncSqliteSaver.from_conn_string(str(folder / "checkpoints.db")) as saver:
         graph = build_demo_graph(EffectLog(folder / "effects.db"), saver, gated=False)
         app = FastAPI()
-        agent = LangGraphAgent(name="plain", graph=graph, emit_raw_events=False)
+        kind = SchemaKeysOnce if schema_keys_once else LangGraphAgent
+        agent = kind(name="plain", graph=graph, emit_raw_events=False)
         add_langgraph_fastapi_endpoint(app, agent, path="/agent")
         config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
         await uvicorn.Server(config).serve()

@@ -138,3 +138,22 @@ def test_the_latest_interrupt_writes_of_a_sqlite_saver_are_those_get_state_repor
     assert found == [entry for entry in reported if entry[1]]
     assert [thread_id for thread_id, _ in found] == ["a"]
     assert seams.latest_interrupt_writes(InMemorySaver()) is None
+
+
+def test_the_adapter_langgraph_builds_takes_the_answer_types_own_validator() -> None:
+    # interrupt() builds TypeAdapter(response_schema) on every call; pydantic takes a
+    # ready core schema and validator from the object's __pydantic_*__ attributes.
+    from pydantic import TypeAdapter
+
+    from aais_langgraph import ApprovalAuthority, InMemoryLedger
+    from aais_langgraph.gate.response import AnswerType, response_json_schema
+
+    requested = ApprovalAuthority(InMemoryLedger()).request(
+        {"kind": "process.exec", "name": "shell.exec", "summary": "Run ls", "arguments": {}},
+        origin={"harness": "tests", "session_id": "s1"},
+    )
+    seen: list[Any] = []
+    answer_type = AnswerType(requested.request, seen.append)
+    adapter = TypeAdapter(answer_type)
+    assert adapter.validator is answer_type.__pydantic_validator__
+    assert adapter.json_schema() == response_json_schema(requested.request)

@@ -52,15 +52,31 @@ def spread(values: list[float]) -> tuple[float, float, float]:
     return statistics.median(values), min(values), max(values)
 
 
+SHOWN: list[tuple[str, str, float, float, tuple[float, float, float], str]] = []
+"""Every row shown, for ``--markdown``."""
+
+
 def show(
     name: str, unit: str, base: float, gated: float, ratio: tuple[float, float, float], aim: str
 ) -> None:
     mid, low, high = ratio
+    SHOWN.append((name, unit, base, gated, ratio, aim))
     print(
-        f"{name:<44}{base:>10.2f}{gated:>10.2f} {unit:<6}{mid:>6.2f}x"
+        f"{name:<50}{base:>10.2f}{gated:>10.2f} {unit:<6}{mid:>6.2f}x"
         f"  ({low:.2f}-{high:.2f})   {aim}",
         flush=True,
     )
+
+
+def markdown() -> str:
+    """The rows shown, as the README's benchmark table."""
+    lines = ["| row | baseline | gated | ratio (min–max) | aim |", "|---|---:|---:|---|---|"]
+    for name, unit, base, gated, (mid, low, high), aim in SHOWN:
+        lines.append(
+            f"| {name} | {base:.2f} {unit} | {gated:.2f} {unit} "
+            f"| {mid:.2f}× ({low:.2f}–{high:.2f}) | {aim} |"
+        )
+    return "\n".join(lines)
 
 
 # -- round trip and grant (bench_gate) ---------------------------------------------------
@@ -234,10 +250,10 @@ def agui_row(directory: Path, *, rounds: int, per_round: int) -> None:
         plain, pause, answer = asyncio.run(
             _agui_rounds(aais_url, {"stock": stock_url, "once": once_url}, rounds, per_round)
         )
-    for baseline, label in (("stock", "plain run"), ("once", "plain, schemas once")):
+    for baseline, label in (("stock", "stock"), ("once", "stock, schemas once")):
         for name, gated in (("pausing", pause), ("answering", answer)):
             show(
-                f"AG-UI gated run ({name}) vs {label}",
+                f"AG-UI {name} run vs {label}",
                 "ms",
                 statistics.median(plain[baseline]) * 1e3,
                 statistics.median(gated) * 1e3,
@@ -392,6 +408,7 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", choices=ROWS, default=list(ROWS))
     parser.add_argument("--profile", type=int, metavar="TRIPS", help="profile round trips instead")
     parser.add_argument("--top", type=int, default=40, help="profile lines shown")
+    parser.add_argument("--markdown", action="store_true", help="end with the README's table")
     parser.add_argument(
         "--raw", action="store_true", help="profile: answer with Command(resume=decided)"
     )
@@ -404,7 +421,7 @@ def main() -> None:
         f"bench_issue12{' --quick' if quick else ''}: ratio = gated / baseline, "
         "median (min-max) over interleaved rounds"
     )
-    print(f"{'row':<44}{'baseline':>10}{'gated':>10} {'unit':<6}{'ratio':>7}  (min-max)     aim")
+    print(f"{'row':<50}{'baseline':>10}{'gated':>10} {'unit':<6}{'ratio':>7}  (min-max)     aim")
     scratch = Path(tempfile.mkdtemp(prefix="bench_issue12_"))
     try:
         gate_rows(args.only, scratch, batches=6 if quick else 40, size=10)
@@ -419,6 +436,9 @@ def main() -> None:
             agui_row(scratch, rounds=4 if quick else 10, per_round=5 if quick else 10)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    if args.markdown:
+        print()
+        print(markdown())
 
 
 if __name__ == "__main__":

@@ -70,11 +70,11 @@ def show(
 
 def markdown() -> str:
     """The rows shown, as the README's benchmark table."""
-    lines = ["| row | baseline | gated | ratio (min–max) | aim |", "|---|---:|---:|---|---|"]
+    lines = ["| row | baseline | gated | ratio (min-max) | aim |", "|---|---:|---:|---|---|"]
     for name, unit, base, gated, (mid, low, high), aim in SHOWN:
         lines.append(
             f"| {name} | {base:.2f} {unit} | {gated:.2f} {unit} "
-            f"| {mid:.2f}× ({low:.2f}–{high:.2f}) | {aim} |"
+            f"| {mid:.2f}x ({low:.2f}-{high:.2f}) | {aim} |"
         )
     return "\n".join(lines)
 

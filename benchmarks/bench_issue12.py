@@ -346,11 +346,17 @@ def profile(trips: int, top: int, *, raw: bool = False) -> None:
 
         setattr(owner, name, wrapper)
 
-    counting(SqliteLedger, "_write", "ledger write transactions")
+    write = SqliteLedger._write
+
+    def counted_write(self: Any, *, durable: bool = True) -> Any:
+        counts["ledger writes, fsync'd" if durable else "ledger writes, no fsync"] += 1
+        return write(self, durable=durable)
+
+    SqliteLedger._write = counted_write  # type: ignore[method-assign]
     counting(SqliteLedger, "_snapshot", "ledger snapshot reads")
     counting(SqliteLedger, "_read", "ledger single reads")
     counting(threading.Thread, "start", "threads started")
-    counting(pydantic.TypeAdapter, "__init__", "TypeAdapters built")
+    counting(pydantic.TypeAdapter, "__init__", "TypeAdapters (interrupt() makes one)")
     counting(pydantic.TypeAdapter, "json_schema", "JSON Schemas generated")
     validate = pydantic.BaseModel.model_validate.__func__  # type: ignore[attr-defined]
 

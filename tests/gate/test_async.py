@@ -140,3 +140,20 @@ async def test_expired_in_an_async_graph(setup: Any) -> None:
     assert resolved.resolution.outcome == "expired"
     assert (await graph.aget_state(config("t-4"))).values["outcome"] == "expired"
     assert effects.ran == []
+
+
+async def test_a_view_read_from_the_checkpoint_finds_live_tasks_from_a_worker_thread(
+    setup: Any,
+) -> None:
+    import asyncio
+
+    from aais_langgraph.gate.driver import ThreadView, aread_view
+
+    graph, _, _ = setup
+    pending, requested = await start(graph, "t-view")
+    view = await aread_view(graph, config("t-view"))
+    assert view.interrupts == {requested.request.id: pending.id}
+    # Built only when a plan asks, with the async saver's sync read (plans run in threads).
+    live = await asyncio.to_thread(lambda: view.live_tasks)
+    assert live == ThreadView.of(await graph.aget_state(config("t-view"))).live_tasks
+    assert live  # the paused node's task

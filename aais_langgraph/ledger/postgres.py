@@ -9,7 +9,10 @@ a fixed lock order, so nothing deadlocks and nothing needs a retry:
 - sequences and the audit tip live in one meta row, locked ``FOR UPDATE`` by every
   write that allocates a sequence or appends to the audit chain, and always locked
   last. Sequences are therefore gap-free, and commit in sequence order: a reader
-  tailing ``events_after`` never sees sequence n+1 before n;
+  tailing ``events_after`` never sees sequence n+1 before n. Those writes run in
+  pipeline mode with the ``COMMIT`` sent alongside their last statements, so the
+  lock waits on this client for one turn only (the locking read's reply), never
+  for a round trip per statement;
 - a run lease is one upsert whose ``WHERE`` admits only its holder or an expired
   lease, judged by the caller's ``now`` like every backend.
 
@@ -27,7 +30,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager
 from typing import Any, cast
 
 import psycopg
@@ -37,7 +40,7 @@ from psycopg_pool import ConnectionPool
 
 from . import _postgres_rows as db
 from . import executions as ex
-from ._counters import Cursor, Tip
+from ._counters import Cursor, Probe, Tip, sql_for
 from ._sql import SqlLedger
 
 
@@ -128,16 +131,8 @@ class PostgresLedger(SqlLedger):
 
     def _read_counters(self, cur: Cursor, *, lock: bool) -> tuple[int, Tip]:
         # The one meta row is the ledger's write lock, always taken last.
-        cur.execute(
-            "SELECT last_sequence, audit_tip_index, audit_tip_hash FROM aais_meta"
-            + (" FOR UPDATE" if lock else "")
-        )
-        row = cur.fetchone()
-        if row is None:
-            if lock:
-                raise RuntimeError("the ledger schema is missing its meta row; call setup() first")
-            return 0, None
-        return int(row[0]), None if row[1] is None else (int(row[1]), str(row[2]))
+        cur.execute(_LOCK_COUNTERS if lock else _READ_COUNTERS)
+        return _counters_of(cur.fetchone(), lock=lock)
 
     def _write_counters(self, cur: Cursor, last_sequence: int, tip: Tip) -> None:
         tip_index, tip_hash = tip if tip is not None else (None, None)
@@ -146,13 +141,17 @@ class PostgresLedger(SqlLedger):
             (last_sequence, tip_index, tip_hash),
         )
 
-    def _batch(self, cur: Cursor) -> AbstractContextManager[object]:
-        # Pipeline mode: the writes under the counters' lock go out in one round trip,
-        # so two replicas queue on that row for one round trip, not one per statement.
+    def _lock_counters(self, cur: Cursor, probe: Probe | None) -> tuple[int, Tip, Any]:
+        # Both statements go out before either result is awaited: the probe runs
+        # after the lock is granted, with a snapshot that sees what its holder wrote.
+        if probe is None or not _pipelined(cur):
+            return super()._lock_counters(cur, probe)
         connection = cast(Any, cur).connection
-        if not psycopg.Pipeline.is_supported():  # pragma: no cover - libpq < 14
-            return nullcontext()
-        return cast(AbstractContextManager[object], connection.pipeline())
+        with connection.cursor(row_factory=tuple_row) as probing:
+            cur.execute(_LOCK_COUNTERS)
+            probing.execute(sql_for(probe[0], self.mark), probe[1])
+            last_sequence, tip = _counters_of(cur.fetchone(), lock=True)
+            return last_sequence, tip, probing.fetchone()
 
     def _lock_execution(self, cur: Cursor, request_id: str) -> None:
         # A missing row cannot be locked FOR UPDATE: lock the request id instead.
@@ -189,6 +188,23 @@ class PostgresLedger(SqlLedger):
             yield cur
 
     @contextmanager
+    def _write_batched(self) -> Iterator[db.Cursor]:
+        """:meth:`_write` in pipeline mode: statements queue until a fetch or the end,
+        and the ``COMMIT`` goes out with the last writes, so the counters' lock is
+        released without waiting on this client (see :mod:`._counters`)."""
+        if not psycopg.Pipeline.is_supported():  # pragma: no cover - libpq < 14
+            with self._write() as cur:
+                yield cur
+            return
+        with (
+            self._connection() as conn,
+            conn.pipeline(),
+            conn.transaction(),
+            conn.cursor(row_factory=tuple_row) as cur,
+        ):
+            yield cur
+
+    @contextmanager
     def _snapshot(self) -> Iterator[db.Cursor]:
         with self._write() as cur:
             cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
@@ -204,6 +220,22 @@ class PostgresLedger(SqlLedger):
                 return
             with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
                 yield cur
+
+
+_READ_COUNTERS = "SELECT last_sequence, audit_tip_index, audit_tip_hash FROM aais_meta"
+_LOCK_COUNTERS = _READ_COUNTERS + " FOR UPDATE"
+
+
+def _counters_of(row: Any, *, lock: bool) -> tuple[int, Tip]:
+    if row is None:
+        if lock:
+            raise RuntimeError("the ledger schema is missing its meta row; call setup() first")
+        return 0, None
+    return int(row[0]), None if row[1] is None else (int(row[1]), str(row[2]))
+
+
+def _pipelined(cur: Cursor) -> bool:
+    return bool(cast(Any, cur).connection.pgconn.pipeline_status != psycopg.pq.PipelineStatus.OFF)
 
 
 def _lock_key(request_id: str) -> int:

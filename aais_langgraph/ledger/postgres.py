@@ -30,7 +30,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, cast
 
 import psycopg
@@ -180,29 +180,31 @@ class PostgresLedger(SqlLedger):
     def _write(self, *, durable: bool = True) -> Iterator[db.Cursor]:
         """One transaction, committed when the block exits and rolled back on error
         (always durably: ``durable`` is SQLite's)."""
-        with (
-            self._connection() as conn,
-            conn.transaction(),
-            conn.cursor(row_factory=tuple_row) as cur,
-        ):
+        with self._connection() as conn, _transaction(conn) as cur:
             yield cur
 
     @contextmanager
     def _write_batched(self) -> Iterator[db.Cursor]:
         """:meth:`_write` in pipeline mode: statements queue until a fetch or the end,
-        and the ``COMMIT`` goes out with the last writes, so the counters' lock is
-        released without waiting on this client (see :mod:`._counters`)."""
-        if not psycopg.Pipeline.is_supported():  # pragma: no cover - libpq < 14
-            with self._write() as cur:
-                yield cur
-            return
-        with (
-            self._connection() as conn,
-            conn.pipeline(),
-            conn.transaction(),
-            conn.cursor(row_factory=tuple_row) as cur,
-        ):
-            yield cur
+        and the ``COMMIT`` goes out in the same round trip as the last writes, so the
+        counters' lock is released without waiting on this client (see
+        :mod:`._counters`). ``BEGIN``/``COMMIT`` are sent by hand: psycopg's
+        ``transaction()`` syncs the pipeline before its ``COMMIT``, one more round
+        trip under the lock. A connection outside autocommit takes :meth:`_write`."""
+        with self._connection() as conn:
+            if not conn.autocommit or not psycopg.Pipeline.is_supported():
+                with _transaction(conn) as cur:
+                    yield cur
+                return
+            with conn.pipeline() as pipeline, conn.cursor(row_factory=tuple_row) as cur:
+                cur.execute("BEGIN")
+                try:
+                    yield cur
+                    cur.execute("COMMIT")
+                    pipeline.sync()
+                except BaseException:
+                    _roll_back(conn, pipeline)
+                    raise
 
     @contextmanager
     def _snapshot(self) -> Iterator[db.Cursor]:
@@ -220,6 +222,23 @@ class PostgresLedger(SqlLedger):
                 return
             with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
                 yield cur
+
+
+@contextmanager
+def _transaction(conn: psycopg.Connection[Any]) -> Iterator[db.Cursor]:
+    with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+        yield cur
+
+
+def _roll_back(conn: psycopg.Connection[Any], pipeline: psycopg.Pipeline) -> None:
+    """End a failed pipelined transaction: the statement that failed has raised (or
+    the block did); sync past the skipped rest, then roll back (a no-op warning if
+    a failed ``COMMIT`` already ended it). The block's own error is the one raised."""
+    with suppress(psycopg.Error):
+        pipeline.sync()
+    with suppress(psycopg.Error):  # a lost connection: the pool replaces it
+        conn.execute("ROLLBACK")
+        pipeline.sync()
 
 
 _READ_COUNTERS = "SELECT last_sequence, audit_tip_index, audit_tip_hash FROM aais_meta"

@@ -15,7 +15,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from psycopg.pq import TransactionStatus, Trace
+from psycopg.pq import Trace, TransactionStatus
 
 from aais_langgraph.ledger import verify_audit
 from aais_langgraph.ledger.postgres import PostgresLedger

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from ._records import next_audit_entry
-from ._rows import INSERT_AUDIT, audit_row
-from .base import AuditEntry
+from ._records import dump_json, next_audit_entry
+from ._rows import INSERT_AUDIT, INSERT_EVENT, audit_row
+from .base import AuditEntry, JsonDict
 
 if TYPE_CHECKING:
     from ._sql import SqlLedger
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["Counters", "Cursor", "Probe", "Tip", "sql_for"]
 
 Tip = tuple[int, str] | None
+T = TypeVar("T")
 Probe = tuple[str, Sequence[Any]]
 """A one-row read (``?`` marks, parameters) to run right after the counters are locked."""
 
@@ -77,6 +78,18 @@ class Counters:
     def __exit__(self, exc_type: Any, exc: Any, traceback: Any) -> None:
         if exc_type is None and self._changed:
             self._ledger._write_counters(self._cur, self.last_sequence, self.tip)
+
+    def insert(self, sql: str, params: Sequence[Any]) -> None:
+        """Insert a row that carries counters (a sequence, an audit index)."""
+        self._ledger._run(self._cur, sql, params)
+
+    def insert_event(self, envelope: JsonDict) -> None:
+        """Insert the event of a sequenced envelope (before any row holding the same text)."""
+        self._ledger._run(self._cur, INSERT_EVENT, (envelope["sequence"], dump_json(envelope)))
+
+    def settled(self, value: T) -> T:
+        """``value`` as committed (a backend that stamps counters at commit fills them in)."""
+        return value
 
     def allocate(self, count: int) -> int:
         """Reserve ``count`` consecutive sequences and return the first."""

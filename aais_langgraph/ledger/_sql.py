@@ -24,7 +24,6 @@ from ._counters import Counters, Cursor, Probe, Tip, sql_for
 from ._records import (
     check_ttl,
     draft_write,
-    dump_json,
     pending_query,
     plain,
     request_fields,
@@ -96,6 +95,10 @@ class SqlLedger(Ledger):
         one; errors surface by its end. The writes that lock the counters use it."""
         return self._write()
 
+    def _counters(self, cur: Cursor, probe: Probe | None = None) -> Counters:
+        """The counters of one write transaction (a backend may stamp them at commit)."""
+        return Counters(self, cur, probe)
+
     def _lock_counters(self, cur: Cursor, probe: Probe | None) -> tuple[int, Tip, Any]:
         """``(last_sequence, audit_tip, probe_row)``: the counters locked until commit,
         then ``probe`` run after the lock is granted (a backend may send both at once)."""
@@ -131,9 +134,6 @@ class SqlLedger(Ledger):
         )
         return None if row is None else resolution_from_row(row)
 
-    def _insert_event(self, cur: Cursor, envelope: JsonDict) -> None:
-        self._run(cur, rows.INSERT_EVENT, (envelope["sequence"], dump_json(envelope)))
-
     # -- requests ------------------------------------------------------------------
 
     def add_request(
@@ -153,7 +153,7 @@ class SqlLedger(Ledger):
                 return existing, False
             # Another writer may have added it while we waited for the counters.
             again = (f"SELECT {REQUEST_COLUMNS} FROM aais_requests WHERE request_id = ?",)
-            with Counters(self, cur, (*again, (fields.request_id,))) as counters:
+            with self._counters(cur, (*again, (fields.request_id,))) as counters:
                 if counters.probed is not None:
                     return request_from_row(counters.probed), False
                 stored_envelope = {**draft, "sequence": counters.allocate(1)}
@@ -171,9 +171,9 @@ class SqlLedger(Ledger):
                     audit_index=entry.index,
                     mac=mac,
                 )
-                self._run(cur, rows.INSERT_REQUEST, rows.request_row(stored))
-                self._insert_event(cur, stored_envelope)
-        return stored, True
+                counters.insert_event(stored_envelope)
+                counters.insert(rows.INSERT_REQUEST, rows.request_row(stored))
+        return counters.settled(stored), True
 
     def get_request(self, request_id: str) -> StoredRequest | None:
         with self._read() as cur:
@@ -232,17 +232,17 @@ class SqlLedger(Ledger):
             probe = None
             if grant is not None:
                 probe = ("SELECT 1 FROM aais_grants WHERE grant_id = ?", (grant.grant_id,))
-            with Counters(self, cur, probe) as counters:
+            with self._counters(cur, probe) as counters:
                 if counters.probed is not None:
                     raise ValueError("grant: a grant with this id is already recorded")
                 sequence = counters.allocate(1 if draft.decided is None else 2)
                 decided = None
                 if draft.decided is not None:
                     decided = {**draft.decided, "sequence": sequence}
-                    self._insert_event(cur, decided)
+                    counters.insert_event(decided)
                     sequence += 1
                 resolved = {**draft.resolved, "sequence": sequence}
-                self._insert_event(cur, resolved)
+                counters.insert_event(resolved)
                 indexes = {
                     kind: counters.append_audit(kind, payload).index
                     for kind, payload in resolution_audits(
@@ -261,11 +261,11 @@ class SqlLedger(Ledger):
                     "UPDATE aais_requests SET status = 'resolved' WHERE request_id = ?",
                     (write.request_id,),
                 )
-                self._run(cur, rows.INSERT_RESOLUTION, rows.resolution_row(recorded))
+                counters.insert(rows.INSERT_RESOLUTION, rows.resolution_row(recorded))
                 if grant is not None:
                     vouched = replace(grant, audit_index=indexes["granted"])
-                    self._run(cur, rows.INSERT_GRANT, rows.grant_row(vouched))
-        return recorded, True, claimed
+                    counters.insert(rows.INSERT_GRANT, rows.grant_row(vouched))
+        return counters.settled(recorded), True, claimed
 
     def get_resolution(self, request_id: str) -> StoredResolution | None:
         with self._read() as cur:
@@ -292,7 +292,7 @@ class SqlLedger(Ledger):
             row = self._one(cur, sql, (grant_id,))
             if row is None or grant_from_row(row).revoked_at is not None:
                 return False
-            with Counters(self, cur) as counters:
+            with self._counters(cur) as counters:
                 self._run(
                     cur, "UPDATE aais_grants SET revoked_at = ? WHERE grant_id = ?", (now, grant_id)
                 )
@@ -335,8 +335,9 @@ class SqlLedger(Ledger):
         )
 
     def append_audit(self, kind: AuditKind, payload: Mapping[str, Any]) -> AuditEntry:
-        with self._write_batched() as cur, Counters(self, cur) as counters:
-            return counters.append_audit(kind, payload)
+        with self._write_batched() as cur, self._counters(cur) as counters:
+            entry = counters.append_audit(kind, payload)
+        return counters.settled(entry)
 
     def audit_entries(self, *, after_index: int = -1, limit: int | None = None) -> list[AuditEntry]:
         sql = f"SELECT {rows.AUDIT_COLUMNS} FROM aais_audit WHERE idx > ? ORDER BY idx"

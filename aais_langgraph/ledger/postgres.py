@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from typing import Any, cast
 
@@ -40,8 +40,11 @@ from psycopg_pool import ConnectionPool
 
 from . import _postgres_rows as db
 from . import executions as ex
-from ._counters import Cursor, Probe, Tip, sql_for
+from ._counters import Counters, Cursor, Probe, Tip, sql_for
+from ._postgres_stamp import STAMP_FUNCTIONS, StampedCounters
+from ._records import request_fields
 from ._sql import SqlLedger
+from .base import ResolutionWrite, StoredRequest, StoredResolution
 
 
 class PostgresLedger(SqlLedger):
@@ -75,6 +78,7 @@ class PostgresLedger(SqlLedger):
         else:
             raise TypeError("conn: expected a psycopg Connection or a psycopg_pool ConnectionPool")
         self._lock = threading.Lock()
+        self._stamps: bool | None = None
 
     @classmethod
     @contextmanager
@@ -103,7 +107,7 @@ class PostgresLedger(SqlLedger):
         """Create the schema if missing; idempotent and safe to run from several processes."""
         with self._write() as cur:
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (db.SETUP_LOCK,))
-            for statement in (*db.SCHEMA, *ex.POSTGRES_EXECUTIONS_SCHEMA):
+            for statement in (*db.SCHEMA, *ex.POSTGRES_EXECUTIONS_SCHEMA, *STAMP_FUNCTIONS):
                 cur.execute(statement)
             cur.execute(
                 "INSERT INTO aais_meta (singleton, schema_version, last_sequence) "
@@ -119,6 +123,7 @@ class PostgresLedger(SqlLedger):
                     "this database was written by another version of aais-langgraph"
                 )
             db.migrate(cur, version)
+        self._stamps = None  # whether aais_stamp exists is asked again
 
     def is_set_up(self) -> bool:
         """Whether the database (its ``search_path``) holds the ledger's tables."""
@@ -140,6 +145,50 @@ class PostgresLedger(SqlLedger):
             "UPDATE aais_meta SET last_sequence = %s, audit_tip_index = %s, audit_tip_hash = %s",
             (last_sequence, tip_index, tip_hash),
         )
+
+    def _counters(self, cur: Cursor, probe: Probe | None = None) -> Counters:
+        # Pipelined and set up by this version: the server stamps the counters in the
+        # statement sent with COMMIT (see ._postgres_stamp); otherwise lock, then write.
+        if _pipelined(cur) and self._can_stamp(cur):
+            return StampedCounters(self, cur, probe)
+        return Counters(self, cur, probe)
+
+    def _can_stamp(self, cur: Cursor) -> bool:
+        if self._stamps is None:
+            connection = cast(Any, cur).connection
+            with connection.cursor(row_factory=tuple_row) as probing:
+                probing.execute("SELECT to_regprocedure('aais_stamp(jsonb)') IS NOT NULL")
+                row = probing.fetchone()
+            self._stamps = bool(row and row[0])
+        return self._stamps
+
+    def add_request(
+        self,
+        envelope: Mapping[str, Any],
+        *,
+        thread_id: str | None = None,
+        context: Mapping[str, Any] | None = None,
+        mac: str | None = None,
+    ) -> tuple[StoredRequest, bool]:
+        try:
+            return super().add_request(envelope, thread_id=thread_id, context=context, mac=mac)
+        except psycopg.errors.UniqueViolation as error:
+            # Stamped writes meet a concurrent writer of the same request here, not
+            # under the counters' lock: the answer is the same, the request it wrote.
+            existing = self.get_request(request_fields(envelope).request_id)
+            if error.diag.table_name != "aais_requests" or existing is None:
+                raise
+            return existing, False
+
+    def _record_resolution(
+        self, write: ResolutionWrite, claim: ex.ExecutionChange | None
+    ) -> tuple[StoredResolution, bool, ex.Execution | None]:
+        try:
+            return super()._record_resolution(write, claim)
+        except psycopg.errors.UniqueViolation as error:
+            if error.diag.table_name != "aais_grants":
+                raise
+            raise ValueError("grant: a grant with this id is already recorded") from None
 
     def _lock_counters(self, cur: Cursor, probe: Probe | None) -> tuple[int, Tip, Any]:
         # Both statements go out before either result is awaited: the probe runs

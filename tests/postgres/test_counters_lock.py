@@ -1,8 +1,9 @@
-"""The counters' lock waits on the client for one turn, and a failed pipelined write leaves nothing.
+"""The counters' lock never waits on the client, and a failed pipelined write leaves nothing.
 
-Read from libpq's own protocol trace of a real connection: after the reply that
-grants the counters' row, the client sends every remaining statement and the
-``COMMIT`` before it reads anything again (one round trip, not one per statement).
+Read from libpq's own protocol trace of a real connection: the statement that
+takes the counters' row (``aais_stamp``) goes out with the ``COMMIT``, nothing
+read in between; on a database without the function (set up by an older
+version) the lock waits for one client turn, not one per statement.
 """
 
 from __future__ import annotations
@@ -40,7 +41,11 @@ def _traced(conn: psycopg.Connection[Any]) -> Iterator[list[str]]:
 
 def _client_turns_under_the_lock(trace: list[str]) -> int:
     """How often the client waits for the server between taking the counters and COMMIT."""
-    locking = next(i for i, line in enumerate(trace) if "FROM aais_meta FOR UPDATE" in line)
+    locking = next(
+        i
+        for i, line in enumerate(trace)
+        if "FROM aais_meta FOR UPDATE" in line or "SELECT aais_stamp(" in line
+    )
     commit = next(i for i, line in enumerate(trace) if i > locking and '"COMMIT"' in line)
     turns, sending = 0, True
     for line in trace[locking + 1 : commit + 1]:
@@ -58,26 +63,34 @@ def conn(postgres_url: str) -> Iterator[psycopg.Connection[Any]]:
         yield connection
 
 
+@pytest.mark.parametrize("stamped", [True, False], ids=["stamped", "older-schema"])
 @pytest.mark.parametrize("with_grant", [False, True], ids=["once", "grant"])
-def test_a_resolution_holds_the_counters_for_one_client_turn(
-    conn: psycopg.Connection[Any], with_grant: bool
+def test_a_resolution_holds_the_counters_for_no_client_turn(
+    conn: psycopg.Connection[Any], with_grant: bool, stamped: bool
 ) -> None:
+    if not stamped:
+        conn.execute("DROP FUNCTION aais_stamp(jsonb)")
     ledger = PostgresLedger(conn)
     requested = request_envelope("apr_1")
     ledger.add_request(requested)
     grant = grant_for(requested, grant_id="grt_1") if with_grant else None
     with _traced(conn) as trace:
         ledger.record_resolution(approval(requested, grant=grant))
-    assert _client_turns_under_the_lock(trace) == 1
+    assert _client_turns_under_the_lock(trace) == (0 if stamped else 1)
+    contents = ledger.contents()
+    assert verify_audit(contents.audit, contents.audit_tip).ok
 
 
-def test_adding_a_request_holds_the_counters_for_one_client_turn(
-    conn: psycopg.Connection[Any],
+@pytest.mark.parametrize("stamped", [True, False], ids=["stamped", "older-schema"])
+def test_adding_a_request_holds_the_counters_for_no_client_turn(
+    conn: psycopg.Connection[Any], stamped: bool
 ) -> None:
+    if not stamped:
+        conn.execute("DROP FUNCTION aais_stamp(jsonb)")
     ledger = PostgresLedger(conn)
     with _traced(conn) as trace:
         ledger.add_request(request_envelope("apr_1"))
-    assert _client_turns_under_the_lock(trace) == 1
+    assert _client_turns_under_the_lock(trace) == (0 if stamped else 1)
 
 
 def test_a_statement_failing_inside_the_batch_leaves_nothing_and_the_connection_idle(

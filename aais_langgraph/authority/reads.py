@@ -43,6 +43,7 @@ from .vouch import VouchedRecords
 Clock = Callable[[], datetime]
 
 
+
 class AuthorityReads:
     """Configuration, screening and the read side of the authority (see the module docstring).
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from functools import lru_cache
@@ -45,9 +46,9 @@ event ``e``, ``i<k>``/``p<k>``/``h<k>`` index, previous and own hash of entry ``
 STAMP_FUNCTIONS = (
     """CREATE OR REPLACE FUNCTION aais_fill(tpl jsonb, vals jsonb) RETURNS text
     LANGUAGE sql IMMUTABLE AS $$
-        SELECT coalesce(string_agg(
+        SELECT string_agg(
             CASE WHEN jsonb_typeof(p) = 'string' THEN p #>> '{}'
-                 ELSE (vals -> (p ->> 'v'))::text END, '' ORDER BY n), '')
+                 ELSE (vals -> (p ->> 'v'))::text END, '' ORDER BY n)
         FROM jsonb_array_elements(tpl) WITH ORDINALITY AS t(p, n)
     $$""",
     """CREATE OR REPLACE FUNCTION aais_stamp(job jsonb) RETURNS jsonb
@@ -55,53 +56,69 @@ STAMP_FUNCTIONS = (
     DECLARE
         m record;
         vals jsonb := '{}';
-        k integer;
+        k integer := 0;
         first_idx bigint;
         prev text;
         h text;
-        tpl jsonb;
-        r jsonb;
-        obj jsonb;
-        cols text;
+        a jsonb;
+        n integer := (job ->> 'n')::integer;
     BEGIN
         SELECT last_sequence, audit_tip_index, audit_tip_hash INTO m FROM aais_meta FOR UPDATE;
         IF NOT FOUND THEN
             RAISE EXCEPTION 'the ledger schema is missing its meta row; call setup() first';
         END IF;
-        FOR k IN 0 .. (job ->> 'n')::integer - 1 LOOP
-            vals := vals || jsonb_build_object('s' || k, m.last_sequence + 1 + k);
-        END LOOP;
-        FOR tpl, k IN SELECT value, n - 1 FROM jsonb_array_elements(job -> 'events')
-                WITH ORDINALITY AS t(value, n) ORDER BY n LOOP
+        IF n > 0 THEN
+            SELECT vals || jsonb_object_agg('s' || i, m.last_sequence + 1 + i) INTO vals
+              FROM generate_series(0, n - 1) AS i;
+        END IF;
+        FOR a IN SELECT value FROM jsonb_array_elements(job -> 'digests')
+                WITH ORDINALITY AS t(value, o) ORDER BY o LOOP
             vals := vals || jsonb_build_object('d' || k, 'sha256:' || encode(
-                sha256(convert_to(aais_fill(tpl, vals), 'UTF8')), 'hex'));
+                sha256(convert_to(aais_fill(a, vals), 'UTF8')), 'hex'));
+            k := k + 1;
         END LOOP;
+        k := 0;
         first_idx := coalesce(m.audit_tip_index + 1, 0);
         prev := coalesce(m.audit_tip_hash, job ->> 'genesis');
-        k := 0;
-        FOR tpl IN SELECT value FROM jsonb_array_elements(job -> 'audits')
-                WITH ORDINALITY AS t(value, n) ORDER BY n LOOP
+        FOR a IN SELECT value FROM jsonb_array_elements(job -> 'audits')
+                WITH ORDINALITY AS t(value, o) ORDER BY o LOOP
             vals := vals || jsonb_build_object('i' || k, first_idx + k, 'p' || k, prev);
             h := 'sha256:' || encode(
-                sha256(convert_to(aais_fill(tpl, vals) || prev, 'UTF8')), 'hex');
+                sha256(convert_to(aais_fill(a -> 'c', vals) || prev, 'UTF8')), 'hex');
             vals := vals || jsonb_build_object('h' || k, h);
             prev := h;
             k := k + 1;
         END LOOP;
-        FOR r IN SELECT value FROM jsonb_array_elements(job -> 'rows')
-                WITH ORDINALITY AS t(value, n) ORDER BY n LOOP
-            SELECT jsonb_object_agg(c, CASE WHEN v ? 'x' THEN to_jsonb(aais_fill(v -> 'x', vals))
-                                            WHEN v ? 'v' THEN vals -> (v ->> 'v')
-                                            ELSE v -> 'j' END),
-                   string_agg(quote_ident(c), ', ')
-              INTO obj, cols
-              FROM jsonb_array_elements_text(r -> 'c') WITH ORDINALITY AS cc(c, i)
-              JOIN jsonb_array_elements(r -> 'v') WITH ORDINALITY AS vv(v, j) ON i = j;
-            EXECUTE format('INSERT INTO %I (%s) SELECT %s FROM jsonb_populate_record(NULL::%I, $1)',
-                           r ->> 't', cols, cols, r ->> 't') USING obj;
-        END LOOP;
+        INSERT INTO aais_audit (idx, kind, occurred_at, payload, prev_hash, entry_hash)
+            SELECT first_idx + t.o - 1, t.e ->> 'k', t.e ->> 'o', aais_fill(t.e -> 'x', vals),
+                   vals ->> ('p' || (t.o - 1)), vals ->> ('h' || (t.o - 1))
+            FROM jsonb_array_elements(job -> 'audits') WITH ORDINALITY AS t(e, o);
+        INSERT INTO aais_events (sequence, envelope)
+            SELECT (vals ->> (r -> 'sequence' ->> 'v'))::bigint,
+                   aais_fill(r -> 'envelope' -> 'x', vals)
+            FROM jsonb_array_elements(job -> 'aais_events') AS r;
+        INSERT INTO aais_requests (request_id, sequence, session_id, thread_id, expires_at,
+                                   status, envelope, context, audit_index, mac)
+            SELECT p.request_id, (vals ->> (r -> 'sequence' ->> 'v'))::bigint, p.session_id,
+                   p.thread_id, p.expires_at, p.status, aais_fill(r -> 'envelope' -> 'x', vals),
+                   p.context, (vals ->> (r -> 'audit_index' ->> 'v'))::bigint, p.mac
+            FROM jsonb_array_elements(job -> 'aais_requests') AS r,
+                 jsonb_populate_record(NULL::aais_requests,
+                                       r - 'sequence' - 'envelope' - 'audit_index') AS p;
+        INSERT INTO aais_resolutions (request_id, envelope, decision_fingerprint, audit_index, mac)
+            SELECT p.request_id, aais_fill(r -> 'envelope' -> 'x', vals), p.decision_fingerprint,
+                   (vals ->> (r -> 'audit_index' ->> 'v'))::bigint, p.mac
+            FROM jsonb_array_elements(job -> 'aais_resolutions') AS r,
+                 jsonb_populate_record(NULL::aais_resolutions, r - 'envelope' - 'audit_index') AS p;
+        INSERT INTO aais_grants (grant_id, request_id, scope, session_id, action_name, constraints,
+                                 created_at, expires_at, revoked_at, audit_index, mac)
+            SELECT p.grant_id, p.request_id, p.scope, p.session_id, p.action_name, p.constraints,
+                   p.created_at, p.expires_at, p.revoked_at,
+                   (vals ->> (r -> 'audit_index' ->> 'v'))::bigint, p.mac
+            FROM jsonb_array_elements(job -> 'aais_grants') AS r,
+                 jsonb_populate_record(NULL::aais_grants, r - 'audit_index') AS p;
         UPDATE aais_meta SET
-            last_sequence = m.last_sequence + (job ->> 'n')::integer,
+            last_sequence = m.last_sequence + n,
             audit_tip_index = CASE WHEN k > 0 THEN first_idx + k - 1 ELSE m.audit_tip_index END,
             audit_tip_hash = CASE WHEN k > 0 THEN prev ELSE m.audit_tip_hash END;
         RETURN vals;
@@ -110,7 +127,11 @@ STAMP_FUNCTIONS = (
 """The server side, created by ``setup()`` (``CREATE OR REPLACE``: idempotent)."""
 
 _INSERT = re.compile(r"INSERT INTO (\w+) \(([^)]*)\) VALUES \((.*)\)\Z", re.DOTALL)
-_HOLE_COLUMNS = frozenset({"sequence", "audit_index", "idx"})
+_HOLE_COLUMNS = frozenset({"sequence", "audit_index"})
+_TABLES = frozenset({"aais_events", "aais_requests", "aais_resolutions", "aais_grants"})
+# Marks a hole while a template is rendered; a render that holds a mark more than
+# once (the value carried it already) is rendered member by member instead.
+_MARK = "\x00aais-hole-" + secrets.token_hex(16) + "-"
 T = TypeVar("T")
 
 
@@ -118,12 +139,65 @@ T = TypeVar("T")
 def _insert_shape(sql: str) -> tuple[str, tuple[str, ...], tuple[str | None, ...]]:
     """Table, columns, and per column ``None`` (a parameter) or a quoted literal's text."""
     match = _INSERT.match(sql)
-    if match is None:  # pragma: no cover - only the ledger's own INSERTs come here
-        raise ValueError(f"not a plain INSERT: {sql[:40]}")
+    if match is None or match.group(1) not in _TABLES:  # pragma: no cover - ledger's own
+        raise ValueError(f"not a row the stamp inserts: {sql[:40]}")
     table, columns, values = match.groups()
     items = [item.strip() for item in values.split(",")]
     literals = tuple(None if item == "?" else item.strip("'") for item in items)
     return table, tuple(c.strip() for c in columns.split(",")), literals
+
+
+def _render(text: str, holes: Mapping[str, Any]) -> Template | None:
+    """``text`` cut at the marks of ``holes`` (each exactly once), or ``None``."""
+    parts: Template = []
+    for name, hole in holes.items():
+        mark = json.dumps(_MARK + name)
+        if text.count(mark) != 1:
+            return None
+        before, text = text.split(mark)
+        parts.append(before)
+        parts.extend(hole if isinstance(hole, list) else [hole])
+        # later holes are searched in what follows; order them as they appear
+    parts.append(text)
+    return [p for p in parts if p != ""]
+
+
+def _marked(obj: Mapping[str, Any], holes: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: (_MARK + key if key in holes else value) for key, value in obj.items()}
+
+
+def _ordered(text: str, holes: Mapping[str, Any]) -> dict[str, Any]:
+    marks = {name: text.find(json.dumps(_MARK + name)) for name in holes}
+    return {name: holes[name] for name in sorted(holes, key=lambda name: marks[name])}
+
+
+def jcs_template(obj: Mapping[str, Any], holes: Mapping[str, Piece | Template]) -> Template:
+    """RFC 8785 text of ``obj`` with the members named in ``holes`` left open."""
+    text = canonical_json(_marked(obj, holes), pointer="/audit").decode("utf-8")
+    rendered = _render(text, _ordered(text, holes))
+    if rendered is not None:
+        return rendered
+    parts: list[Piece] = ["{"]  # a value carried the mark: one member at a time
+    for n, key in enumerate(sorted(obj, key=lambda k: k.encode("utf-16be"))):
+        parts.append(("," if n else "") + _jcs(key) + ":")
+        hole = holes.get(key)
+        parts.extend(hole if isinstance(hole, list) else [hole or _jcs(obj[key])])
+    parts.append("}")
+    return _literal(parts)
+
+
+def dump_template(obj: Mapping[str, Any], holes: Mapping[str, Piece]) -> Template:
+    """:func:`~._records.dump_json` text of ``obj`` with the members in ``holes`` left open."""
+    text = dump_json(_marked(obj, holes))
+    rendered = _render(text, _ordered(text, holes))
+    if rendered is not None:
+        return rendered
+    parts: list[Piece] = ["{"]
+    for n, (key, value) in enumerate(obj.items()):
+        parts.append(("," if n else "") + dump_json(key) + ":")
+        parts.append(holes.get(key) or dump_json(value))
+    parts.append("}")
+    return _literal(parts)
 
 
 def _literal(parts: list[Piece]) -> Template:
@@ -139,27 +213,6 @@ def _literal(parts: list[Piece]) -> Template:
 
 def _jcs(value: Any) -> str:
     return canonical_json(value, pointer="/audit").decode("utf-8")
-
-
-def jcs_template(obj: Mapping[str, Any], holes: Mapping[str, Piece | Template]) -> Template:
-    """RFC 8785 text of ``obj`` with the members named in ``holes`` left open."""
-    parts: list[Piece] = ["{"]
-    for n, key in enumerate(sorted(obj, key=lambda k: k.encode("utf-16be"))):
-        parts.append(("," if n else "") + _jcs(key) + ":")
-        hole = holes.get(key)
-        parts.extend(hole if isinstance(hole, list) else [hole or _jcs(obj[key])])
-    parts.append("}")
-    return _literal(parts)
-
-
-def dump_template(obj: Mapping[str, Any], holes: Mapping[str, Piece]) -> Template:
-    """:func:`~._records.dump_json` text of ``obj`` with the members in ``holes`` left open."""
-    parts: list[Piece] = ["{"]
-    for n, (key, value) in enumerate(obj.items()):
-        parts.append(("," if n else "") + dump_json(key) + ":")
-        parts.append(holes.get(key) or dump_json(value))
-    parts.append("}")
-    return _literal(parts)
 
 
 def fill(template: Template, values: Mapping[str, Any]) -> str:
@@ -184,7 +237,7 @@ class StampedCounters(Counters):
         self._events: list[JsonDict] = []
         self._event_texts: dict[str, int] = {}
         self._audits: list[tuple[str, str, JsonDict]] = []
-        self._rows: list[tuple[str, tuple[str, ...], list[Any]]] = []
+        self._rows: dict[str, list[dict[str, Any]]] = {table: [] for table in _TABLES}
         self._stamped: Any = None
         self._values: dict[str, Any] | None = None
 
@@ -192,17 +245,14 @@ class StampedCounters(Counters):
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, traceback: Any) -> None:
-        if exc_type is not None or not (self._sequences or self._audits or self._rows):
+        if exc_type is not None or not (self._sequences or self._audits):
             return
-        job = {
+        job: dict[str, Any] = {
             "n": self._sequences,
             "genesis": GENESIS_HASH,
-            "events": [jcs_template(event, self._sequence_hole(event)) for event in self._events],
-            "audits": [self._content(k, entry) for k, entry in enumerate(self._audits)],
-            "rows": [
-                {"t": table, "c": list(columns), "v": values}
-                for table, columns, values in [*self._audit_rows(), *self._rows]
-            ],
+            "digests": [jcs_template(event, self._sequence_hole(event)) for event in self._events],
+            "audits": [self._audit(k, entry) for k, entry in enumerate(self._audits)],
+            **self._rows,
         }
         cursor = cast(Any, self._cur).connection.cursor(row_factory=tuple_row)
         cursor.execute("SELECT aais_stamp(%s::jsonb)", (dump_json(job),))
@@ -227,11 +277,11 @@ class StampedCounters(Counters):
     def insert(self, sql: str, params: Sequence[Any]) -> None:
         table, columns, literals = _insert_shape(sql)
         given = iter(params)
-        values = [
-            {"j": literal} if literal is not None else self._value(column, next(given))
+        row = {
+            column: literal if literal is not None else self._value(column, next(given))
             for column, literal in zip(columns, literals, strict=True)
-        ]
-        self._rows.append((table, columns, values))
+        }
+        self._rows[table].append(row)
 
     def insert_event(self, envelope: JsonDict) -> None:
         text = dump_json(envelope)
@@ -297,37 +347,25 @@ class StampedCounters(Counters):
             holes["envelope_digest"] = {"v": f"d{event}"}
         return holes
 
-    def _content(self, k: int, entry: tuple[str, str, JsonDict]) -> Template:
+    def _audit(self, k: int, entry: tuple[str, str, JsonDict]) -> dict[str, Any]:
         kind, occurred_at, payload = entry
+        holes = self._payload_holes(payload)
         content = {"index": 0, "kind": kind, "occurred_at": occurred_at, "payload": payload}
-        holes: dict[str, Piece | Template] = {
-            "index": {"v": f"i{k}"},
-            "payload": jcs_template(payload, self._payload_holes(payload)),
-        }
-        return jcs_template(content, holes)
+        marked = {**content, "payload": _marked(payload, holes)}
+        text = canonical_json(_marked(marked, {"index": 0}), pointer="/audit").decode("utf-8")
+        template = _render(text, _ordered(text, {"index": {"v": f"i{k}"}, **holes}))
+        if template is None:
+            nested: dict[str, Piece | Template] = {
+                "index": {"v": f"i{k}"},
+                "payload": jcs_template(payload, holes),
+            }
+            template = jcs_template(content, nested)
+        return {"c": template, "k": kind, "o": occurred_at, "x": dump_template(payload, holes)}
 
-    def _audit_rows(self) -> list[tuple[str, tuple[str, ...], list[Any]]]:
-        columns = ("idx", "kind", "occurred_at", "payload", "prev_hash", "entry_hash")
-        return [
-            (
-                "aais_audit",
-                columns,
-                [
-                    {"v": f"i{k}"},
-                    {"j": kind},
-                    {"j": occurred_at},
-                    {"x": dump_template(payload, self._payload_holes(payload))},
-                    {"v": f"p{k}"},
-                    {"v": f"h{k}"},
-                ],
-            )
-            for k, (kind, occurred_at, payload) in enumerate(self._audits)
-        ]
-
-    def _value(self, column: str, value: Any) -> dict[str, Any]:
+    def _value(self, column: str, value: Any) -> Any:
         if column in _HOLE_COLUMNS and (hole := self._hole(value)) is not None:
             return hole
         if column == "envelope" and isinstance(value, str) and value in self._event_texts:
             event = self._events[self._event_texts[value]]  # its event was inserted first
             return {"x": dump_template(event, self._sequence_hole(event))}
-        return {"j": value}
+        return value

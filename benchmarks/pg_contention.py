@@ -120,6 +120,12 @@ def main() -> None:
         total = sum(waits.values()) or 1
         for key, n in waits.most_common(15):
             print(f"  {n / total:>6.1%}  {key}")
+        active = {k: n for k, n in waits.items() if not k.startswith("Client:IdleIn")}
+        locked = sum(n for k, n in active.items() if k.startswith("Lock:"))
+        print(
+            f"\nwaiting on a lock: {locked / (sum(active.values()) or 1):.1%} of active"
+            f" backend samples, {locked / total:.1%} of those in a transaction"
+        )
         print("\nwhat the backends others wait on are doing (5 ms samples)")
         total = sum(holders.values()) or 1
         for key, n in holders.most_common(8):

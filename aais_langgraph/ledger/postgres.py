@@ -9,10 +9,14 @@ a fixed lock order, so nothing deadlocks and nothing needs a retry:
 - sequences and the audit tip live in one meta row, locked ``FOR UPDATE`` by every
   write that allocates a sequence or appends to the audit chain, and always locked
   last. Sequences are therefore gap-free, and commit in sequence order: a reader
-  tailing ``events_after`` never sees sequence n+1 before n. Those writes run in
-  pipeline mode with the ``COMMIT`` sent alongside their last statements, so the
-  lock waits on this client for one turn only (the locking read's reply), never
-  for a round trip per statement;
+  tailing ``events_after`` never sees sequence n+1 before n. The lock is taken by
+  ``aais_stamp`` (:mod:`._postgres_stamp`) in the statement pipelined with the
+  ``COMMIT``, which fills in the sequences and audit hashes server-side, so no
+  replica waits on another's client; on a schema without the function (set up
+  by an earlier version) the lock waits for one client turn (the locking read's
+  reply), the writes and ``COMMIT`` following in one round trip;
+- a duplicate request or grant id racing another writer is refused by the
+  table's unique key and answered as the check before it would have answered;
 - a run lease is one upsert whose ``WHERE`` admits only its holder or an expired
   lease, judged by the caller's ``now`` like every backend.
 
@@ -21,7 +25,7 @@ JSON is stored as ``text`` exactly as :func:`~._records.dump_json` writes it, ne
 unqualified (they follow ``search_path``) and prefixed ``aais_`` so the ledger can
 share a database with LangGraph's Postgres checkpointer. The statements are shared
 with SQLite (:mod:`._sql`); this module supplies connections, row locks and the
-counters' row. The async twins are the base class's (the sync method in a worker
+counters (stamped by the server). The async twins are the base class's (the sync method in a worker
 thread).
 """
 

@@ -7,7 +7,11 @@ backend batches (Postgres pipeline mode, see :meth:`SqlLedger._write_batched`) t
 lock is held for one client turn: the locking read and the one check that must
 follow it come back in one round trip, and everything written after it goes out
 with the ``COMMIT`` in one more, so no statement waits on the client while the
-lock is held.
+lock is held. Postgres goes further when its schema has ``aais_stamp``:
+:class:`~._postgres_stamp.StampedCounters` lets the server fill the counters in,
+and the lock is never held across a client turn. Rows that carry counters go
+through :meth:`Counters.insert` and :meth:`Counters.insert_event`, and what a write
+returns through :meth:`Counters.settled`, for that reason.
 """
 
 from __future__ import annotations

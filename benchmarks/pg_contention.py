@@ -3,7 +3,8 @@
 Run with ``python benchmarks/pg_contention.py [--count 300]``. Starts the
 throwaway cluster of the tests with ``pg_stat_statements`` loaded, runs the
 ``bench_distributed`` Postgres scenario (2 replica processes), samples
-``pg_stat_activity`` every 5 ms while the approvals are answered, then prints
+``pg_stat_activity`` every 5 ms (active backends, and those idle in a
+transaction, i.e. waiting on their client) while the approvals are answered, then prints
 the statements by total time, the wait events seen, and ``EXPLAIN ANALYZE`` of
 the counters' locking read.
 """
@@ -27,17 +28,34 @@ import bench_distributed
 from support import pg_cluster
 
 
-def sample_waits(url: str, stop: threading.Event, into: Counter[str]) -> None:
+def sample_waits(
+    url: str, stop: threading.Event, into: Counter[str], holders: Counter[str]
+) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         while not stop.is_set():
+            # A backend idle in a transaction is waiting on its client (the Python
+            # replica): counted too, since a lock it holds is held for that wait.
             rows = conn.execute(
-                "SELECT coalesce(wait_event_type, 'CPU') || ':' || coalesce(wait_event, '-'),"
+                "SELECT CASE WHEN state = 'active' THEN coalesce(wait_event_type, 'CPU')"
+                " || ':' || coalesce(wait_event, '-') ELSE 'Client:IdleInTransaction' END,"
                 " left(regexp_replace(query, '\\s+', ' ', 'g'), 60)"
                 " FROM pg_stat_activity WHERE datname = current_database()"
-                " AND pid <> pg_backend_pid() AND state = 'active'"
+                " AND pid <> pg_backend_pid()"
+                " AND state IN ('active', 'idle in transaction')"
             ).fetchall()
             for event, query in rows:
                 into[f"{event:<28} {query}"] += 1
+            # What the backends that others wait on are doing at that moment.
+            blockers = conn.execute(
+                "SELECT CASE WHEN b.state = 'active' THEN coalesce(b.wait_event_type, 'CPU')"
+                " || ':' || coalesce(b.wait_event, '-') ELSE 'Client:IdleInTransaction' END,"
+                " left(regexp_replace(b.query, '\\s+', ' ', 'g'), 60)"
+                " FROM (SELECT DISTINCT unnest(pg_blocking_pids(pid)) AS pid"
+                " FROM pg_stat_activity WHERE datname = current_database()"
+                " AND wait_event_type = 'Lock') w JOIN pg_stat_activity b ON b.pid = w.pid"
+            ).fetchall()
+            for event, query in blockers:
+                holders[f"{event:<28} {query}"] += 1
             time.sleep(0.005)
 
 
@@ -53,6 +71,7 @@ def main() -> None:
     assert bindir is not None
     cluster = pg_cluster.PostgresCluster(bindir)
     waits: Counter[str] = Counter()
+    holders: Counter[str] = Counter()
     try:
         cluster.start()
         url = cluster.create_database("contention")
@@ -68,7 +87,7 @@ def main() -> None:
                 return original(jobs, timeout)
             with psycopg.connect(url, autocommit=True) as conn:
                 conn.execute("SELECT pg_stat_statements_reset()")
-            sampler = threading.Thread(target=sample_waits, args=(url, stop, waits))
+            sampler = threading.Thread(target=sample_waits, args=(url, stop, waits, holders))
             sampler.start()
             try:
                 return original(jobs, timeout)
@@ -97,9 +116,19 @@ def main() -> None:
             print("\nEXPLAIN ANALYZE of the counters' locking read (uncontended)")
             for (line,) in plan:
                 print("  " + line)
-        print("\nactive backends by wait event (5 ms samples)")
+        print("\nbackends in a transaction by wait event (5 ms samples)")
         total = sum(waits.values()) or 1
         for key, n in waits.most_common(15):
+            print(f"  {n / total:>6.1%}  {key}")
+        active = {k: n for k, n in waits.items() if not k.startswith("Client:IdleIn")}
+        locked = sum(n for k, n in active.items() if k.startswith("Lock:"))
+        print(
+            f"\nwaiting on a lock: {locked / (sum(active.values()) or 1):.1%} of active"
+            f" backend samples, {locked / total:.1%} of those in a transaction"
+        )
+        print("\nwhat the backends others wait on are doing (5 ms samples)")
+        total = sum(holders.values()) or 1
+        for key, n in holders.most_common(8):
             print(f"  {n / total:>6.1%}  {key}")
     finally:
         cluster.stop()

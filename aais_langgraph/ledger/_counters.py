@@ -2,28 +2,37 @@
 
 Every write that assigns a sequence or appends an audit entry does so through
 :class:`Counters`, which reads them (locked, where the backend locks rows) as the
-transaction's last lock and writes them back once, on a clean exit. The
-statements between are sent as one batch where the backend can (Postgres
-pipeline mode): the lock is held for one round trip, not one per statement.
+transaction's last lock and writes them back once, on a clean exit. Where the
+backend batches (Postgres pipeline mode, see :meth:`SqlLedger._write_batched`) the
+lock is held for one client turn: the locking read and the one check that must
+follow it come back in one round trip, and everything written after it goes out
+with the ``COMMIT`` in one more, so no statement waits on the client while the
+lock is held. Postgres goes further when its schema has ``aais_stamp``:
+:class:`~._postgres_stamp.StampedCounters` lets the server fill the counters in,
+and the lock is never held across a client turn. Rows that carry counters go
+through :meth:`Counters.insert` and :meth:`Counters.insert_event`, and what a write
+returns through :meth:`Counters.settled`, for that reason.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from ._records import next_audit_entry
-from ._rows import INSERT_AUDIT, audit_row
-from .base import AuditEntry
+from ._records import dump_json, next_audit_entry
+from ._rows import INSERT_AUDIT, INSERT_EVENT, audit_row
+from .base import AuditEntry, JsonDict
 
 if TYPE_CHECKING:
     from ._sql import SqlLedger
 
-__all__ = ["Counters", "Cursor", "Tip", "sql_for"]
+__all__ = ["Counters", "Cursor", "Probe", "Tip", "sql_for"]
 
 Tip = tuple[int, str] | None
+T = TypeVar("T")
+Probe = tuple[str, Sequence[Any]]
+"""A one-row read (``?`` marks, parameters) to run right after the counters are locked."""
 
 
 class Cursor(Protocol):
@@ -50,31 +59,41 @@ class Counters:
 
     Read (and locked, where the backend locks rows) on entry, always the last lock a
     transaction takes, which keeps the lock order free of cycles; written back on a
-    clean exit if they changed.
+    clean exit if they changed. ``probe`` is a read that must see every write
+    committed before the lock was granted (a duplicate check); its row is
+    :attr:`probed`.
     """
 
-    def __init__(self, ledger: SqlLedger, cur: Cursor) -> None:
+    def __init__(self, ledger: SqlLedger, cur: Cursor, probe: Probe | None = None) -> None:
         self._ledger = ledger
         self._cur = cur
+        self._probe = probe
         self.last_sequence = 0
         self.tip: Tip = None
+        self.probed: Any = None
         self._changed = False
-        self._batch: AbstractContextManager[object] = nullcontext()
 
     def __enter__(self) -> Counters:
-        self.last_sequence, self.tip = self._ledger._read_counters(self._cur, lock=True)
-        self._batch = self._ledger._batch(self._cur)
-        self._batch.__enter__()
+        self.last_sequence, self.tip, self.probed = self._ledger._lock_counters(
+            self._cur, self._probe
+        )
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, traceback: Any) -> None:
-        try:
-            if exc_type is None and self._changed:
-                self._ledger._write_counters(self._cur, self.last_sequence, self.tip)
-        except BaseException as error:
-            self._batch.__exit__(type(error), error, error.__traceback__)
-            raise
-        self._batch.__exit__(exc_type, exc, traceback)
+        if exc_type is None and self._changed:
+            self._ledger._write_counters(self._cur, self.last_sequence, self.tip)
+
+    def insert(self, sql: str, params: Sequence[Any]) -> None:
+        """Insert a row that carries counters (a sequence, an audit index)."""
+        self._ledger._run(self._cur, sql, params)
+
+    def insert_event(self, envelope: JsonDict) -> None:
+        """Insert the event of a sequenced envelope (before any row holding the same text)."""
+        self._ledger._run(self._cur, INSERT_EVENT, (envelope["sequence"], dump_json(envelope)))
+
+    def settled(self, value: T) -> T:
+        """``value`` as committed (a backend that stamps counters at commit fills them in)."""
+        return value
 
     def allocate(self, count: int) -> int:
         """Reserve ``count`` consecutive sequences and return the first."""

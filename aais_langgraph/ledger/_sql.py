@@ -6,24 +6,24 @@ transaction, a one-statement read, a consistent snapshot), its placeholder and r
 locks, and how it stores the two counters (the last sequence and the audit tip).
 Statements are written with ``?`` marks; a backend with another paramstyle names
 its mark in :attr:`SqlLedger.mark`. Lock order in every write: the row it changes
-(``FOR UPDATE`` where the backend locks rows), then the counters, always last.
+(``FOR UPDATE`` where the backend locks rows), then the counters, always last
+(:class:`~._counters.Counters`), held from there to the ``COMMIT``.
 """
 
 from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any, ClassVar
 
 from . import _rows as rows
 from . import executions as ex
-from ._counters import Counters, Cursor, Tip, sql_for
+from ._counters import Counters, Cursor, Probe, Tip, sql_for
 from ._records import (
     check_ttl,
     draft_write,
-    dump_json,
     pending_query,
     plain,
     request_fields,
@@ -90,10 +90,21 @@ class SqlLedger(Ledger):
     def _write_counters(self, cur: Cursor, last_sequence: int, tip: Tip) -> None:
         """Store both counters (inside the transaction that read them locked)."""
 
-    def _batch(self, cur: Cursor) -> AbstractContextManager[object]:
-        """Send the statements of the block together where the backend can (they
-        fetch nothing, or the fetch waits for the batch); errors surface by its end."""
-        return nullcontext()
+    def _write_batched(self) -> AbstractContextManager[Cursor]:
+        """A durable write transaction whose statements the backend may send together
+        (a fetch waits for what is queued before it) with the ``COMMIT`` after the last
+        one; errors surface by its end. The writes that lock the counters use it."""
+        return self._write()
+
+    def _counters(self, cur: Cursor, probe: Probe | None = None) -> Counters:
+        """The counters of one write transaction (a backend may stamp them at commit)."""
+        return Counters(self, cur, probe)
+
+    def _lock_counters(self, cur: Cursor, probe: Probe | None) -> tuple[int, Tip, Any]:
+        """``(last_sequence, audit_tip, probe_row)``: the counters locked until commit,
+        then ``probe`` run after the lock is granted (a backend may send both at once)."""
+        last_sequence, tip = self._read_counters(cur, lock=True)
+        return last_sequence, tip, None if probe is None else self._one(cur, *probe)
 
     def _lock_execution(self, cur: Cursor, request_id: str) -> None:
         """Serialize writers of one execution record that may not exist yet."""
@@ -124,9 +135,6 @@ class SqlLedger(Ledger):
         )
         return None if row is None else resolution_from_row(row)
 
-    def _insert_event(self, cur: Cursor, envelope: JsonDict) -> None:
-        self._run(cur, rows.INSERT_EVENT, (envelope["sequence"], dump_json(envelope)))
-
     # -- requests ------------------------------------------------------------------
 
     def add_request(
@@ -140,15 +148,15 @@ class SqlLedger(Ledger):
         fields = request_fields(envelope)
         draft = with_sequence(envelope, 0)
         stored_context = plain(context or {}, "/context")
-        with self._write() as cur:
+        with self._write_batched() as cur:
             existing = self._request(cur, fields.request_id)
             if existing is not None:  # a replay: no lock taken
                 return existing, False
-            with Counters(self, cur) as counters:
-                # Another writer may have added it while we waited for the counters.
-                existing = self._request(cur, fields.request_id)
-                if existing is not None:
-                    return existing, False
+            # Another writer may have added it while we waited for the counters.
+            again = (f"SELECT {REQUEST_COLUMNS} FROM aais_requests WHERE request_id = ?",)
+            with self._counters(cur, (*again, (fields.request_id,))) as counters:
+                if counters.probed is not None:
+                    return request_from_row(counters.probed), False
                 stored_envelope = {**draft, "sequence": counters.allocate(1)}
                 entry = counters.append_audit(
                     "requested", requested_audit(stored_envelope, thread_id, stored_context)
@@ -164,9 +172,9 @@ class SqlLedger(Ledger):
                     audit_index=entry.index,
                     mac=mac,
                 )
-                self._run(cur, rows.INSERT_REQUEST, rows.request_row(stored))
-                self._insert_event(cur, stored_envelope)
-        return stored, True
+                counters.insert_event(stored_envelope)
+                counters.insert(rows.INSERT_REQUEST, rows.request_row(stored))
+        return counters.settled(stored), True
 
     def get_request(self, request_id: str) -> StoredRequest | None:
         with self._read() as cur:
@@ -209,7 +217,7 @@ class SqlLedger(Ledger):
         draft = draft_write(write)
         grant = draft.grant
         claimed: ex.Execution | None = None
-        with self._write() as cur:
+        with self._write_batched() as cur:
             # Racing resolvers of one request queue on its row; later ones find the winner.
             sql = "SELECT status FROM aais_requests WHERE request_id = ?" + self.for_update
             if self._one(cur, sql, (write.request_id,)) is None:
@@ -221,20 +229,21 @@ class SqlLedger(Ledger):
                 # The execution claim rides in the resolution's transaction (before the
                 # counters, so their lock is held no longer): one durable write, not two.
                 claimed = self._apply_execution(cur, write.request_id, claim)
-            with Counters(self, cur) as counters:
-                # Grants are only inserted under the counters' lock, so this check holds.
-                if grant is not None and self._one(
-                    cur, "SELECT 1 FROM aais_grants WHERE grant_id = ?", (grant.grant_id,)
-                ):
+            # Grants are only inserted under the counters' lock, so this check holds.
+            probe = None
+            if grant is not None:
+                probe = ("SELECT 1 FROM aais_grants WHERE grant_id = ?", (grant.grant_id,))
+            with self._counters(cur, probe) as counters:
+                if counters.probed is not None:
                     raise ValueError("grant: a grant with this id is already recorded")
                 sequence = counters.allocate(1 if draft.decided is None else 2)
                 decided = None
                 if draft.decided is not None:
                     decided = {**draft.decided, "sequence": sequence}
-                    self._insert_event(cur, decided)
+                    counters.insert_event(decided)
                     sequence += 1
                 resolved = {**draft.resolved, "sequence": sequence}
-                self._insert_event(cur, resolved)
+                counters.insert_event(resolved)
                 indexes = {
                     kind: counters.append_audit(kind, payload).index
                     for kind, payload in resolution_audits(
@@ -253,11 +262,11 @@ class SqlLedger(Ledger):
                     "UPDATE aais_requests SET status = 'resolved' WHERE request_id = ?",
                     (write.request_id,),
                 )
-                self._run(cur, rows.INSERT_RESOLUTION, rows.resolution_row(recorded))
+                counters.insert(rows.INSERT_RESOLUTION, rows.resolution_row(recorded))
                 if grant is not None:
                     vouched = replace(grant, audit_index=indexes["granted"])
-                    self._run(cur, rows.INSERT_GRANT, rows.grant_row(vouched))
-        return recorded, True, claimed
+                    counters.insert(rows.INSERT_GRANT, rows.grant_row(vouched))
+        return counters.settled(recorded), True, claimed
 
     def get_resolution(self, request_id: str) -> StoredResolution | None:
         with self._read() as cur:
@@ -279,12 +288,12 @@ class SqlLedger(Ledger):
     def revoke_grant(
         self, grant_id: str, *, now: float, actor: Mapping[str, Any] | None = None
     ) -> bool:
-        with self._write() as cur:
+        with self._write_batched() as cur:
             sql = f"SELECT {GRANT_COLUMNS} FROM aais_grants WHERE grant_id = ?" + self.for_update
             row = self._one(cur, sql, (grant_id,))
             if row is None or grant_from_row(row).revoked_at is not None:
                 return False
-            with Counters(self, cur) as counters:
+            with self._counters(cur) as counters:
                 self._run(
                     cur, "UPDATE aais_grants SET revoked_at = ? WHERE grant_id = ?", (now, grant_id)
                 )
@@ -327,8 +336,9 @@ class SqlLedger(Ledger):
         )
 
     def append_audit(self, kind: AuditKind, payload: Mapping[str, Any]) -> AuditEntry:
-        with self._write() as cur, Counters(self, cur) as counters:
-            return counters.append_audit(kind, payload)
+        with self._write_batched() as cur, self._counters(cur) as counters:
+            entry = counters.append_audit(kind, payload)
+        return counters.settled(entry)
 
     def audit_entries(self, *, after_index: int = -1, limit: int | None = None) -> list[AuditEntry]:
         sql = f"SELECT {rows.AUDIT_COLUMNS} FROM aais_audit WHERE idx > ? ORDER BY idx"

@@ -9,7 +9,14 @@ a fixed lock order, so nothing deadlocks and nothing needs a retry:
 - sequences and the audit tip live in one meta row, locked ``FOR UPDATE`` by every
   write that allocates a sequence or appends to the audit chain, and always locked
   last. Sequences are therefore gap-free, and commit in sequence order: a reader
-  tailing ``events_after`` never sees sequence n+1 before n;
+  tailing ``events_after`` never sees sequence n+1 before n. The lock is taken by
+  ``aais_stamp`` (:mod:`._postgres_stamp`) in the statement pipelined with the
+  ``COMMIT``, which fills in the sequences and audit hashes server-side, so no
+  replica waits on another's client; on a schema without the function (set up
+  by an earlier version) the lock waits for one client turn (the locking read's
+  reply), the writes and ``COMMIT`` following in one round trip;
+- a duplicate request or grant id racing another writer is refused by the
+  table's unique key and answered as the check before it would have answered;
 - a run lease is one upsert whose ``WHERE`` admits only its holder or an expired
   lease, judged by the caller's ``now`` like every backend.
 
@@ -18,7 +25,7 @@ JSON is stored as ``text`` exactly as :func:`~._records.dump_json` writes it, ne
 unqualified (they follow ``search_path``) and prefixed ``aais_`` so the ledger can
 share a database with LangGraph's Postgres checkpointer. The statements are shared
 with SQLite (:mod:`._sql`); this module supplies connections, row locks and the
-counters' row. The async twins are the base class's (the sync method in a worker
+counters (stamped by the server). The async twins are the base class's (the sync method in a worker
 thread).
 """
 
@@ -26,8 +33,8 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
 from typing import Any, cast
 
 import psycopg
@@ -37,8 +44,11 @@ from psycopg_pool import ConnectionPool
 
 from . import _postgres_rows as db
 from . import executions as ex
-from ._counters import Cursor, Tip
+from ._counters import Counters, Cursor, Probe, Tip, sql_for
+from ._postgres_stamp import STAMP_FUNCTIONS, StampedCounters
+from ._records import request_fields
 from ._sql import SqlLedger
+from .base import ResolutionWrite, StoredRequest, StoredResolution
 
 
 class PostgresLedger(SqlLedger):
@@ -72,6 +82,7 @@ class PostgresLedger(SqlLedger):
         else:
             raise TypeError("conn: expected a psycopg Connection or a psycopg_pool ConnectionPool")
         self._lock = threading.Lock()
+        self._stamps: bool | None = None
 
     @classmethod
     @contextmanager
@@ -100,7 +111,7 @@ class PostgresLedger(SqlLedger):
         """Create the schema if missing; idempotent and safe to run from several processes."""
         with self._write() as cur:
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (db.SETUP_LOCK,))
-            for statement in (*db.SCHEMA, *ex.POSTGRES_EXECUTIONS_SCHEMA):
+            for statement in (*db.SCHEMA, *ex.POSTGRES_EXECUTIONS_SCHEMA, *STAMP_FUNCTIONS):
                 cur.execute(statement)
             cur.execute(
                 "INSERT INTO aais_meta (singleton, schema_version, last_sequence) "
@@ -116,6 +127,7 @@ class PostgresLedger(SqlLedger):
                     "this database was written by another version of aais-langgraph"
                 )
             db.migrate(cur, version)
+        self._stamps = None  # whether aais_stamp exists is asked again
 
     def is_set_up(self) -> bool:
         """Whether the database (its ``search_path``) holds the ledger's tables."""
@@ -128,16 +140,8 @@ class PostgresLedger(SqlLedger):
 
     def _read_counters(self, cur: Cursor, *, lock: bool) -> tuple[int, Tip]:
         # The one meta row is the ledger's write lock, always taken last.
-        cur.execute(
-            "SELECT last_sequence, audit_tip_index, audit_tip_hash FROM aais_meta"
-            + (" FOR UPDATE" if lock else "")
-        )
-        row = cur.fetchone()
-        if row is None:
-            if lock:
-                raise RuntimeError("the ledger schema is missing its meta row; call setup() first")
-            return 0, None
-        return int(row[0]), None if row[1] is None else (int(row[1]), str(row[2]))
+        cur.execute(_LOCK_COUNTERS if lock else _READ_COUNTERS)
+        return _counters_of(cur.fetchone(), lock=lock)
 
     def _write_counters(self, cur: Cursor, last_sequence: int, tip: Tip) -> None:
         tip_index, tip_hash = tip if tip is not None else (None, None)
@@ -146,13 +150,61 @@ class PostgresLedger(SqlLedger):
             (last_sequence, tip_index, tip_hash),
         )
 
-    def _batch(self, cur: Cursor) -> AbstractContextManager[object]:
-        # Pipeline mode: the writes under the counters' lock go out in one round trip,
-        # so two replicas queue on that row for one round trip, not one per statement.
+    def _counters(self, cur: Cursor, probe: Probe | None = None) -> Counters:
+        # Pipelined and set up by this version: the server stamps the counters in the
+        # statement sent with COMMIT (see ._postgres_stamp); otherwise lock, then write.
+        if _pipelined(cur) and self._can_stamp(cur):
+            return StampedCounters(self, cur, probe)
+        return Counters(self, cur, probe)
+
+    def _can_stamp(self, cur: Cursor) -> bool:
+        if self._stamps is None:
+            connection = cast(Any, cur).connection
+            with connection.cursor(row_factory=tuple_row) as probing:
+                probing.execute("SELECT to_regprocedure('aais_stamp(jsonb)') IS NOT NULL")
+                row = probing.fetchone()
+            self._stamps = bool(row and row[0])
+        return self._stamps
+
+    def add_request(
+        self,
+        envelope: Mapping[str, Any],
+        *,
+        thread_id: str | None = None,
+        context: Mapping[str, Any] | None = None,
+        mac: str | None = None,
+    ) -> tuple[StoredRequest, bool]:
+        try:
+            return super().add_request(envelope, thread_id=thread_id, context=context, mac=mac)
+        except psycopg.errors.UniqueViolation as error:
+            # Stamped writes meet a concurrent writer of the same request here, not
+            # under the counters' lock: the answer is the same, the request it wrote.
+            existing = self.get_request(request_fields(envelope).request_id)
+            if error.diag.table_name != "aais_requests" or existing is None:
+                raise
+            return existing, False
+
+    def _record_resolution(
+        self, write: ResolutionWrite, claim: ex.ExecutionChange | None
+    ) -> tuple[StoredResolution, bool, ex.Execution | None]:
+        try:
+            return super()._record_resolution(write, claim)
+        except psycopg.errors.UniqueViolation as error:
+            if error.diag.table_name != "aais_grants":
+                raise
+            raise ValueError("grant: a grant with this id is already recorded") from None
+
+    def _lock_counters(self, cur: Cursor, probe: Probe | None) -> tuple[int, Tip, Any]:
+        # Both statements go out before either result is awaited: the probe runs
+        # after the lock is granted, with a snapshot that sees what its holder wrote.
+        if probe is None or not _pipelined(cur):
+            return super()._lock_counters(cur, probe)
         connection = cast(Any, cur).connection
-        if not psycopg.Pipeline.is_supported():  # pragma: no cover - libpq < 14
-            return nullcontext()
-        return cast(AbstractContextManager[object], connection.pipeline())
+        with connection.cursor(row_factory=tuple_row) as probing:
+            cur.execute(_LOCK_COUNTERS)
+            probing.execute(sql_for(probe[0], self.mark), probe[1])
+            last_sequence, tip = _counters_of(cur.fetchone(), lock=True)
+            return last_sequence, tip, probing.fetchone()
 
     def _lock_execution(self, cur: Cursor, request_id: str) -> None:
         # A missing row cannot be locked FOR UPDATE: lock the request id instead.
@@ -181,12 +233,31 @@ class PostgresLedger(SqlLedger):
     def _write(self, *, durable: bool = True) -> Iterator[db.Cursor]:
         """One transaction, committed when the block exits and rolled back on error
         (always durably: ``durable`` is SQLite's)."""
-        with (
-            self._connection() as conn,
-            conn.transaction(),
-            conn.cursor(row_factory=tuple_row) as cur,
-        ):
+        with self._connection() as conn, _transaction(conn) as cur:
             yield cur
+
+    @contextmanager
+    def _write_batched(self) -> Iterator[db.Cursor]:
+        """:meth:`_write` in pipeline mode: statements queue until a fetch or the end,
+        and the ``COMMIT`` goes out in the same round trip as the last writes, so the
+        counters' lock is released without waiting on this client (see
+        :mod:`._counters`). ``BEGIN``/``COMMIT`` are sent by hand: psycopg's
+        ``transaction()`` syncs the pipeline before its ``COMMIT``, one more round
+        trip under the lock. A connection outside autocommit takes :meth:`_write`."""
+        with self._connection() as conn:
+            if not conn.autocommit or not psycopg.Pipeline.is_supported():
+                with _transaction(conn) as cur:
+                    yield cur
+                return
+            with conn.pipeline() as pipeline, conn.cursor(row_factory=tuple_row) as cur:
+                cur.execute("BEGIN")
+                try:
+                    yield cur
+                    cur.execute("COMMIT")
+                    pipeline.sync()
+                except BaseException:
+                    _roll_back(conn, pipeline)
+                    raise
 
     @contextmanager
     def _snapshot(self) -> Iterator[db.Cursor]:
@@ -204,6 +275,39 @@ class PostgresLedger(SqlLedger):
                 return
             with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
                 yield cur
+
+
+@contextmanager
+def _transaction(conn: psycopg.Connection[Any]) -> Iterator[db.Cursor]:
+    with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+        yield cur
+
+
+def _roll_back(conn: psycopg.Connection[Any], pipeline: psycopg.Pipeline) -> None:
+    """End a failed pipelined transaction: the statement that failed has raised (or
+    the block did); sync past the skipped rest, then roll back (a no-op warning if
+    a failed ``COMMIT`` already ended it). The block's own error is the one raised."""
+    with suppress(psycopg.Error):
+        pipeline.sync()
+    with suppress(psycopg.Error):  # a lost connection: the pool replaces it
+        conn.execute("ROLLBACK")
+        pipeline.sync()
+
+
+_READ_COUNTERS = "SELECT last_sequence, audit_tip_index, audit_tip_hash FROM aais_meta"
+_LOCK_COUNTERS = _READ_COUNTERS + " FOR UPDATE"
+
+
+def _counters_of(row: Any, *, lock: bool) -> tuple[int, Tip]:
+    if row is None:
+        if lock:
+            raise RuntimeError("the ledger schema is missing its meta row; call setup() first")
+        return 0, None
+    return int(row[0]), None if row[1] is None else (int(row[1]), str(row[2]))
+
+
+def _pipelined(cur: Cursor) -> bool:
+    return bool(cast(Any, cur).connection.pgconn.pipeline_status != psycopg.pq.PipelineStatus.OFF)
 
 
 def _lock_key(request_id: str) -> int:

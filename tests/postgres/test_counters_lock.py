@@ -132,3 +132,24 @@ def test_a_refused_grant_leaves_nothing_and_the_connection_idle(
         ledger.record_resolution(approval(second, grant=grant_for(second, grant_id="grt_1")))
     assert conn.info.transaction_status == TransactionStatus.IDLE
     assert ledger.contents() == before
+
+
+def test_leases_and_execution_marks_commit_without_waiting_for_the_wal_flush(
+    conn: psycopg.Connection[Any],
+) -> None:
+    from aais_langgraph.ledger.executions import claim_change
+
+    ledger = PostgresLedger(conn)
+    requested = request_envelope("apr_1")
+    with _traced(conn) as synced:
+        ledger.add_request(requested)
+        ledger.record_resolution(approval(requested))
+    with _traced(conn) as relaxed:
+        assert ledger.acquire_lease("t1", "h1", ttl=30, now=1000.0) is not None
+        claim = claim_change("apr_1", "h1", thread_id="t1", ttl=30, now=1000.0, retry=False)
+        assert ledger.update_execution("apr_1", claim, durable=False) is not None
+        assert ledger.release_lease("t1", "h1")
+    off = "SET LOCAL synchronous_commit TO OFF"
+    assert not any(off in line for line in synced)
+    assert sum(off in line for line in relaxed) == 3
+    assert ledger.get_execution("apr_1") is not None

@@ -31,8 +31,11 @@ __all__ = [
     "RESUME_MAP_KEY",
     "SCRATCHPAD_KEY",
     "TESTED_RANGE",
+    "StoredWrite",
     "interrupt_id_for",
+    "latest_interrupt_blobs",
     "latest_interrupt_writes",
+    "load_write",
     "mark_invalid_resume",
     "resume_map",
     "saved_answers",
@@ -88,23 +91,36 @@ ORDER BY w.thread_id, w.task_id, w.idx
 tables (checkpoint ids sort by time, as its own ``list`` relies on)."""
 
 
+StoredWrite = tuple[str, bytes]
+"""A checkpoint write as the checkpointer stores it: ``(type, bytes)`` of its serializer."""
+
+
 def latest_interrupt_writes(checkpointer: Any) -> Iterator[tuple[str, Any]] | None:
     """``(thread_id, value)`` of each interrupt write in every thread's latest root
     checkpoint, in one query; None for a checkpointer without one (use ``list``).
 
     Only LangGraph's ``SqliteSaver`` (its table layout is the private detail here).
     """
+    stored = latest_interrupt_blobs(checkpointer)
+    if stored is None:
+        return None
+    return ((thread_id, load_write(checkpointer, write)) for thread_id, write in stored)
+
+
+def latest_interrupt_blobs(checkpointer: Any) -> list[tuple[str, StoredWrite]] | None:
+    """:func:`latest_interrupt_writes` still serialized (:func:`load_write` reads one), so
+    a caller that has seen the same bytes before need not deserialize them again."""
     try:
         from langgraph.checkpoint.sqlite import SqliteSaver
     except ImportError:  # pragma: no cover - the sqlite checkpointer is optional
         return None
     if type(checkpointer) is not SqliteSaver:
         return None
-    return _sqlite_interrupts(checkpointer)
-
-
-def _sqlite_interrupts(saver: Any) -> Iterator[tuple[str, Any]]:
-    with saver.cursor(transaction=False) as cur:
+    with checkpointer.cursor(transaction=False) as cur:
         rows = cur.execute(_LATEST_INTERRUPTS, (INTERRUPT,)).fetchall()
-    for thread_id, kind, value in rows:
-        yield str(thread_id), saver.serde.loads_typed((kind, value))
+    return [(str(thread_id), (str(kind), bytes(value))) for thread_id, kind, value in rows]
+
+
+def load_write(checkpointer: Any, write: StoredWrite) -> Any:
+    """The value of a stored write, deserialized by the checkpointer's serializer."""
+    return checkpointer.serde.loads_typed(write)

@@ -1,0 +1,130 @@
+"""The ledger's side of the inbox: pending rows the audit vouches for, each checked once.
+
+A listing reads the pending rows in one query with their JSON still text
+(:meth:`~aais_langgraph.ledger.Ledger.list_pending_rows`). A row seen before with
+the same content (every column equal) reuses what was worked out for it then: the
+validated envelope of a row the audit entry (and seal) vouches for, or why it does
+not. Only new rows are parsed, vouched for and validated, so a listing costs one
+query and a dictionary lookup per unchanged row. What is remembered is what the
+last listing held, so it is bounded by what is pending.
+
+A row the audit does not vouch for is left out and reported as an
+:class:`~.reconcile.IntegrityProblem`: the inbox never shows a request the gate
+would refuse to act on, and one bad row does not hide the others.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+from weakref import WeakKeyDictionary
+
+from ..authority import ApprovalAuthority
+from ..authority.outcomes import snapshot_of
+from ..ledger import LedgerIntegrityError, PendingRow, StoredRequest
+from ..protocol import AAISValidationError, ApprovalRequested, ApprovalSnapshot
+from .reconcile import INTEGRITY_ERRORS_EXTENSION, IntegrityProblem
+
+__all__ = ["Listing"]
+
+_Vouched = ApprovalRequested | str
+"""A row's validated envelope, or why the ledger does not vouch for it."""
+
+_LOCK = threading.Lock()
+_SEEN: WeakKeyDictionary[ApprovalAuthority, dict[tuple[Any, ...], _Vouched]] = WeakKeyDictionary()
+
+
+def _vouch(authority: ApprovalAuthority, row: PendingRow) -> _Vouched:
+    try:
+        return authority.vouched_request(row.parsed())
+    except LedgerIntegrityError as error:
+        return f"the ledger does not vouch for it: {error.reason}"
+    except (ValueError, TypeError):
+        return "the ledger does not vouch for it: it cannot be read (a malformed column)"
+    except AAISValidationError as error:
+        return f"its envelope is not a valid request (at {error.pointer or '/'})"
+
+
+def _expires(row: PendingRow) -> datetime | None:
+    """The row's indexed expiry column, which stands for its envelope's ``expires_at``."""
+    return None if row.expires_at is None else datetime.fromtimestamp(row.expires_at, timezone.utc)
+
+
+@dataclass
+class Listing:
+    """Pending, unexpired rows (sequence order) with their vouched envelopes, as of when."""
+
+    as_of: int
+    moment: datetime
+    rows: list[PendingRow]
+    requests: dict[str, ApprovalRequested]
+    refused: list[IntegrityProblem] = field(default_factory=list)
+    """Rows left out because the ledger does not vouch for them."""
+
+    @classmethod
+    def read(
+        cls, authority: ApprovalAuthority, session_id: str | None, now: datetime | None
+    ) -> Listing:
+        as_of = authority.ledger.last_sequence()
+        moment = now if now is not None else authority.clock()
+        with _LOCK:
+            seen = _SEEN.get(authority, {})
+        kept: dict[tuple[Any, ...], _Vouched] = {}
+        listing = cls(as_of, moment, [], {})
+        for row in authority.ledger.list_pending_rows(session_id=session_id):
+            expires = _expires(row)
+            if expires is not None and moment >= expires:
+                continue  # not shown, so not vouched for either
+            key = row.key
+            found = seen.get(key)
+            if found is None:
+                found = _vouch(authority, row)
+            kept[key] = found
+            if isinstance(found, str):
+                listing.refused.append(IntegrityProblem(row.thread_id or "", row.request_id, found))
+            elif expires is not None or moment < authority.expiry_of(found.request):
+                listing.rows.append(row)
+                listing.requests[row.request_id] = found
+        with _LOCK:
+            _SEEN[authority] = kept
+        return listing
+
+    def refused_ids(self) -> set[str]:
+        return {problem.request_id for problem in self.refused}
+
+    def stored(self, rows: list[PendingRow] | None = None) -> list[StoredRequest]:
+        """The parsed rows (for the waiting rule where the checkpoint does not settle it)."""
+        return [row.parsed() for row in (self.rows if rows is None else rows)]
+
+    def snapshot(
+        self,
+        authority: ApprovalAuthority,
+        session_id: str | None,
+        waiting: set[str] | None,
+        problems: list[IntegrityProblem],
+    ) -> ApprovalSnapshot:
+        """``approval.snapshot`` of the rows ``waiting`` names (all for None), leaving out
+        those ``problems`` name, which the integrity extension reports with the refused."""
+        reported = self.refused + problems
+        suspect = {problem.request_id for problem in reported}
+        pending = [
+            self.requests[row.request_id].request
+            for row in self.rows
+            if (waiting is None or row.request_id in waiting) and row.request_id not in suspect
+        ]
+        snapshot = snapshot_of(
+            pending,
+            as_of=self.as_of,
+            now=self.moment,
+            stream=authority.stream,
+            unknown_executions=authority.unknown_executions(session_id=session_id),
+        )
+        if not reported:
+            return snapshot
+        extensions = {
+            **(snapshot.extensions or {}),
+            INTEGRITY_ERRORS_EXTENSION: [problem.to_json() for problem in reported],
+        }
+        return snapshot.model_copy(update={"extensions": extensions})

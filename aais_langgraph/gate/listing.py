@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any
+from datetime import datetime
 from weakref import WeakKeyDictionary
 
 from ..authority import ApprovalAuthority
@@ -33,7 +32,7 @@ _Vouched = ApprovalRequested | str
 """A row's validated envelope, or why the ledger does not vouch for it."""
 
 _LOCK = threading.Lock()
-_SEEN: WeakKeyDictionary[ApprovalAuthority, dict[tuple[Any, ...], _Vouched]] = WeakKeyDictionary()
+_SEEN: WeakKeyDictionary[ApprovalAuthority, dict[PendingRow, _Vouched]] = WeakKeyDictionary()
 
 
 def _vouch(authority: ApprovalAuthority, row: PendingRow) -> _Vouched:
@@ -45,11 +44,6 @@ def _vouch(authority: ApprovalAuthority, row: PendingRow) -> _Vouched:
         return "the ledger does not vouch for it: it cannot be read (a malformed column)"
     except AAISValidationError as error:
         return f"its envelope is not a valid request (at {error.pointer or '/'})"
-
-
-def _expires(row: PendingRow) -> datetime | None:
-    """The row's indexed expiry column, which stands for its envelope's ``expires_at``."""
-    return None if row.expires_at is None else datetime.fromtimestamp(row.expires_at, timezone.utc)
 
 
 @dataclass
@@ -71,20 +65,20 @@ class Listing:
         moment = now if now is not None else authority.clock()
         with _LOCK:
             seen = _SEEN.get(authority, {})
-        kept: dict[tuple[Any, ...], _Vouched] = {}
+        kept: dict[PendingRow, _Vouched] = {}
         listing = cls(as_of, moment, [], {})
+        # The indexed expiry column is the envelope's ``expires_at`` in epoch seconds.
+        at = moment.timestamp()
         for row in authority.ledger.list_pending_rows(session_id=session_id):
-            expires = _expires(row)
-            if expires is not None and moment >= expires:
+            if row.expires_at is not None and at >= row.expires_at:
                 continue  # not shown, so not vouched for either
-            key = row.key
-            found = seen.get(key)
+            found = seen.get(row)
             if found is None:
                 found = _vouch(authority, row)
-            kept[key] = found
+            kept[row] = found
             if isinstance(found, str):
                 listing.refused.append(IntegrityProblem(row.thread_id or "", row.request_id, found))
-            elif expires is not None or moment < authority.expiry_of(found.request):
+            elif row.expires_at is not None or moment < authority.expiry_of(found.request):
                 listing.rows.append(row)
                 listing.requests[row.request_id] = found
         with _LOCK:

@@ -201,8 +201,8 @@ class _WritesSeen:
 
     ids: dict[StoredWrite, tuple[str, ...]] = field(default_factory=dict)
     """Stored write -> ids of the AAIS requests in it."""
-    agree: dict[tuple[StoredWrite, tuple[Any, ...]], bool] = field(default_factory=dict)
-    """(stored write, ledger row key) -> whether the write's copy is the row's request."""
+    agree: dict[tuple[StoredWrite, PendingRow], bool] = field(default_factory=dict)
+    """(stored write, ledger row) -> whether the write's copy is the row's request."""
 
 
 _LOCK = threading.Lock()
@@ -254,7 +254,7 @@ def reconcile_rows(
             elif _differs(held.envelope, envelopes(write)[request_id]):
                 problems.append(IntegrityProblem(thread_id, request_id, DIFFERS))
             continue
-        pair = (write, row.key)
+        pair = (write, row)
         agree = seen.agree.get(pair)
         if agree is None:
             agree = not _differs(row.parsed().envelope, envelopes(write)[request_id])

@@ -85,10 +85,10 @@ JOIN (SELECT thread_id, MAX(checkpoint_id) AS checkpoint_id FROM checkpoints
       WHERE checkpoint_ns = '' GROUP BY thread_id) AS latest
   ON w.thread_id = latest.thread_id AND w.checkpoint_id = latest.checkpoint_id
 WHERE w.checkpoint_ns = '' AND w.channel = ?
-ORDER BY w.thread_id, w.task_id, w.idx
 """
 """The interrupt writes of every thread's latest root checkpoint, in ``SqliteSaver``'s
-tables (checkpoint ids sort by time, as its own ``list`` relies on)."""
+tables (checkpoint ids sort by time, as its own ``list`` relies on). Unordered: sorting
+10k rows with their values in a temporary B-tree took two thirds of the query."""
 
 
 StoredWrite = tuple[str, bytes]

@@ -123,14 +123,14 @@ def pending_row(row: tuple[Any, ...]) -> PendingRow:
     if not isinstance(envelope, str) or not isinstance(context, str):
         raise TypeError("a JSON column that is not text")
     return PendingRow(
-        request_id=request_id,
-        envelope_text=envelope,
-        session_id=session_id,
-        expires_at=None if expires_at is None else float(expires_at),
-        thread_id=thread_id,
-        context_text=context,
-        audit_index=None if audit_index is None else int(audit_index),
-        mac=mac,
+        request_id,
+        envelope,
+        session_id,
+        None if expires_at is None else float(expires_at),
+        thread_id,
+        context,
+        None if audit_index is None else int(audit_index),
+        mac,
     )
 
 

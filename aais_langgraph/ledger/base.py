@@ -15,7 +15,16 @@ import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar, cast
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Concatenate,
+    Literal,
+    NamedTuple,
+    ParamSpec,
+    TypeVar,
+    cast,
+)
 
 if TYPE_CHECKING:
     from .executions import Execution, ExecutionChange, ExecutionState
@@ -48,10 +57,9 @@ class StoredRequest:
     mac: str | None = None
 
 
-@dataclass(frozen=True)
-class PendingRow:
+class PendingRow(NamedTuple):
     """A pending request row as stored, its JSON columns still text: a listing that has
-    seen a row before (the same text) need not parse or check it again.
+    seen a row before (an equal row: the same content) need not parse or check it again.
 
     :meth:`parsed` is the :class:`StoredRequest` the row holds.
     """
@@ -64,20 +72,6 @@ class PendingRow:
     context_text: str
     audit_index: int | None
     mac: str | None
-
-    @property
-    def key(self) -> tuple[Any, ...]:
-        """Every column of the row (equal keys: the same row content)."""
-        return (
-            self.request_id,
-            self.envelope_text,
-            self.session_id,
-            self.expires_at,
-            self.thread_id,
-            self.context_text,
-            self.audit_index,
-            self.mac,
-        )
 
     def parsed(self) -> StoredRequest:
         """The stored request this row holds (raises ``ValueError`` on malformed JSON)."""

@@ -50,24 +50,23 @@ def pending_approvals(
     reported in the snapshot's ``aais-langgraph.org/integrity_errors`` extension
     (``thread_id``, ``request_id``, ``reason``), so no paused approval vanishes
     silently. With ``SqliteSaver`` that is one query over each thread's latest
-    checkpoint, whose interrupts also serve the waiting rule, and a write seen
-    before is not deserialized again; other checkpointers are read in full once
-    (cost follows their history); ``reconcile=False`` skips it.
+    checkpoint, whose interrupts also serve the waiting rule (with or without
+    ``reconcile``), and a write seen before is not deserialized again; other
+    checkpointers are read in full once (cost follows their history), which
+    ``reconcile=False`` skips, reporting nothing.
     """
     listing = Listing.read(authority, session_id, now)
     if graph is None:
         return listing.snapshot(authority, session_id, None, [])
-    if not reconcile or graph.checkpointer is None:
-        waiting = waiting_among(graph, authority, listing.stored())
-        return listing.snapshot(authority, session_id, waiting, [])
+    saver = graph.checkpointer
     # One pass over the checkpointer serves both the reconciliation and the waiting rule.
-    found = reconcile_rows(authority, graph.checkpointer, _by_id(listing), listing.refused_ids())
-    if found is None:
-        found = _reconciled(authority, listing, paused_requests(graph.checkpointer))
-    problems, interrupted = found
+    found = None if saver is None else reconcile_rows(authority, saver, *_known(listing))
+    if found is None and reconcile and saver is not None:
+        found = _reconciled(authority, listing, paused_requests(saver))
+    problems, interrupted = found if found is not None else ([], None)
     settled, rest = _settled(listing, interrupted)
     waiting = settled | waiting_among(graph, authority, listing.stored(rest), interrupted)
-    return listing.snapshot(authority, session_id, waiting, problems)
+    return listing.snapshot(authority, session_id, waiting, problems if reconcile else [])
 
 
 async def apending_approvals(
@@ -80,26 +79,26 @@ async def apending_approvals(
 ) -> ApprovalSnapshot:
     """Async twin of :func:`pending_approvals` (async checkpointers welcome)."""
     listing = await asyncio.to_thread(Listing.read, authority, session_id, now)
-    waiting: set[str] | None = None
-    problems: list[IntegrityProblem] = []
-    if graph is not None and reconcile and graph.checkpointer is not None:
-        found = await asyncio.to_thread(
-            reconcile_rows, authority, graph.checkpointer, _by_id(listing), listing.refused_ids()
-        )
-        if found is None:
-            paused = await apaused_requests(graph.checkpointer)
-            found = await asyncio.to_thread(_reconciled, authority, listing, paused)
-        problems, interrupted = found
-        settled, rest = _settled(listing, interrupted)
-        stored = listing.stored(rest)
-        waiting = settled | await awaiting_among(graph, authority, stored, interrupted)
-    elif graph is not None:
-        waiting = await awaiting_among(graph, authority, listing.stored())
-    return await asyncio.to_thread(listing.snapshot, authority, session_id, waiting, problems)
+    if graph is None:
+        return await asyncio.to_thread(listing.snapshot, authority, session_id, None, [])
+    saver = graph.checkpointer
+    found = None
+    if saver is not None:
+        found = await asyncio.to_thread(reconcile_rows, authority, saver, *_known(listing))
+    if found is None and reconcile and saver is not None:
+        paused = await apaused_requests(saver)
+        found = await asyncio.to_thread(_reconciled, authority, listing, paused)
+    problems, interrupted = found if found is not None else ([], None)
+    settled, rest = _settled(listing, interrupted)
+    stored = listing.stored(rest)
+    waiting = settled | await awaiting_among(graph, authority, stored, interrupted)
+    reported = problems if reconcile else []
+    return await asyncio.to_thread(listing.snapshot, authority, session_id, waiting, reported)
 
 
-def _by_id(listing: Listing) -> dict[str, PendingRow]:
-    return {row.request_id: row for row in listing.rows}
+def _known(listing: Listing) -> tuple[dict[str, PendingRow], set[str]]:
+    """The listed rows by request id, and the ids of the rows reported already."""
+    return {row.request_id: row for row in listing.rows}, listing.refused_ids()
 
 
 def _reconciled(
@@ -113,14 +112,17 @@ def _reconciled(
 
 
 def _settled(
-    listing: Listing, interrupted: Mapping[str, set[str]]
+    listing: Listing, interrupted: Mapping[str, set[str]] | None
 ) -> tuple[set[str], list[PendingRow]]:
     """Ids of the rows that wait for sure (no thread to check, or their interrupt is in
-    their thread's latest checkpoint), and the rows the waiting rule must still read."""
+    their thread's latest checkpoint, read already), and the rows the waiting rule
+    must still read."""
     settled: set[str] = set()
     rest: list[PendingRow] = []
     for row in listing.rows:
-        if row.thread_id is None or row.request_id in interrupted.get(row.thread_id, ()):
+        if row.thread_id is None or (
+            interrupted is not None and row.request_id in interrupted.get(row.thread_id, ())
+        ):
             settled.add(row.request_id)
         else:
             rest.append(row)

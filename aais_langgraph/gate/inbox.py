@@ -97,8 +97,11 @@ async def apending_approvals(
 
 
 def _known(listing: Listing) -> tuple[dict[str, PendingRow], set[str]]:
-    """The listed rows by request id, and the ids of the rows reported already."""
-    return {row.request_id: row for row in listing.rows}, listing.refused_ids()
+    """The pending rows read (listed or expired) by request id, and the ids of the rows
+    reported already."""
+    return {**listing.expired, **{row.request_id: row for row in listing.rows}}, (
+        listing.refused_ids()
+    )
 
 
 def _reconciled(

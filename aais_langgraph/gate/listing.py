@@ -56,6 +56,8 @@ class Listing:
     requests: dict[str, ApprovalRequested]
     refused: list[IntegrityProblem] = field(default_factory=list)
     """Rows left out because the ledger does not vouch for them."""
+    expired: dict[str, PendingRow] = field(default_factory=dict)
+    """Rows left out because they expired (a run may still be paused on one)."""
 
     @classmethod
     def read(
@@ -71,7 +73,8 @@ class Listing:
         at = moment.timestamp()
         for row in authority.ledger.list_pending_rows(session_id=session_id):
             if row.expires_at is not None and at >= row.expires_at:
-                continue  # not shown, so not vouched for either
+                listing.expired[row.request_id] = row  # not shown, so not vouched for either
+                continue
             found = seen.get(row)
             if found is None:
                 found = _vouch(authority, row)

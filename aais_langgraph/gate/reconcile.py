@@ -201,8 +201,8 @@ class _WritesSeen:
 
     ids: dict[StoredWrite, tuple[str, ...]] = field(default_factory=dict)
     """Stored write -> ids of the AAIS requests in it."""
-    agree: dict[tuple[StoredWrite, PendingRow], bool] = field(default_factory=dict)
-    """(stored write, ledger row) -> whether the write's copy is the row's request."""
+    agreed: dict[PendingRow, StoredWrite] = field(default_factory=dict)
+    """Ledger row -> the stored write whose copy of the request is the row's."""
 
 
 _LOCK = threading.Lock()
@@ -216,12 +216,13 @@ def reconcile_rows(
     skip: set[str],
 ) -> tuple[list[IntegrityProblem], dict[str, set[str]]] | None:
     """The problems of the runs paused in each thread's latest checkpoint against the
-    ledger (``rows``, by request id, are the listed pending rows; others are read; ``skip``
+    ledger (``rows``, by request id, are pending rows read already; others are read; ``skip``
     names requests reported already), and thread id -> the request ids each is paused on.
 
     ``SqliteSaver`` only (None for others: :func:`paused_requests`): one query, and a
-    write or a (write, row) pair whose bytes were worked out before is not deserialized
-    or compared again. What is remembered is what the last call met.
+    write whose bytes were read before is not deserialized again, nor compared again
+    with a row (every column equal) it agreed with. What is remembered is what the
+    last call met, so it is bounded by what is paused.
     """
     stored = latest_interrupt_blobs(checkpointer)
     if stored is None:
@@ -236,34 +237,32 @@ def reconcile_rows(
             decoded[write] = _requests_in(load_write(checkpointer, write))
         return decoded[write]
 
-    paused: dict[tuple[str, str], StoredWrite] = {}
+    problems: list[IntegrityProblem] = []
+    interrupted: dict[str, set[str]] = {}
     for thread_id, write in stored:
         ids = seen.ids.get(write)
-        now.ids[write] = ids = tuple(envelopes(write)) if ids is None else ids
+        if ids is None:
+            ids = tuple(envelopes(write))
+        now.ids[write] = ids
+        interrupted.setdefault(thread_id, set()).update(ids)
         for request_id in ids:
-            paused[(thread_id, request_id)] = write
-    problems: list[IntegrityProblem] = []
-    for (thread_id, request_id), write in sorted(paused.items()):
-        row = rows.get(request_id)
-        if request_id in skip:
-            continue
-        if row is None:  # resolved, expired, another session's, or not held
-            held = authority.ledger.get_request(request_id)
-            if held is None:
-                problems.append(IntegrityProblem(thread_id, request_id, NOT_HELD))
-            elif _differs(held.envelope, envelopes(write)[request_id]):
+            row = rows.get(request_id)
+            if request_id in skip:
+                continue
+            if row is not None and seen.agreed.get(row) == write:
+                now.agreed[row] = write
+                continue
+            checkpoint_copy = envelopes(write)[request_id]
+            if row is None:  # resolved, another session's, or not held
+                held = authority.ledger.get_request(request_id)
+                if held is None:
+                    problems.append(IntegrityProblem(thread_id, request_id, NOT_HELD))
+                elif _differs(held.envelope, checkpoint_copy):
+                    problems.append(IntegrityProblem(thread_id, request_id, DIFFERS))
+            elif _differs(row.parsed().envelope, checkpoint_copy):
                 problems.append(IntegrityProblem(thread_id, request_id, DIFFERS))
-            continue
-        pair = (write, row)
-        agree = seen.agree.get(pair)
-        if agree is None:
-            agree = not _differs(row.parsed().envelope, envelopes(write)[request_id])
-        now.agree[pair] = agree
-        if not agree:
-            problems.append(IntegrityProblem(thread_id, request_id, DIFFERS))
+            else:
+                now.agreed[row] = write
     with _LOCK:
         _SEEN[checkpointer] = now
-    interrupted: dict[str, set[str]] = {}
-    for thread_id, request_id in paused:
-        interrupted.setdefault(thread_id, set()).add(request_id)
-    return problems, interrupted
+    return sorted(problems, key=lambda p: (p.thread_id, p.request_id)), interrupted

@@ -40,10 +40,10 @@ def _vouch(authority: ApprovalAuthority, row: PendingRow) -> _Vouched:
         return authority.vouched_request(row.parsed())
     except LedgerIntegrityError as error:
         return f"the ledger does not vouch for it: {error.reason}"
+    except AAISValidationError as error:  # vouched for, yet not valid: a recomputed chain
+        return f"its envelope is not a valid request (at {error.pointer or '/'})"
     except (ValueError, TypeError):
         return "the ledger does not vouch for it: it cannot be read (a malformed column)"
-    except AAISValidationError as error:
-        return f"its envelope is not a valid request (at {error.pointer or '/'})"
 
 
 @dataclass

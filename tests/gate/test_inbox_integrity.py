@@ -204,3 +204,23 @@ def test_the_async_twin_lists_and_reports_as_the_sync_one(
     assert twin.snapshot.pending == listed.snapshot.pending
     assert errors_of(twin) == errors_of(listed)
     assert len(errors_of(twin)) == (1 if backend.path is not None else 0)
+
+
+def test_a_row_that_cannot_be_read_is_reported_and_hides_no_other(
+    sqlite_backend: Backend, effects: Effects
+) -> None:
+    graph = gated_graph(sqlite_backend, effects)
+    kept = start(graph, "t-kept")
+    broken = start(graph, "t-broken")
+    assert sqlite_backend.path is not None
+    with sqlite3.connect(sqlite_backend.path) as raw:
+        raw.execute(
+            "UPDATE aais_requests SET envelope = '{not json' WHERE request_id = ?", (broken.id,)
+        )
+
+    snapshot = pending_approvals(sqlite_backend.authority, graph)
+
+    assert snapshot.snapshot.pending == [kept]
+    [error] = errors_of(snapshot)
+    assert (error["thread_id"], error["request_id"]) == ("t-broken", broken.id)
+    assert "cannot be read" in error["reason"]

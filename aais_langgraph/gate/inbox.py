@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from datetime import datetime
 from typing import Any
 
 from ..authority import DEFAULT_LEASE_TTL, ApprovalAuthority
-from ..ledger import PendingRow
+from ..ledger import PendingRow, StoredRequest
 from ..protocol import ApprovalResolved, ApprovalSnapshot
 from .driver import DEFAULT_LEASE_WAIT, ThreadView, adrive, awaiting_among, drive, waiting_among
 from .listing import Listing
@@ -60,12 +60,15 @@ def pending_approvals(
         return listing.snapshot(authority, session_id, None, [])
     saver = graph.checkpointer
     # One pass over the checkpointer serves both the reconciliation and the waiting rule.
-    found = None if saver is None else reconcile_rows(authority, saver, *_known(listing))
+    found: tuple[list[IntegrityProblem], Interrupted] | None = None
+    if saver is not None:
+        found = reconcile_rows(authority, saver, *_known(listing))
     if found is None and reconcile and saver is not None:
         found = _reconciled(authority, listing, paused_requests(saver))
     problems, interrupted = found if found is not None else ([], None)
     settled, rest = _settled(listing, interrupted)
-    waiting = settled | waiting_among(graph, authority, listing.stored(rest), interrupted)
+    stored = listing.stored(rest)
+    waiting = settled | waiting_among(graph, authority, stored, _as_sets(interrupted, stored))
     return listing.snapshot(authority, session_id, waiting, problems if reconcile else [])
 
 
@@ -82,7 +85,7 @@ async def apending_approvals(
     if graph is None:
         return await asyncio.to_thread(listing.snapshot, authority, session_id, None, [])
     saver = graph.checkpointer
-    found = None
+    found: tuple[list[IntegrityProblem], Interrupted] | None = None
     if saver is not None:
         found = await asyncio.to_thread(reconcile_rows, authority, saver, *_known(listing))
     if found is None and reconcile and saver is not None:
@@ -91,7 +94,9 @@ async def apending_approvals(
     problems, interrupted = found if found is not None else ([], None)
     settled, rest = _settled(listing, interrupted)
     stored = listing.stored(rest)
-    waiting = settled | await awaiting_among(graph, authority, stored, interrupted)
+    waiting = settled | await awaiting_among(
+        graph, authority, stored, _as_sets(interrupted, stored)
+    )
     reported = problems if reconcile else []
     return await asyncio.to_thread(listing.snapshot, authority, session_id, waiting, reported)
 
@@ -106,7 +111,7 @@ def _known(listing: Listing) -> tuple[dict[str, PendingRow], set[str]]:
 
 def _reconciled(
     authority: ApprovalAuthority, listing: Listing, paused: Paused
-) -> tuple[list[IntegrityProblem], dict[str, set[str]]]:
+) -> tuple[list[IntegrityProblem], Interrupted]:
     """:func:`~.reconcile.reconcile_rows` for checkpointers read in full (``paused``)."""
     skip = listing.refused_ids()
     paused = {pair: envelope for pair, envelope in paused.items() if pair[1] not in skip}
@@ -114,8 +119,22 @@ def _reconciled(
     return problems_in(authority, paused, known), interrupted_by_thread(paused)
 
 
+Interrupted = Mapping[str, Collection[str]]
+"""Thread id -> the ids of the requests its latest checkpoint is paused on."""
+
+
+def _as_sets(
+    interrupted: Interrupted | None, stored: list[StoredRequest]
+) -> dict[str, set[str]] | None:
+    """``interrupted`` for the threads of ``stored``, as the waiting rule takes it."""
+    if interrupted is None:
+        return None
+    threads = {item.thread_id for item in stored if item.thread_id is not None}
+    return {thread_id: set(interrupted.get(thread_id, ())) for thread_id in threads}
+
+
 def _settled(
-    listing: Listing, interrupted: Mapping[str, set[str]] | None
+    listing: Listing, interrupted: Interrupted | None
 ) -> tuple[set[str], list[PendingRow]]:
     """Ids of the rows that wait for sure (no thread to check, or their interrupt is in
     their thread's latest checkpoint, read already), and the rows the waiting rule

@@ -23,7 +23,6 @@ from ..protocol import AAISValidationError, sha256_digest
 from ..protocol.extensions import EXTENSION_NAMESPACE
 from .seams import (
     INTERRUPT_CHANNEL,
-    StoredWrite,
     latest_interrupt_blobs,
     latest_interrupt_writes,
     load_write,
@@ -197,11 +196,12 @@ def _problems(
 
 @dataclass
 class _WritesSeen:
-    """What earlier listings worked out from a checkpointer's interrupt writes."""
+    """What earlier listings worked out from a checkpointer's interrupt writes (keyed by
+    their bytes, entries reused as they are: a listing allocates little for what it met)."""
 
-    ids: dict[StoredWrite, tuple[str, ...]] = field(default_factory=dict)
-    """Stored write -> ids of the AAIS requests in it."""
-    agreed: dict[PendingRow, StoredWrite] = field(default_factory=dict)
+    ids: dict[bytes, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+    """Stored bytes -> their serializer type and the ids of the AAIS requests in them."""
+    agreed: dict[PendingRow, bytes] = field(default_factory=dict)
     """Ledger row -> the stored write whose copy of the request is the row's."""
 
 
@@ -214,7 +214,7 @@ def reconcile_rows(
     checkpointer: Any,
     rows: Mapping[str, PendingRow],
     skip: set[str],
-) -> tuple[list[IntegrityProblem], dict[str, set[str]]] | None:
+) -> tuple[list[IntegrityProblem], dict[str, tuple[str, ...]]] | None:
     """The problems of the runs paused in each thread's latest checkpoint against the
     ledger (``rows``, by request id, are pending rows read already; others are read; ``skip``
     names requests reported already), and thread id -> the request ids each is paused on.
@@ -230,29 +230,30 @@ def reconcile_rows(
     with _LOCK:
         seen = _SEEN.get(checkpointer) or _WritesSeen()
     now = _WritesSeen()
-    decoded: dict[StoredWrite, dict[str, Mapping[str, Any]]] = {}
+    decoded: dict[bytes, dict[str, Mapping[str, Any]]] = {}
 
-    def envelopes(write: StoredWrite) -> dict[str, Mapping[str, Any]]:
-        if write not in decoded:
-            decoded[write] = _requests_in(load_write(checkpointer, write))
-        return decoded[write]
+    def envelopes(kind: str, value: bytes) -> dict[str, Mapping[str, Any]]:
+        if value not in decoded:
+            decoded[value] = _requests_in(load_write(checkpointer, (kind, value)))
+        return decoded[value]
 
     problems: list[IntegrityProblem] = []
-    interrupted: dict[str, set[str]] = {}
-    for thread_id, write in stored:
-        ids = seen.ids.get(write)
-        if ids is None:
-            ids = tuple(envelopes(write))
-        now.ids[write] = ids
-        interrupted.setdefault(thread_id, set()).update(ids)
+    interrupted: dict[str, tuple[str, ...]] = {}
+    for thread_id, kind, value in stored:
+        entry = seen.ids.get(value)
+        if entry is None or entry[0] != kind:
+            entry = (kind, tuple(envelopes(kind, value)))
+        now.ids[value] = entry
+        ids = entry[1]
+        interrupted[thread_id] = interrupted[thread_id] + ids if thread_id in interrupted else ids
         for request_id in ids:
             row = rows.get(request_id)
             if request_id in skip:
                 continue
-            if row is not None and seen.agreed.get(row) == write:
-                now.agreed[row] = write
+            if row is not None and seen.agreed.get(row) == value:
+                now.agreed[row] = value
                 continue
-            checkpoint_copy = envelopes(write)[request_id]
+            checkpoint_copy = envelopes(kind, value)[request_id]
             if row is None:  # resolved, another session's, or not held
                 held = authority.ledger.get_request(request_id)
                 if held is None:
@@ -262,7 +263,7 @@ def reconcile_rows(
             elif _differs(row.parsed().envelope, checkpoint_copy):
                 problems.append(IntegrityProblem(thread_id, request_id, DIFFERS))
             else:
-                now.agreed[row] = write
+                now.agreed[row] = value
     with _LOCK:
         _SEEN[checkpointer] = now
     return sorted(problems, key=lambda p: (p.thread_id, p.request_id)), interrupted

@@ -104,12 +104,15 @@ def latest_interrupt_writes(checkpointer: Any) -> Iterator[tuple[str, Any]] | No
     stored = latest_interrupt_blobs(checkpointer)
     if stored is None:
         return None
-    return ((thread_id, load_write(checkpointer, write)) for thread_id, write in stored)
+    return (
+        (thread_id, load_write(checkpointer, (kind, value))) for thread_id, kind, value in stored
+    )
 
 
-def latest_interrupt_blobs(checkpointer: Any) -> list[tuple[str, StoredWrite]] | None:
-    """:func:`latest_interrupt_writes` still serialized (:func:`load_write` reads one), so
-    a caller that has seen the same bytes before need not deserialize them again."""
+def latest_interrupt_blobs(checkpointer: Any) -> list[tuple[str, str, bytes]] | None:
+    """:func:`latest_interrupt_writes` still serialized, as ``(thread_id, type, bytes)``
+    (:func:`load_write` reads one), so a caller that has seen the same bytes before need
+    not deserialize them again."""
     try:
         from langgraph.checkpoint.sqlite import SqliteSaver
     except ImportError:  # pragma: no cover - the sqlite checkpointer is optional
@@ -117,8 +120,10 @@ def latest_interrupt_blobs(checkpointer: Any) -> list[tuple[str, StoredWrite]] |
     if type(checkpointer) is not SqliteSaver:
         return None
     with checkpointer.cursor(transaction=False) as cur:
-        rows = cur.execute(_LATEST_INTERRUPTS, (INTERRUPT,)).fetchall()
-    return [(str(thread_id), (str(kind), bytes(value))) for thread_id, kind, value in rows]
+        rows: list[tuple[str, str, bytes]] = cur.execute(
+            _LATEST_INTERRUPTS, (INTERRUPT,)
+        ).fetchall()
+    return rows
 
 
 def load_write(checkpointer: Any, write: StoredWrite) -> Any:

@@ -22,6 +22,9 @@ from .reconcile import (
     reconcile_rows,
 )
 
+Interrupted = Mapping[str, Collection[str]]
+"""Thread id -> the ids of the requests its latest checkpoint is paused on."""
+
 
 def pending_approvals(
     authority: ApprovalAuthority,
@@ -117,10 +120,6 @@ def _reconciled(
     paused = {pair: envelope for pair, envelope in paused.items() if pair[1] not in skip}
     known = {stored.request_id: stored for stored in listing.stored()}
     return problems_in(authority, paused, known), interrupted_by_thread(paused)
-
-
-Interrupted = Mapping[str, Collection[str]]
-"""Thread id -> the ids of the requests its latest checkpoint is paused on."""
 
 
 def _as_sets(

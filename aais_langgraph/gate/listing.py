@@ -6,7 +6,8 @@ the same content (every column equal) reuses what was worked out for it then: th
 validated envelope of a row the audit entry (and seal) vouches for, or why it does
 not. Only new rows are parsed, vouched for and validated, so a listing costs one
 query and a dictionary lookup per unchanged row. What is remembered is what the
-last listing held, so it is bounded by what is pending.
+last listing of all sessions held (and what one-session listings added since), so
+it is bounded by what is pending.
 
 A row the audit does not vouch for is left out and reported as an
 :class:`~.reconcile.IntegrityProblem`: the inbox never shows a request the gate
@@ -85,7 +86,10 @@ class Listing:
                 listing.rows.append(row)
                 listing.requests[row.request_id] = found
         with _LOCK:
-            _SEEN[authority] = kept
+            if session_id is None:  # all that is pending: forget the rows resolved since
+                _SEEN[authority] = kept
+            else:  # one session's: keep what the others' listings worked out
+                _SEEN[authority] = {**_SEEN.get(authority, {}), **kept}
         return listing
 
     def refused_ids(self) -> set[str]:

@@ -17,8 +17,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from aais_langgraph.authority import ApprovalAuthority, EventFollower
-from aais_langgraph.gate.driver import awaiting_among
-from aais_langgraph.protocol import ApprovalSnapshot, format_timestamp, new_id
+from aais_langgraph.gate import apending_approvals
+from aais_langgraph.protocol import ApprovalSnapshot
 
 GAP_EVENT = "aais.gap"
 
@@ -37,35 +37,17 @@ def format_message(
 
 
 async def pending_snapshot(authority: ApprovalAuthority, graph: Any | None) -> ApprovalSnapshot:
-    """``approval.snapshot`` of pending requests whose run still waits for them.
-
-    The same rule as :func:`~aais_langgraph.gate.pending_approvals`
-    (:meth:`~aais_langgraph.gate.driver.ThreadView.waiting`): a request is left out
-    once its thread's checkpoint shows the task that raised it is gone (the run
-    moved on, e.g. its state was edited); one whose task is still live is kept
-    even before its interrupt is checkpointed, so a snapshot taken in that window
-    does not hide it from a client that then follows the events after
-    ``as_of_sequence``. One ``aget_state`` per waiting thread, so it works with
-    async checkpointers.
+    """``approval.snapshot`` of pending requests whose run still waits for them:
+    :func:`~aais_langgraph.gate.apending_approvals` without reconciliation (its
+    waiting rule, :meth:`~aais_langgraph.gate.driver.ThreadView.waiting`, and its
+    vouched rows). A request is left out once its thread's checkpoint shows the
+    task that raised it is gone (the run moved on, e.g. its state was edited); one
+    whose task is still live is kept even before its interrupt is checkpointed, so
+    a snapshot taken in that window does not hide it from a client that then
+    follows the events after ``as_of_sequence``. Async checkpointers work (one
+    ``aget_tuple`` per waiting thread; one query with ``SqliteSaver``).
     """
-    snapshot = await authority.asnapshot()
-    if graph is None:
-        return snapshot
-    records = {
-        request.id: await authority.aget_stored_request(request.id)
-        for request in snapshot.snapshot.pending
-    }
-    visible = {request_id for request_id, record in records.items() if record is None}
-    visible |= await awaiting_among(
-        graph, authority, [record for record in records.values() if record is not None]
-    )
-    envelope = snapshot.to_json()
-    envelope["id"] = new_id("evt")
-    envelope["occurred_at"] = format_timestamp(authority.clock())
-    envelope["snapshot"]["pending"] = [
-        request.to_json() for request in snapshot.snapshot.pending if request.id in visible
-    ]
-    return ApprovalSnapshot.from_data(envelope)
+    return await apending_approvals(authority, graph, reconcile=False)
 
 
 async def event_stream(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Protocol
@@ -200,6 +201,27 @@ def snapshot_envelope(
         else None,
     )
     return ApprovalSnapshot.from_data(envelope)
+
+
+def snapshot_of(
+    pending: Sequence[Request],
+    *,
+    as_of: int,
+    now: datetime,
+    stream: str | None,
+    unknown_executions: list[dict[str, Any]] | None = None,
+) -> ApprovalSnapshot:
+    """:func:`snapshot_envelope` around requests that are validated models already (read
+    back once from rows the ledger vouches for, or built here): the envelope is
+    validated, the requests are not again (re-validating recomputed every action digest)."""
+    for index, request in enumerate(pending):
+        if type(request) is not Request:
+            raise TypeError(f"pending[{index}]: a validated Request model is required")
+    empty = snapshot_envelope(
+        [], as_of=as_of, now=now, stream=stream, unknown_executions=unknown_executions
+    )
+    body = empty.snapshot.model_copy(update={"pending": list(pending)})
+    return empty.model_copy(update={"snapshot": body})
 
 
 def check_size(envelope: Envelope, max_bytes: int = DEFAULT_MAX_BYTES) -> None:

@@ -22,6 +22,7 @@ from ..protocol import (
     AAISValidationError,
     Action,
     Actor,
+    ApprovalRequested,
     ApprovalSnapshot,
     Origin,
     Request,
@@ -34,14 +35,13 @@ from .keys import resolve_key
 from .outcomes import (
     DEFAULT_STREAM,
     effective_expiry,
-    snapshot_envelope,
+    snapshot_of,
 )
 from .policy import ApprovalPolicy, AskEveryTime
 from .standing import EventPage, Screening, standing_resolution
 from .vouch import VouchedRecords
 
 Clock = Callable[[], datetime]
-
 
 
 class AuthorityReads:
@@ -165,14 +165,20 @@ class AuthorityReads:
         for stored in self.ledger.list_pending(session_id=session_id):
             request = self._requests.load(stored.envelope).request
             if now < self.expiry_of(request):
-                pending.append(request.to_json())
-        return snapshot_envelope(
+                pending.append(request)
+        return snapshot_of(
             pending,
             as_of=as_of,
             now=now,
             stream=stream if stream is not None else self.stream,
             unknown_executions=self.unknown_executions(session_id=session_id),
         )
+
+    def vouched_request(self, stored: StoredRequest) -> ApprovalRequested:
+        """The validated envelope of a stored request row its audit entry (and seal) vouches
+        for; raises :class:`~aais_langgraph.ledger.LedgerIntegrityError` otherwise. Checked
+        once per process per row (then cached), like every read of the gate."""
+        return self._records.request(stored)[1]
 
     def unknown_executions(self, *, session_id: str | None = None) -> list[dict[str, Any]]:
         """Approved requests whose execution outcome is unknown (the runtime's records),

@@ -3,78 +3,27 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping
 from datetime import datetime
 from typing import Any
 
 from ..authority import DEFAULT_LEASE_TTL, ApprovalAuthority
-from ..authority.outcomes import snapshot_envelope
-from ..ledger import StoredRequest
+from ..ledger import PendingRow, StoredRequest
 from ..protocol import ApprovalResolved, ApprovalSnapshot
 from .driver import DEFAULT_LEASE_WAIT, ThreadView, adrive, awaiting_among, drive, waiting_among
+from .listing import Listing
 from .reconcile import (
-    INTEGRITY_ERRORS_EXTENSION,
     IntegrityProblem,
+    Paused,
     apaused_requests,
     interrupted_by_thread,
     paused_requests,
     problems_in,
+    reconcile_rows,
 )
 
-
-@dataclass
-class _Listing:
-    """The ledger's side of a pending listing: what is pending and unexpired, as of when."""
-
-    as_of: int
-    moment: datetime
-    records: list[StoredRequest]
-
-    @classmethod
-    def read(
-        cls, authority: ApprovalAuthority, session_id: str | None, now: datetime | None
-    ) -> _Listing:
-        as_of = authority.ledger.last_sequence()
-        moment = now if now is not None else authority.clock()
-        records = [
-            stored
-            for stored in authority.ledger.list_pending(session_id=session_id)
-            if moment < authority.expiry_of(stored)
-        ]
-        return cls(as_of, moment, records)
-
-    def by_id(self) -> dict[str, StoredRequest]:
-        return {stored.request_id: stored for stored in self.records}
-
-    def snapshot(
-        self,
-        authority: ApprovalAuthority,
-        session_id: str | None,
-        waiting: set[str] | None,
-        problems: list[IntegrityProblem],
-    ) -> ApprovalSnapshot:
-        suspect = {problem.request_id for problem in problems}
-        pending = [
-            dict(stored.envelope["request"])
-            for stored in self.records
-            if (waiting is None or stored.request_id in waiting)
-            and stored.request_id not in suspect
-        ]
-        snapshot = snapshot_envelope(
-            pending,
-            as_of=self.as_of,
-            now=self.moment,
-            stream=authority.stream,
-            unknown_executions=authority.unknown_executions(session_id=session_id),
-        )
-        if not problems:
-            return snapshot
-        extensions = {
-            **(snapshot.extensions or {}),
-            INTEGRITY_ERRORS_EXTENSION: [problem.to_json() for problem in problems],
-        }
-        return snapshot.model_copy(update={"extensions": extensions})
+Interrupted = Mapping[str, Collection[str]]
+"""Thread id -> the ids of the requests its latest checkpoint is paused on."""
 
 
 def pending_approvals(
@@ -91,10 +40,12 @@ def pending_approvals(
 
     A request whose task is gone (the run finished, or moved on after an edit of
     its state) is left out; one whose task is live is listed even before its
-    interrupt is checkpointed. One indexed ledger query for the pending requests
-    and one checkpoint read per thread that has any (``get_state`` only for a
-    thread whose latest checkpoint lacks the request's interrupt), so this listing
-    costs what is pending, not the history. ``now`` defaults to the authority's clock.
+    interrupt is checkpointed. One indexed ledger query for the pending rows, each
+    vouched for by its audit entry once per process (:class:`~.listing.Listing`; a
+    row the audit does not vouch for is reported, not listed), and one checkpoint
+    read per thread that has any (``get_state`` only for a thread whose latest
+    checkpoint lacks the request's interrupt), so this listing costs what is
+    pending, not the history. ``now`` defaults to the authority's clock.
 
     With ``graph`` and ``reconcile`` (the default), the checkpointer is also read
     for runs paused on requests the ledger does not hold, or holds differently
@@ -102,20 +53,26 @@ def pending_approvals(
     reported in the snapshot's ``aais-langgraph.org/integrity_errors`` extension
     (``thread_id``, ``request_id``, ``reason``), so no paused approval vanishes
     silently. With ``SqliteSaver`` that is one query over each thread's latest
-    checkpoint, whose interrupts also serve the waiting rule; other checkpointers
-    are read in full once (cost follows their history); ``reconcile=False`` skips it.
+    checkpoint, whose interrupts also serve the waiting rule (with or without
+    ``reconcile``), and a write seen before is not deserialized again; other
+    checkpointers are read in full once (cost follows their history), which
+    ``reconcile=False`` skips, reporting nothing.
     """
-    listing = _Listing.read(authority, session_id, now)
+    listing = Listing.read(authority, session_id, now)
     if graph is None:
         return listing.snapshot(authority, session_id, None, [])
-    if not reconcile or graph.checkpointer is None:
-        waiting = waiting_among(graph, authority, listing.records)
-        return listing.snapshot(authority, session_id, waiting, [])
+    saver = graph.checkpointer
     # One pass over the checkpointer serves both the reconciliation and the waiting rule.
-    paused = paused_requests(graph.checkpointer)
-    problems = problems_in(authority, paused, listing.by_id())
-    waiting = waiting_among(graph, authority, listing.records, interrupted_by_thread(paused))
-    return listing.snapshot(authority, session_id, waiting, problems)
+    found: tuple[list[IntegrityProblem], Interrupted] | None = None
+    if saver is not None:
+        found = reconcile_rows(authority, saver, *_known(listing))
+    if found is None and reconcile and saver is not None:
+        found = _reconciled(authority, listing, paused_requests(saver))
+    problems, interrupted = found if found is not None else ([], None)
+    settled, rest = _settled(listing, interrupted)
+    stored = listing.stored(rest)
+    waiting = settled | waiting_among(graph, authority, stored, _as_sets(interrupted, stored))
+    return listing.snapshot(authority, session_id, waiting, problems if reconcile else [])
 
 
 async def apending_approvals(
@@ -127,17 +84,70 @@ async def apending_approvals(
     reconcile: bool = True,
 ) -> ApprovalSnapshot:
     """Async twin of :func:`pending_approvals` (async checkpointers welcome)."""
-    listing = await asyncio.to_thread(_Listing.read, authority, session_id, now)
-    waiting: set[str] | None = None
-    problems: list[IntegrityProblem] = []
-    if graph is not None and reconcile and graph.checkpointer is not None:
-        paused = await apaused_requests(graph.checkpointer)
-        problems = await asyncio.to_thread(problems_in, authority, paused, listing.by_id())
-        interrupted = interrupted_by_thread(paused)
-        waiting = await awaiting_among(graph, authority, listing.records, interrupted)
-    elif graph is not None:
-        waiting = await awaiting_among(graph, authority, listing.records)
-    return await asyncio.to_thread(listing.snapshot, authority, session_id, waiting, problems)
+    listing = await asyncio.to_thread(Listing.read, authority, session_id, now)
+    if graph is None:
+        return await asyncio.to_thread(listing.snapshot, authority, session_id, None, [])
+    saver = graph.checkpointer
+    found: tuple[list[IntegrityProblem], Interrupted] | None = None
+    if saver is not None:
+        found = await asyncio.to_thread(reconcile_rows, authority, saver, *_known(listing))
+    if found is None and reconcile and saver is not None:
+        paused = await apaused_requests(saver)
+        found = await asyncio.to_thread(_reconciled, authority, listing, paused)
+    problems, interrupted = found if found is not None else ([], None)
+    settled, rest = _settled(listing, interrupted)
+    stored = listing.stored(rest)
+    waiting = settled | await awaiting_among(
+        graph, authority, stored, _as_sets(interrupted, stored)
+    )
+    reported = problems if reconcile else []
+    return await asyncio.to_thread(listing.snapshot, authority, session_id, waiting, reported)
+
+
+def _known(listing: Listing) -> tuple[dict[str, PendingRow], set[str]]:
+    """The pending rows read (listed or expired) by request id, and the ids of the rows
+    reported already."""
+    return {**listing.expired, **{row.request_id: row for row in listing.rows}}, (
+        listing.refused_ids()
+    )
+
+
+def _reconciled(
+    authority: ApprovalAuthority, listing: Listing, paused: Paused
+) -> tuple[list[IntegrityProblem], Interrupted]:
+    """:func:`~.reconcile.reconcile_rows` for checkpointers read in full (``paused``)."""
+    skip = listing.refused_ids()
+    paused = {pair: envelope for pair, envelope in paused.items() if pair[1] not in skip}
+    known = {stored.request_id: stored for stored in listing.stored()}
+    return problems_in(authority, paused, known), interrupted_by_thread(paused)
+
+
+def _as_sets(
+    interrupted: Interrupted | None, stored: list[StoredRequest]
+) -> dict[str, set[str]] | None:
+    """``interrupted`` for the threads of ``stored``, as the waiting rule takes it."""
+    if interrupted is None:
+        return None
+    threads = {item.thread_id for item in stored if item.thread_id is not None}
+    return {thread_id: set(interrupted.get(thread_id, ())) for thread_id in threads}
+
+
+def _settled(
+    listing: Listing, interrupted: Interrupted | None
+) -> tuple[set[str], list[PendingRow]]:
+    """Ids of the rows that wait for sure (no thread to check, or their interrupt is in
+    their thread's latest checkpoint, read already), and the rows the waiting rule
+    must still read."""
+    settled: set[str] = set()
+    rest: list[PendingRow] = []
+    for row in listing.rows:
+        if row.thread_id is None or (
+            interrupted is not None and row.request_id in interrupted.get(row.thread_id, ())
+        ):
+            settled.add(row.request_id)
+        else:
+            rest.append(row)
+    return settled, rest
 
 
 def _recorded(

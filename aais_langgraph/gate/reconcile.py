@@ -11,21 +11,29 @@ not an approval that silently vanished from the inbox.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from ..authority import ApprovalAuthority
-from ..ledger import StoredRequest
+from ..ledger import PendingRow, StoredRequest
 from ..protocol import AAISValidationError, sha256_digest
 from ..protocol.extensions import EXTENSION_NAMESPACE
-from .seams import INTERRUPT_CHANNEL, latest_interrupt_writes
+from .seams import (
+    INTERRUPT_CHANNEL,
+    latest_interrupt_blobs,
+    latest_interrupt_writes,
+    load_write,
+)
 
 __all__ = [
     "INTEGRITY_ERRORS_EXTENSION",
     "IntegrityProblem",
     "areconcile_checkpoints",
     "reconcile_checkpoints",
+    "reconcile_rows",
 ]
 
 INTEGRITY_ERRORS_EXTENSION = EXTENSION_NAMESPACE + "integrity_errors"
@@ -39,11 +47,13 @@ class IntegrityProblem:
     """A thread paused on a request the ledger does not hold, or holds differently."""
 
     thread_id: str
+    """Empty for a request that names no thread (then left out of :meth:`to_json`)."""
     request_id: str
     reason: str
 
     def to_json(self) -> dict[str, str]:
-        return {"thread_id": self.thread_id, "request_id": self.request_id, "reason": self.reason}
+        found = {"request_id": self.request_id, "reason": self.reason}
+        return {"thread_id": self.thread_id, **found} if self.thread_id else found
 
 
 Paused = dict[tuple[str, str], Mapping[str, Any]]
@@ -63,12 +73,20 @@ def _collect(saved: Any, seen: set[str], found: Paused) -> None:
 
 
 def _add(thread_id: str, value: Any, found: Paused) -> None:
+    for request_id, envelope in _requests_in(value).items():
+        found[(thread_id, request_id)] = envelope
+
+
+def _requests_in(value: Any) -> dict[str, Mapping[str, Any]]:
+    """Request id -> ``approval.requested`` envelope of the AAIS interrupts in a write."""
+    found: dict[str, Mapping[str, Any]] = {}
     for pending in value if isinstance(value, (list, tuple)) else [value]:
         envelope = getattr(pending, "value", None)
         if isinstance(envelope, Mapping) and envelope.get("type") == "approval.requested":
             request = envelope.get("request")
             if isinstance(request, Mapping) and isinstance(request.get("id"), str):
-                found[(thread_id, request["id"])] = envelope
+                found[request["id"]] = envelope
+    return found
 
 
 def paused_requests(checkpointer: Any) -> Paused:
@@ -148,6 +166,16 @@ def problems_in(
     return _problems(authority, paused, known)
 
 
+NOT_HELD = "paused on a request the ledger does not hold"
+DIFFERS = "the ledger's copy of the request differs from the checkpoint's"
+
+
+def _differs(ledger_copy: Mapping[str, Any], checkpoint_copy: Mapping[str, Any]) -> bool:
+    return not _same(ledger_copy, checkpoint_copy) and _digest(ledger_copy) != _digest(
+        checkpoint_copy
+    )
+
+
 def _problems(
     authority: ApprovalAuthority,
     paused: Paused,
@@ -157,12 +185,85 @@ def _problems(
     for (thread_id, request_id), envelope in sorted(paused.items()):
         stored = (known or {}).get(request_id) or authority.ledger.get_request(request_id)
         if stored is None:
-            reason = "paused on a request the ledger does not hold"
-        elif _same(stored.envelope, envelope):
-            continue
-        elif _digest(stored.envelope) != _digest(envelope):
-            reason = "the ledger's copy of the request differs from the checkpoint's"
-        else:
-            continue
-        problems.append(IntegrityProblem(thread_id, request_id, reason))
+            problems.append(IntegrityProblem(thread_id, request_id, NOT_HELD))
+        elif _differs(stored.envelope, envelope):
+            problems.append(IntegrityProblem(thread_id, request_id, DIFFERS))
     return problems
+
+
+# -- the inbox's reconciliation: each stored write worked out once per process ----------
+
+
+@dataclass
+class _WritesSeen:
+    """What earlier listings worked out from a checkpointer's interrupt writes (keyed by
+    their bytes, entries reused as they are: a listing allocates little for what it met)."""
+
+    ids: dict[bytes, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+    """Stored bytes -> their serializer type and the ids of the AAIS requests in them."""
+    agreed: dict[PendingRow, bytes] = field(default_factory=dict)
+    """Ledger row -> the stored write whose copy of the request is the row's."""
+
+
+_LOCK = threading.Lock()
+_SEEN: WeakKeyDictionary[Any, _WritesSeen] = WeakKeyDictionary()
+
+
+def reconcile_rows(
+    authority: ApprovalAuthority,
+    checkpointer: Any,
+    rows: Mapping[str, PendingRow],
+    skip: set[str],
+) -> tuple[list[IntegrityProblem], dict[str, tuple[str, ...]]] | None:
+    """The problems of the runs paused in each thread's latest checkpoint against the
+    ledger (``rows``, by request id, are pending rows read already; others are read; ``skip``
+    names requests reported already), and thread id -> the request ids each is paused on.
+
+    ``SqliteSaver`` only (None for others: :func:`paused_requests`): one query, and a
+    write whose bytes were read before is not deserialized again, nor compared again
+    with a row (every column equal) it agreed with. What is remembered is what the
+    last call met, so it is bounded by what is paused.
+    """
+    stored = latest_interrupt_blobs(checkpointer)
+    if stored is None:
+        return None
+    with _LOCK:
+        seen = _SEEN.get(checkpointer) or _WritesSeen()
+    now = _WritesSeen()
+    decoded: dict[bytes, dict[str, Mapping[str, Any]]] = {}
+
+    def envelopes(kind: str, value: bytes) -> dict[str, Mapping[str, Any]]:
+        if value not in decoded:
+            decoded[value] = _requests_in(load_write(checkpointer, (kind, value)))
+        return decoded[value]
+
+    problems: list[IntegrityProblem] = []
+    interrupted: dict[str, tuple[str, ...]] = {}
+    for thread_id, kind, value in stored:
+        entry = seen.ids.get(value)
+        if entry is None or entry[0] != kind:
+            entry = (kind, tuple(envelopes(kind, value)))
+        now.ids[value] = entry
+        ids = entry[1]
+        interrupted[thread_id] = interrupted[thread_id] + ids if thread_id in interrupted else ids
+        for request_id in ids:
+            row = rows.get(request_id)
+            if request_id in skip:
+                continue
+            if row is not None and seen.agreed.get(row) == value:
+                now.agreed[row] = value
+                continue
+            checkpoint_copy = envelopes(kind, value)[request_id]
+            if row is None:  # resolved, another session's, or not held
+                held = authority.ledger.get_request(request_id)
+                if held is None:
+                    problems.append(IntegrityProblem(thread_id, request_id, NOT_HELD))
+                elif _differs(held.envelope, checkpoint_copy):
+                    problems.append(IntegrityProblem(thread_id, request_id, DIFFERS))
+            elif _differs(row.parsed().envelope, checkpoint_copy):
+                problems.append(IntegrityProblem(thread_id, request_id, DIFFERS))
+            else:
+                now.agreed[row] = value
+    with _LOCK:
+        _SEEN[checkpointer] = now
+    return sorted(problems, key=lambda p: (p.thread_id, p.request_id)), interrupted

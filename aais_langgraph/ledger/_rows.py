@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from ._records import dump_json, load_json
-from .base import AuditEntry, Grant, JsonDict, StoredRequest, StoredResolution
+from .base import AuditEntry, Grant, JsonDict, PendingRow, StoredRequest, StoredResolution
 from .integrity import LedgerIntegrityError
 
 R = TypeVar("R")
@@ -112,6 +112,25 @@ def request_from_row(row: tuple[Any, ...]) -> StoredRequest:
         context=json_object(context),
         audit_index=None if audit_index is None else int(audit_index),
         mac=mac,
+    )
+
+
+@_readable("aais_requests")
+def pending_row(row: tuple[Any, ...]) -> PendingRow:
+    """A pending request row of :data:`REQUEST_COLUMNS`, its JSON columns left as text."""
+    request_id, envelope, session_id, expires_at, _status, thread_id, context, *vouch = row
+    audit_index, mac = vouch
+    if not isinstance(envelope, str) or not isinstance(context, str):
+        raise TypeError("a JSON column that is not text")
+    return PendingRow(
+        request_id,
+        envelope,
+        session_id,
+        None if expires_at is None else float(expires_at),
+        thread_id,
+        context,
+        None if audit_index is None else int(audit_index),
+        mac,
     )
 
 

@@ -41,6 +41,7 @@ from ._rows import (
     event_from_row,
     grant_from_row,
     json_object,
+    pending_row,
     request_from_row,
     resolution_from_row,
 )
@@ -52,6 +53,7 @@ from .base import (
     Lease,
     Ledger,
     LedgerContents,
+    PendingRow,
     ResolutionWrite,
     StoredRequest,
     StoredResolution,
@@ -199,6 +201,13 @@ class SqlLedger(Ledger):
         )
         with self._read() as cur:
             return [request_from_row(row) for row in self._all(cur, sql, params)]
+
+    def list_pending_rows(self, *, session_id: str | None = None) -> list[PendingRow]:
+        sql, params = pending_query(
+            REQUEST_COLUMNS, thread_id=None, session_id=session_id, expires_before=None, limit=None
+        )
+        with self._read() as cur:
+            return [pending_row(row) for row in self._all(cur, sql, params)]
 
     # -- resolutions ---------------------------------------------------------------
 

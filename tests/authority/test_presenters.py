@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from aais_langgraph.authority import ApprovalAuthority
+from aais_langgraph.authority.outcomes import snapshot_envelope, snapshot_of
 from aais_langgraph.protocol import AAISValidationError
 
 from .support import FakeClock, assert_spec_valid, decision, new_request
@@ -165,3 +166,25 @@ def test_request_without_expiry_is_stored_with_the_default_expiry(
     assert stored.request.expires_at == "2026-08-30T18:15:00.000000Z"
     assert_spec_valid(stored.to_json())
     assert authority.get_stored_request("apr_no_expiry").expires_at is not None  # type: ignore[union-attr]
+
+
+def test_a_snapshot_of_validated_requests_is_the_validated_snapshot(
+    authority: ApprovalAuthority, clock: FakeClock
+) -> None:
+    requests = [new_request(authority).request, new_request(authority).request]
+    options = {"as_of": 7, "now": clock(), "stream": "s"}
+
+    composed = snapshot_of(requests, **options)  # type: ignore[arg-type]
+    validated = snapshot_envelope([r.to_json() for r in requests], **options)  # type: ignore[arg-type]
+
+    assert composed.to_json() | {"id": "x"} == validated.to_json() | {"id": "x"}
+    assert composed.snapshot.pending == requests
+    assert_spec_valid(composed.to_json())
+
+
+def test_a_snapshot_is_composed_only_of_validated_models(
+    authority: ApprovalAuthority, clock: FakeClock
+) -> None:
+    plain = new_request(authority).request.to_json()
+    with pytest.raises(TypeError, match=r"pending\[0\]"):
+        snapshot_of([plain], as_of=1, now=clock(), stream=None)  # type: ignore[list-item]

@@ -4,6 +4,7 @@ the ledger does not hold (or holds differently) is an integrity error, never sil
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 from typing import Any
 
@@ -12,11 +13,13 @@ import aais
 from aais_langgraph import ApprovalAuthority, InMemoryLedger, pending_approvals
 from aais_langgraph.gate import (
     INTEGRITY_ERRORS_EXTENSION,
+    apending_approvals,
     areconcile_checkpoints,
     reconcile_checkpoints,
 )
+from aais_langgraph.protocol import action_digest
 
-from .support import Backend, Effects, config, gated_graph, paused, requested_of
+from .support import Backend, Effects, config, gated_graph, paused, requested_of, shell_action
 from .test_inbox import start
 
 
@@ -113,3 +116,111 @@ def test_the_async_twin_reads_an_async_checkpointer(
     problems = asyncio.run(areconcile_checkpoints(emptied, memory_backend.saver))
     assert [(p.thread_id, p.request_id) for p in problems] == [("t-1", waiting.id)]
     assert asyncio.run(areconcile_checkpoints(memory_backend.authority, memory_backend.saver)) == []
+
+
+def _forge(path: Any, request_id: str, command: str) -> None:
+    """Rewrite a stored request's command behind the ledger's back, keeping the envelope
+    valid (its action digest recomputed): only the audit can tell."""
+    with sqlite3.connect(path) as raw:
+        [text] = raw.execute(
+            "SELECT envelope FROM aais_requests WHERE request_id = ?", (request_id,)
+        ).fetchone()
+        envelope = json.loads(text)
+        action = envelope["request"]["action"]
+        action["arguments"]["command"] = command
+        envelope["request"]["action_digest"] = action_digest(action)
+        raw.execute(
+            "UPDATE aais_requests SET envelope = ? WHERE request_id = ?",
+            (json.dumps(envelope), request_id),
+        )
+
+
+def test_a_forged_request_row_is_reported_never_listed(
+    sqlite_backend: Backend, effects: Effects
+) -> None:
+    kept = sqlite_backend.authority.request(
+        shell_action("ls"), origin={"harness": "test", "session_id": "s-1"}
+    ).request
+    forged = sqlite_backend.authority.request(
+        shell_action("ls -l"), origin={"harness": "test", "session_id": "s-1"}
+    ).request
+    assert sqlite_backend.path is not None
+    _forge(sqlite_backend.path, forged.id, "rm -rf /")
+    # Another process (a restarted server) reads the ledger: nothing vouched for in memory.
+    restarted = ApprovalAuthority(sqlite_backend.authority.ledger, clock=sqlite_backend.clock)
+
+    snapshot = pending_approvals(restarted)
+
+    assert snapshot.snapshot.pending == [kept]
+    [error] = errors_of(snapshot)
+    assert error["request_id"] == forged.id and "does not vouch" in error["reason"]
+    assert "rm -rf" not in json.dumps(snapshot.to_json())
+    aais.validate(snapshot.to_json())
+
+
+def test_a_row_edited_after_a_listing_is_reported_by_the_next_one(
+    sqlite_backend: Backend, effects: Effects
+) -> None:
+    graph = gated_graph(sqlite_backend, effects)
+    edited = start(graph, "t-1")
+    assert pending_approvals(sqlite_backend.authority, graph).snapshot.pending == [edited]
+    assert sqlite_backend.path is not None
+    _forge(sqlite_backend.path, edited.id, "rm -rf /")
+
+    snapshot = pending_approvals(sqlite_backend.authority, graph)
+
+    assert snapshot.snapshot.pending == []
+    [error] = errors_of(snapshot)
+    assert error["request_id"] == edited.id and error["thread_id"] == "t-1"
+
+
+def test_a_run_that_moved_on_after_a_listing_is_not_shown_by_the_next_one(
+    backend: Backend, effects: Effects
+) -> None:
+    graph = gated_graph(backend, effects)
+    waiting = start(graph, "t-wait")
+    edited = start(graph, "t-edited")
+    listed = pending_approvals(backend.authority, graph).snapshot.pending
+    assert sorted(r.id for r in listed) == sorted([waiting.id, edited.id])
+    graph.update_state(config("t-edited"), {"command": "rm -rf /"})
+
+    assert pending_approvals(backend.authority, graph).snapshot.pending == [waiting]
+
+
+def test_the_async_twin_lists_and_reports_as_the_sync_one(
+    backend: Backend, effects: Effects
+) -> None:
+    graph = gated_graph(backend, effects)
+    start(graph, "t-kept")
+    gone = start(graph, "t-gone")
+    emptied_of_one = ApprovalAuthority(backend.authority.ledger, clock=backend.clock)
+    if backend.path is not None:
+        with sqlite3.connect(backend.path) as raw:
+            raw.execute("DELETE FROM aais_requests WHERE request_id = ?", (gone.id,))
+
+    listed = pending_approvals(emptied_of_one, graph)
+    twin = asyncio.run(apending_approvals(emptied_of_one, graph))
+
+    assert twin.snapshot.pending == listed.snapshot.pending
+    assert errors_of(twin) == errors_of(listed)
+    assert len(errors_of(twin)) == (1 if backend.path is not None else 0)
+
+
+def test_a_row_that_cannot_be_read_is_reported_and_hides_no_other(
+    sqlite_backend: Backend, effects: Effects
+) -> None:
+    graph = gated_graph(sqlite_backend, effects)
+    kept = start(graph, "t-kept")
+    broken = start(graph, "t-broken")
+    assert sqlite_backend.path is not None
+    with sqlite3.connect(sqlite_backend.path) as raw:
+        raw.execute(
+            "UPDATE aais_requests SET envelope = '{not json' WHERE request_id = ?", (broken.id,)
+        )
+
+    snapshot = pending_approvals(sqlite_backend.authority, graph)
+
+    assert snapshot.snapshot.pending == [kept]
+    [error] = errors_of(snapshot)
+    assert (error["thread_id"], error["request_id"]) == ("t-broken", broken.id)
+    assert "cannot be read" in error["reason"]

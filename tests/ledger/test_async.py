@@ -93,6 +93,7 @@ def _steps() -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
         ("add_request", (second,), {}),
         ("get_request", ("apr_1",), {}),
         ("list_pending", (), {"thread_id": "thr_1"}),
+        ("list_pending_rows", (), {"session_id": "s1"}),
         ("record_resolution", (approval(requested, grant=grant_for(requested, grant_id="g")),), {}),
         ("get_resolution", ("apr_1",), {}),
         ("record_resolution_claiming", (approval(second), claim_2), {}),

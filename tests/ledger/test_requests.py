@@ -97,6 +97,21 @@ def test_list_pending_filters_by_thread_session_and_expiry(ledger: Ledger) -> No
     assert ids(limit=0) == []
 
 
+def test_pending_rows_are_the_pending_requests_as_stored(ledger: Ledger) -> None:
+    ledger.add_request(request_envelope("apr_1", session_id="s1"), thread_id="t1", context={"k": 1})
+    ledger.add_request(request_envelope("apr_2", session_id="s2", expires_in=60))
+    ledger.add_request(request_envelope("apr_3", session_id="s1"))
+    ledger.record_resolution(approval(request_envelope("apr_3", session_id="s1")))
+
+    rows = ledger.list_pending_rows()
+
+    assert [row.parsed() for row in rows] == ledger.list_pending()
+    assert [row.audit_index for row in rows] == [r.audit_index for r in ledger.list_pending()]
+    assert [row.request_id for row in ledger.list_pending_rows(session_id="s1")] == ["apr_1"]
+    assert rows[0] == ledger.list_pending_rows()[0]  # the same content: an equal row
+    assert rows[0] != rows[1] and len({rows[0], rows[1]}) == 2  # hashable, as keys
+
+
 def test_stored_values_are_detached_from_callers(ledger: Ledger) -> None:
     envelope = request_envelope("apr_1")
     stored, _ = ledger.add_request(envelope, context={"k": ["v"]})

@@ -33,7 +33,7 @@ from ..authority import DEFAULT_LEASE_TTL, ApprovalAuthority, arun_lease, run_le
 from ..ledger import StoredRequest
 from .channel import RECORDED_ONLY_KEY
 from .run_context import AUTHORITY_KEY, CLAIM_TTL_KEY, claim_ttl_for_lease
-from .seams import INTERRUPT_CHANNEL, NULL_TASK_ID
+from .seams import INTERRUPT_CHANNEL, open_interrupts
 
 __all__ = [
     "DEFAULT_LEASE_WAIT",
@@ -104,14 +104,11 @@ class ThreadView:
         None when the checkpoint holds no interrupt (then ask ``get_state``)."""
         interrupts: dict[str, str] = {}
         open_: dict[str, Any] = {}
-        for task_id, channel, value in (found.pending_writes or ()) if found is not None else ():
-            if channel != INTERRUPT_CHANNEL or task_id == NULL_TASK_ID:
-                continue
-            for pending in value if isinstance(value, (list, tuple)) else (value,):
-                open_[pending.id] = pending.value
-                request_id = cls.request_id_of(pending.value)
-                if request_id is not None:
-                    interrupts[request_id] = pending.id
+        for pending in open_interrupts(found.pending_writes if found is not None else None):
+            open_[pending.id] = pending.value
+            request_id = cls.request_id_of(pending.value)
+            if request_id is not None:
+                interrupts[request_id] = pending.id
         if not open_:
             return None
         return cls(

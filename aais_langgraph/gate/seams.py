@@ -17,9 +17,9 @@ try:
         CONFIG_KEY_RESUME_MAP,
         CONFIG_KEY_SCRATCHPAD,
         INTERRUPT,
-        NULL_TASK_ID,
     )
     from langgraph.errors import _mark_invalid_resume
+    from langgraph.pregel._task_status import read_task_statuses
     from langgraph.types import _interrupt_id
 except ImportError as error:  # pragma: no cover - only on an untested langgraph
     raise ImportError(
@@ -29,7 +29,6 @@ except ImportError as error:  # pragma: no cover - only on an untested langgraph
 
 __all__ = [
     "INTERRUPT_CHANNEL",
-    "NULL_TASK_ID",
     "RESUME_MAP_KEY",
     "SCRATCHPAD_KEY",
     "TESTED_RANGE",
@@ -39,6 +38,7 @@ __all__ = [
     "latest_interrupt_writes",
     "load_write",
     "mark_invalid_resume",
+    "open_interrupts",
     "resume_map",
     "saved_answers",
     "scratchpad",
@@ -52,9 +52,6 @@ SCRATCHPAD_KEY: str = CONFIG_KEY_SCRATCHPAD
 
 INTERRUPT_CHANNEL: str = INTERRUPT
 """The channel name of interrupt writes in a checkpoint's ``pending_writes``."""
-
-NULL_TASK_ID = NULL_TASK_ID
-"""The task id of writes that are input to a step, not a task's (``Command(update=...)``)."""
 
 
 def scratchpad(configurable: Mapping[str, Any]) -> object | None:
@@ -77,6 +74,15 @@ def resume_map(configurable: Mapping[str, Any]) -> Mapping[str, Any] | None:
 def interrupt_id_for(checkpoint_ns: str, slot: int) -> str:
     """The id LangGraph gives the interrupt filling answer slot ``slot`` of a task."""
     return str(_interrupt_id(checkpoint_ns, slot))
+
+
+def open_interrupts(pending_writes: Sequence[tuple[str, str, Any]] | None) -> list[Any]:
+    """The interrupts of a thread's latest checkpoint still waiting for an answer, as
+    ``get_state`` reports them: those of tasks that have not finished (a task answered
+    and finished keeps its interrupt write until the step completes). LangGraph's own
+    reading of the pending writes."""
+    statuses = read_task_statuses(pending_writes or ())
+    return [pending for status in statuses.values() for pending in status.pending_interrupts]
 
 
 def mark_invalid_resume(error: BaseException) -> None:

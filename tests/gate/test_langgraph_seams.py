@@ -157,3 +157,35 @@ def test_the_adapter_langgraph_builds_takes_the_answer_types_own_validator() -> 
     adapter = TypeAdapter(answer_type)
     assert adapter.validator is answer_type.__pydantic_validator__
     assert adapter.json_schema() == response_json_schema(requested.request)
+
+
+def test_a_thread_view_from_the_checkpoint_leaves_out_interrupts_already_answered() -> None:
+    # Two tasks pause in one step; answering one lets it finish while the other still
+    # waits. Its interrupt write stays in the checkpoint, but it is no longer open.
+    from aais_langgraph.gate.driver import ThreadView, read_view
+
+    class Two(TypedDict, total=False):
+        a: str
+        b: str
+
+    def ask(key: str) -> Any:
+        def node(state: Two) -> dict[str, Any]:
+            return {key: interrupt(f"question {key}")}
+
+        return node
+
+    builder = StateGraph(Two)
+    builder.add_node("a", ask("a"))
+    builder.add_node("b", ask("b"))
+    builder.add_edge(START, "a")
+    builder.add_edge(START, "b")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "two"}}
+    first = graph.invoke({}, config)["__interrupt__"]
+    assert len(first) == 2
+    answered, waiting = first
+    graph.invoke(Command(resume={answered.id: "yes"}), config)
+
+    view = read_view(graph, config)
+    assert view.open == {waiting.id: waiting.value}
+    assert view.open == ThreadView.of(graph.get_state(config)).open

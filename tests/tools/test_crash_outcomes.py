@@ -78,7 +78,9 @@ def test_the_model_is_told_the_outcome_is_unknown_and_the_tool_is_not_re_run(
 
     message = tool_messages(graph, thread())["c1"]
     assert message.status == "error" and "unknown" in str(message.content)
-    assert request_id in str(message.content) and "100" not in str(message.content)
+    # No argument value is echoed (the request id, hex, may contain "100" by chance).
+    assert request_id in str(message.content)
+    assert "100" not in str(message.content).replace(request_id, "")
     assert keys == [request_id]  # ran once
     assert [e.request_id for e in unknown_executions(authority)] == [request_id]
     assert graph.get_state(thread()).next == ()

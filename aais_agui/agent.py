@@ -51,7 +51,8 @@ from langgraph.types import Command
 from typing_extensions import Self
 
 from aais_langgraph.authority import DEFAULT_LEASE_TTL, ApprovalAuthority, LeaseHeldError
-from aais_langgraph.gate.driver import DEFAULT_LEASE_WAIT, ThreadView, aleased_thread
+from aais_langgraph.gate.driver import DEFAULT_LEASE_WAIT, aleased_thread
+from aais_langgraph.gate.views import ThreadView
 from aais_langgraph.protocol import AAISValidationError, Actor
 
 from .mapping import is_approval_request, request_to_interrupt

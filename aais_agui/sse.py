@@ -39,7 +39,7 @@ def format_message(
 async def pending_snapshot(authority: ApprovalAuthority, graph: Any | None) -> ApprovalSnapshot:
     """``approval.snapshot`` of pending requests whose run still waits for them:
     :func:`~aais_langgraph.gate.apending_approvals` without reconciliation (its
-    waiting rule, :meth:`~aais_langgraph.gate.driver.ThreadView.waiting`, and its
+    waiting rule, :meth:`~aais_langgraph.gate.views.ThreadView.waiting`, and its
     vouched rows). A request is left out once its thread's checkpoint shows the
     task that raised it is gone (the run moved on, e.g. its state was edited); one
     whose task is still live is kept even before its interrupt is checkpointed, so

@@ -27,8 +27,9 @@ from langchain_core.runnables import RunnableConfig
 
 from aais_langgraph.authority import DEFAULT_LEASE_TTL, ApprovalAuthority, LeaseHeldError
 from aais_langgraph.gate import ExecutionUnknownError
-from aais_langgraph.gate.driver import DEFAULT_LEASE_WAIT, aread_view, run_config
+from aais_langgraph.gate.driver import DEFAULT_LEASE_WAIT, run_config
 from aais_langgraph.gate.recovery import aresolved_threads
+from aais_langgraph.gate.views import aread_view
 
 from .resume import aresume_recorded
 

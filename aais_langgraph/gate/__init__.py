@@ -1,6 +1,6 @@
 """Graph-side approvals: pause a node on an AAIS request, resume on a bound decision."""
 
-from .driver import DEFAULT_LEASE_WAIT, ThreadView, adrive, drive, run_config
+from .driver import DEFAULT_LEASE_WAIT, adrive, drive, run_config
 from .execution import (
     ExecutionUnknownError,
     areconcile_execution,
@@ -27,6 +27,7 @@ from .recovery import aresume_stranded, astranded_threads, resume_stranded, stra
 from .request import RejectedResumeError, arequest_approval, request_approval
 from .resume import Cancellation, aresume_with_decisions, resume_with_decisions
 from .run_context import AUTHORITY_KEY, MissingAuthorityError, find_authority
+from .views import ThreadView
 
 __all__ = [
     "AUTHORITY_KEY",

@@ -18,35 +18,30 @@ thread, as the ledger calls in it block.
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.types import Command
 
 from ..authority import DEFAULT_LEASE_TTL, ApprovalAuthority, arun_lease, run_lease
 from ..ledger import StoredRequest
 from .channel import RECORDED_ONLY_KEY
 from .run_context import AUTHORITY_KEY, CLAIM_TTL_KEY, claim_ttl_for_lease
-from .seams import INTERRUPT_CHANNEL, open_interrupts
+from .views import ThreadView, aread_view, checkpointer_of, read_view, waiting_request_ids
 
 __all__ = [
     "DEFAULT_LEASE_WAIT",
     "LeasedThread",
-    "ThreadView",
     "adrive",
     "aleased_thread",
-    "aread_view",
     "awaiting_among",
     "context_kwargs",
     "drive",
     "leased_thread",
-    "read_view",
     "run_config",
     "thread_of",
     "waiting_among",
@@ -62,85 +57,6 @@ A run holding the lease longer (a slow approved action) is left to the callers
 that retry: the watcher, the decisions endpoint and recovery sweeps."""
 
 Plan = Callable[["ThreadView"], "tuple[Mapping[str, Any], T]"]
-
-
-@dataclass(frozen=True)
-class ThreadView:
-    """What a thread's checkpoint says about the approvals it waits for."""
-
-    interrupts: Mapping[str, str]
-    """Request id -> LangGraph interrupt id, for every interrupt a gate raised."""
-    open: Mapping[str, Any]
-    """Interrupt id -> value of every pending interrupt (gates' and plain ones)."""
-    live_tasks_of: Callable[[], frozenset[str]] = field(repr=False, compare=False)
-    """Works out :attr:`live_tasks` (building the state snapshot) when first needed."""
-
-    @functools.cached_property
-    def live_tasks(self) -> frozenset[str]:
-        """``name:id`` of every task the next step runs (the roots of their namespaces)."""
-        return self.live_tasks_of()
-
-    @classmethod
-    def of(cls, state: Any) -> ThreadView:
-        """The view of a ``StateSnapshot`` (``graph.get_state(...)``)."""
-        interrupts: dict[str, str] = {}
-        open_: dict[str, Any] = {}
-        for task in getattr(state, "tasks", None) or ():
-            for pending in getattr(task, "interrupts", None) or ():
-                open_[pending.id] = pending.value
-        for pending in getattr(state, "interrupts", None) or ():
-            request_id = cls.request_id_of(getattr(pending, "value", None))
-            if request_id is not None:
-                interrupts[request_id] = pending.id
-        live = frozenset(f"{task.name}:{task.id}" for task in getattr(state, "tasks", None) or ())
-        return cls(interrupts=interrupts, open=open_, live_tasks_of=lambda: live)
-
-    @classmethod
-    def of_checkpoint(
-        cls, found: CheckpointTuple | None, state: Callable[[], Any]
-    ) -> ThreadView | None:
-        """The view read from the interrupt writes of a thread's latest checkpoint tuple,
-        without building its state (``state`` builds it, for :attr:`live_tasks` only);
-        None when the checkpoint holds no interrupt (then ask ``get_state``)."""
-        interrupts: dict[str, str] = {}
-        open_: dict[str, Any] = {}
-        for pending in open_interrupts(found.pending_writes if found is not None else None):
-            open_[pending.id] = pending.value
-            request_id = cls.request_id_of(pending.value)
-            if request_id is not None:
-                interrupts[request_id] = pending.id
-        if not open_:
-            return None
-        return cls(
-            interrupts=interrupts,
-            open=open_,
-            live_tasks_of=lambda: cls.of(state()).live_tasks,
-        )
-
-    @staticmethod
-    def request_id_of(value: Any) -> str | None:
-        """The request id of a gate's interrupt value (None for another interrupt)."""
-        if isinstance(value, Mapping) and value.get("type") == "approval.requested":
-            request = value.get("request")
-            if isinstance(request, Mapping) and isinstance(request.get("id"), str):
-                return str(request["id"])
-        return None
-
-    def waiting(self, stored: StoredRequest) -> bool:
-        """Whether this thread still waits for an answer to ``stored`` (an unresolved request).
-
-        It does while the task that raised the request is live in the checkpoint,
-        even before the interrupt itself is checkpointed: the gate stores the
-        request first and the run pauses a moment later, and a listing taken in
-        between must not hide it (a client would then miss it, as the events it
-        follows start after the listing). It stops once that task is gone (the
-        run finished, or moved on after an edit of its state). A request that
-        names no task waits only while its interrupt is in the checkpoint.
-        """
-        if stored.request_id in self.interrupts:
-            return True
-        namespace = str(stored.context.get("checkpoint_ns", ""))
-        return bool(namespace) and namespace.split("|")[0] in self.live_tasks
 
 
 def thread_of(config: RunnableConfig) -> str:
@@ -183,32 +99,6 @@ def context_kwargs(context: Any) -> dict[str, Any]:
     return {} if context is None else {"context": context}
 
 
-def read_view(graph: Any, config: RunnableConfig) -> ThreadView:
-    """The :class:`ThreadView` of the thread ``config`` names: from its latest checkpoint
-    tuple when that holds interrupts (one read), else from ``get_state``."""
-    saver = _saver(graph)
-    if saver is not None:
-        view = ThreadView.of_checkpoint(
-            saver.get_tuple(config), functools.partial(graph.get_state, config)
-        )
-        if view is not None:
-            return view
-    return ThreadView.of(graph.get_state(config))
-
-
-async def aread_view(graph: Any, config: RunnableConfig) -> ThreadView:
-    """Async twin of :func:`read_view`. Its ``live_tasks``, when needed, are read with the
-    sync ``get_state``: ask for them in a worker thread (as the drivers' plans run)."""
-    saver = _saver(graph)
-    if saver is not None:
-        view = ThreadView.of_checkpoint(
-            await saver.aget_tuple(config), functools.partial(graph.get_state, config)
-        )
-        if view is not None:
-            return view
-    return ThreadView.of(await graph.aget_state(config))
-
-
 def _by_thread(records: Iterable[StoredRequest]) -> tuple[set[str], dict[str, list[StoredRequest]]]:
     unplaced: set[str] = set()
     by_thread: dict[str, list[StoredRequest]] = defaultdict(list)
@@ -218,25 +108,6 @@ def _by_thread(records: Iterable[StoredRequest]) -> tuple[set[str], dict[str, li
         else:
             by_thread[stored.thread_id].append(stored)
     return unplaced, by_thread
-
-
-def _saver(graph: Any) -> BaseCheckpointSaver[Any] | None:
-    saver = getattr(graph, "checkpointer", None)
-    return saver if isinstance(saver, BaseCheckpointSaver) else None
-
-
-def _interrupted(found: CheckpointTuple | None) -> set[str]:
-    """Request ids of the gate interrupts in the pending writes of a thread's latest
-    checkpoint: the interrupts ``get_state`` reports, without building the state."""
-    ids: set[str] = set()
-    for _, channel, value in (found.pending_writes or ()) if found is not None else ():
-        if channel != INTERRUPT_CHANNEL:
-            continue
-        for pending in value if isinstance(value, (list, tuple)) else (value,):
-            request_id = ThreadView.request_id_of(getattr(pending, "value", None))
-            if request_id is not None:
-                ids.add(request_id)
-    return ids
 
 
 def waiting_among(
@@ -253,14 +124,14 @@ def waiting_among(
     ``interrupted`` (thread id -> request ids its latest checkpoint is paused on, read
     already by a reconciling listing) replaces the checkpoint reads."""
     waiting, by_thread = _by_thread(records)
-    saver = _saver(graph)
+    saver = checkpointer_of(graph)
     for thread_id, stored in by_thread.items():
         config = run_config(None, authority, thread_id=thread_id)
         if interrupted is not None or saver is not None:
             paused = (
                 interrupted.get(thread_id, set())
                 if interrupted is not None
-                else _interrupted(saver.get_tuple(config) if saver is not None else None)
+                else waiting_request_ids(saver.get_tuple(config) if saver is not None else None)
             )
             waiting.update(item.request_id for item in stored if item.request_id in paused)
             stored = [item for item in stored if item.request_id not in paused]
@@ -279,15 +150,15 @@ async def awaiting_among(
 ) -> set[str]:
     """Async twin of :func:`waiting_among`."""
     waiting, by_thread = _by_thread(records)
-    saver = _saver(graph)
+    saver = checkpointer_of(graph)
     for thread_id, stored in by_thread.items():
         config = run_config(None, authority, thread_id=thread_id)
         if interrupted is not None or saver is not None:
-            paused = (
-                interrupted.get(thread_id, set())
-                if interrupted is not None
-                else _interrupted(await saver.aget_tuple(config) if saver is not None else None)
-            )
+            if interrupted is not None:
+                paused = interrupted.get(thread_id, set())
+            else:
+                found = await saver.aget_tuple(config) if saver is not None else None
+                paused = waiting_request_ids(found)
             waiting.update(item.request_id for item in stored if item.request_id in paused)
             stored = [item for item in stored if item.request_id not in paused]
             if not stored:

@@ -10,7 +10,7 @@ from typing import Any
 from ..authority import DEFAULT_LEASE_TTL, ApprovalAuthority
 from ..ledger import PendingRow, StoredRequest
 from ..protocol import ApprovalResolved, ApprovalSnapshot
-from .driver import DEFAULT_LEASE_WAIT, ThreadView, adrive, awaiting_among, drive, waiting_among
+from .driver import DEFAULT_LEASE_WAIT, adrive, awaiting_among, drive, waiting_among
 from .listing import Listing
 from .reconcile import (
     IntegrityProblem,
@@ -21,6 +21,7 @@ from .reconcile import (
     problems_in,
     reconcile_rows,
 )
+from .views import ThreadView
 
 Interrupted = Mapping[str, Collection[str]]
 """Thread id -> the ids of the requests its latest checkpoint is paused on."""
@@ -36,7 +37,7 @@ def pending_approvals(
 ) -> ApprovalSnapshot:
     """``approval.snapshot`` of unexpired requests that are pending in the ledger *and*,
     when ``graph`` is given, still waited for by their thread
-    (:meth:`~aais_langgraph.gate.driver.ThreadView.waiting`).
+    (:meth:`~aais_langgraph.gate.views.ThreadView.waiting`).
 
     A request whose task is gone (the run finished, or moved on after an edit of
     its state) is left out; one whose task is live is listed even before its

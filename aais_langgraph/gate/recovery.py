@@ -26,9 +26,10 @@ from typing import Any
 from ..authority import DEFAULT_LEASE_TTL, ApprovalAuthority, LeaseHeldError
 from ..ledger import StoredRequest
 from ..protocol import ApprovalResolved
-from .driver import DEFAULT_LEASE_WAIT, ThreadView, aread_view, read_view, run_config
+from .driver import DEFAULT_LEASE_WAIT, run_config
 from .inbox import aresume_resolved, resume_resolved
 from .response import RejectedResumeError
+from .views import ThreadView, aread_view, read_view
 
 __all__ = [
     "ResolvedScan",

@@ -22,8 +22,9 @@ from ..protocol import (
     ApprovalResolved,
     parse_envelope,
 )
-from .driver import DEFAULT_LEASE_WAIT, ThreadView, adrive, drive, thread_of
+from .driver import DEFAULT_LEASE_WAIT, adrive, drive, thread_of
 from .run_context import find_authority
+from .views import ThreadView
 
 
 @dataclass(frozen=True)

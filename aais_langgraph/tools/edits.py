@@ -33,8 +33,9 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from ..authority import DEFAULT_LEASE_TTL, ApprovalAuthority, UnknownRequestError
-from ..gate.driver import DEFAULT_LEASE_WAIT, ThreadView, adrive, drive, thread_of
+from ..gate.driver import DEFAULT_LEASE_WAIT, adrive, drive, thread_of
 from ..gate.run_context import RunCoordinates, find_authority
+from ..gate.views import ThreadView
 from ..ledger import StoredRequest
 from ..protocol import (
     AAISValidationError,

@@ -1,0 +1,142 @@
+"""What a thread's checkpoint says about the approvals it waits for: :class:`ThreadView`.
+
+Read from the thread's latest checkpoint tuple (its pending interrupt writes, as
+LangGraph reads them), so a driver's plan sees the open interrupts after one read;
+the state snapshot is built only when a plan asks for the live tasks.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+
+from ..ledger import StoredRequest
+from .seams import open_interrupts
+
+__all__ = ["ThreadView", "aread_view", "checkpointer_of", "read_view", "waiting_request_ids"]
+
+
+@dataclass(frozen=True)
+class ThreadView:
+    """What a thread's checkpoint says about the approvals it waits for."""
+
+    interrupts: Mapping[str, str]
+    """Request id -> LangGraph interrupt id, for every interrupt a gate raised."""
+    open: Mapping[str, Any]
+    """Interrupt id -> value of every pending interrupt (gates' and plain ones)."""
+    live_tasks_of: Callable[[], frozenset[str]] = field(repr=False, compare=False)
+    """Works out :attr:`live_tasks` (building the state snapshot) when first needed."""
+
+    @functools.cached_property
+    def live_tasks(self) -> frozenset[str]:
+        """``name:id`` of every task the next step runs (the roots of their namespaces)."""
+        return self.live_tasks_of()
+
+    @classmethod
+    def of(cls, state: Any) -> ThreadView:
+        """The view of a ``StateSnapshot`` (``graph.get_state(...)``)."""
+        interrupts: dict[str, str] = {}
+        open_: dict[str, Any] = {}
+        for task in getattr(state, "tasks", None) or ():
+            for pending in getattr(task, "interrupts", None) or ():
+                open_[pending.id] = pending.value
+        for pending in getattr(state, "interrupts", None) or ():
+            request_id = cls.request_id_of(getattr(pending, "value", None))
+            if request_id is not None:
+                interrupts[request_id] = pending.id
+        live = frozenset(f"{task.name}:{task.id}" for task in getattr(state, "tasks", None) or ())
+        return cls(interrupts=interrupts, open=open_, live_tasks_of=lambda: live)
+
+    @classmethod
+    def of_checkpoint(
+        cls, found: CheckpointTuple | None, state: Callable[[], Any]
+    ) -> ThreadView | None:
+        """The view read from the interrupt writes of a thread's latest checkpoint tuple,
+        without building its state (``state`` builds it, for :attr:`live_tasks` only);
+        None when the checkpoint holds no interrupt (then ask ``get_state``)."""
+        interrupts: dict[str, str] = {}
+        open_: dict[str, Any] = {}
+        for pending in open_interrupts(found.pending_writes if found is not None else None):
+            open_[pending.id] = pending.value
+            request_id = cls.request_id_of(pending.value)
+            if request_id is not None:
+                interrupts[request_id] = pending.id
+        if not open_:
+            return None
+        return cls(
+            interrupts=interrupts,
+            open=open_,
+            live_tasks_of=lambda: cls.of(state()).live_tasks,
+        )
+
+    @staticmethod
+    def request_id_of(value: Any) -> str | None:
+        """The request id of a gate's interrupt value (None for another interrupt)."""
+        if isinstance(value, Mapping) and value.get("type") == "approval.requested":
+            request = value.get("request")
+            if isinstance(request, Mapping) and isinstance(request.get("id"), str):
+                return str(request["id"])
+        return None
+
+    def waiting(self, stored: StoredRequest) -> bool:
+        """Whether this thread still waits for an answer to ``stored`` (an unresolved request).
+
+        It does while the task that raised the request is live in the checkpoint,
+        even before the interrupt itself is checkpointed: the gate stores the
+        request first and the run pauses a moment later, and a listing taken in
+        between must not hide it (a client would then miss it, as the events it
+        follows start after the listing). It stops once that task is gone (the
+        run finished, or moved on after an edit of its state). A request that
+        names no task waits only while its interrupt is in the checkpoint.
+        """
+        if stored.request_id in self.interrupts:
+            return True
+        namespace = str(stored.context.get("checkpoint_ns", ""))
+        return bool(namespace) and namespace.split("|")[0] in self.live_tasks
+
+
+def read_view(graph: Any, config: RunnableConfig) -> ThreadView:
+    """The :class:`ThreadView` of the thread ``config`` names: from its latest checkpoint
+    tuple when that holds interrupts (one read), else from ``get_state``."""
+    saver = checkpointer_of(graph)
+    if saver is not None:
+        view = ThreadView.of_checkpoint(
+            saver.get_tuple(config), functools.partial(graph.get_state, config)
+        )
+        if view is not None:
+            return view
+    return ThreadView.of(graph.get_state(config))
+
+
+async def aread_view(graph: Any, config: RunnableConfig) -> ThreadView:
+    """Async twin of :func:`read_view`. Its ``live_tasks``, when needed, are read with the
+    sync ``get_state``: ask for them in a worker thread (as the drivers' plans run)."""
+    saver = checkpointer_of(graph)
+    if saver is not None:
+        view = ThreadView.of_checkpoint(
+            await saver.aget_tuple(config), functools.partial(graph.get_state, config)
+        )
+        if view is not None:
+            return view
+    return ThreadView.of(await graph.aget_state(config))
+
+
+def checkpointer_of(graph: Any) -> BaseCheckpointSaver[Any] | None:
+    """The graph's checkpointer, when it is one whose tuples can be read directly."""
+    saver = getattr(graph, "checkpointer", None)
+    return saver if isinstance(saver, BaseCheckpointSaver) else None
+
+
+def waiting_request_ids(found: CheckpointTuple | None) -> set[str]:
+    """Request ids of the gate interrupts still open in a thread's latest checkpoint."""
+    ids: set[str] = set()
+    for pending in open_interrupts(found.pending_writes if found is not None else None):
+        request_id = ThreadView.request_id_of(pending.value)
+        if request_id is not None:
+            ids.add(request_id)
+    return ids

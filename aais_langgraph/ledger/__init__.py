@@ -15,7 +15,6 @@ from .base import (
     Lease,
     Ledger,
     LedgerContents,
-    PendingRow,
     ResolutionWrite,
     StoredRequest,
     StoredResolution,
@@ -25,6 +24,7 @@ from .executions import Execution, ExecutionState
 from .integrity import LedgerIntegrityError
 from .memory import InMemoryLedger
 from .opening import NotALedgerError, is_postgres_url, open_ledger
+from .pending_rows import PendingRow
 from .sqlite import SqliteLedger
 
 __all__ = [

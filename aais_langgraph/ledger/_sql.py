@@ -53,11 +53,11 @@ from .base import (
     Lease,
     Ledger,
     LedgerContents,
-    PendingRow,
     ResolutionWrite,
     StoredRequest,
     StoredResolution,
 )
+from .pending_rows import PendingRow
 
 
 class SqlLedger(Ledger):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -255,3 +256,77 @@ def test_a_set_up_file_is_read_without_writing(sqlite_path: Path) -> None:
         ledger = SqliteLedger(read_only, synchronous=None)
         assert ledger.last_sequence() == 3
         assert verify_audit(ledger.audit_entries(), ledger.audit_tip()).ok
+
+
+def _plans_of_request_reads(path: Path, read: Callable[[SqliteLedger], object]) -> list[str]:
+    """The query plan of every statement ``read`` sends that reads ``aais_requests``."""
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    sent: list[str] = []
+    with closing(conn):
+        ledger = SqliteLedger(conn)
+        conn.set_trace_callback(sent.append)
+        read(ledger)
+        conn.set_trace_callback(None)
+        reads = [sql for sql in sent if sql.lstrip().upper().startswith("SELECT")]
+        return [
+            " ".join(str(step[-1]) for step in conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
+            for sql in reads
+            if re.search(r"\bFROM aais_requests\b", sql)
+        ]
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        lambda ledger: ledger.list_pending_rows(),
+        lambda ledger: ledger.list_pending_rows(session_id="sess_1"),
+        lambda ledger: ledger.list_pending(thread_id="thr_1", limit=5),
+        lambda ledger: ledger.list_pending(expires_before=2e9),
+    ],
+    ids=["all", "one session", "one thread", "expiring"],
+)
+def test_pending_requests_are_read_from_the_covering_index_alone(
+    sqlite_path: Path, read: Callable[[SqliteLedger], object]
+) -> None:
+    """A listing never searches the whole history row by row: each pending row comes
+    from the partial index, in sequence order, with no sort step."""
+    _populate(sqlite_path)
+    with SqliteLedger.from_path(sqlite_path) as ledger:
+        for n in range(3):
+            ledger.add_request(request_envelope(f"apr_open_{n}"), thread_id="thr_1")
+
+    plans = _plans_of_request_reads(sqlite_path, read)
+
+    assert plans, "the listing read no aais_requests rows"
+    for plan in plans:
+        assert "USING COVERING INDEX aais_requests_pending_rows" in plan, plan
+        assert "TEMP B-TREE" not in plan, plan
+
+
+def test_a_file_with_the_narrower_pending_index_gets_the_covering_one(sqlite_path: Path) -> None:
+    """A ledger written before the covering index existed is brought up to date on first
+    use (the old index dropped), and lists the same pending rows."""
+    _populate(sqlite_path)
+    with SqliteLedger.from_path(sqlite_path) as ledger:
+        ledger.add_request(request_envelope("apr_open"), thread_id="thr_1")
+        before = ledger.list_pending_rows()
+    with _raw(sqlite_path) as conn:
+        conn.execute("DROP INDEX aais_requests_pending_rows")
+        conn.execute(
+            "CREATE INDEX aais_requests_pending ON aais_requests (sequence) "
+            "WHERE status = 'pending'"
+        )
+
+    with SqliteLedger.from_path(sqlite_path) as ledger:
+        after = ledger.list_pending_rows()
+
+    with _raw(sqlite_path) as conn:
+        indexes = {
+            row[0]
+            for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'aais_requests'"
+                " AND sql IS NOT NULL"
+            )
+        }
+    assert indexes == {"aais_requests_pending_rows"}
+    assert after == before and [row.request_id for row in after] == ["apr_open"]

@@ -18,6 +18,12 @@ TABLES = ("aais_requests", "aais_resolutions", "aais_grants")
 
 def make_version_1(state: Tampered) -> None:
     """Rewrite the ledger into what version 1 wrote, chain and tip included."""
+    if state.backend == "sqlite":  # version 1 indexed pending requests by sequence only
+        state.raw("DROP INDEX aais_requests_pending_rows")
+        state.raw(
+            "CREATE INDEX aais_requests_pending ON aais_requests (sequence) "
+            "WHERE status = 'pending'"
+        )
     for table in TABLES:
         state.raw(f"ALTER TABLE {table} DROP COLUMN audit_index")
         state.raw(f"ALTER TABLE {table} DROP COLUMN mac")

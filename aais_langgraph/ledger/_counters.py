@@ -3,7 +3,7 @@
 Every write that assigns a sequence or appends an audit entry does so through
 :class:`Counters`, which reads them (locked, where the backend locks rows) as the
 transaction's last lock and writes them back once, on a clean exit. Where the
-backend batches (Postgres pipeline mode, see :meth:`SqlLedger._write_batched`) the
+backend batches (Postgres pipeline mode, see :meth:`SqlBackend._write_batched`) the
 lock is held for one client turn: the locking read and the one check that must
 follow it come back in one round trip, and everything written after it goes out
 with the ``COMMIT`` in one more, so no statement waits on the client while the
@@ -25,7 +25,7 @@ from ._rows import INSERT_AUDIT, INSERT_EVENT, audit_row
 from .base import AuditEntry, JsonDict
 
 if TYPE_CHECKING:
-    from ._sql import SqlLedger
+    from ._sql_backend import SqlBackend
 
 __all__ = ["Counters", "Cursor", "Probe", "Tip", "sql_for"]
 
@@ -64,7 +64,7 @@ class Counters:
     :attr:`probed`.
     """
 
-    def __init__(self, ledger: SqlLedger, cur: Cursor, probe: Probe | None = None) -> None:
+    def __init__(self, ledger: SqlBackend, cur: Cursor, probe: Probe | None = None) -> None:
         self._ledger = ledger
         self._cur = cur
         self._probe = probe

@@ -176,7 +176,7 @@ def json_object(text: str) -> JsonDict:
     return value
 
 
-# -- statements (``?`` marks; see ``SqlLedger.mark``) and the rows they write -------
+# -- statements (``?`` marks; see ``SqlBackend.mark``) and the rows they write -------
 
 INSERT_REQUEST = (
     "INSERT INTO aais_requests (request_id, sequence, session_id, thread_id, expires_at, "

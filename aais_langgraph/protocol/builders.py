@@ -9,7 +9,7 @@ from typing import Any
 
 from .envelopes import ApprovalDecided, ApprovalRequested
 from .errors import AAISValidationError
-from .parts import Action, Actor, Choice, DecisionKind, Origin, Risk, Scope
+from .parts import Action, Actor, Choice, Decision, DecisionKind, Origin, Request, Risk, Scope
 from .timestamps import format_timestamp, parse_timestamp, utc_now
 
 DEFAULT_EXPIRY = timedelta(minutes=15)
@@ -120,13 +120,14 @@ def build_request(
     envelope = envelope_document(
         "approval.requested",
         "request",
-        request,
+        # The parts are validated models already: pydantic takes them as they are.
+        Request.from_data(request, pointer="/request"),
         occurred_at=request["created_at"],
         sequence=sequence,
         stream=stream,
         event_id=event_id,
     )
-    return ApprovalRequested.from_data(_plain(envelope))
+    return ApprovalRequested.from_data(envelope)
 
 
 def build_decision(
@@ -156,21 +157,10 @@ def build_decision(
     envelope = envelope_document(
         "approval.decided",
         "decision",
-        body,
+        Decision.from_data(body, pointer="/decision"),
         occurred_at=moment,
         sequence=sequence,
         stream=stream,
         event_id=event_id,
     )
-    return ApprovalDecided.from_data(_plain(envelope))
-
-
-def _plain(value: Any) -> Any:
-    """Dump nested models so the envelope validates from plain JSON data."""
-    if isinstance(value, Mapping):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_plain(item) for item in value]
-    if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json")
-    return value
+    return ApprovalDecided.from_data(envelope)

@@ -1,7 +1,8 @@
 """Benchmark: every row of issue 12's table, each next to its baseline, in one run.
 
 Run with ``python benchmarks/bench_issue12.py`` (``--quick``: about two minutes;
-``--only ROW`` to run some rows). It reuses the pieces of ``bench_gate.py``,
+``--only ROW`` to run some rows; ``--profile``/``--phases TRIPS`` to look inside
+one round trip instead). It reuses the pieces of ``bench_gate.py``,
 ``bench_distributed.py`` and ``bench_agui.py``; every gated figure is measured
 alternating with its baseline (order flipped every round), and each row reports
 the median ratio with its min-max over the rounds.
@@ -44,6 +45,7 @@ import bench_agui
 import bench_distributed
 import bench_gate
 from bench_gate import Comparison
+from round_trip_phases import phases
 from round_trip_profile import profile
 
 ROWS = ("trip-sqlite", "trip-memory", "grant", "inbox", "distributed", "agui")
@@ -326,9 +328,16 @@ def main() -> None:
     parser.add_argument(
         "--raw", action="store_true", help="profile: answer with Command(resume=decided)"
     )
+    parser.add_argument(
+        "--phases", type=int, metavar="TRIPS", help="wall time of each round-trip phase instead"
+    )
+    parser.add_argument("--memory", action="store_true", help="phases: InMemorySaver + ledger")
     args = parser.parse_args()
     if args.profile:
         profile(args.profile, args.top, raw=args.raw)
+        return
+    if args.phases:
+        phases(args.phases, kind="memory" if args.memory else "sqlite")
         return
     quick = args.quick
     print(

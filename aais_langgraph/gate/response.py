@@ -169,6 +169,10 @@ class AnswerType:
         return self.__pydantic_core_schema__
 
     def __get_pydantic_json_schema__(self, schema: Any, handler: Any) -> dict[str, Any]:
+        return self.json_schema()
+
+    def json_schema(self) -> dict[str, Any]:
+        """The JSON Schema of the answers this type accepts (what clients are shown)."""
         return response_json_schema(self.request)
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "TESTED_RANGE",
     "StoredWrite",
     "interrupt_id_for",
+    "interrupt_will_pause",
     "latest_interrupt_blobs",
     "latest_interrupt_writes",
     "load_write",
@@ -63,6 +64,17 @@ def scratchpad(configurable: Mapping[str, Any]) -> object | None:
 def saved_answers(configurable: Mapping[str, Any]) -> Sequence[Any]:
     """The answers the running task already consumed (its scratchpad's ``resume`` list)."""
     return getattr(scratchpad(configurable), "resume", None) or ()
+
+
+def interrupt_will_pause(configurable: Mapping[str, Any]) -> bool:
+    """True when the running task's next ``interrupt()`` is sure to pause: no answer was
+    saved or given for the task and there is no plain resume value. False when it may
+    return an answer. Asking changes nothing (the plain value is looked at, not used up)."""
+    pad = scratchpad(configurable)
+    if pad is None or getattr(pad, "resume", None):
+        return False
+    null_resume = getattr(pad, "get_null_resume", None)
+    return callable(null_resume) and null_resume(False) is None
 
 
 def resume_map(configurable: Mapping[str, Any]) -> Mapping[str, Any] | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import jsonschema
+import pytest
 from langgraph.errors import is_invalid_resume
 from langgraph.types import Command
 from pydantic import ValidationError
@@ -395,6 +396,34 @@ def test_the_interrupt_carries_the_request_and_a_schema_of_acceptable_answers(
     assert validator.is_valid(decide(requested, "deny").to_json())
     assert not validator.is_valid(tampered(decide(requested)))
     assert not validator.is_valid(decide(requested, scope="session").to_json())
+
+
+def test_a_pause_serves_the_schema_without_pydantic_generating_it(
+    backend: Backend, effects: Effects, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh pause hands LangGraph the answer type's schema ready-made; a resume still
+    goes through the answer type (validated and judged), as the other tests show."""
+    from pydantic import TypeAdapter
+
+    from aais_langgraph.gate.response import response_json_schema
+
+    generated: list[object] = []
+    original = TypeAdapter.json_schema
+
+    def counting(self: TypeAdapter[Any], *args: Any, **kwargs: Any) -> dict[str, Any]:
+        generated.append(self)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(TypeAdapter, "json_schema", counting)
+    graph = gated_graph(backend, effects)
+    pending, requested = start(graph)
+
+    assert generated == []
+    assert pending.response_schema == response_json_schema(requested.request)
+    with pytest.raises(ValidationError):  # the resume value is still validated
+        graph.invoke(Command(resume={pending.id: tampered(decide(requested))}), config(THREAD))
+    graph.invoke(Command(resume={pending.id: decide(requested).to_json()}), config(THREAD))
+    assert effects.ran == ["ls -la"]
 
 
 def test_refusals_never_echo_argument_values(backend: Backend, effects: Effects) -> None:

@@ -70,6 +70,48 @@ def test_interrupt_ids_saved_answers_and_the_resume_map_on_a_real_graph() -> Non
     assert graph.get_state(config).values["seen"] == ["one", "two"]
 
 
+def test_interrupt_will_pause_only_when_interrupt_pauses() -> None:
+    """Before each interrupt() the flag is read: True only where that interrupt() then
+    raises (a fresh task), False where it may return an answer (an answer by id, a plain
+    resume value, a second interrupt after an answered one); reading it does not use up
+    a plain value."""
+    observed: list[tuple[str, bool, bool]] = []
+
+    def ask(label: str) -> Any:
+        waiting = seams.interrupt_will_pause(get_config()["configurable"])
+        try:
+            answer = interrupt(label)
+        except BaseException:
+            observed.append((label, waiting, True))
+            raise
+        observed.append((label, waiting, False))
+        return answer
+
+    def node(state: State) -> State:
+        return {"seen": [ask("first"), ask("second")]}
+
+    builder = StateGraph(State)
+    builder.add_node("node", node)
+    builder.add_edge(START, "node")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "t"}}
+
+    graph.invoke({}, config)  # fresh: the first pauses
+    (first,) = graph.get_state(config).interrupts
+    graph.invoke(Command(resume={first.id: "one"}), config)  # by id: the second pauses
+    graph.invoke(Command(resume="two"), config)  # a plain value answers the second
+
+    assert observed == [
+        ("first", True, True),
+        ("first", False, False),
+        ("second", False, True),  # an answer was saved: "may return", and it pauses
+        ("first", False, False),
+        ("second", False, False),
+    ]
+    assert graph.get_state(config).values["seen"] == ["one", "two"]
+    assert seams.interrupt_will_pause({}) is False  # outside a task: no claim either way
+
+
 def test_mark_invalid_resume_is_what_langgraph_checks() -> None:
     error = ValueError("bad answer")
     assert not is_invalid_resume(error)

@@ -15,6 +15,7 @@ anchored for JSON Schema.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from .builders import AAIS_VERSION
@@ -52,22 +53,32 @@ ACTOR_SCHEMA: dict[str, Any] = {
 
 
 def envelope_schema(kind: str, member: str, body: dict[str, Any]) -> dict[str, Any]:
-    """An AAIS envelope of type ``kind`` whose payload ``member`` matches ``body``."""
-    return {
-        "type": "object",
-        "required": ["aais", "type", "id", "occurred_at", "sequence", member],
-        "properties": {
-            "aais": {"const": AAIS_VERSION},
-            "type": {"const": kind},
-            "id": ID_SCHEMA,
-            "occurred_at": TIMESTAMP_SCHEMA,
-            "sequence": {"type": "integer", "minimum": 0, "maximum": MAX_SAFE_INTEGER},
-            "stream": ID_SCHEMA,
-            "extensions": EXTENSIONS_SCHEMA,
-            member: body,
-        },
-        "additionalProperties": False,
-    }
+    """An AAIS envelope of type ``kind`` whose payload ``member`` matches ``body``; a
+    fresh document every time (the shared parts above are copied, so a caller may
+    change what it got without changing the next one)."""
+    return _fresh(
+        {
+            "type": "object",
+            "required": ["aais", "type", "id", "occurred_at", "sequence", member],
+            "properties": {
+                "aais": {"const": AAIS_VERSION},
+                "type": {"const": kind},
+                "id": ID_SCHEMA,
+                "occurred_at": TIMESTAMP_SCHEMA,
+                "sequence": {"type": "integer", "minimum": 0, "maximum": MAX_SAFE_INTEGER},
+                "stream": ID_SCHEMA,
+                "extensions": EXTENSIONS_SCHEMA,
+                member: body,
+            },
+            "additionalProperties": False,
+        }
+    )
+
+
+def _fresh(document: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy of a JSON document (the C encoder and decoder: the fastest copy)."""
+    copied: dict[str, Any] = json.loads(json.dumps(document))
+    return copied
 
 
 def decided_schema(request: Request) -> dict[str, Any]:

@@ -420,6 +420,11 @@ def test_a_pause_serves_the_schema_without_pydantic_generating_it(
 
     assert generated == []
     assert pending.response_schema == response_json_schema(requested.request)
+    # What a caller got is its own: changing it changes no later schema.
+    pending.response_schema["oneOf"][0]["properties"]["id"]["pattern"] = "^changed$"
+    other, other_requested = start(graph, thread="t-2")
+    assert other.response_schema == response_json_schema(other_requested.request)
+    assert "^changed$" not in str(other.response_schema)
     with pytest.raises(ValidationError):  # the resume value is still validated
         graph.invoke(Command(resume={pending.id: tampered(decide(requested))}), config(THREAD))
     graph.invoke(Command(resume={pending.id: decide(requested).to_json()}), config(THREAD))

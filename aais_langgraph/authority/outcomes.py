@@ -224,14 +224,15 @@ def snapshot_of(
     return empty.model_copy(update={"snapshot": body})
 
 
-def check_size(envelope: Envelope, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
-    """Refuse an envelope whose compact JSON form exceeds ``max_bytes``.
+def check_size(envelope: Envelope | dict[str, Any], max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    """Refuse an envelope (or its JSON document) whose compact JSON form exceeds ``max_bytes``.
 
     JSON text is bounded when parsed; a mapping or model is bounded here, before
     anything is stored. The compact form is within a few bytes per number of the
     canonical one, and much cheaper to produce.
     """
-    text = json.dumps(envelope.to_json(), ensure_ascii=False, separators=(",", ":"))
+    document = envelope if isinstance(envelope, dict) else envelope.to_json()
+    text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
     if len(text) > max_bytes or len(text.encode("utf-8")) > max_bytes:
         raise AAISValidationError("", f"document larger than {max_bytes} bytes")
 

@@ -108,9 +108,9 @@ class AuthorityStateMachine(AuthorityReads):
         authority's default expiry. An id already stored returns the stored request.
         """
         envelope = parse_envelope(requested, expected=ApprovalRequested)
-        if not isinstance(requested, (str, bytes, bytearray)):
-            check_size(envelope)  # text was bounded while parsing
         document = envelope.to_json()
+        if not isinstance(requested, (str, bytes, bytearray)):
+            check_size(document)  # text was bounded while parsing
         if envelope.stream != self.stream:
             # The ledger's sequence and the authority's stream replace the producer's own.
             document["stream"] = self.stream

@@ -20,7 +20,8 @@ marked as invalid resumes (``langgraph.errors.is_invalid_resume``).
 LangGraph builds a ``TypeAdapter`` of ``T`` on every ``interrupt()`` call, so
 :class:`AnswerType` is a light object carrying a ready plain-validator schema (a few
 microseconds to adapt, where creating pydantic models per request cost
-milliseconds), and its JSON Schema is a compact document built per request.
+milliseconds), and its JSON Schema is a compact document built per request. A gate
+that is sure to pause passes that document itself, so pydantic never generates it.
 """
 
 from __future__ import annotations

@@ -42,8 +42,10 @@ from ag_ui.core import (
     ResumeEntry,
     RunAgentInput,
     RunErrorEvent,
+    RunFinishedEvent,
     RunStartedEvent,
 )
+from ag_ui.core.events import RunFinishedInterruptOutcome
 from ag_ui_langgraph import LangGraphAgent
 from ag_ui_langgraph.utils import camel_to_snake
 from langgraph.graph.state import CompiledStateGraph
@@ -51,9 +53,8 @@ from langgraph.types import Command
 from typing_extensions import Self
 
 from aais_langgraph.authority import DEFAULT_LEASE_TTL, ApprovalAuthority, LeaseHeldError
-from aais_langgraph.gate.driver import DEFAULT_LEASE_WAIT, aleased_thread
-from aais_langgraph.gate.views import ThreadView
 from aais_langgraph.protocol import AAISValidationError, Actor
+from aais_langgraph.threads import DEFAULT_LEASE_WAIT, ThreadDriver, ThreadView
 
 from .mapping import is_approval_request, request_to_interrupt
 from .outcomes import aattribute_interrupts, acancel_watch, settle_outcome
@@ -102,6 +103,9 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
         self.lease_wait = lease_wait
         self.actor: Actor | None = None
         self._planned_resume: dict[str, Any] | None = None
+        self.driver = ThreadDriver(
+            graph, authority, lease_ttl=lease_ttl, lease_wait=lease_wait, served=True
+        )
 
     def clone(self) -> Self:
         """A fresh agent with the same settings and actor (one per request)."""
@@ -154,17 +158,10 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
             # The driver's lease and view; ag-ui-langgraph's run (which streams) invokes the
             # graph with the planned map through _build_command_from_agui_resume.
             config = {"configurable": {**self.config["configurable"], "thread_id": input.thread_id}}
-            async with aleased_thread(
-                self.graph,
-                config,
-                authority=self.authority,
-                lease_ttl=self.lease_ttl,
-                lease_wait=self.lease_wait,
-                recorded_only=True,
-            ) as thread:
+            async with self.driver.aleased(config) as thread:
                 watch = None
+                view = await thread.aview()
                 if input.resume:
-                    view = await thread.aview()
                     watch = await acancel_watch(
                         self.graph,
                         self.authority,
@@ -174,8 +171,20 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
                         protocol_version=input.protocol_version,
                     )
                     self._planned_resume = await self._plan(view, input.resume)
+                else:
+                    recorded = await asyncio.to_thread(self._recorded_answers, view)
+                    if recorded:
+                        # Answered elsewhere and not resumed yet (a crash, a busy lease):
+                        # resume with the recorded answers instead of offering them again.
+                        await thread.aresume(recorded)
+                        await asyncio.to_thread(self.driver.settle_resumed, view, recorded)
+                        for event in await self._after_recorded(input, config):
+                            yield await aattribute_interrupts(event, self.authority)
+                        return
                 async for event in settle_outcome(super().run(input), watch, self.graph, config):
                     yield await aattribute_interrupts(event, self.authority)
+                if self._planned_resume:
+                    await asyncio.to_thread(self.driver.settle_resumed, view, self._planned_resume)
         except ResumeRejected as rejected:
             for event in _refusal(input, rejected.code, rejected.message):
                 yield event
@@ -193,6 +202,40 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
                 input, "aais.thread_busy", "another run is driving this thread; retry shortly"
             ):
                 yield event
+
+    def _recorded_answers(self, view: ThreadView) -> dict[str, Any]:
+        """Interrupt id -> recorded resolution, for the open interrupts already answered."""
+        answers: dict[str, Any] = {}
+        for request_id, interrupt_id in view.interrupts.items():
+            recorded = self.authority.get_resolution(request_id)
+            if recorded is not None:
+                answers[interrupt_id] = recorded.to_json()
+        return answers
+
+    async def _after_recorded(
+        self, input: RunAgentInput, config: Mapping[str, Any]
+    ) -> list[BaseEvent]:
+        """The run that reports a thread resumed with recorded answers: its interrupts
+        still open, or a plain finish."""
+        run_id = input.run_id
+        state = await self.graph.aget_state(config)
+        pending = [item for task in state.tasks or () for item in task.interrupts or ()]
+        outcome = (
+            RunFinishedInterruptOutcome(
+                type="interrupt", interrupts=self._interrupts_to_agui(pending)
+            )
+            if pending
+            else None
+        )
+        return [
+            RunStartedEvent(type=EventType.RUN_STARTED, thread_id=input.thread_id, run_id=run_id),
+            RunFinishedEvent(
+                type=EventType.RUN_FINISHED,
+                thread_id=input.thread_id,
+                run_id=run_id,
+                outcome=outcome,
+            ),
+        ]
 
     async def _plan(self, view: ThreadView, entries: list[ResumeEntry]) -> dict[str, Any]:
         try:

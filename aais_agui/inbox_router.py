@@ -26,7 +26,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import Response
 
 from aais_langgraph.authority import ApprovalAuthority, explain_constraints
-from aais_langgraph.gate.views import ThreadView
+from aais_langgraph.threads import ThreadView
 
 from .limits import MAX_CLIENT_ID_LENGTH, id_too_long
 from .security import Security

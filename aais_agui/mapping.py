@@ -18,7 +18,6 @@ from typing import Any, TypeVar
 from ag_ui.core import Interrupt, ResumeEntry
 from pydantic import ValidationError
 
-from aais_langgraph.gate import Cancellation
 from aais_langgraph.protocol import (
     AAISValidationError,
     ApprovalDecided,
@@ -29,6 +28,7 @@ from aais_langgraph.protocol import (
 from aais_langgraph.protocol.answer_schema import decided_schema
 from aais_langgraph.protocol.errors import join_pointer
 from aais_langgraph.protocol.extensions import TOOL_CALL_ID_EXTENSION
+from aais_langgraph.threads import Cancellation
 
 METADATA_KEY = "aais"
 """Key of the AAIS envelope inside ``Interrupt.metadata`` / ``ResumeEntry.metadata``."""

@@ -20,9 +20,6 @@ from ag_ui.core import ResumeEntry
 from langchain_core.runnables import RunnableConfig
 
 from aais_langgraph.authority import DEFAULT_LEASE_TTL, TERMINAL, ApprovalAuthority, LeaseHeldError
-from aais_langgraph.gate import Cancellation
-from aais_langgraph.gate.driver import DEFAULT_LEASE_WAIT, run_config
-from aais_langgraph.gate.inbox import aresume_resolved
 from aais_langgraph.protocol import (
     AAISValidationError,
     Actor,
@@ -30,6 +27,7 @@ from aais_langgraph.protocol import (
     ApprovalRequested,
     ApprovalResolved,
 )
+from aais_langgraph.threads import DEFAULT_LEASE_WAIT, Cancellation, ThreadDriver, run_config
 
 from .mapping import is_approval_request, parse_resume_entry
 
@@ -195,41 +193,28 @@ async def aresume_recorded(
     config: Mapping[str, Any] | None = None,
     lease_ttl: float = DEFAULT_LEASE_TTL,
     lease_wait: float = DEFAULT_LEASE_WAIT,
-    attempts: int = 1,
 ) -> list[str]:
     """Resume a thread whose waiting requests were resolved elsewhere (the decisions
     endpoint, the watcher); returns the resumed request ids.
 
-    :func:`~aais_langgraph.gate.aresume_resolved` as this server runs it (gates
-    accept only recorded resolutions): under the lease, every pending AAIS
-    interrupt that has a recorded resolution is resumed with it; the others stay
-    pending. A thread whose lease stays held is tried ``attempts`` times, a
-    second longer apart each time, then :class:`~aais_langgraph.LeaseHeldError`.
+    :meth:`~aais_langgraph.threads.ThreadDriver.aresume_resolved` as this server runs
+    it (gates accept only recorded resolutions). A thread whose lease stays held
+    raises :class:`~aais_langgraph.LeaseHeldError`; its durable resume work stays
+    due, and the watcher's pass over the due work resumes it later.
     """
-    for attempt in range(attempts):
-        try:
-            resumed = await aresume_resolved(
-                graph,
-                authority,
-                thread_id,
-                config=config,
-                lease_ttl=lease_ttl,
-                lease_wait=lease_wait,
-                recorded_only=True,
-            )
-        except LeaseHeldError:
-            if attempt + 1 >= attempts:
-                raise
-            await asyncio.sleep(1.0 + attempt)
-            continue
-        return [resolved.resolution.request_id for resolved in resumed]
-    raise ValueError("attempts: must be at least 1")
+    driver = ThreadDriver(
+        graph, authority, config=config, lease_ttl=lease_ttl, lease_wait=lease_wait, served=True
+    )
+    resumed = await driver.aresume_resolved(thread_id)
+    return [resolved.resolution.request_id for resolved in resumed]
 
 
 class BackgroundResumes:
     """Resume the thread of a request resolved through a presenter endpoint, in the
     background (the HTTP decisions endpoint and the WebSocket profile share it): the
-    decision's answer is returned at once, the run continues under the thread's lease."""
+    decision's answer is returned at once, the run continues under the thread's lease.
+    A resume that cannot happen now (a busy lease, an error) is left to the durable
+    resume work the resolution recorded, which the watcher picks up."""
 
     def __init__(
         self, graph: Any, authority: ApprovalAuthority, config: Mapping[str, Any] | None
@@ -252,10 +237,8 @@ class BackgroundResumes:
         if stored is None or stored.thread_id is None:
             return
         try:
-            await aresume_recorded(
-                self.graph, self.authority, stored.thread_id, config=self.config, attempts=3
-            )
+            await aresume_recorded(self.graph, self.authority, stored.thread_id, config=self.config)
         except LeaseHeldError:
-            logger.warning("background resume gave up: the thread stayed busy")
+            logger.info("background resume: the thread is busy; its resume work stays due")
         except Exception:
-            logger.exception("background resume of a thread failed")
+            logger.exception("background resume of a thread failed; its resume work stays due")

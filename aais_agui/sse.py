@@ -17,8 +17,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from aais_langgraph.authority import ApprovalAuthority, EventFollower
-from aais_langgraph.gate import apending_approvals
 from aais_langgraph.protocol import ApprovalSnapshot
+from aais_langgraph.threads import apending_approvals
 
 GAP_EVENT = "aais.gap"
 
@@ -39,7 +39,7 @@ def format_message(
 async def pending_snapshot(authority: ApprovalAuthority, graph: Any | None) -> ApprovalSnapshot:
     """``approval.snapshot`` of pending requests whose run still waits for them:
     :func:`~aais_langgraph.gate.apending_approvals` without reconciliation (its
-    waiting rule, :meth:`~aais_langgraph.gate.views.ThreadView.waiting`, and its
+    waiting rule, :meth:`~aais_langgraph.threads.ThreadView.waiting`, and its
     vouched rows). A request is left out once its thread's checkpoint shows the
     task that raised it is gone (the run moved on, e.g. its state was edited); one
     whose task is still live is kept even before its interrupt is checkpointed, so

@@ -1,18 +1,23 @@
-"""Resume threads whose approvals were decided by another process (CLI, another replica).
+"""Resume threads whose approvals were answered by another process (CLI, another replica).
 
-:class:`DecisionWatcher` follows the authority's event stream from its start:
-every ``approval.resolved`` names a request, the request names its thread, and
-a thread still paused on a resolved request is resumed with the recorded
-resolution (:func:`~aais_agui.resume.aresume_recorded`, under the thread's run
-lease). Starting from sequence 0 is also the catch-up at startup: decisions
-recorded while the server was down are applied before new ones. Resuming is
-idempotent, so a thread this process already resumed (its decisions endpoint,
-an AG-UI resume) is only looked at, never run twice.
+:class:`DecisionWatcher` does two things while a server runs:
 
-Limits: events compacted out of the ledger are not rescanned, and a request
-that expires by the clock without a recorded resolution is left to
-``sweep_expired`` / ``aais-langgraph expire`` (whose resolutions the watcher
-then applies).
+- every poll it picks up the ledger's due resume work
+  (:meth:`~aais_langgraph.threads.ThreadDriver.aresume_due`): every answer
+  recorded outside a run left "this thread must be resumed" in the ledger with
+  its resolution, so an approval recorded while the server was down, while a
+  dead process held the thread's lease, or while a resume failed, is resumed
+  here, retried with backoff until it is done (or its outcome is unknown);
+- it follows the event stream from its start, so a thread named by a new
+  ``approval.resolved`` is resumed at once, and a ledger written before resume
+  work existed is caught up at startup.
+
+Resuming is idempotent, so a thread this process already resumed (its decisions
+endpoint, an AG-UI resume) is only looked at, never run twice.
+
+Limits: a request that expires by the clock without a recorded resolution is
+left to ``sweep_expired`` / ``aais-langgraph expire`` (whose resolutions the
+watcher then applies).
 """
 
 from __future__ import annotations
@@ -23,15 +28,9 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
-from langchain_core.runnables import RunnableConfig
-
 from aais_langgraph.authority import DEFAULT_LEASE_TTL, ApprovalAuthority, LeaseHeldError
 from aais_langgraph.gate import ExecutionUnknownError
-from aais_langgraph.gate.driver import DEFAULT_LEASE_WAIT, run_config
-from aais_langgraph.gate.recovery import aresolved_threads
-from aais_langgraph.gate.views import aread_view
-
-from .resume import aresume_recorded
+from aais_langgraph.threads import DEFAULT_LEASE_WAIT, ThreadDriver, aresolved_threads
 
 logger = logging.getLogger(__name__)
 
@@ -48,15 +47,13 @@ class DecisionWatcher:
         poll_interval: float = 0.5,
         lease_ttl: float = DEFAULT_LEASE_TTL,
         lease_wait: float = DEFAULT_LEASE_WAIT,
-        attempts: int = 3,
     ) -> None:
         self.graph = graph
         self.authority = authority
-        self.config: RunnableConfig = run_config(config, authority)
+        self.driver = ThreadDriver(
+            graph, authority, config=config, lease_ttl=lease_ttl, lease_wait=lease_wait, served=True
+        )
         self.poll_interval = poll_interval
-        self.lease_ttl = lease_ttl
-        self.lease_wait = lease_wait
-        self.attempts = attempts
         self.after = 0
         self.resumed: list[str] = []
         """Request ids this watcher resumed, oldest first (for tests and logs)."""
@@ -65,38 +62,37 @@ class DecisionWatcher:
 
     async def catch_up(self) -> set[str]:
         """Read every event after the last one seen; return the threads worth a look
-        (the scan :func:`~aais_langgraph.gate.recovery.resolved_threads` makes)."""
+        (the scan :func:`~aais_langgraph.threads.recovery.resolved_threads` makes)."""
         scan = await aresolved_threads(self.authority, after_sequence=self.after)
         self.after = scan.after
         return set(scan.threads)
 
     async def settle(self, thread_id: str) -> list[str]:
-        """Resume ``thread_id`` if it waits on a resolved request; returns the resumed ids."""
-        view = await aread_view(
-            self.graph, run_config(self.config, self.authority, thread_id=thread_id)
-        )
+        """Resume ``thread_id`` if it waits on a resolved request; returns the resumed ids.
+        A thread that cannot be resumed now keeps its resume work due (see :meth:`due`)."""
+        view = await self.driver.aview(thread_id)
         resolved = [rid for rid in view.interrupts if await self.authority.aget_resolution(rid)]
         if not resolved:
             return []
         try:
-            resumed = await aresume_recorded(
-                self.graph,
-                self.authority,
-                thread_id,
-                config=self.config,
-                lease_ttl=self.lease_ttl,
-                lease_wait=self.lease_wait,
-                attempts=self.attempts,
-            )
+            resumed = await self.driver.aresume_resolved(thread_id)
         except LeaseHeldError:
-            logger.warning("decision watcher: a thread stayed busy; its resume is left for later")
+            logger.info("decision watcher: a thread is busy; its resume work stays due")
             return []
         except ExecutionUnknownError as unknown:
             # A run executing the approved action died: a human reconciles it first.
             logger.warning("decision watcher: outcome unknown for %s", unknown.request_id)
+            await self.due()  # records the unknown outcome on the resume work
             return []
-        self.resumed.extend(resumed)
-        return resumed
+        ids = [item.resolution.request_id for item in resumed]
+        self.resumed.extend(ids)
+        return ids
+
+    async def due(self) -> list[str]:
+        """One pass over the due resume work; returns the request ids it resumed."""
+        report = await self.driver.aresume_due()
+        self.resumed.extend(report.resumed)
+        return report.resumed
 
     def _schedule(self, thread_id: str) -> None:
         """Settle the thread in its own task; a thread already being settled goes again."""
@@ -125,6 +121,8 @@ class DecisionWatcher:
             try:
                 for thread_id in sorted(await self.catch_up()):
                     self._schedule(thread_id)
+                if not self._busy:
+                    await self.due()
             except Exception:
                 logger.exception("decision watcher: reading the ledger failed; retrying")
             await asyncio.sleep(self.poll_interval)

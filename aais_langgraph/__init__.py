@@ -4,9 +4,11 @@ interrupt and continues only on a decision bound by digest to the exact action.
 The top level holds what a graph author writes first; the rest lives in its layer:
 envelope models and builders in :mod:`aais_langgraph.protocol`, ledgers and
 ``open_ledger`` in :mod:`aais_langgraph.ledger`, constraints, keys and leases in
-:mod:`aais_langgraph.authority`, housekeeping and crash recovery (``sweep_expired``,
-``cancel_thread``, ``resume_stranded``, ``unknown_executions``, ...) in
-:mod:`aais_langgraph.gate`, tool middleware in :mod:`aais_langgraph.tools`.
+:mod:`aais_langgraph.authority`, what runs inside a node in
+:mod:`aais_langgraph.gate`, what drives paused threads from outside a run
+(:class:`ThreadDriver`, housekeeping and crash recovery: ``sweep_expired``,
+``cancel_thread``, ``resume_stranded``, ...) in :mod:`aais_langgraph.threads`,
+tool middleware in :mod:`aais_langgraph.tools`.
 """
 
 from .authority import (
@@ -18,19 +20,22 @@ from .authority import (
     UnknownRequestError,
 )
 from .gate import (
-    Cancellation,
     ExecutionUnknownError,
     RejectedResumeError,
     approval_node,
     arequest_approval,
-    aresume_with_decisions,
-    pending_approvals,
     request_approval,
     requires_approval,
-    resume_with_decisions,
 )
 from .ledger import InMemoryLedger, Ledger, SqliteLedger
 from .protocol import AAISValidationError, ApprovalRequested, build_decision
+from .threads import (
+    Cancellation,
+    ThreadDriver,
+    aresume_with_decisions,
+    pending_approvals,
+    resume_with_decisions,
+)
 
 __version__ = "0.1.0"
 
@@ -48,6 +53,7 @@ __all__ = [
     "PolicyVerdict",
     "RejectedResumeError",
     "SqliteLedger",
+    "ThreadDriver",
     "UnknownRequestError",
     "approval_node",
     "arequest_approval",

@@ -47,14 +47,15 @@ def phases(trips: int, *, kind: str = "sqlite") -> None:
     from langgraph.types import Command
 
     from aais_langgraph import ApprovalRequested, build_decision, resume_with_decisions
-    from aais_langgraph.gate import driver, request, resume
+    from aais_langgraph.gate import request
+    from aais_langgraph.threads import driver, runs
 
     _timed(request, "_open_request", "  node: open the request (first run: screen, build, store)")
     _timed(request, "_ask", "  node: interrupt() (first run: raise; second: judge the answer)")
-    _timed(resume, "_parse_answers", "  driver: parse the answers")
-    _timed(driver.LeasedThread, "view", "  driver: read the thread's checkpoint")
-    _timed(resume, "_judge_all", "  driver: decide (the resolution's durable write)")
-    _timed(driver.LeasedThread, "resume", "  driver: the second invoke")
+    _timed(driver, "parse_answers", "  driver: parse the answers")
+    _timed(runs.LeasedThread, "view", "  driver: read the thread's checkpoint")
+    _timed(driver, "record_answers", "  driver: decide (the resolution's durable write)")
+    _timed(runs.LeasedThread, "resume", "  driver: the second invoke")
     actor = bench_gate.ACTOR
     per_trip: defaultdict[str, list[float]] = defaultdict(list)
     with (

@@ -14,13 +14,17 @@ IN_THEIR_LAYER = {
     "aais_langgraph.gate": [
         "AUTHORITY_KEY",
         "approval_key",
-        "cancel_thread",
         "reconcile_execution",
+        "unknown_executions",
+    ],
+    "aais_langgraph.threads": [
+        "ThreadView",
+        "cancel_thread",
         "resume_resolved",
         "resume_stranded",
         "stranded_threads",
         "sweep_expired",
-        "unknown_executions",
+        "waiting_resumes",
     ],
     "aais_langgraph.authority": ["AskEveryTime", "explain_constraints", "load_authority_key"],
     "aais_langgraph.protocol": [
@@ -62,6 +66,16 @@ def test_names_off_the_top_level_live_in_their_module(module_name: str) -> None:
         assert name in getattr(module, "__all__", [name]), name
         assert getattr(module, name) is not None
         assert name not in aais_langgraph.__all__ and name not in aais_agui.__all__
+
+
+def test_names_that_moved_to_threads_are_still_found_in_gate() -> None:
+    import aais_langgraph.gate as gate
+    import aais_langgraph.threads as threads
+
+    for name in ("resume_stranded", "sweep_expired", "pending_approvals", "Cancellation"):
+        assert getattr(gate, name) is getattr(threads, name), name
+    with pytest.raises(AttributeError):
+        gate.no_such_name  # noqa: B018
 
 
 def test_the_first_hour_names_are_at_the_top_level() -> None:

@@ -305,6 +305,27 @@ function renderUnknown(entries) {
   $("unknown").hidden = items.length === 0;
 }
 
+// Answers recorded whose thread has not been resumed yet (durable resume work: any process
+// serving the graph resumes them, retrying with backoff; the snapshot's extensions list them).
+const RESUMING = "aais-langgraph.org/resuming";
+
+function renderResuming(entries) {
+  const items = entries.map((entry) => {
+    const item = document.createElement("li");
+    const id = document.createElement("code");
+    id.textContent = String(entry.request_id);
+    const since = new Date(Number(entry.since) * 1000).toLocaleTimeString();
+    let text = ` ${String(entry.outcome)}, waiting to resume since ${since}`;
+    if (Number(entry.attempts) > 0) text += `; ${Number(entry.attempts)} attempts`;
+    if (entry.last_error) text += `; last error: ${String(entry.last_error)}`;
+    if (entry.lease_holder) text += `; thread held by ${String(entry.lease_holder)}`;
+    item.append(id, text);
+    return item;
+  });
+  $("resuming-list").replaceChildren(...items);
+  $("resuming").hidden = items.length === 0;
+}
+
 function onAaisEvent(envelope) {
   if (envelope.type === "approval.snapshot") {
     state.clockOffset = Date.parse(envelope.occurred_at) - Date.now();
@@ -314,6 +335,7 @@ function onAaisEvent(envelope) {
     }
     for (const request of envelope.snapshot.pending) addCard(request);
     renderUnknown((envelope.extensions || {})[UNKNOWN_EXECUTIONS] || []);
+    renderResuming((envelope.extensions || {})[RESUMING] || []);
     document.body.dataset.ready = "true";
   } else if (envelope.type === "approval.requested") {
     addCard(envelope.request);

@@ -1,12 +1,13 @@
 """The approval authority: the AAIS decision state machine, grants, policy and leases."""
 
 from ..ledger import LedgerIntegrityError
+from ..ledger.holders import HolderOrigin, holder_is_dead, holder_origin, new_holder
 from .authority import ApprovalAuthority
 from .constraints import KNOWN_KEYS, constraints_match, explain_constraints
 from .errors import LeaseHeldError, UnknownRequestError
 from .events import EventFollower, ReplyStream
 from .keys import AUTHORITY_KEY_FILE_VAR, AUTHORITY_KEY_VAR, load_authority_key
-from .leases import DEFAULT_LEASE_TTL, arun_lease, new_holder, run_lease
+from .leases import DEFAULT_LEASE_TTL, arun_lease, release_dead_holder, run_lease
 from .outcomes import DEFAULT_STREAM, TERMINAL
 from .policy import ApprovalPolicy, AskEveryTime, PolicyVerdict
 from .reads import Clock
@@ -25,6 +26,7 @@ __all__ = [
     "Clock",
     "EventFollower",
     "EventPage",
+    "HolderOrigin",
     "LeaseHeldError",
     "LedgerIntegrityError",
     "PolicyVerdict",
@@ -34,7 +36,10 @@ __all__ = [
     "arun_lease",
     "constraints_match",
     "explain_constraints",
+    "holder_is_dead",
+    "holder_origin",
     "load_authority_key",
     "new_holder",
+    "release_dead_holder",
     "run_lease",
 ]

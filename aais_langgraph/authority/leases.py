@@ -4,7 +4,10 @@ While a block holds the lease, the process's one renewer thread renews it every
 third of its TTL, so a run that takes longer than the TTL (a slow approved
 action) keeps it: a presenter retrying meanwhile waits instead of resuming the
 same interrupt again.
-A holder that dies stops renewing, so it blocks the thread for at most one TTL.
+A holder that dies stops renewing, so it blocks the thread for at most one TTL,
+and not at all when it ran on this host: a holder's name records its host, boot,
+PID and the PID's start time, so a process that finds the lease held by a dead
+local process (or by a PID since reused by another process) releases it at once.
 """
 
 from __future__ import annotations
@@ -13,19 +16,31 @@ import asyncio
 import os
 import threading
 import time
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 
 from ..ledger import Lease, Ledger
+from ..ledger.holders import holder_is_dead, new_holder
 from .errors import LeaseHeldError
 
 DEFAULT_LEASE_TTL = 60.0
 
 
-def new_holder() -> str:
-    """A unique lease-holder name for one resume."""
-    return f"holder_{uuid.uuid4().hex}"
+def release_dead_holder(ledger: Ledger, thread_id: str, *, now: float) -> bool:
+    """Release the thread's unexpired lease if its holder is a dead local process;
+    True when it did (only that holder's row is deleted, so a live taker is safe)."""
+    lease = ledger.get_lease(thread_id)
+    if lease is None or lease.expires_at <= now or not holder_is_dead(lease.holder):
+        return False
+    return ledger.release_lease(thread_id, lease.holder)
+
+
+async def arelease_dead_holder(ledger: Ledger, thread_id: str, *, now: float) -> bool:
+    """Async twin of :func:`release_dead_holder`."""
+    lease = await ledger.aget_lease(thread_id)
+    if lease is None or lease.expires_at <= now or not holder_is_dead(lease.holder):
+        return False
+    return await ledger.arelease_lease(thread_id, lease.holder)
 
 
 _IDLE_BEAT = 1.0
@@ -146,6 +161,8 @@ def run_lease(
         lease = ledger.acquire_lease(thread_id, name, ttl=ttl, now=time.time())
         if lease is not None:
             break
+        if release_dead_holder(ledger, thread_id, now=time.time()):
+            continue
         if time.monotonic() >= deadline:
             raise LeaseHeldError()
         time.sleep(0.05)
@@ -173,6 +190,8 @@ async def arun_lease(
         lease = await ledger.aacquire_lease(thread_id, name, ttl=ttl, now=time.time())
         if lease is not None:
             break
+        if await arelease_dead_holder(ledger, thread_id, now=time.time()):
+            continue
         if time.monotonic() >= deadline:
             raise LeaseHeldError()
         await asyncio.sleep(0.05)

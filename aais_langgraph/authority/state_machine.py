@@ -167,7 +167,12 @@ class AuthorityStateMachine(AuthorityReads):
         pending for a correct decision.
         """
         return self.decide_claiming(
-            decided, claim=None, actor=actor, current_action=current_action, now=now
+            decided,
+            claim=None,
+            actor=actor,
+            current_action=current_action,
+            now=now,
+            in_run=False,
         )[0]
 
     def decide_claiming(
@@ -178,9 +183,12 @@ class AuthorityStateMachine(AuthorityReads):
         actor: Actor | Mapping[str, Any] | None = None,
         current_action: Action | Mapping[str, Any] | None = None,
         now: datetime | None = None,
+        in_run: bool = True,
     ) -> tuple[ApprovalResolved, Execution | None]:
         """:meth:`decide`, and when it records an approval, the execution ``claim``
         applied in the resolution's own transaction (the gate's "decide + claim").
+        ``in_run``: the paused run records its own answer and goes on with it, so no
+        durable resume work is written (:meth:`decide` writes it for a thread's request).
 
         The execution record is None when nothing was claimed here (the decision
         was not recorded now, or not approved): the caller claims on its own then.
@@ -258,6 +266,7 @@ class AuthorityStateMachine(AuthorityReads):
             decision_fingerprint=fingerprint,
             grant=None if grant is None else self._records.sealed_grant(grant),
             mac=self._records.resolution_seal(request.id, resolved_document, fingerprint),
+            in_run=in_run,
         )
         claimed: Execution | None = None
         if claim is None:

@@ -21,10 +21,11 @@ from typing import Literal, TextIO
 
 from ..authority import ApprovalAuthority, UnknownRequestError, explain_constraints
 from ..gate.execution import reconcile_execution
-from ..gate.reconcile import IntegrityProblem, reconcile_checkpoints
 from ..ledger import AuditVerification, open_ledger
 from ..protocol import Actor, DecisionKind, Scope, build_decision, id_for
 from ..protocol.patterns import DIGEST_PATTERN
+from ..threads import waiting_resumes
+from ..threads.reconcile import IntegrityProblem, reconcile_checkpoints
 from . import presenter, render
 from .checkpoints import holds_checkpoints, open_checkpointer
 from .db_option import DB_ENV, add_db_option, chosen_db
@@ -196,6 +197,14 @@ def _run(
                 f"{render.escape(problem.request_id)}: {problem.reason}\n"
             )
         stdout.write(f"{len(pending)} pending\n")
+        resuming = waiting_resumes(authority)
+        for work in resuming:
+            stdout.write(render.resuming_line(work) + "\n")
+        if resuming:
+            stdout.write(
+                f"{len(resuming)} answered, waiting to resume "
+                "(any process serving the graph resumes them)\n"
+            )
         unknown = authority.unknown_executions()
         if unknown:
             stdout.write(
@@ -216,6 +225,8 @@ def _run(
         execution = authority.ledger.get_execution(args.request_id)
         if execution is not None:
             stdout.write(f"execution {execution.state}\n")
+        for work in waiting_resumes(authority, request_id=args.request_id):
+            stdout.write(f"resume    {render.resume_state(work)}\n")
         return 0
     if args.command in ("approve", "deny"):
         return _decide(authority, args, stdin, stdout)

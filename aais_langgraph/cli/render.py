@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import unicodedata
+from datetime import datetime, timezone
 from typing import Any
 
 from ..authority import explain_constraints
@@ -84,4 +85,26 @@ def unknown_line(entry: dict[str, Any]) -> str:
     return (
         f"{entry['request_id']}  since {entry['since']}  thread {escape(str(entry['thread_id']))}  "
         f"{escape(str(entry['summary']))}"
+    )
+
+
+def _moment(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def resume_state(work: dict[str, Any]) -> str:
+    """How an answered request's resume stands: since, attempts, last error, lease holder."""
+    parts = [f"{work['state']} since {_moment(work['since'])}", f"attempts {work['attempts']}"]
+    if work.get("last_error"):
+        parts.append(f"last error: {escape(str(work['last_error']))}")
+    if work.get("lease_holder"):
+        parts.append(f"lease held by {escape(str(work['lease_holder']))}")
+    return ", ".join(parts)
+
+
+def resuming_line(work: dict[str, Any]) -> str:
+    """One line of ``pending`` for an answer whose thread still has to be resumed."""
+    return (
+        f"RESUMING {escape(work['request_id'])} thread {escape(work['thread_id'])} "
+        f"{escape(str(work.get('outcome')))}: {resume_state(work)}"
     )

@@ -1,6 +1,12 @@
-"""Graph-side approvals: pause a node on an AAIS request, resume on a bound decision."""
+"""Inside a run: pause a node on an AAIS request and continue only on a bound decision.
 
-from .driver import DEFAULT_LEASE_WAIT, adrive, drive, run_config
+What drives a paused thread from outside a run (answering, listing, recovery) is
+:mod:`aais_langgraph.threads`; its names are still found here for code written
+against earlier versions (read lazily, so this layer never imports that one).
+"""
+
+from typing import Any
+
 from .execution import (
     ExecutionUnknownError,
     areconcile_execution,
@@ -8,63 +14,63 @@ from .execution import (
     reconcile_execution,
     unknown_executions,
 )
-from .inbox import (
-    apending_approvals,
-    aresume_resolved,
-    cancel_thread,
-    pending_approvals,
-    resume_resolved,
-    sweep_expired,
-)
 from .nodes import approval_key, approval_node, is_approved_for, requires_approval
-from .reconcile import (
-    INTEGRITY_ERRORS_EXTENSION,
-    IntegrityProblem,
-    areconcile_checkpoints,
-    reconcile_checkpoints,
-)
-from .recovery import aresume_stranded, astranded_threads, resume_stranded, stranded_threads
 from .request import RejectedResumeError, arequest_approval, request_approval
-from .resume import Cancellation, aresume_with_decisions, resume_with_decisions
 from .run_context import AUTHORITY_KEY, MissingAuthorityError, find_authority
-from .views import ThreadView
 
 __all__ = [
     "AUTHORITY_KEY",
-    "DEFAULT_LEASE_WAIT",
-    "INTEGRITY_ERRORS_EXTENSION",
-    "Cancellation",
     "ExecutionUnknownError",
-    "IntegrityProblem",
     "MissingAuthorityError",
     "RejectedResumeError",
-    "ThreadView",
-    "adrive",
-    "apending_approvals",
     "approval_key",
     "approval_node",
-    "areconcile_checkpoints",
     "areconcile_execution",
     "arequest_approval",
-    "aresume_resolved",
-    "aresume_stranded",
-    "aresume_with_decisions",
-    "astranded_threads",
-    "cancel_thread",
-    "drive",
     "execution_state",
     "find_authority",
     "is_approved_for",
-    "pending_approvals",
-    "reconcile_checkpoints",
     "reconcile_execution",
     "request_approval",
     "requires_approval",
-    "resume_resolved",
-    "resume_stranded",
-    "resume_with_decisions",
-    "run_config",
-    "stranded_threads",
-    "sweep_expired",
     "unknown_executions",
 ]
+
+_DRIVING = frozenset(
+    {
+        "DEFAULT_LEASE_WAIT",
+        "INTEGRITY_ERRORS_EXTENSION",
+        "Cancellation",
+        "IntegrityProblem",
+        "ThreadView",
+        "adrive",
+        "apending_approvals",
+        "areconcile_checkpoints",
+        "aresume_resolved",
+        "aresume_stranded",
+        "aresume_with_decisions",
+        "astranded_threads",
+        "cancel_thread",
+        "drive",
+        "pending_approvals",
+        "reconcile_checkpoints",
+        "resume_resolved",
+        "resume_stranded",
+        "resume_with_decisions",
+        "run_config",
+        "stranded_threads",
+        "sweep_expired",
+        "ThreadDriver",
+        "acancel_thread",
+        "asweep_expired",
+    }
+)
+
+
+def __getattr__(name: str) -> Any:
+    """The names that moved to :mod:`aais_langgraph.threads`."""
+    if name in _DRIVING:
+        import importlib
+
+        return getattr(importlib.import_module("aais_langgraph.threads"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

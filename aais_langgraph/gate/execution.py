@@ -29,6 +29,7 @@ from ..authority import ApprovalAuthority, new_holder
 from ..authority.outcomes import resolution_envelope
 from ..ledger import Execution
 from ..ledger.executions import ExecutionChange, claim_change, finish_change, reconcile_change
+from ..ledger.resume_work import due_change
 from ..protocol import ApprovalResolved, Request
 from ..protocol.extensions import EXTENSION_NAMESPACE
 from .response import Answer, AnswerType, Refusal, RejectedResumeError
@@ -234,6 +235,8 @@ def reconcile_execution(
     )
     if after is None or after == before or after.state != outcome:
         return None
+    # The thread's resume work waited for this: hand it back, due at once.
+    authority.ledger.update_resume_work(request_id, due_change(time.time()))
     return after
 
 

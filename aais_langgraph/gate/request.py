@@ -158,7 +158,7 @@ def request_approval(
     request is persisted and the run pauses with the complete
     ``approval.requested`` envelope as the interrupt value. Resume with
     ``Command(resume={interrupt_id: approval_decided_envelope})`` or with
-    :func:`~aais_langgraph.gate.resume_with_decisions`. Only an ``approved``
+    :func:`~aais_langgraph.threads.resume_with_decisions`. Only an ``approved``
     outcome for the action as it is *now* may execute: check ``resolution.approved``.
 
     An answer for another request or digest, or with a choice that was not

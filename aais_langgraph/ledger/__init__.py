@@ -25,6 +25,7 @@ from .integrity import LedgerIntegrityError
 from .memory import InMemoryLedger
 from .opening import NotALedgerError, is_postgres_url, open_ledger
 from .pending_rows import PendingRow
+from .resume_work import ResumeWork, ResumeWorkState
 from .sqlite import SqliteLedger
 
 __all__ = [
@@ -44,6 +45,8 @@ __all__ = [
     "NotALedgerError",
     "PendingRow",
     "ResolutionWrite",
+    "ResumeWork",
+    "ResumeWorkState",
     "SqliteLedger",
     "StoredRequest",
     "StoredResolution",

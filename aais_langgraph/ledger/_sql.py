@@ -12,12 +12,14 @@ from there to the ``COMMIT``.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from . import _rows as rows
 from . import executions as ex
+from . import resume_work as rw
 from ._counters import Cursor
 from ._records import (
     check_ttl,
@@ -167,8 +169,9 @@ class SqlLedger(SqlBackend):
         claimed: ex.Execution | None = None
         with self._write_batched() as cur:
             # Racing resolvers of one request queue on its row; later ones find the winner.
-            sql = "SELECT status FROM aais_requests WHERE request_id = ?" + self.for_update
-            if self._one(cur, sql, (write.request_id,)) is None:
+            sql = "SELECT thread_id FROM aais_requests WHERE request_id = ?" + self.for_update
+            found = self._one(cur, sql, (write.request_id,))
+            if found is None:
                 raise KeyError(write.request_id)
             existing = self._resolution(cur, write.request_id)
             if existing is not None:
@@ -177,6 +180,10 @@ class SqlLedger(SqlBackend):
                 # The execution claim rides in the resolution's transaction (before the
                 # counters, so their lock is held no longer): one durable write, not two.
                 claimed = self._apply_execution(cur, write.request_id, claim)
+            if found[0] is not None and not write.in_run:
+                # "This thread must be resumed" commits with the answer, or not at all.
+                work = rw.new_resume_work(write.request_id, found[0], time.time())
+                self._run(cur, rw.UPSERT_RESUME_WORK, rw.resume_work_row(work))
             # Grants are only inserted under the counters' lock, so this check holds.
             probe = None
             if grant is not None:
@@ -322,6 +329,66 @@ class SqlLedger(SqlBackend):
     def release_lease(self, thread_id: str, holder: str) -> bool:
         with self._write(durable=False) as cur:
             return bool(self._run(cur, rows.RELEASE_LEASE, (thread_id, holder)).rowcount == 1)
+
+    def get_lease(self, thread_id: str) -> Lease | None:
+        sql = "SELECT thread_id, holder, expires_at FROM aais_leases WHERE thread_id = ?"
+        with self._read() as cur:
+            row = self._one(cur, sql, (thread_id,))
+        return None if row is None else Lease(row[0], row[1], float(row[2]))
+
+    # -- durable resume work -------------------------------------------------------
+
+    def get_resume_work(self, request_id: str) -> rw.ResumeWork | None:
+        with self._read() as cur:
+            return self._resume_work(cur, request_id)
+
+    def _resume_work(
+        self, cur: Cursor, request_id: str, *, lock: bool = False
+    ) -> rw.ResumeWork | None:
+        sql = f"SELECT {rw.RESUME_WORK_COLUMNS} FROM aais_resume_work WHERE request_id = ?"
+        if lock:
+            sql += self.for_update
+        row = self._one(cur, sql, (request_id,))
+        return None if row is None else rw.resume_work_from_row(row)
+
+    def list_resume_work(
+        self,
+        *,
+        states: tuple[rw.ResumeWorkState, ...] = ("due", "unknown"),
+        due_before: float | None = None,
+        thread_id: str | None = None,
+        limit: int | None = None,
+    ) -> list[rw.ResumeWork]:
+        marks = ", ".join("?" for _ in states) or "NULL"
+        # ``state <> 'done'`` matches the partial index of open work.
+        open_only = "" if "done" in states else " AND state <> 'done'"
+        sql = (
+            f"SELECT {rw.RESUME_WORK_COLUMNS} FROM aais_resume_work "
+            f"WHERE state IN ({marks}){open_only}"
+        )
+        params: list[Any] = list(states)
+        if due_before is not None:
+            sql += " AND next_at <= ?"
+            params.append(due_before)
+        if thread_id is not None:
+            sql += " AND thread_id = ?"
+            params.append(thread_id)
+        sql += " ORDER BY next_at, request_id"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(max(limit, 0))
+        with self._read() as cur:
+            return [rw.resume_work_from_row(row) for row in self._all(cur, sql, params)]
+
+    def update_resume_work(
+        self, request_id: str, change: rw.ResumeWorkChange, *, durable: bool = False
+    ) -> rw.ResumeWork | None:
+        with self._write(durable=durable) as cur:
+            current = self._resume_work(cur, request_id, lock=True)
+            updated = change(current)
+            if updated is not None and updated != current:
+                self._run(cur, rw.UPSERT_RESUME_WORK, rw.resume_work_row(updated))
+            return updated
 
     # -- execution records ---------------------------------------------------------
 

@@ -113,9 +113,10 @@ def is_current(conn: Conn) -> bool:
     """Whether the file holds this version's whole schema, so setup has nothing to do."""
     found = conn.execute(
         "SELECT COUNT(*) FROM sqlite_master WHERE (type = 'table' AND name IN "
-        f"('aais_meta', 'aais_executions')) OR (type = 'index' AND name = '{PENDING_INDEX}')"
+        f"('aais_meta', 'aais_executions', 'aais_resume_work')) "
+        f"OR (type = 'index' AND name = '{PENDING_INDEX}')"
     ).fetchone()[0]
-    return bool(found == 3 and meta(conn, "schema_version") == str(SCHEMA_VERSION))
+    return bool(found == 4 and meta(conn, "schema_version") == str(SCHEMA_VERSION))
 
 
 def meta(conn: Conn, key: str) -> str | None:

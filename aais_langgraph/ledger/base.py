@@ -29,6 +29,7 @@ from .pending_rows import PendingRow
 
 if TYPE_CHECKING:
     from .executions import Execution, ExecutionChange, ExecutionState
+    from .resume_work import ResumeWork, ResumeWorkChange, ResumeWorkState
 
 JsonDict = dict[str, Any]
 P = ParamSpec("P")
@@ -133,6 +134,10 @@ class ResolutionWrite:
     ``resolved`` and ``decided`` are envelopes whose ``sequence`` the ledger
     assigns. ``grant`` is recorded only if this write wins. ``mac`` seals the
     resolution row under the authority key (the grant carries its own).
+
+    Unless ``in_run`` (the run paused on the request records the answer itself and
+    goes on with it), a winning write for a request of a thread also records its
+    durable resume work (:mod:`.resume_work`) in the same transaction.
     """
 
     request_id: str
@@ -141,6 +146,7 @@ class ResolutionWrite:
     decision_fingerprint: str | None = None
     grant: Grant | None = None
     mac: str | None = None
+    in_run: bool = False
 
 
 @dataclass(frozen=True)
@@ -251,7 +257,8 @@ class Ledger(ABC):
         In one transaction: if the request already resolved, return ``(existing,
         False)`` and change nothing; otherwise append ``decided`` (if any) and
         ``resolved`` to the event stream with fresh sequences, mark the request
-        resolved, store the grant, append audit entries, and return ``(new, True)``.
+        resolved, store the grant, append audit entries, record the thread's resume
+        work (unless ``write.in_run``), and return ``(new, True)``.
         Raises KeyError if the request is unknown.
         """
 
@@ -342,6 +349,36 @@ class Ledger(ABC):
     def release_lease(self, thread_id: str, holder: str) -> bool:
         """Release our lease; False if we did not hold it."""
 
+    @abstractmethod
+    def get_lease(self, thread_id: str) -> Lease | None:
+        """The thread's lease row as stored (it may have expired), if any."""
+
+    # -- durable resume work (the runtime's, not AAIS's: see :mod:`.resume_work`) ---
+
+    @abstractmethod
+    def get_resume_work(self, request_id: str) -> ResumeWork | None:
+        """The resume work recorded with the request's resolution, if any."""
+
+    @abstractmethod
+    def list_resume_work(
+        self,
+        *,
+        states: tuple[ResumeWorkState, ...] = ("due", "unknown"),
+        due_before: float | None = None,
+        thread_id: str | None = None,
+        limit: int | None = None,
+    ) -> list[ResumeWork]:
+        """Resume work in these states (default: all that is open), those with
+        ``next_at <= due_before`` when given, in ``next_at`` order; cost O(open work)."""
+
+    @abstractmethod
+    def update_resume_work(
+        self, request_id: str, change: ResumeWorkChange, *, durable: bool = False
+    ) -> ResumeWork | None:
+        """Apply ``change`` to the request's resume work atomically; the row after.
+
+        Relaxed by default: a lost update only repeats an attempt, which is idempotent."""
+
     # -- execution records (the runtime's, not AAIS's: see :mod:`.executions`) -------
 
     @abstractmethod
@@ -387,6 +424,10 @@ class Ledger(ABC):
     aacquire_lease = _twin(acquire_lease)
     arenew_lease = _twin(renew_lease)
     arelease_lease = _twin(release_lease)
+    aget_lease = _twin(get_lease)
+    aget_resume_work = _twin(get_resume_work)
+    alist_resume_work = _twin(list_resume_work)
+    aupdate_resume_work = _twin(update_resume_work)
     aupdate_execution = _twin(update_execution)
     aget_execution = _twin(get_execution)
     alist_executions = _twin(list_executions)

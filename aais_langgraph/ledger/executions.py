@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from .holders import holder_is_dead
+
 __all__ = [
     "EXECUTION_COLUMNS",
     "POSTGRES_EXECUTIONS_SCHEMA",
@@ -57,8 +59,11 @@ class Execution:
     reconciled_by: str | None = None
 
     def live(self, now: float) -> bool:
-        """True while a run holding the claim may still be executing the action."""
-        return self.state == "executing" and now < self.live_until
+        """True while a run holding the claim may still be executing the action (its
+        holder on this host died: not live, whatever ``live_until`` says)."""
+        return (
+            self.state == "executing" and now < self.live_until and not holder_is_dead(self.holder)
+        )
 
 
 def claim_change(

@@ -8,6 +8,7 @@ mutating what they passed or received.
 from __future__ import annotations
 
 import threading
+import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Mapping
 from dataclasses import replace
@@ -38,6 +39,7 @@ from .base import (
     StoredResolution,
 )
 from .executions import Execution, ExecutionChange, ExecutionState
+from .resume_work import ResumeWork, ResumeWorkChange, ResumeWorkState, new_resume_work
 
 
 class InMemoryLedger(Ledger):
@@ -56,6 +58,7 @@ class InMemoryLedger(Ledger):
         self._audit: list[AuditEntry] = []
         self._leases: dict[str, Lease] = {}
         self._executions: dict[str, Execution] = {}
+        self._resume_work: dict[str, ResumeWork] = {}
 
     # -- requests ------------------------------------------------------------------
 
@@ -179,6 +182,10 @@ class InMemoryLedger(Ledger):
             self._resolutions[write.request_id] = resolution
             if grant is not None:
                 self._grants[grant.grant_id] = replace(grant, audit_index=indexes["granted"])
+            if request.thread_id is not None and not write.in_run:
+                self._resume_work[write.request_id] = new_resume_work(
+                    write.request_id, request.thread_id, time.time()
+                )
             self._audit.extend(entries)
             return _copy_resolution(resolution), True
 
@@ -300,6 +307,44 @@ class InMemoryLedger(Ledger):
             del self._leases[thread_id]
             return True
 
+    def get_lease(self, thread_id: str) -> Lease | None:
+        with self._lock:
+            return self._leases.get(thread_id)
+
+    # -- durable resume work -------------------------------------------------------
+
+    def get_resume_work(self, request_id: str) -> ResumeWork | None:
+        with self._lock:
+            return self._resume_work.get(request_id)
+
+    def list_resume_work(
+        self,
+        *,
+        states: tuple[ResumeWorkState, ...] = ("due", "unknown"),
+        due_before: float | None = None,
+        thread_id: str | None = None,
+        limit: int | None = None,
+    ) -> list[ResumeWork]:
+        with self._lock:
+            found = [
+                work
+                for work in self._resume_work.values()
+                if work.state in states
+                and (due_before is None or work.next_at <= due_before)
+                and thread_id in (None, work.thread_id)
+            ]
+        found.sort(key=lambda work: (work.next_at, work.request_id))
+        return found if limit is None else found[: max(limit, 0)]
+
+    def update_resume_work(
+        self, request_id: str, change: ResumeWorkChange, *, durable: bool = False
+    ) -> ResumeWork | None:
+        with self._lock:
+            updated = change(self._resume_work.get(request_id))
+            if updated is not None:
+                self._resume_work[request_id] = updated
+            return updated
+
     # -- execution records ---------------------------------------------------------
 
     def update_execution(
@@ -341,9 +386,7 @@ class InMemoryLedger(Ledger):
 
 
 def _copy_request(stored: StoredRequest) -> StoredRequest:
-    return replace(
-        stored, envelope=_detached(stored.envelope), context=_detached(stored.context)
-    )
+    return replace(stored, envelope=_detached(stored.envelope), context=_detached(stored.context))
 
 
 def _copy_resolution(resolution: StoredResolution) -> StoredResolution:

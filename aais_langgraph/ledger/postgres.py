@@ -44,6 +44,7 @@ from psycopg_pool import ConnectionPool
 
 from . import _postgres_rows as db
 from . import executions as ex
+from . import resume_work as rw
 from ._counters import Counters, Cursor, Probe, Tip, sql_for
 from ._postgres_stamp import STAMP_FUNCTIONS, StampedCounters
 from ._records import request_fields
@@ -111,7 +112,12 @@ class PostgresLedger(SqlLedger):
         """Create the schema if missing; idempotent and safe to run from several processes."""
         with self._write() as cur:
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (db.SETUP_LOCK,))
-            for statement in (*db.SCHEMA, *ex.POSTGRES_EXECUTIONS_SCHEMA, *STAMP_FUNCTIONS):
+            for statement in (
+                *db.SCHEMA,
+                *ex.POSTGRES_EXECUTIONS_SCHEMA,
+                *rw.POSTGRES_RESUME_WORK_SCHEMA,
+                *STAMP_FUNCTIONS,
+            ):
                 cur.execute(statement)
             cur.execute(
                 "INSERT INTO aais_meta (singleton, schema_version, last_sequence) "

@@ -20,6 +20,7 @@ from typing import Literal
 
 from . import _sqlite_rows as db
 from . import executions as ex
+from . import resume_work as rw
 from ._counters import Cursor, Tip
 from ._sql import SqlLedger
 
@@ -110,7 +111,11 @@ class SqliteLedger(SqlLedger):
         with self._lock:
             self._conn.execute("PRAGMA journal_mode = WAL")
             with self._immediate() as cur:
-                for statement in (*db.SCHEMA, *ex.SQLITE_EXECUTIONS_SCHEMA):
+                for statement in (
+                    *db.SCHEMA,
+                    *ex.SQLITE_EXECUTIONS_SCHEMA,
+                    *rw.SQLITE_RESUME_WORK_SCHEMA,
+                ):
                     cur.execute(statement)
                 cur.execute(
                     "INSERT OR IGNORE INTO aais_meta (key, value) "

@@ -33,9 +33,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from ..authority import DEFAULT_LEASE_TTL, ApprovalAuthority, UnknownRequestError
-from ..gate.driver import DEFAULT_LEASE_WAIT, adrive, drive, thread_of
 from ..gate.run_context import RunCoordinates, find_authority
-from ..gate.views import ThreadView
 from ..ledger import StoredRequest
 from ..protocol import (
     AAISValidationError,
@@ -46,6 +44,9 @@ from ..protocol import (
     canonical_json,
     parse_timestamp,
 )
+from ..threads.driver import adrive, drive
+from ..threads.runs import DEFAULT_LEASE_WAIT, thread_of
+from ..threads.views import ThreadView
 from .call_gate import EDIT_EXTENSION, EDITABLE_EXTENSION, TOOL_CALL_ID_EXTENSION, request_context
 from .config import offered_for
 from .describe import summarize_call

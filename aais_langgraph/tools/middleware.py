@@ -4,7 +4,7 @@ A drop-in for ``HumanInTheLoopMiddleware``: same ``interrupt_on`` shape, but
 each gated call raises its own AAIS request (``create_agent`` already sends each
 tool call to its own task), decisions bind by request id and digest, and a
 ``when`` predicate is asked once per call. Answer with
-:func:`~aais_langgraph.gate.resume_with_decisions`; supersede a call with edited
+:func:`~aais_langgraph.threads.resume_with_decisions`; supersede a call with edited
 arguments with :func:`~aais_langgraph.tools.edit_tool_call`.
 
 Needs the ``langchain`` extra.

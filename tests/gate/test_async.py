@@ -147,7 +147,7 @@ async def test_a_view_read_from_the_checkpoint_finds_live_tasks_from_a_worker_th
 ) -> None:
     import asyncio
 
-    from aais_langgraph.gate.views import ThreadView, aread_view
+    from aais_langgraph.threads.views import ThreadView, aread_view
 
     graph, _, _ = setup
     pending, requested = await start(graph, "t-view")

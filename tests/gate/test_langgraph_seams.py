@@ -204,7 +204,7 @@ def test_the_adapter_langgraph_builds_takes_the_answer_types_own_validator() -> 
 def test_a_thread_view_from_the_checkpoint_leaves_out_interrupts_already_answered() -> None:
     # Two tasks pause in one step; answering one lets it finish while the other still
     # waits. Its interrupt write stays in the checkpoint, but it is no longer open.
-    from aais_langgraph.gate.views import ThreadView, read_view
+    from aais_langgraph.threads.views import ThreadView, read_view
 
     class Two(TypedDict, total=False):
         a: str

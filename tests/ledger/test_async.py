@@ -8,8 +8,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from aais_langgraph.ledger import AuditEntry, Ledger, LedgerContents, verify_audit
+from aais_langgraph.ledger import AuditEntry, Ledger, LedgerContents, ResumeWork, verify_audit
 from aais_langgraph.ledger.executions import claim_change
+from aais_langgraph.ledger.resume_work import attempt_change
 
 from .envelopes import approval, grant_for, request_envelope
 
@@ -111,7 +112,11 @@ def _steps() -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
         ("acquire_lease", ("thr_1", "run_a"), {"ttl": 10, "now": 0.0}),
         ("acquire_lease", ("thr_1", "run_b"), {"ttl": 10, "now": 1.0}),
         ("renew_lease", ("thr_1", "run_a"), {"ttl": 10, "now": 2.0}),
+        ("get_lease", ("thr_1",), {}),
         ("release_lease", ("thr_1", "run_a"), {}),
+        ("get_resume_work", ("apr_1",), {}),
+        ("update_resume_work", ("apr_1", attempt_change("busy", 10.0)), {}),
+        ("list_resume_work", (), {"thread_id": "thr_1"}),
         ("update_execution", ("apr_1", claim), {}),
         ("get_execution", ("apr_1",), {}),
         ("list_executions", (), {"states": ("executing",)}),
@@ -122,6 +127,8 @@ def _comparable(value: Any) -> Any:
     """``value`` without what two ledgers legitimately differ in: audit times, hence hashes."""
     if isinstance(value, AuditEntry):
         return value.index, value.kind, value.payload
+    if isinstance(value, ResumeWork):  # ``since`` is each ledger's own clock
+        return value.request_id, value.thread_id, value.state, value.attempts, value.last_error
     if isinstance(value, LedgerContents):
         return replace(
             value, audit=_comparable(value.audit), audit_tip=_comparable(value.audit_tip)

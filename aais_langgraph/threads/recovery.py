@@ -1,16 +1,16 @@
-"""After a crash: find runs whose approval was decided but that never resumed, and resume them.
+"""After a crash: find runs paused on a request that already has a resolution.
 
 A replica that dies after the authority recorded a resolution, but before the run
 it belongs to finished, leaves the thread paused on an interrupt whose request is
-no longer pending: :func:`~aais_langgraph.gate.pending_approvals` does not list it
-(nobody has to decide anything), yet nothing drives it on. The presenter retrying
-its decision unsticks it (an identical decision replays the recorded resolution),
-and so does :func:`resume_stranded`, which a replica can run at start-up or on a
-timer. The approved action runs at most once: a crash after the gate claimed its
-execution (during the action) makes the re-run raise
+no longer pending. The resolution's durable resume work drives it on
+(:meth:`~.driver.ThreadDriver.resume_due`); :func:`stranded_threads` finds such
+threads from the event stream as well, for
+:meth:`~.driver.ThreadDriver.resume_stranded` (ledgers written before resume work
+existed, or a sweep at start-up). The approved action runs at most once: a crash
+after the gate claimed its execution (during the action) makes the re-run raise
 :class:`~aais_langgraph.gate.ExecutionUnknownError` rather than run it again, and
-the thread stays paused until a human reconciles it (:mod:`.execution`); an action
-declared idempotent runs again instead.
+the thread stays paused until a human reconciles it
+(:mod:`aais_langgraph.gate.execution`); an action declared idempotent runs again.
 
 :func:`resolved_threads` is the one scan of the event stream for resolutions
 (the ``aais_agui`` decision watcher follows the stream with it too).
@@ -23,21 +23,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..authority import DEFAULT_LEASE_TTL, ApprovalAuthority, LeaseHeldError
+from ..authority import ApprovalAuthority
 from ..ledger import StoredRequest
-from ..protocol import ApprovalResolved
-from .driver import DEFAULT_LEASE_WAIT, run_config
-from .inbox import aresume_resolved, resume_resolved
-from .response import RejectedResumeError
+from .runs import run_config
 from .views import ThreadView, aread_view, read_view
 
 __all__ = [
     "ResolvedScan",
     "aresolved_threads",
-    "aresume_stranded",
     "astranded_threads",
     "resolved_threads",
-    "resume_stranded",
     "stranded_threads",
 ]
 
@@ -138,62 +133,3 @@ def _unknown(authority: ApprovalAuthority, request_id: str) -> bool:
     """An approval whose outcome is unknown waits for a human, not for a resume."""
     record = authority.ledger.get_execution(request_id)
     return record is not None and record.state == "unknown"
-
-
-def resume_stranded(
-    graph: Any,
-    authority: ApprovalAuthority,
-    *,
-    after_sequence: int = 0,
-    context: Any = None,
-    lease_ttl: float = DEFAULT_LEASE_TTL,
-    lease_wait: float = DEFAULT_LEASE_WAIT,
-) -> list[ApprovalResolved]:
-    """Resume every thread :func:`stranded_threads` finds with its recorded resolutions.
-
-    Each thread is resumed under its run lease, so a sweep racing a presenter's
-    retry resumes it once. A thread whose lease stays held (a live run drives it,
-    or a crashed holder's lease has not expired yet), or whose gate refuses the
-    resume for now (another run's execution claim on the approval, or an outcome
-    that is unknown until a human reconciles it), is left for the next sweep.
-    """
-    resumed: list[ApprovalResolved] = []
-    for thread_id in stranded_threads(graph, authority, after_sequence=after_sequence):
-        try:
-            resumed += resume_resolved(
-                graph,
-                authority,
-                thread_id,
-                context=context,
-                lease_ttl=lease_ttl,
-                lease_wait=lease_wait,
-            )
-        except (LeaseHeldError, RejectedResumeError):
-            continue
-    return resumed
-
-
-async def aresume_stranded(
-    graph: Any,
-    authority: ApprovalAuthority,
-    *,
-    after_sequence: int = 0,
-    context: Any = None,
-    lease_ttl: float = DEFAULT_LEASE_TTL,
-    lease_wait: float = DEFAULT_LEASE_WAIT,
-) -> list[ApprovalResolved]:
-    """Async twin of :func:`resume_stranded`."""
-    resumed: list[ApprovalResolved] = []
-    for thread_id in await astranded_threads(graph, authority, after_sequence=after_sequence):
-        try:
-            resumed += await aresume_resolved(
-                graph,
-                authority,
-                thread_id,
-                context=context,
-                lease_ttl=lease_ttl,
-                lease_wait=lease_wait,
-            )
-        except (LeaseHeldError, RejectedResumeError):
-            continue
-    return resumed

@@ -15,8 +15,8 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 
+from ..gate.seams import open_interrupts
 from ..ledger import StoredRequest
-from .seams import open_interrupts
 
 __all__ = ["ThreadView", "aread_view", "checkpointer_of", "read_view", "waiting_request_ids"]
 

@@ -1,20 +1,19 @@
-"""``resume_with_decisions``: what a server or CLI calls to answer a paused thread.
+"""Answers to a paused thread: what a presenter may send, and the resume map they make.
 
-Decisions are judged by the authority first, under the thread's run lease, then
-the graph is resumed by interrupt id, matched through the request id carried in
-each interrupt's value, never by position.
+:meth:`~.driver.ThreadDriver.resume_with_decisions` parses every answer before
+anything changes (:func:`parse_answers`), then under the thread's run lease has
+the authority record each one and resumes the graph by interrupt id, matched
+through the request id carried in each interrupt's value, never by position
+(:func:`record_answers`).
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.runnables import RunnableConfig
-
-from ..authority import DEFAULT_LEASE_TTL, TERMINAL, ApprovalAuthority, UnknownRequestError
+from ..authority import TERMINAL, ApprovalAuthority, UnknownRequestError
 from ..protocol import (
     AAISValidationError,
     Actor,
@@ -22,8 +21,6 @@ from ..protocol import (
     ApprovalResolved,
     parse_envelope,
 )
-from .driver import DEFAULT_LEASE_WAIT, adrive, drive, thread_of
-from .run_context import find_authority
 from .views import ThreadView
 
 
@@ -38,7 +35,7 @@ class Cancellation:
 Answer = ApprovalDecided | Cancellation | Mapping[str, Any] | str | bytes
 
 
-def _parse_answers(
+def parse_answers(
     authority: ApprovalAuthority, thread_id: str, answers: Sequence[Answer] | Answer
 ) -> list[ApprovalDecided | Cancellation]:
     """Validate every answer before anything changes: shape, known request, this thread."""
@@ -81,7 +78,7 @@ def _superseded(authority: ApprovalAuthority, view: ThreadView, request_id: str)
     return not view.waiting(stored)
 
 
-def _judge_all(
+def record_answers(
     authority: ApprovalAuthority,
     answers: list[ApprovalDecided | Cancellation],
     view: ThreadView,
@@ -115,70 +112,3 @@ def _judge_all(
         if recorded is not None:
             resume[interrupt_id] = recorded.to_json()
     return results, resume
-
-
-def resume_with_decisions(
-    graph: Any,
-    config: RunnableConfig,
-    decisions: Sequence[Answer] | Answer,
-    *,
-    actor: Actor | Mapping[str, Any] | None,
-    authority: ApprovalAuthority | None = None,
-    context: Any = None,
-    lease_ttl: float = DEFAULT_LEASE_TTL,
-    lease_wait: float = DEFAULT_LEASE_WAIT,
-) -> list[ApprovalResolved]:
-    """Answer pending approvals of one thread and resume it; returns one resolution per answer.
-
-    Holds the thread's run lease throughout, so concurrent presenters cannot both
-    drive the same paused node. A decision for a request that already resolved
-    returns that resolution (or ``conflict``) without touching the graph; an
-    unknown request id raises before anything changes. ``actor`` is the
-    authenticated actor and replaces the actor in each decision body.
-    """
-    found = find_authority(authority, config, context=context)
-    answers = _parse_answers(found, thread_of(config), decisions)
-
-    def plan(view: ThreadView) -> tuple[dict[str, Any], list[ApprovalResolved]]:
-        results, resume = _judge_all(found, answers, view, actor)
-        return resume, results
-
-    return drive(
-        graph,
-        config,
-        plan,
-        authority=found,
-        context=context,
-        lease_ttl=lease_ttl,
-        lease_wait=lease_wait,
-    )
-
-
-async def aresume_with_decisions(
-    graph: Any,
-    config: RunnableConfig,
-    decisions: Sequence[Answer] | Answer,
-    *,
-    actor: Actor | Mapping[str, Any] | None,
-    authority: ApprovalAuthority | None = None,
-    context: Any = None,
-    lease_ttl: float = DEFAULT_LEASE_TTL,
-    lease_wait: float = DEFAULT_LEASE_WAIT,
-) -> list[ApprovalResolved]:
-    """Async twin of :func:`resume_with_decisions`."""
-    found = find_authority(authority, config, context=context)
-    answers = await asyncio.to_thread(_parse_answers, found, thread_of(config), decisions)
-
-    def plan(view: ThreadView) -> tuple[dict[str, Any], list[ApprovalResolved]]:
-        results, resume = _judge_all(found, answers, view, actor)
-        return resume, results
-
-    return await adrive(
-        graph,
-        config,
-        plan,
-        authority=found,
-        context=context,
-        lease_ttl=lease_ttl,
-        lease_wait=lease_wait,
-    )

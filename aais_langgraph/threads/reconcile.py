@@ -18,15 +18,15 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 from ..authority import ApprovalAuthority
-from ..ledger import PendingRow, StoredRequest
-from ..protocol import AAISValidationError, sha256_digest
-from ..protocol.extensions import EXTENSION_NAMESPACE
-from .seams import (
+from ..gate.seams import (
     INTERRUPT_CHANNEL,
     latest_interrupt_blobs,
     latest_interrupt_writes,
     load_write,
 )
+from ..ledger import PendingRow, StoredRequest
+from ..protocol import AAISValidationError, sha256_digest
+from ..protocol.extensions import EXTENSION_NAMESPACE
 
 __all__ = [
     "INTEGRITY_ERRORS_EXTENSION",

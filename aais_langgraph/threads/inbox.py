@@ -1,16 +1,15 @@
-"""The cross-thread inbox and housekeeping: what is really waiting, and unsticking runs."""
+"""The cross-thread inbox: the pending approvals their threads really wait for."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from datetime import datetime
 from typing import Any
 
-from ..authority import DEFAULT_LEASE_TTL, ApprovalAuthority
+from ..authority import ApprovalAuthority
 from ..ledger import PendingRow, StoredRequest
-from ..protocol import ApprovalResolved, ApprovalSnapshot
-from .driver import DEFAULT_LEASE_WAIT, adrive, awaiting_among, drive, waiting_among
+from ..protocol import ApprovalSnapshot
 from .listing import Listing
 from .reconcile import (
     IntegrityProblem,
@@ -21,13 +20,13 @@ from .reconcile import (
     problems_in,
     reconcile_rows,
 )
-from .views import ThreadView
+from .runs import awaiting_among, waiting_among
 
 Interrupted = Mapping[str, Collection[str]]
 """Thread id -> the ids of the requests its latest checkpoint is paused on."""
 
 
-def pending_approvals(
+def pending_snapshot(
     authority: ApprovalAuthority,
     graph: Any | None = None,
     *,
@@ -76,7 +75,7 @@ def pending_approvals(
     return listing.snapshot(authority, session_id, waiting, problems if reconcile else [])
 
 
-async def apending_approvals(
+async def apending_snapshot(
     authority: ApprovalAuthority,
     graph: Any | None = None,
     *,
@@ -84,7 +83,7 @@ async def apending_approvals(
     now: datetime | None = None,
     reconcile: bool = True,
 ) -> ApprovalSnapshot:
-    """Async twin of :func:`pending_approvals` (async checkpointers welcome)."""
+    """Async twin of :func:`pending_snapshot` (async checkpointers welcome)."""
     listing = await asyncio.to_thread(Listing.read, authority, session_id, now)
     if graph is None:
         return await asyncio.to_thread(listing.snapshot, authority, session_id, None, [])
@@ -149,104 +148,3 @@ def _settled(
         else:
             rest.append(row)
     return settled, rest
-
-
-def _recorded(
-    authority: ApprovalAuthority,
-) -> Callable[[ThreadView], tuple[dict[str, Any], list[ApprovalResolved]]]:
-    """The plan resuming every waiting request that has a recorded resolution with it."""
-
-    def plan(view: ThreadView) -> tuple[dict[str, Any], list[ApprovalResolved]]:
-        resume: dict[str, Any] = {}
-        results: list[ApprovalResolved] = []
-        for request_id, interrupt_id in view.interrupts.items():
-            recorded = authority.get_resolution(request_id)
-            if recorded is not None:
-                resume[interrupt_id] = recorded.to_json()
-                results.append(recorded)
-        return resume, results
-
-    return plan
-
-
-def resume_resolved(
-    graph: Any,
-    authority: ApprovalAuthority,
-    thread_id: str,
-    *,
-    config: Mapping[str, Any] | None = None,
-    context: Any = None,
-    lease_ttl: float = DEFAULT_LEASE_TTL,
-    lease_wait: float = DEFAULT_LEASE_WAIT,
-    recorded_only: bool = False,
-) -> list[ApprovalResolved]:
-    """Resume a thread whose waiting requests were resolved elsewhere (CLI, sweep, cancel,
-    a decisions endpoint), each with its recorded resolution; the others stay pending.
-
-    ``config`` is the base run config (``thread_id`` is set from the argument);
-    ``recorded_only`` is for servers (see :func:`~aais_langgraph.gate.driver.run_config`).
-    """
-    return drive(
-        graph,
-        _with_thread(config, thread_id),
-        _recorded(authority),
-        authority=authority,
-        context=context,
-        lease_ttl=lease_ttl,
-        lease_wait=lease_wait,
-        recorded_only=recorded_only,
-    )
-
-
-async def aresume_resolved(
-    graph: Any,
-    authority: ApprovalAuthority,
-    thread_id: str,
-    *,
-    config: Mapping[str, Any] | None = None,
-    context: Any = None,
-    lease_ttl: float = DEFAULT_LEASE_TTL,
-    lease_wait: float = DEFAULT_LEASE_WAIT,
-    recorded_only: bool = False,
-) -> list[ApprovalResolved]:
-    """Async twin of :func:`resume_resolved`."""
-    return await adrive(
-        graph,
-        _with_thread(config, thread_id),
-        _recorded(authority),
-        authority=authority,
-        context=context,
-        lease_ttl=lease_ttl,
-        lease_wait=lease_wait,
-        recorded_only=recorded_only,
-    )
-
-
-def _with_thread(config: Mapping[str, Any] | None, thread_id: str) -> dict[str, Any]:
-    base: dict[str, Any] = dict(config or {})
-    return {**base, "configurable": {**(base.get("configurable") or {}), "thread_id": thread_id}}
-
-
-def sweep_expired(
-    graph: Any, authority: ApprovalAuthority, *, now: datetime | None = None, context: Any = None
-) -> list[ApprovalResolved]:
-    """Resolve overdue requests ``expired`` and resume their runs so none hangs forever."""
-    expired = authority.expire_due(now=now)
-    threads = set()
-    for resolved in expired:
-        record = authority.get_stored_request(resolved.resolution.request_id)
-        if record is not None and record.thread_id is not None:
-            threads.add(record.thread_id)
-    for thread_id in sorted(threads):
-        resume_resolved(graph, authority, thread_id, context=context)
-    return expired
-
-
-def cancel_thread(
-    graph: Any, authority: ApprovalAuthority, thread_id: str, *, context: Any = None
-) -> list[ApprovalResolved]:
-    """Cancel every pending request of a thread and let its run continue past them."""
-    cancelled = authority.cancel_thread(thread_id)
-    if cancelled:
-        resume_resolved(graph, authority, thread_id, context=context)
-    return cancelled

@@ -1,47 +1,30 @@
-"""The one thread driver: take the run lease, read the checkpoint, plan the resume map, invoke.
+"""A driven run: its config, its thread, which requests it waits for, the leased handle.
 
-Everything that resumes a paused thread goes through here — ``resume_with_decisions``,
-``resume_resolved``, edits, recovery, and in ``aais_agui`` the AG-UI agent, the
-decisions endpoint and the watcher — so they cannot drift apart::
-
-    def plan(view: ThreadView) -> tuple[dict[str, Any], list[str]]:
-        return {view.interrupts[rid]: answer for ...}, [...]
-
-    result = drive(graph, config, plan, authority=authority)
-
-``plan`` runs under the lease with what the checkpoint says (a :class:`ThreadView`)
-and returns the ``Command(resume=...)`` map (empty: nothing is invoked) and the
-caller's result. :func:`adrive` is the async twin; it runs ``plan`` in a worker
-thread, as the ledger calls in it block.
+The pieces :class:`~.driver.ThreadDriver` is built from, apart from it so the
+answer planning and the listings can use them without importing the driver.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections import defaultdict
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
-from ..authority import DEFAULT_LEASE_TTL, ApprovalAuthority, arun_lease, run_lease
+from ..authority import ApprovalAuthority
+from ..gate.channel import RECORDED_ONLY_KEY
+from ..gate.run_context import AUTHORITY_KEY, CLAIM_TTL_KEY, claim_ttl_for_lease
 from ..ledger import StoredRequest
-from .channel import RECORDED_ONLY_KEY
-from .run_context import AUTHORITY_KEY, CLAIM_TTL_KEY, claim_ttl_for_lease
 from .views import ThreadView, aread_view, checkpointer_of, read_view, waiting_request_ids
 
 __all__ = [
     "DEFAULT_LEASE_WAIT",
     "LeasedThread",
-    "adrive",
-    "aleased_thread",
     "awaiting_among",
     "context_kwargs",
-    "drive",
-    "leased_thread",
     "run_config",
     "thread_of",
     "waiting_among",
@@ -192,90 +175,3 @@ class LeasedThread:
             await self.graph.ainvoke(
                 Command(resume=dict(resume)), self.config, **context_kwargs(context)
             )
-
-
-@contextmanager
-def leased_thread(
-    graph: Any,
-    config: Mapping[str, Any],
-    *,
-    authority: ApprovalAuthority,
-    lease_ttl: float = DEFAULT_LEASE_TTL,
-    lease_wait: float = DEFAULT_LEASE_WAIT,
-    recorded_only: bool = False,
-) -> Iterator[LeasedThread]:
-    """Hold the thread's run lease (renewed by :func:`~aais_langgraph.authority.run_lease`
-    while held) for the block; raises :class:`~aais_langgraph.LeaseHeldError` after
-    ``lease_wait`` seconds if another holder keeps it."""
-    driven = run_config(config, authority, lease_ttl=lease_ttl, recorded_only=recorded_only)
-    thread_id = thread_of(driven)
-    with run_lease(authority.ledger, thread_id, ttl=lease_ttl, wait=lease_wait):
-        yield LeasedThread(graph, driven, thread_id)
-
-
-@asynccontextmanager
-async def aleased_thread(
-    graph: Any,
-    config: Mapping[str, Any],
-    *,
-    authority: ApprovalAuthority,
-    lease_ttl: float = DEFAULT_LEASE_TTL,
-    lease_wait: float = DEFAULT_LEASE_WAIT,
-    recorded_only: bool = False,
-) -> AsyncIterator[LeasedThread]:
-    """Async twin of :func:`leased_thread` (one renewer, the lease's own)."""
-    driven = run_config(config, authority, lease_ttl=lease_ttl, recorded_only=recorded_only)
-    thread_id = thread_of(driven)
-    async with arun_lease(authority.ledger, thread_id, ttl=lease_ttl, wait=lease_wait):
-        yield LeasedThread(graph, driven, thread_id)
-
-
-def drive(
-    graph: Any,
-    config: Mapping[str, Any],
-    plan: Callable[[ThreadView], tuple[Mapping[str, Any], T]],
-    *,
-    authority: ApprovalAuthority,
-    context: Any = None,
-    lease_ttl: float = DEFAULT_LEASE_TTL,
-    lease_wait: float = DEFAULT_LEASE_WAIT,
-    recorded_only: bool = False,
-) -> T:
-    """Under the thread's lease: read its checkpoint, ``plan`` the resume map, invoke;
-    returns the result ``plan`` returned with the map."""
-    with leased_thread(
-        graph,
-        config,
-        authority=authority,
-        lease_ttl=lease_ttl,
-        lease_wait=lease_wait,
-        recorded_only=recorded_only,
-    ) as thread:
-        resume, result = plan(thread.view())
-        thread.resume(resume, context)
-    return result
-
-
-async def adrive(
-    graph: Any,
-    config: Mapping[str, Any],
-    plan: Callable[[ThreadView], tuple[Mapping[str, Any], T]],
-    *,
-    authority: ApprovalAuthority,
-    context: Any = None,
-    lease_ttl: float = DEFAULT_LEASE_TTL,
-    lease_wait: float = DEFAULT_LEASE_WAIT,
-    recorded_only: bool = False,
-) -> T:
-    """Async twin of :func:`drive` (``plan`` runs in a worker thread)."""
-    async with aleased_thread(
-        graph,
-        config,
-        authority=authority,
-        lease_ttl=lease_ttl,
-        lease_wait=lease_wait,
-        recorded_only=recorded_only,
-    ) as thread:
-        resume, result = await asyncio.to_thread(plan, await thread.aview())
-        await thread.aresume(resume, context)
-    return result

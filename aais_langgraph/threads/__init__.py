@@ -1,0 +1,80 @@
+"""Outside a run: the one driver of paused threads, their listing and their recovery.
+
+:class:`ThreadDriver` answers, resumes and lists paused threads of one graph;
+the module-level functions (``resume_with_decisions``, ``pending_approvals``,
+``resume_stranded``, ...) are thin wrappers over it. Nothing here runs inside a
+node: that is :mod:`aais_langgraph.gate`, which never imports this package.
+"""
+
+from .answers import Cancellation
+from .driver import (
+    RESUMING_EXTENSION,
+    DueReport,
+    ThreadDriver,
+    acancel_thread,
+    adrive,
+    apending_approvals,
+    aresume_resolved,
+    aresume_stranded,
+    aresume_with_decisions,
+    asweep_expired,
+    cancel_thread,
+    drive,
+    pending_approvals,
+    resume_resolved,
+    resume_stranded,
+    resume_with_decisions,
+    sweep_expired,
+    waiting_resumes,
+    with_resuming,
+)
+from .reconcile import (
+    INTEGRITY_ERRORS_EXTENSION,
+    IntegrityProblem,
+    areconcile_checkpoints,
+    reconcile_checkpoints,
+)
+from .recovery import (
+    ResolvedScan,
+    aresolved_threads,
+    astranded_threads,
+    resolved_threads,
+    stranded_threads,
+)
+from .runs import DEFAULT_LEASE_WAIT, run_config
+from .views import ThreadView
+
+__all__ = [
+    "DEFAULT_LEASE_WAIT",
+    "INTEGRITY_ERRORS_EXTENSION",
+    "RESUMING_EXTENSION",
+    "Cancellation",
+    "DueReport",
+    "IntegrityProblem",
+    "ResolvedScan",
+    "ThreadDriver",
+    "ThreadView",
+    "acancel_thread",
+    "adrive",
+    "apending_approvals",
+    "areconcile_checkpoints",
+    "aresolved_threads",
+    "aresume_resolved",
+    "aresume_stranded",
+    "aresume_with_decisions",
+    "astranded_threads",
+    "asweep_expired",
+    "cancel_thread",
+    "drive",
+    "pending_approvals",
+    "reconcile_checkpoints",
+    "resolved_threads",
+    "resume_resolved",
+    "resume_stranded",
+    "resume_with_decisions",
+    "run_config",
+    "stranded_threads",
+    "sweep_expired",
+    "waiting_resumes",
+    "with_resuming",
+]

@@ -1,0 +1,841 @@
+"""The one driver of paused threads: everything outside a run that answers, resumes or lists them.
+
+A :class:`ThreadDriver` holds what every such path needs once — the graph, the
+authority, the run-lease settings and whether it drives for a server (gates then
+accept only resolutions the authority recorded) — and offers each operation as
+a method with its ``a``-prefixed async twin::
+
+    driver = ThreadDriver(graph, authority)
+    driver.resume_with_decisions(config, decided, actor=actor)
+    driver.resume_due()          # the durable resume work any process picks up
+
+Every resume runs :meth:`ThreadDriver.drive`: take the thread's run lease, read
+its checkpoint (a :class:`~.views.ThreadView`), plan the ``Command(resume=...)``
+map, invoke. The answer paths of ``aais_agui`` (the AG-UI agent, the decisions
+endpoints, the watcher) and the library's module-level functions (thin wrappers
+at the end of this module) all go through it, so they cannot drift apart.
+
+Durable resume work (:mod:`aais_langgraph.ledger.resume_work`): an answer recorded
+outside a run writes "this thread must be resumed" with the resolution.
+:meth:`ThreadDriver.resume_due` picks up what is due, resumes it under the lease,
+marks it done when the checkpoint shows the answer consumed, and otherwise counts
+the attempt, names the error and backs off (never giving up silently); an
+execution of unknown outcome hands it to a human (``unknown``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, TypeVar, cast
+
+from langchain_core.runnables import RunnableConfig
+
+from ..authority import (
+    DEFAULT_LEASE_TTL,
+    ApprovalAuthority,
+    LeaseHeldError,
+    arun_lease,
+    holder_origin,
+    run_lease,
+)
+from ..gate.execution import ExecutionUnknownError
+from ..gate.response import RejectedResumeError
+from ..gate.run_context import find_authority
+from ..ledger import Lease
+from ..ledger.resume_work import ResumeWork, attempt_change, settle_change
+from ..protocol import Actor, ApprovalResolved, ApprovalSnapshot
+from ..protocol.extensions import EXTENSION_NAMESPACE
+from .answers import Answer, parse_answers, record_answers
+from .inbox import apending_snapshot, pending_snapshot
+from .recovery import astranded_threads, stranded_threads
+from .runs import DEFAULT_LEASE_WAIT, LeasedThread, run_config, thread_of
+from .views import ThreadView
+
+__all__ = [
+    "DueReport",
+    "ThreadDriver",
+    "acancel_thread",
+    "adrive",
+    "apending_approvals",
+    "aresume_resolved",
+    "aresume_stranded",
+    "aresume_with_decisions",
+    "asweep_expired",
+    "cancel_thread",
+    "drive",
+    "pending_approvals",
+    "resume_resolved",
+    "resume_stranded",
+    "resume_with_decisions",
+    "sweep_expired",
+]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Plan = Callable[[ThreadView], "tuple[Mapping[str, Any], T]"]
+
+
+@dataclass
+class DueReport:
+    """What one pass over the due resume work did."""
+
+    resumed: list[str] = field(default_factory=list)
+    """Request ids whose thread was resumed with their recorded resolution."""
+    settled: list[str] = field(default_factory=list)
+    """Request ids whose thread no longer waited on them (nothing to resume)."""
+    deferred: list[str] = field(default_factory=list)
+    """Request ids left due, with one more attempt counted (busy lease, an error)."""
+    unknown: list[str] = field(default_factory=list)
+    """Request ids whose execution outcome is unknown (a human reconciles them)."""
+
+
+@dataclass(frozen=True)
+class ThreadDriver:
+    """Drives paused threads of one graph from outside a run.
+
+    Args:
+        graph: The compiled graph (with its checkpointer).
+        authority: The approval authority whose ledger holds requests, resolutions,
+            leases and resume work.
+        config: The base run config of every run this driver starts (the thread id
+            is set per call).
+        lease_ttl: Seconds a run lease lives without renewal (a holder that dies
+            blocks its thread at most this long; one on this host not at all).
+        lease_wait: Seconds a call waits for another holder's lease before raising
+            :class:`~aais_langgraph.LeaseHeldError`.
+        served: Drive for a server: gates accept only resolutions the authority
+            already recorded (no caller can switch it off), and this authority
+            replaces any other found in a config.
+    """
+
+    graph: Any
+    authority: ApprovalAuthority
+    config: Mapping[str, Any] | None = None
+    lease_ttl: float = DEFAULT_LEASE_TTL
+    lease_wait: float = DEFAULT_LEASE_WAIT
+    served: bool = False
+
+    # -- the mechanism ----------------------------------------------------------------
+
+    def run_config(
+        self, config: Mapping[str, Any] | None = None, *, thread_id: str | None = None
+    ) -> RunnableConfig:
+        """The config of a run this driver starts: its base config, then ``config``,
+        the thread, the authority and the claim lifetime that fits the lease."""
+        merged: dict[str, Any] = {**(self.config or {}), **(config or {})}
+        configurable = {
+            **((self.config or {}).get("configurable") or {}),
+            **((config or {}).get("configurable") or {}),
+        }
+        merged["configurable"] = configurable
+        return run_config(
+            merged,
+            self.authority,
+            thread_id=thread_id,
+            lease_ttl=self.lease_ttl,
+            recorded_only=self.served,
+        )
+
+    @contextmanager
+    def leased(
+        self, config: Mapping[str, Any] | None = None, *, lease_wait: float | None = None
+    ) -> Iterator[LeasedThread]:
+        """Hold the thread's run lease (renewed while held) for the block; raises
+        :class:`~aais_langgraph.LeaseHeldError` after ``lease_wait`` seconds (default:
+        the driver's) if another holder keeps it."""
+        driven = self.run_config(config)
+        thread_id = thread_of(driven)
+        wait = self.lease_wait if lease_wait is None else lease_wait
+        with run_lease(self.authority.ledger, thread_id, ttl=self.lease_ttl, wait=wait):
+            yield LeasedThread(self.graph, driven, thread_id)
+
+    @asynccontextmanager
+    async def aleased(
+        self, config: Mapping[str, Any] | None = None, *, lease_wait: float | None = None
+    ) -> AsyncIterator[LeasedThread]:
+        """Async twin of :meth:`leased`."""
+        driven = self.run_config(config)
+        thread_id = thread_of(driven)
+        wait = self.lease_wait if lease_wait is None else lease_wait
+        async with arun_lease(self.authority.ledger, thread_id, ttl=self.lease_ttl, wait=wait):
+            yield LeasedThread(self.graph, driven, thread_id)
+
+    def drive(
+        self,
+        config: Mapping[str, Any] | None,
+        plan: Callable[[ThreadView], tuple[Mapping[str, Any], T]],
+        *,
+        context: Any = None,
+        lease_wait: float | None = None,
+    ) -> T:
+        """Under the thread's lease: read its checkpoint, ``plan`` the resume map (empty:
+        nothing is invoked), invoke; returns what ``plan`` returned with the map. The
+        resume work of every request the thread was resumed with is then done."""
+        with self.leased(config, lease_wait=lease_wait) as thread:
+            view = thread.view()
+            resume, result = plan(view)
+            thread.resume(resume, context)
+            self._settle(view, resume)
+        return result
+
+    async def adrive(
+        self,
+        config: Mapping[str, Any] | None,
+        plan: Callable[[ThreadView], tuple[Mapping[str, Any], T]],
+        *,
+        context: Any = None,
+        lease_wait: float | None = None,
+    ) -> T:
+        """Async twin of :meth:`drive` (``plan`` runs in a worker thread, as the ledger
+        calls in it block)."""
+        async with self.aleased(config, lease_wait=lease_wait) as thread:
+            view = await thread.aview()
+            resume, result = await asyncio.to_thread(plan, view)
+            await thread.aresume(resume, context)
+            await asyncio.to_thread(self._settle, view, resume)
+        return result
+
+    def settle_resumed(self, view: ThreadView, resume: Mapping[str, Any]) -> None:
+        """Mark done the resume work of the requests a run on ``view`` was just resumed
+        with (for callers that hold the lease and invoke themselves)."""
+        self._settle(view, resume)
+
+    def _settle(self, view: ThreadView, resume: Mapping[str, Any]) -> None:
+        if not resume:
+            return
+        now = time.time()
+        for request_id, interrupt_id in view.interrupts.items():
+            if interrupt_id in resume:
+                self.authority.ledger.update_resume_work(request_id, settle_change("done", now))
+
+    # -- reading ------------------------------------------------------------------
+
+    def view(self, thread_id: str) -> ThreadView:
+        """What the thread's checkpoint says (no lease taken)."""
+        return LeasedThread(self.graph, self.run_config(thread_id=thread_id), thread_id).view()
+
+    async def aview(self, thread_id: str) -> ThreadView:
+        """Async twin of :meth:`view`."""
+        thread = LeasedThread(self.graph, self.run_config(thread_id=thread_id), thread_id)
+        return await thread.aview()
+
+    def pending_approvals(
+        self,
+        *,
+        session_id: str | None = None,
+        now: datetime | None = None,
+        reconcile: bool = True,
+    ) -> ApprovalSnapshot:
+        """``approval.snapshot`` of what the threads really wait for
+        (:func:`~.inbox.pending_snapshot`), with the answers still waiting to resume in
+        its :data:`RESUMING_EXTENSION`."""
+        snapshot = pending_snapshot(
+            self.authority, self.graph, session_id=session_id, now=now, reconcile=reconcile
+        )
+        return with_resuming(snapshot, self.waiting_resumes(session_id=session_id))
+
+    async def apending_approvals(
+        self,
+        *,
+        session_id: str | None = None,
+        now: datetime | None = None,
+        reconcile: bool = True,
+    ) -> ApprovalSnapshot:
+        """Async twin of :meth:`pending_approvals`."""
+        snapshot = await apending_snapshot(
+            self.authority, self.graph, session_id=session_id, now=now, reconcile=reconcile
+        )
+        resuming = await asyncio.to_thread(self.waiting_resumes, session_id=session_id)
+        return with_resuming(snapshot, resuming)
+
+    def waiting_resumes(self, *, session_id: str | None = None) -> list[dict[str, Any]]:
+        """Answers recorded whose thread still has to be resumed (open resume work), each
+        with its outcome, since, attempts, last error and lease holder."""
+        return waiting_resumes(self.authority, session_id=session_id)
+
+    # -- answering --------------------------------------------------------------------
+
+    def resume_with_decisions(
+        self,
+        config: Mapping[str, Any],
+        decisions: Sequence[Answer] | Answer,
+        *,
+        actor: Actor | Mapping[str, Any] | None,
+        context: Any = None,
+    ) -> list[ApprovalResolved]:
+        """Answer pending approvals of one thread and resume it (see the module-level
+        :func:`resume_with_decisions`)."""
+        answers = parse_answers(self.authority, thread_of(self.run_config(config)), decisions)
+
+        def plan(view: ThreadView) -> tuple[dict[str, Any], list[ApprovalResolved]]:
+            results, resume = record_answers(self.authority, answers, view, actor)
+            return resume, results
+
+        return self.drive(config, plan, context=context)
+
+    async def aresume_with_decisions(
+        self,
+        config: Mapping[str, Any],
+        decisions: Sequence[Answer] | Answer,
+        *,
+        actor: Actor | Mapping[str, Any] | None,
+        context: Any = None,
+    ) -> list[ApprovalResolved]:
+        """Async twin of :meth:`resume_with_decisions`."""
+        thread_id = thread_of(self.run_config(config))
+        answers = await asyncio.to_thread(parse_answers, self.authority, thread_id, decisions)
+
+        def plan(view: ThreadView) -> tuple[dict[str, Any], list[ApprovalResolved]]:
+            results, resume = record_answers(self.authority, answers, view, actor)
+            return resume, results
+
+        return await self.adrive(config, plan, context=context)
+
+    # -- resuming what was recorded elsewhere ----------------------------------------
+
+    def _recorded_plan(
+        self, thread_id: str
+    ) -> Callable[[ThreadView], tuple[dict[str, Any], list[Any]]]:
+        """Resume every waiting request that has a recorded resolution with it; settle the
+        open work of requests the thread no longer waits on."""
+        authority = self.authority
+
+        def plan(view: ThreadView) -> tuple[dict[str, Any], list[ApprovalResolved]]:
+            resume: dict[str, Any] = {}
+            results: list[ApprovalResolved] = []
+            for request_id, interrupt_id in view.interrupts.items():
+                recorded = authority.get_resolution(request_id)
+                if recorded is not None:
+                    resume[interrupt_id] = recorded.to_json()
+                    results.append(recorded)
+            _settle_gone(authority, thread_id, view)
+            return resume, results
+
+        return plan
+
+    def resume_resolved(
+        self,
+        thread_id: str,
+        *,
+        config: Mapping[str, Any] | None = None,
+        context: Any = None,
+        lease_wait: float | None = None,
+    ) -> list[ApprovalResolved]:
+        """Resume a thread whose waiting requests were resolved elsewhere (CLI, sweep,
+        cancel, a decisions endpoint), each with its recorded resolution; the others
+        stay pending."""
+        return self.drive(
+            _with_thread(config, thread_id),
+            self._recorded_plan(thread_id),
+            context=context,
+            lease_wait=lease_wait,
+        )
+
+    async def aresume_resolved(
+        self,
+        thread_id: str,
+        *,
+        config: Mapping[str, Any] | None = None,
+        context: Any = None,
+        lease_wait: float | None = None,
+    ) -> list[ApprovalResolved]:
+        """Async twin of :meth:`resume_resolved`."""
+        return await self.adrive(
+            _with_thread(config, thread_id),
+            self._recorded_plan(thread_id),
+            context=context,
+            lease_wait=lease_wait,
+        )
+
+    def resume_stranded(
+        self, *, after_sequence: int = 0, context: Any = None
+    ) -> list[ApprovalResolved]:
+        """Resume every thread paused on a request that already has a resolution (found
+        from the event stream after ``after_sequence``: also ledgers written before
+        resume work existed); a busy or refusing thread is left for the next sweep."""
+        resumed: list[ApprovalResolved] = []
+        for thread_id in stranded_threads(
+            self.graph, self.authority, after_sequence=after_sequence
+        ):
+            try:
+                resumed += self.resume_resolved(thread_id, context=context)
+            except (LeaseHeldError, RejectedResumeError):
+                continue
+        return resumed
+
+    async def aresume_stranded(
+        self, *, after_sequence: int = 0, context: Any = None
+    ) -> list[ApprovalResolved]:
+        """Async twin of :meth:`resume_stranded`."""
+        resumed: list[ApprovalResolved] = []
+        for thread_id in await astranded_threads(
+            self.graph, self.authority, after_sequence=after_sequence
+        ):
+            try:
+                resumed += await self.aresume_resolved(thread_id, context=context)
+            except (LeaseHeldError, RejectedResumeError):
+                continue
+        return resumed
+
+    def sweep_expired(
+        self, *, now: datetime | None = None, context: Any = None
+    ) -> list[ApprovalResolved]:
+        """Resolve overdue requests ``expired`` and resume their runs so none hangs forever
+        (a busy thread is resumed later, from its resume work)."""
+        expired = self.authority.expire_due(now=now)
+        for thread_id in self._threads_of(expired):
+            self._resume_soon(thread_id, context)
+        return expired
+
+    async def asweep_expired(
+        self, *, now: datetime | None = None, context: Any = None
+    ) -> list[ApprovalResolved]:
+        """Async twin of :meth:`sweep_expired`."""
+        expired = await asyncio.to_thread(self.authority.expire_due, now=now)
+        for thread_id in await asyncio.to_thread(self._threads_of, expired):
+            await self._aresume_soon(thread_id, context)
+        return expired
+
+    def cancel_thread(self, thread_id: str, *, context: Any = None) -> list[ApprovalResolved]:
+        """Cancel every pending request of a thread and let its run continue past them."""
+        cancelled = self.authority.cancel_thread(thread_id)
+        if cancelled:
+            self._resume_soon(thread_id, context)
+        return cancelled
+
+    async def acancel_thread(
+        self, thread_id: str, *, context: Any = None
+    ) -> list[ApprovalResolved]:
+        """Async twin of :meth:`cancel_thread`."""
+        cancelled = await asyncio.to_thread(self.authority.cancel_thread, thread_id)
+        if cancelled:
+            await self._aresume_soon(thread_id, context)
+        return cancelled
+
+    def _threads_of(self, resolved: Sequence[ApprovalResolved]) -> list[str]:
+        threads: set[str] = set()
+        for item in resolved:
+            record = self.authority.get_stored_request(item.resolution.request_id)
+            if record is not None and record.thread_id is not None:
+                threads.add(record.thread_id)
+        return sorted(threads)
+
+    def _resume_soon(self, thread_id: str, context: Any) -> None:
+        try:
+            self.resume_resolved(thread_id, context=context)
+        except LeaseHeldError:
+            logger.info("a busy thread is resumed later, from its resume work")
+
+    async def _aresume_soon(self, thread_id: str, context: Any) -> None:
+        try:
+            await self.aresume_resolved(thread_id, context=context)
+        except LeaseHeldError:
+            logger.info("a busy thread is resumed later, from its resume work")
+
+    # -- durable resume work ------------------------------------------------------------
+
+    def resume_due(
+        self, *, now: float | None = None, limit: int = 100, context: Any = None
+    ) -> DueReport:
+        """Pick up the resume work due now (at most ``limit`` rows): resume each thread
+        under its lease without waiting; a busy lease, a refusal or an error counts an
+        attempt and backs off; an unknown execution outcome goes to a human."""
+        report = DueReport()
+        moment = time.time() if now is None else now
+        due = self.authority.ledger.list_resume_work(
+            states=("due",), due_before=moment, limit=limit
+        )
+        for thread_id, work in _by_thread(due).items():
+            try:
+                resumed = self.resume_resolved(thread_id, context=context, lease_wait=0)
+            except Exception as error:  # every failure is counted, named and retried
+                self._failed(work, error, report, moment)
+                continue
+            self._after(work, resumed, report, moment)
+        return report
+
+    async def aresume_due(
+        self, *, now: float | None = None, limit: int = 100, context: Any = None
+    ) -> DueReport:
+        """Async twin of :meth:`resume_due`."""
+        report = DueReport()
+        moment = time.time() if now is None else now
+        due = await self.authority.ledger.alist_resume_work(
+            states=("due",), due_before=moment, limit=limit
+        )
+        for thread_id, work in _by_thread(due).items():
+            try:
+                resumed = await self.aresume_resolved(thread_id, context=context, lease_wait=0)
+            except Exception as error:  # every failure is counted, named and retried
+                await asyncio.to_thread(self._failed, work, error, report, moment)
+                continue
+            await asyncio.to_thread(self._after, work, resumed, report, moment)
+        return report
+
+    def _after(
+        self,
+        work: list[ResumeWork],
+        resumed: list[ApprovalResolved],
+        report: DueReport,
+        now: float,
+    ) -> None:
+        """Sort a thread's work after a resume: resumed, settled, or still waiting for its
+        run to pause (a live task that has not checkpointed its interrupt yet)."""
+        ids = {item.resolution.request_id for item in resumed}
+        ledger = self.authority.ledger
+        for item in work:
+            if item.request_id in ids:
+                report.resumed.append(item.request_id)
+                continue
+            current = ledger.get_resume_work(item.request_id)
+            if current is None or current.state != "due":
+                report.settled.append(item.request_id)
+                continue
+            ledger.update_resume_work(
+                item.request_id,
+                attempt_change("the thread has not paused on the request yet", now),
+            )
+            report.deferred.append(item.request_id)
+
+    def _failed(
+        self, work: list[ResumeWork], error: Exception, report: DueReport, now: float
+    ) -> None:
+        """Count the attempt on each row of the thread, naming why (never a value)."""
+        ledger = self.authority.ledger
+        retry_at: float | None = None
+        if isinstance(error, LeaseHeldError):
+            lease = ledger.get_lease(work[0].thread_id)
+            reason = "the thread's run lease is held" + _held_by(lease)
+            retry_at = None if lease is None else lease.expires_at
+        elif isinstance(error, RejectedResumeError):
+            reason = f"the gate refused the resume ({error.code})"
+        else:
+            reason = f"resuming failed: {type(error).__name__}"
+            logger.warning("resume work: %s", reason)
+        for item in work:
+            if isinstance(error, ExecutionUnknownError) and error.request_id == item.request_id:
+                ledger.update_resume_work(item.request_id, settle_change("unknown", now))
+                report.unknown.append(item.request_id)
+                continue
+            if isinstance(error, ExecutionUnknownError):
+                cause = "another approval of the thread has an unknown outcome"
+            else:
+                cause = reason
+            ledger.update_resume_work(
+                item.request_id, attempt_change(cause, now, retry_at=retry_at)
+            )
+            report.deferred.append(item.request_id)
+
+
+def _by_thread(work: Sequence[ResumeWork]) -> dict[str, list[ResumeWork]]:
+    by_thread: dict[str, list[ResumeWork]] = {}
+    for item in work:
+        by_thread.setdefault(item.thread_id, []).append(item)
+    return by_thread
+
+
+def _held_by(lease: Lease | None) -> str:
+    if lease is None:
+        return ""
+    origin = holder_origin(lease.holder)
+    return "" if origin is None else f" by process {origin.label()}"
+
+
+def _settle_gone(authority: ApprovalAuthority, thread_id: str, view: ThreadView) -> None:
+    """Mark done the open work of the thread's requests it no longer waits on."""
+    ledger = authority.ledger
+    now = time.time()
+    for work in ledger.list_resume_work(states=("due",), thread_id=thread_id):
+        if work.request_id in view.interrupts:
+            continue
+        stored = authority.get_stored_request(work.request_id)
+        if stored is None or not view.waiting(stored):
+            ledger.update_resume_work(work.request_id, settle_change("done", now))
+
+
+def _with_thread(config: Mapping[str, Any] | None, thread_id: str) -> dict[str, Any]:
+    base: dict[str, Any] = dict(config or {})
+    return {**base, "configurable": {**(base.get("configurable") or {}), "thread_id": thread_id}}
+
+
+RESUMING_EXTENSION = EXTENSION_NAMESPACE + "resuming"
+"""Snapshot extension: answers recorded whose thread still has to be resumed (a list of
+``{request_id, thread_id, outcome, state, since, attempts, next_at, last_error,
+lease_holder}``)."""
+
+
+def waiting_resumes(
+    authority: ApprovalAuthority,
+    *,
+    session_id: str | None = None,
+    request_id: str | None = None,
+) -> list[dict[str, Any]]:
+    """Open resume work (of one session, or one request), each with its recorded outcome
+    and the thread's lease holder (``pid@host`` or None)."""
+    ledger = authority.ledger
+    listed: list[dict[str, Any]] = []
+    if request_id is not None:
+        one = ledger.get_resume_work(request_id)
+        found = [] if one is None or one.state == "done" else [one]
+    else:
+        found = ledger.list_resume_work()
+    for work in found:
+        stored = ledger.get_request(work.request_id)
+        if session_id is not None and (stored is None or stored.session_id != session_id):
+            continue
+        resolution = ledger.get_resolution(work.request_id)
+        outcome = None if resolution is None else resolution.envelope["resolution"]["outcome"]
+        lease = ledger.get_lease(work.thread_id)
+        holder = None
+        if lease is not None and lease.expires_at > time.time():
+            origin = holder_origin(lease.holder)
+            holder = "another process" if origin is None else origin.label()
+        listed.append({**work.to_json(), "outcome": outcome, "lease_holder": holder})
+    return listed
+
+
+def with_resuming(snapshot: ApprovalSnapshot, resuming: list[dict[str, Any]]) -> ApprovalSnapshot:
+    """``snapshot`` with the :data:`RESUMING_EXTENSION` (unchanged when nothing waits)."""
+    if not resuming:
+        return snapshot
+    extensions = dict(snapshot.extensions or {})
+    extensions[RESUMING_EXTENSION] = resuming
+    return snapshot.model_copy(update={"extensions": extensions})
+
+
+# -- the module-level names: thin wrappers over a ThreadDriver ---------------------------
+
+
+def _driver(
+    graph: Any,
+    authority: ApprovalAuthority | None,
+    config: Mapping[str, Any] | None,
+    context: Any,
+    lease_ttl: float,
+    lease_wait: float,
+    served: bool = False,
+) -> ThreadDriver:
+    found = find_authority(authority, cast(RunnableConfig, config), context=context)
+    return ThreadDriver(graph, found, lease_ttl=lease_ttl, lease_wait=lease_wait, served=served)
+
+
+def drive(
+    graph: Any,
+    config: Mapping[str, Any],
+    plan: Callable[[ThreadView], tuple[Mapping[str, Any], T]],
+    *,
+    authority: ApprovalAuthority,
+    context: Any = None,
+    lease_ttl: float = DEFAULT_LEASE_TTL,
+    lease_wait: float = DEFAULT_LEASE_WAIT,
+    recorded_only: bool = False,
+) -> T:
+    """:meth:`ThreadDriver.drive` for one call."""
+    driver = ThreadDriver(
+        graph, authority, lease_ttl=lease_ttl, lease_wait=lease_wait, served=recorded_only
+    )
+    return driver.drive(config, plan, context=context)
+
+
+async def adrive(
+    graph: Any,
+    config: Mapping[str, Any],
+    plan: Callable[[ThreadView], tuple[Mapping[str, Any], T]],
+    *,
+    authority: ApprovalAuthority,
+    context: Any = None,
+    lease_ttl: float = DEFAULT_LEASE_TTL,
+    lease_wait: float = DEFAULT_LEASE_WAIT,
+    recorded_only: bool = False,
+) -> T:
+    """Async twin of :func:`drive`."""
+    driver = ThreadDriver(
+        graph, authority, lease_ttl=lease_ttl, lease_wait=lease_wait, served=recorded_only
+    )
+    return await driver.adrive(config, plan, context=context)
+
+
+def resume_with_decisions(
+    graph: Any,
+    config: RunnableConfig,
+    decisions: Sequence[Answer] | Answer,
+    *,
+    actor: Actor | Mapping[str, Any] | None,
+    authority: ApprovalAuthority | None = None,
+    context: Any = None,
+    lease_ttl: float = DEFAULT_LEASE_TTL,
+    lease_wait: float = DEFAULT_LEASE_WAIT,
+) -> list[ApprovalResolved]:
+    """Answer pending approvals of one thread and resume it; returns one resolution per answer.
+
+    Holds the thread's run lease throughout, so concurrent presenters cannot both
+    drive the same paused node. A decision for a request that already resolved
+    returns that resolution (or ``conflict``) without touching the graph; an
+    unknown request id raises before anything changes. ``actor`` is the
+    authenticated actor and replaces the actor in each decision body.
+    """
+    driver = _driver(graph, authority, config, context, lease_ttl, lease_wait)
+    return driver.resume_with_decisions(config, decisions, actor=actor, context=context)
+
+
+async def aresume_with_decisions(
+    graph: Any,
+    config: RunnableConfig,
+    decisions: Sequence[Answer] | Answer,
+    *,
+    actor: Actor | Mapping[str, Any] | None,
+    authority: ApprovalAuthority | None = None,
+    context: Any = None,
+    lease_ttl: float = DEFAULT_LEASE_TTL,
+    lease_wait: float = DEFAULT_LEASE_WAIT,
+) -> list[ApprovalResolved]:
+    """Async twin of :func:`resume_with_decisions`."""
+    driver = _driver(graph, authority, config, context, lease_ttl, lease_wait)
+    return await driver.aresume_with_decisions(config, decisions, actor=actor, context=context)
+
+
+def resume_resolved(
+    graph: Any,
+    authority: ApprovalAuthority,
+    thread_id: str,
+    *,
+    config: Mapping[str, Any] | None = None,
+    context: Any = None,
+    lease_ttl: float = DEFAULT_LEASE_TTL,
+    lease_wait: float = DEFAULT_LEASE_WAIT,
+    recorded_only: bool = False,
+) -> list[ApprovalResolved]:
+    """Resume a thread whose waiting requests were resolved elsewhere (CLI, sweep, cancel,
+    a decisions endpoint), each with its recorded resolution; the others stay pending.
+
+    ``config`` is the base run config (``thread_id`` is set from the argument);
+    ``recorded_only`` is for servers (see :class:`ThreadDriver`'s ``served``).
+    """
+    driver = ThreadDriver(
+        graph, authority, lease_ttl=lease_ttl, lease_wait=lease_wait, served=recorded_only
+    )
+    return driver.resume_resolved(thread_id, config=config, context=context)
+
+
+async def aresume_resolved(
+    graph: Any,
+    authority: ApprovalAuthority,
+    thread_id: str,
+    *,
+    config: Mapping[str, Any] | None = None,
+    context: Any = None,
+    lease_ttl: float = DEFAULT_LEASE_TTL,
+    lease_wait: float = DEFAULT_LEASE_WAIT,
+    recorded_only: bool = False,
+) -> list[ApprovalResolved]:
+    """Async twin of :func:`resume_resolved`."""
+    driver = ThreadDriver(
+        graph, authority, lease_ttl=lease_ttl, lease_wait=lease_wait, served=recorded_only
+    )
+    return await driver.aresume_resolved(thread_id, config=config, context=context)
+
+
+def resume_stranded(
+    graph: Any,
+    authority: ApprovalAuthority,
+    *,
+    after_sequence: int = 0,
+    context: Any = None,
+    lease_ttl: float = DEFAULT_LEASE_TTL,
+    lease_wait: float = DEFAULT_LEASE_WAIT,
+) -> list[ApprovalResolved]:
+    """Resume every thread paused on a request that already has a resolution.
+
+    Each thread is resumed under its run lease, so a sweep racing a presenter's
+    retry resumes it once. A thread whose lease stays held (a live run drives it,
+    or a crashed remote holder's lease has not expired yet), or whose gate refuses
+    the resume for now (another run's execution claim on the approval, or an
+    outcome that is unknown until a human reconciles it), is left for the next
+    sweep. Approvals an approval's own resume work waits for are resumed by
+    :meth:`ThreadDriver.resume_due` too.
+    """
+    driver = ThreadDriver(graph, authority, lease_ttl=lease_ttl, lease_wait=lease_wait)
+    return driver.resume_stranded(after_sequence=after_sequence, context=context)
+
+
+async def aresume_stranded(
+    graph: Any,
+    authority: ApprovalAuthority,
+    *,
+    after_sequence: int = 0,
+    context: Any = None,
+    lease_ttl: float = DEFAULT_LEASE_TTL,
+    lease_wait: float = DEFAULT_LEASE_WAIT,
+) -> list[ApprovalResolved]:
+    """Async twin of :func:`resume_stranded`."""
+    driver = ThreadDriver(graph, authority, lease_ttl=lease_ttl, lease_wait=lease_wait)
+    return await driver.aresume_stranded(after_sequence=after_sequence, context=context)
+
+
+def sweep_expired(
+    graph: Any, authority: ApprovalAuthority, *, now: datetime | None = None, context: Any = None
+) -> list[ApprovalResolved]:
+    """Resolve overdue requests ``expired`` and resume their runs so none hangs forever."""
+    return ThreadDriver(graph, authority).sweep_expired(now=now, context=context)
+
+
+async def asweep_expired(
+    graph: Any, authority: ApprovalAuthority, *, now: datetime | None = None, context: Any = None
+) -> list[ApprovalResolved]:
+    """Async twin of :func:`sweep_expired`."""
+    return await ThreadDriver(graph, authority).asweep_expired(now=now, context=context)
+
+
+def cancel_thread(
+    graph: Any, authority: ApprovalAuthority, thread_id: str, *, context: Any = None
+) -> list[ApprovalResolved]:
+    """Cancel every pending request of a thread and let its run continue past them."""
+    return ThreadDriver(graph, authority).cancel_thread(thread_id, context=context)
+
+
+async def acancel_thread(
+    graph: Any, authority: ApprovalAuthority, thread_id: str, *, context: Any = None
+) -> list[ApprovalResolved]:
+    """Async twin of :func:`cancel_thread`."""
+    return await ThreadDriver(graph, authority).acancel_thread(thread_id, context=context)
+
+
+def pending_approvals(
+    authority: ApprovalAuthority,
+    graph: Any | None = None,
+    *,
+    session_id: str | None = None,
+    now: datetime | None = None,
+    reconcile: bool = True,
+) -> ApprovalSnapshot:
+    """``approval.snapshot`` of unexpired requests that are pending in the ledger *and*,
+    when ``graph`` is given, still waited for by their thread; answers whose thread
+    still has to be resumed are listed in its :data:`RESUMING_EXTENSION`.
+
+    See :func:`~.inbox.pending_snapshot` for what is read (one indexed ledger query,
+    one checkpoint read per thread) and for ``reconcile`` (runs paused on requests
+    the ledger does not hold are reported in the ``integrity_errors`` extension).
+    ``now`` defaults to the authority's clock.
+    """
+    driver = ThreadDriver(graph, authority)
+    return driver.pending_approvals(session_id=session_id, now=now, reconcile=reconcile)
+
+
+async def apending_approvals(
+    authority: ApprovalAuthority,
+    graph: Any | None = None,
+    *,
+    session_id: str | None = None,
+    now: datetime | None = None,
+    reconcile: bool = True,
+) -> ApprovalSnapshot:
+    """Async twin of :func:`pending_approvals` (async checkpointers welcome)."""
+    driver = ThreadDriver(graph, authority)
+    return await driver.apending_approvals(session_id=session_id, now=now, reconcile=reconcile)

@@ -1,7 +1,10 @@
 """AAIS approvals surfaced to AG-UI frontends: interrupt mapping, an AG-UI server for
 LangGraph graphs, and the AAIS HTTP/SSE presenter profile.
 
-The mapping (:mod:`aais_agui.mapping`) needs only the core dependencies; the server
+The agent side sits here (the AG-UI agent, the pure mapping, run outcomes, the
+re-offer after a refused resume, resume planning); the transports (routers, SSE,
+WebSocket, security, hosts, limits, decisions, the watcher, ``create_app``) sit in
+:mod:`aais_agui.http`. The mapping needs only the core dependencies; the server
 names below are imported on first use and need the ``server`` extra.
 """
 
@@ -20,34 +23,34 @@ from .mapping import (
 
 if TYPE_CHECKING:
     from .agent import AAISLangGraphAgent
-    from .agui_router import agui_router
-    from .app import create_app
-    from .approvals_router import approvals_router
-    from .inbox_router import inbox_router
-    from .security import (
+    from .http.agui import agui_router
+    from .http.app import create_app
+    from .http.approvals import approvals_router
+    from .http.inbox import inbox_router
+    from .http.security import (
         Authenticated,
         Authenticator,
         Security,
         bearer_token_authenticator,
         local_development_authenticator,
     )
-    from .ws_router import websocket_router
+    from .http.websocket import websocket_router
 
 SERVER_EXTRA = 'pip install "aais-langgraph[server]"'
 """What to run when a server name is used without the ``server`` extra installed."""
 
 _SERVER_NAMES = {
     "AAISLangGraphAgent": "agent",
-    "Authenticated": "security",
-    "Authenticator": "security",
-    "Security": "security",
-    "agui_router": "agui_router",
-    "approvals_router": "approvals_router",
-    "bearer_token_authenticator": "security",
-    "create_app": "app",
-    "inbox_router": "inbox_router",
-    "local_development_authenticator": "security",
-    "websocket_router": "ws_router",
+    "Authenticated": "http.security",
+    "Authenticator": "http.security",
+    "Security": "http.security",
+    "agui_router": "http.agui",
+    "approvals_router": "http.approvals",
+    "bearer_token_authenticator": "http.security",
+    "create_app": "http.app",
+    "inbox_router": "http.inbox",
+    "local_development_authenticator": "http.security",
+    "websocket_router": "http.websocket",
 }
 
 

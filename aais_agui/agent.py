@@ -19,7 +19,7 @@ run without ``resume``) is ag-ui-langgraph's, but for two AG-UI 1.0 outcome deta
 (:mod:`.outcomes`): ``cancelled`` when a resume only cancelled, and ``subagentRunId``
 on approvals raised inside subgraphs.
 
-One way in: every answer reaches the graph through :func:`~aais_agui.resume.plan_resume`
+One way in: every answer reaches the graph through :func:`~aais_agui.resume_plan.plan_resume`
 under the authenticated actor. ``forwardedProps`` that would steer the graph
 around it (ag-ui-langgraph's legacy ``command`` resume, ``nodeName``'s state write
 as if a node had run) are refused with ``RUN_ERROR`` before anything is read or
@@ -57,9 +57,9 @@ from aais_langgraph.protocol import AAISValidationError, Actor
 from aais_langgraph.threads import DEFAULT_LEASE_WAIT, ThreadDriver, ThreadView
 
 from .mapping import is_approval_request, request_to_interrupt
-from .outcomes import aattribute_interrupts, acancel_watch, settle_outcome
 from .reoffer import reoffer_events
-from .resume import ResumeRejected, plan_resume, served_config
+from .resume_plan import ResumeRejected, plan_resume, served_config
+from .run_outcomes import aattribute_interrupts, acancel_watch, settle_outcome
 
 logger = logging.getLogger(__name__)
 

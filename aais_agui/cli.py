@@ -103,7 +103,7 @@ def load_graph(spec: str, checkpointer: Any) -> Any:
 
 
 def _authenticator(token_env: str | None) -> Any:
-    from .security import bearer_token_authenticator, local_development_authenticator
+    from .http.security import bearer_token_authenticator, local_development_authenticator
 
     if token_env is None:
         return local_development_authenticator()
@@ -207,7 +207,7 @@ async def _serve(app: Any, sock: socket.socket, host: str, banner: list[str]) ->
 
 
 async def _run(args: argparse.Namespace, sock: socket.socket) -> None:
-    from .app import create_app
+    from .http.app import create_app
 
     async with open_storage(args.db) as (ledger, checkpointer):
         authority = ApprovalAuthority(ledger)

@@ -47,9 +47,10 @@ IN_THEIR_LAYER = {
         "TOOL_CALL_REASON",
         "decided_response_schema",
     ],
-    "aais_agui.resume": ["ResumeRejected", "aresume_recorded", "plan_resume"],
-    "aais_agui.sse": ["pending_snapshot"],
-    "aais_agui.watcher": ["DecisionWatcher", "watcher_lifespan"],
+    "aais_agui.resume_plan": ["ResumeRejected", "plan_resume"],
+    "aais_agui.http.background": ["BackgroundResumes", "aresume_recorded"],
+    "aais_agui.http.sse": ["pending_snapshot"],
+    "aais_agui.http.watcher": ["DecisionWatcher", "watcher_lifespan"],
 }
 
 

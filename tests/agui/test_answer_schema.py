@@ -1,6 +1,6 @@
 """The served ``responseSchema`` describes exactly the resume payloads the server accepts.
 
-"Accepted" is the real planner (:func:`aais_agui.resume.plan_resume` with a real
+"Accepted" is the real planner (:func:`aais_agui.resume_plan.plan_resume` with a real
 authority, before expiry): the decision parses, names the request and its
 digest, and is an offered choice. "Validates" is ``jsonschema`` against the
 interrupt's ``responseSchema`` as served. Both directions are checked on the
@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aais_agui.mapping import request_to_interrupt
-from aais_agui.resume import ResumeRejected, plan_resume
+from aais_agui.resume_plan import ResumeRejected, plan_resume
 from aais_langgraph import ApprovalAuthority
 from aais_langgraph.ledger import InMemoryLedger
 from aais_langgraph.protocol import AAISValidationError, ApprovalRequested

@@ -24,7 +24,7 @@ from ag_ui.core import ResumeEntry
 
 from aais_agui import create_app, local_development_authenticator
 from aais_agui.mapping import parse_resume_entry, request_to_interrupt
-from aais_agui.resume import plan_resume
+from aais_agui.resume_plan import plan_resume
 from aais_langgraph import ApprovalAuthority
 from aais_langgraph.gate import Cancellation
 from aais_langgraph.ledger import InMemoryLedger

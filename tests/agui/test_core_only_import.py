@@ -87,7 +87,7 @@ def test_a_server_name_raises_import_error_naming_the_extra() -> None:
 
 def test_server_names_resolve_lazily_when_the_extra_is_installed() -> None:
     import aais_agui
-    from aais_agui.app import create_app
+    from aais_agui.http.app import create_app
 
     assert aais_agui.create_app is create_app
     assert set(aais_agui.__all__) <= set(dir(aais_agui)) | set(aais_agui._SERVER_NAMES)

@@ -10,7 +10,7 @@ from aais_langgraph.authority.outcomes import resolution_envelope
 from aais_langgraph.ledger._records import dump_json
 from aais_langgraph.protocol import ApprovalRequested, utc_now
 
-from .test_http import Site, client, decision, pause, post_decision, request_id, site  # noqa: F401
+from .transports.test_http import Site, client, decision, pause, post_decision, request_id, site  # noqa: F401
 
 
 def test_a_decision_on_a_request_with_a_forged_resolution_is_refused(

@@ -17,7 +17,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from aais_agui import bearer_token_authenticator, create_app, run_agent_input
 from aais_agui.agent import AAISLangGraphAgent
-from aais_agui.outcomes import speaks_cancelled, subagent_run_id
+from aais_agui.run_outcomes import speaks_cancelled, subagent_run_id
 from aais_langgraph import ApprovalAuthority
 from aais_langgraph.protocol import id_for, is_id
 

@@ -131,6 +131,6 @@ def test_the_inbox_can_be_left_out(tmp_path: Path) -> None:
 
 
 def test_every_static_file_is_served() -> None:
-    from aais_agui.inbox_router import _ASSETS
+    from aais_agui.http.inbox import _ASSETS
 
     assert {path.name for path in STATIC.iterdir()} == set(_ASSETS)

@@ -12,7 +12,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from aais_agui import run_agent_input
 from aais_agui.demo import DemoWorkspace, build_demo_agent
-from aais_agui.watcher import DecisionWatcher
+from aais_agui.http.watcher import DecisionWatcher
 from aais_langgraph import ApprovalAuthority, build_decision
 from aais_langgraph.gate import AUTHORITY_KEY
 

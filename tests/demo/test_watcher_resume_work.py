@@ -11,7 +11,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from aais_agui.demo import DemoWorkspace, build_demo_agent
-from aais_agui.watcher import DecisionWatcher
+from aais_agui.http.watcher import DecisionWatcher
 from aais_langgraph import ApprovalAuthority, build_decision
 from aais_langgraph.gate import AUTHORITY_KEY
 from aais_langgraph.ledger import SqliteLedger

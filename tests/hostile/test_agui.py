@@ -20,7 +20,7 @@ import httpx
 from langgraph.types import Command
 
 from aais_agui import run_agent_input
-from aais_agui.resume import served_config
+from aais_agui.resume_plan import served_config
 from aais_langgraph import ApprovalRequested, RejectedResumeError
 from aais_langgraph.authority.outcomes import resolution_envelope
 from agui.http_support import sse_messages

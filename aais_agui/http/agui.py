@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from aais_langgraph.protocol import AAISValidationError, check_unique_keys
 
-from .agent import AAISLangGraphAgent
+from ..agent import AAISLangGraphAgent
 from .limits import MAX_CLIENT_ID_LENGTH, oversized_id
 from .security import Security
 

@@ -20,7 +20,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 
 from aais_langgraph import ApprovalAuthority, build_decision
-from aais_langgraph.gate import (
+from aais_langgraph.ledger import InMemoryLedger
+from aais_langgraph.protocol import ApprovalRequested, ApprovalResolved
+from aais_langgraph.threads import (
     apending_approvals,
     aresume_resolved,
     aresume_stranded,
@@ -32,11 +34,8 @@ from aais_langgraph.gate import (
     resume_with_decisions,
     stranded_threads,
 )
-from aais_langgraph.ledger import InMemoryLedger
-from aais_langgraph.protocol import ApprovalRequested, ApprovalResolved
 from aais_langgraph.tools import ApprovalToolNode, aedit_tool_call, edit_tool_call
-
-from .support import HUMAN, Effects, FakeClock, config, gated_graph, paused
+from gate.support import HUMAN, Effects, FakeClock, config, gated_graph, paused
 
 TOOL_CALL_ID = "aais-langgraph.org/tool_call_id"
 
@@ -127,7 +126,7 @@ def test_resume_resolved_twins_agree() -> None:
 
 
 def test_the_decisions_endpoint_resume_is_resume_resolved_for_a_server() -> None:
-    resume = pytest.importorskip("aais_agui.resume")
+    resume = pytest.importorskip("aais_agui.http.background")
 
     def case(w: World, use_async: bool) -> Any:
         requested = start(w, "t")
@@ -148,7 +147,7 @@ def test_the_decisions_endpoint_resume_is_resume_resolved_for_a_server() -> None
 def test_pending_approvals_twins_agree_and_share_the_waiting_rule() -> None:
     """Three threads: one waiting, one whose state was edited (its task is gone), one
     answered. The sync and async listings, and the SSE snapshot, list the same one."""
-    sse = pytest.importorskip("aais_agui.sse")
+    sse = pytest.importorskip("aais_agui.http.sse")
 
     def case(w: World, use_async: bool) -> Any:
         start(w, "waiting", "ls -la")

@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from aais_langgraph import Cancellation, pending_approvals, resume_with_decisions
-from aais_langgraph.gate import cancel_thread, sweep_expired
-
-from .support import (
+from aais_langgraph.threads import cancel_thread, sweep_expired
+from gate.support import (
     HUMAN,
     Backend,
     Effects,

@@ -18,9 +18,9 @@ from aais_langgraph import ApprovalAuthority, build_decision
 from aais_langgraph.authority import DEFAULT_STREAM
 from aais_langgraph.ledger import SqliteLedger
 
-from .demo_graph import EffectLog, build_demo_graph
-from .http_support import agui_run, serve, sse_messages
-from .served_site import MAX_BODY, Site, served_site
+from ..demo_graph import EffectLog, build_demo_graph
+from ..http_support import agui_run, serve, sse_messages
+from ..served_site import MAX_BODY, Site, served_site
 
 MALLORY = {"id": "mallory", "type": "human"}
 

@@ -21,11 +21,9 @@ from aais_langgraph import (
     pending_approvals,
     resume_with_decisions,
 )
-from aais_langgraph.gate import resume_resolved
 from aais_langgraph.protocol import Action, Decision, Origin, Request
-from hostile.report import hostile_input, record, refused
-
-from .support import (
+from aais_langgraph.threads import resume_resolved
+from gate.support import (
     HUMAN,
     SECRET,
     Backend,
@@ -40,6 +38,7 @@ from .support import (
     shell_action,
     tampered,
 )
+from hostile.report import hostile_input, record, refused
 
 THREAD = "t-1"
 LIBRARY = "library"  # the hostile-input table's row (tests/hostile/report.py)
@@ -436,7 +435,7 @@ def test_refusals_never_echo_argument_values(backend: Backend, effects: Effects)
 
     from aais_langgraph import request_approval
 
-    from .support import State
+    from gate.support import State
 
     def act(state: State) -> dict[str, Any]:
         resolved = request_approval(

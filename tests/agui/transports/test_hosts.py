@@ -9,8 +9,8 @@ from fastapi import HTTPException
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aais_agui.hosts import Authority, is_loopback_name, parse_host, parse_origin
-from aais_agui.security import Security, local_development_authenticator
+from aais_agui.http.hosts import Authority, is_loopback_name, parse_host, parse_origin
+from aais_agui.http.security import Security, local_development_authenticator
 
 from .test_security import request
 

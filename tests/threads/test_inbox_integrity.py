@@ -11,15 +11,15 @@ from typing import Any
 import aais
 
 from aais_langgraph import ApprovalAuthority, InMemoryLedger, pending_approvals
-from aais_langgraph.gate import (
+from aais_langgraph.protocol import action_digest
+from aais_langgraph.threads import (
     INTEGRITY_ERRORS_EXTENSION,
     apending_approvals,
     areconcile_checkpoints,
     reconcile_checkpoints,
 )
-from aais_langgraph.protocol import action_digest
+from gate.support import Backend, Effects, config, gated_graph, paused, requested_of, shell_action
 
-from .support import Backend, Effects, config, gated_graph, paused, requested_of, shell_action
 from .test_inbox import start
 
 

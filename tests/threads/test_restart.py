@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from aais_langgraph.protocol import ApprovalRequested
-
-from .support import decide
+from gate.support import decide
 
 ROOT = Path(__file__).resolve().parents[2]
 

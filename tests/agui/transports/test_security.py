@@ -1,4 +1,4 @@
-"""aais_agui.security: authenticators and request checks, on hand-built requests."""
+"""aais_agui.http.security: authenticators and request checks, on hand-built requests."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from fastapi import HTTPException, Request
 
-from aais_agui.security import (
+from aais_agui.http.security import (
     Authenticated,
     Security,
     bearer_token_authenticator,

@@ -10,7 +10,6 @@ does. Callers hold the thread's run lease around planning and the run.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from typing import Any
 from ag_ui.core import ResumeEntry
 from langchain_core.runnables import RunnableConfig
 
-from aais_langgraph.authority import DEFAULT_LEASE_TTL, TERMINAL, ApprovalAuthority, LeaseHeldError
+from aais_langgraph.authority import TERMINAL, ApprovalAuthority
 from aais_langgraph.protocol import (
     AAISValidationError,
     Actor,
@@ -27,7 +26,7 @@ from aais_langgraph.protocol import (
     ApprovalRequested,
     ApprovalResolved,
 )
-from aais_langgraph.threads import DEFAULT_LEASE_WAIT, Cancellation, ThreadDriver, run_config
+from aais_langgraph.threads import Cancellation, run_config
 
 from .mapping import is_approval_request, parse_resume_entry
 
@@ -183,62 +182,3 @@ def served_config(config: Mapping[str, Any] | None, authority: ApprovalAuthority
     and gates that accept only resolutions the authority already recorded
     (:data:`~aais_langgraph.gate.channel.RECORDED_ONLY_KEY`; no caller can switch it off)."""
     return run_config(config, authority, recorded_only=True)
-
-
-async def aresume_recorded(
-    graph: Any,
-    authority: ApprovalAuthority,
-    thread_id: str,
-    *,
-    config: Mapping[str, Any] | None = None,
-    lease_ttl: float = DEFAULT_LEASE_TTL,
-    lease_wait: float = DEFAULT_LEASE_WAIT,
-) -> list[str]:
-    """Resume a thread whose waiting requests were resolved elsewhere (the decisions
-    endpoint, the watcher); returns the resumed request ids.
-
-    :meth:`~aais_langgraph.threads.ThreadDriver.aresume_resolved` as this server runs
-    it (gates accept only recorded resolutions). A thread whose lease stays held
-    raises :class:`~aais_langgraph.LeaseHeldError`; its durable resume work stays
-    due, and the watcher's pass over the due work resumes it later.
-    """
-    driver = ThreadDriver(
-        graph, authority, config=config, lease_ttl=lease_ttl, lease_wait=lease_wait, served=True
-    )
-    resumed = await driver.aresume_resolved(thread_id)
-    return [resolved.resolution.request_id for resolved in resumed]
-
-
-class BackgroundResumes:
-    """Resume the thread of a request resolved through a presenter endpoint, in the
-    background (the HTTP decisions endpoint and the WebSocket profile share it): the
-    decision's answer is returned at once, the run continues under the thread's lease.
-    A resume that cannot happen now (a busy lease, an error) is left to the durable
-    resume work the resolution recorded, which the watcher picks up."""
-
-    def __init__(
-        self, graph: Any, authority: ApprovalAuthority, config: Mapping[str, Any] | None
-    ) -> None:
-        self.graph = graph
-        self.authority = authority
-        self.config = config
-        self._tasks: set[asyncio.Task[None]] = set()
-
-    def later(self, request_id: str) -> None:
-        """Start resuming ``request_id``'s thread (nothing without a graph)."""
-        if self.graph is None:
-            return
-        task = asyncio.create_task(self._resume(request_id))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _resume(self, request_id: str) -> None:
-        stored = await asyncio.to_thread(self.authority.get_stored_request, request_id)
-        if stored is None or stored.thread_id is None:
-            return
-        try:
-            await aresume_recorded(self.graph, self.authority, stored.thread_id, config=self.config)
-        except LeaseHeldError:
-            logger.info("background resume: the thread is busy; its resume work stays due")
-        except Exception:
-            logger.exception("background resume of a thread failed; its resume work stays due")

@@ -17,7 +17,7 @@ authenticated connection. ``GET {prefix}/ws`` (a WebSocket handshake):
   frame (the SSE ``aais.gap``) comes first, then a snapshot that replaces the
   client's state.
 - Client to server: ``approval.decided`` envelopes, recorded by exactly the HTTP
-  endpoint's rules (:func:`aais_agui.decisions.arecord_decision`: the
+  endpoint's rules (:func:`aais_agui.http.decisions.arecord_decision`: the
   authenticated actor, strict I-JSON, edited arguments refused). Each frame gets
   one reply on this connection's own stream (``aais-langgraph.ws_<hex>``, sequences
   from 1, SPEC §3): the ``approval.resolved`` of any outcome with the
@@ -53,9 +53,9 @@ from aais_langgraph.authority import (
 from aais_langgraph.protocol import ApprovalSnapshot
 from aais_langgraph.protocol.ijson import MAX_SAFE_INTEGER
 
+from .background import BackgroundResumes
 from .decisions import DecisionRefused, arecord_decision
 from .limits import ascii_decimal
-from .resume import BackgroundResumes
 from .security import CSRF_COOKIE, Authenticated, Security
 from .sse import pending_snapshot
 

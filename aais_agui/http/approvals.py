@@ -5,7 +5,7 @@
   the ``approval.resolved``; a decision that resolves the request resumes its
   thread in the background (under the thread's run lease);
 - ``GET  /approvals/events`` -> SSE of AAIS envelopes in sequence order,
-  resuming after ``Last-Event-ID`` (see :mod:`aais_agui.sse`);
+  resuming after ``Last-Event-ID`` (see :mod:`aais_agui.http.sse`);
 - ``GET  /approvals/csrf`` -> a CSRF token (and cookie) for cookie sessions.
 
 HTTP status of a decision: 200 for a recorded resolution (approved, denied,
@@ -25,9 +25,9 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from aais_langgraph.authority import TERMINAL, ApprovalAuthority
 from aais_langgraph.protocol.ijson import MAX_SAFE_INTEGER
 
+from .background import BackgroundResumes
 from .decisions import DecisionRefused, arecord_decision
 from .limits import MAX_CLIENT_ID_LENGTH, ascii_decimal, id_too_long
-from .resume import BackgroundResumes
 from .security import CSRF_COOKIE, Security, new_csrf_token
 from .sse import event_stream, pending_snapshot
 

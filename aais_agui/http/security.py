@@ -10,7 +10,7 @@ request body. State-changing requests (every ``POST``) must also:
 - fit in ``max_body_bytes`` (413).
 
 Every authenticated request must also name this server by a well-formed
-``Host`` (400 otherwise; parsed by :mod:`aais_agui.hosts`), and an ``Origin``
+``Host`` (400 otherwise; parsed by :mod:`aais_agui.http.hosts`), and an ``Origin``
 is compared as a parsed (scheme, host, port), never as text.
 """
 

@@ -23,9 +23,9 @@ from aais_langgraph import ApprovalAuthority, build_decision
 from aais_langgraph.ledger import SqliteLedger
 from aais_langgraph.protocol import Actor
 
-from .conftest import ALICE
-from .demo_graph import EffectLog, build_demo_graph
-from .http_support import serve
+from ..conftest import ALICE
+from ..demo_graph import EffectLog, build_demo_graph
+from ..http_support import serve
 
 BOB = {"id": "bob", "type": "human"}
 MALLORY = {"id": "mallory", "type": "human"}

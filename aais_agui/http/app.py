@@ -1,9 +1,9 @@
 """``create_app``: the AG-UI endpoint and the AAIS HTTP/SSE profile in one FastAPI app.
 
 The app is assembled from routers that can each be mounted into an
-existing app on their own (:func:`~aais_agui.agui_router.agui_router`,
-:func:`~aais_agui.approvals_router.approvals_router`,
-:func:`~aais_agui.ws_router.websocket_router`).
+existing app on their own (:func:`~aais_agui.http.agui.agui_router`,
+:func:`~aais_agui.http.approvals.approvals_router`,
+:func:`~aais_agui.http.websocket.websocket_router`).
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from fastapi.responses import JSONResponse
 
 from aais_langgraph.authority import ApprovalAuthority, LedgerIntegrityError
 
-from .agent import AAISLangGraphAgent
-from .agui_router import agui_router
-from .approvals_router import approvals_router
-from .inbox_router import SECURITY_HEADERS, inbox_router
+from ..agent import AAISLangGraphAgent
+from .agui import agui_router
+from .approvals import approvals_router
+from .inbox import SECURITY_HEADERS, inbox_router
 from .security import DEFAULT_MAX_BODY_BYTES, Authenticator, Security
-from .standing_router import standing_router
+from .standing import standing_router
 from .watcher import watcher_lifespan
-from .ws_router import websocket_router
+from .websocket import websocket_router
 
 
 def create_app(
@@ -53,7 +53,7 @@ def create_app(
     besides the server's own that may change state. ``config`` is passed to
     every graph run (the authority is added under ``configurable``). ``inbox``
     serves the approval inbox page at ``/``; ``watch_decisions`` resumes threads
-    whose approvals another process decided (see :mod:`aais_agui.watcher`).
+    whose approvals another process decided (see :mod:`aais_agui.http.watcher`).
 
     ``api_docs=True`` serves the OpenAPI document at ``/openapi.json`` (with the
     inbox's security headers). FastAPI's ``/docs`` and ``/redoc`` pages are never

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from aais_langgraph import pending_approvals
-
-from .support import Backend, Effects, config, gated_graph, paused, requested_of
+from gate.support import Backend, Effects, config, gated_graph, paused, requested_of
 
 
 def start(graph: Any, thread: str) -> Any:

@@ -22,8 +22,8 @@ from aais_langgraph import build_decision
 from aais_langgraph.authority import DEFAULT_STREAM
 from aais_langgraph.protocol.extensions import IN_REPLY_TO_EXTENSION as IN_REPLY_TO
 
-from .http_support import agui_run
-from .served_site import MAX_BODY, Site, served_site
+from ..http_support import agui_run
+from ..served_site import MAX_BODY, Site, served_site
 
 MALLORY = {"id": "mallory", "type": "human"}
 

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from ag_ui.core import Interrupt, ResumeEntry
 from pydantic import ValidationError
 
+from aais_langgraph.authority import judge
 from aais_langgraph.protocol import (
     AAISValidationError,
     ApprovalDecided,
@@ -203,11 +204,20 @@ def parse_resume_entry(
             "an approval.decided envelope is required (the payload, payload.aais or metadata.aais)",
         )
     decided: ApprovalDecided = _envelope(raw, ApprovalDecided, where)
-    if request is not None and decided.decision.request_id != request.id:
-        raise AAISValidationError(
-            where + "/decision/request_id", "does not name the request of this interrupt"
-        )
+    _check_names(decided, request, where)
     return decided
+
+
+def _check_names(decided: ApprovalDecided, request: Request | None, where: str) -> None:
+    """The judgement's first rule, at parse time: the decision names this interrupt's
+    request (the others are the resume planner's, which answers each in its code)."""
+    if request is None:
+        return
+    verdict = judge(request, decided.decision, now=None, expires_at=None)
+    if verdict.rule == "request":
+        raise AAISValidationError(
+            where + verdict.pointer, "does not name the request of this interrupt"
+        )
 
 
 def _cancellation(
@@ -220,12 +230,8 @@ def _cancellation(
     request_id = request.id if request is not None else None
     if raw is not None:
         decided = _envelope(raw, ApprovalDecided, where)
-        named = decided.decision.request_id
-        if request_id is not None and named != request_id:
-            raise AAISValidationError(
-                where + "/decision/request_id", "does not name the request of this interrupt"
-            )
-        request_id = named
+        _check_names(decided, request, where)
+        request_id = decided.decision.request_id
     if request_id is None:
         raise AAISValidationError(
             pointer + "/interrupt_id", "a cancelled entry must answer a known approval request"

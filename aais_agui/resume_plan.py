@@ -18,7 +18,7 @@ from typing import Any
 from ag_ui.core import ResumeEntry
 from langchain_core.runnables import RunnableConfig
 
-from aais_langgraph.authority import TERMINAL, ApprovalAuthority
+from aais_langgraph.authority import TERMINAL, ApprovalAuthority, judge
 from aais_langgraph.protocol import (
     AAISValidationError,
     Actor,
@@ -91,27 +91,42 @@ def _judge_entry(
         answer = parse_resume_entry(entry, request=request, pointer=f"/resume/{index}")
     except AAISValidationError as error:
         raise ResumeRejected("aais.invalid_resume", f"resume[{index}]: {error}") from None
-    expired = authority.clock() >= authority.expiry_of(request)
+    now, expires_at = authority.clock(), authority.expiry_of(request)
     if isinstance(answer, ApprovalDecided):
-        decision = answer.decision
-        if decision.action_digest != request.action_digest:
-            raise ResumeRejected(
-                "aais.digest_mismatch",
-                f"resume[{index}]: the decision's action_digest does not match the action "
-                f"of interrupt {entry.interrupt_id}; nothing was run",
-            )
-        if expired:
-            raise ResumeRejected(
-                "aais.expired",
-                f"resume[{index}]: interrupt {entry.interrupt_id} expired at "
-                f"{request.expires_at}; cancel it to continue the thread",
-            )
-        if request.offers(decision.decision, decision.scope) is None:
-            raise ResumeRejected(
-                "aais.invalid_resume",
-                f"resume[{index}]: the decision and scope were not offered by the request",
-            )
-    return _Answer(entry.interrupt_id, requested, answer, expired)
+        # The authority's judgement, asked before anything is recorded; each refusing
+        # rule is answered with its AG-UI code. Digest first: a forged digest is named
+        # as such even on an expired request.
+        verdict = judge(request, answer.decision, now=None, expires_at=None)
+        if verdict.rule not in ("request", "digest"):
+            verdict = judge(request, answer.decision, now=now, expires_at=expires_at)
+        if not verdict.passed:
+            raise _refusal(verdict.rule, index, entry.interrupt_id, request)
+    return _Answer(entry.interrupt_id, requested, answer, now >= expires_at)
+
+
+def _refusal(rule: str, index: int, interrupt_id: str, request: Any) -> ResumeRejected:
+    """The ``RUN_ERROR`` for a decision the judgement refused (names ids, never values)."""
+    if rule == "digest":
+        return ResumeRejected(
+            "aais.digest_mismatch",
+            f"resume[{index}]: the decision's action_digest does not match the action "
+            f"of interrupt {interrupt_id}; nothing was run",
+        )
+    if rule == "expired":
+        return ResumeRejected(
+            "aais.expired",
+            f"resume[{index}]: interrupt {interrupt_id} expired at "
+            f"{request.expires_at}; cancel it to continue the thread",
+        )
+    if rule == "request":
+        return ResumeRejected(
+            "aais.invalid_resume",
+            f"resume[{index}]: the decision does not name the request of interrupt {interrupt_id}",
+        )
+    return ResumeRejected(
+        "aais.invalid_resume",
+        f"resume[{index}]: the decision and scope were not offered by the request",
+    )
 
 
 def _record(

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..authority import ApprovalAuthority, UnknownRequestError
-from ..protocol import AAISValidationError, Action, ApprovalRequested, action_digest
+from ..protocol import AAISValidationError, Action, ApprovalRequested, action_digest, same_action
 from ._sdk import Proposal, compute_approved_steps_hash
 
 __all__ = [
@@ -89,7 +89,7 @@ def _proposal_of(requested: ApprovalRequested) -> Proposal:
     if not isinstance(strictness, str):
         raise AAISValidationError("/request/action/arguments/strictness", "must be a string")
     rebuilt = proposal_action(proposal, strictness=strictness)
-    if action_digest(rebuilt) != request.action_digest or request_id_for(rebuilt) != request.id:
+    if not same_action(request.action_digest, rebuilt) or request_id_for(rebuilt) != request.id:
         raise AAISValidationError(
             "/request/action/arguments", "does not rebuild the request's digest and id"
         )

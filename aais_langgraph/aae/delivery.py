@@ -29,6 +29,7 @@ from ..protocol import (
     action_digest,
     build_request,
     parse_timestamp,
+    same_action,
 )
 from ._sdk import PolicyDecision, Preview, Proposal
 from .action import ACTION_KIND, proposal_action, request_id_for
@@ -173,8 +174,8 @@ class AAISApproval:
             digest = action_digest(action)
             if (
                 requested.request.action.kind != ACTION_KIND
-                or requested.request.action_digest != digest
-                or resolution.action_digest != digest
+                or not same_action(requested.request.action_digest, digest)
+                or not same_action(resolution.action_digest, digest)
                 or approver is None
             ):
                 return DENIED, approver

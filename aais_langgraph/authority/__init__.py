@@ -6,11 +6,12 @@ from .authority import ApprovalAuthority
 from .constraints import KNOWN_KEYS, constraints_match, explain_constraints
 from .errors import LeaseHeldError, UnknownRequestError
 from .events import EventFollower, ReplyStream
+from .judgement import TERMINAL, Judgement, judge
 from .keys import AUTHORITY_KEY_FILE_VAR, AUTHORITY_KEY_VAR, load_authority_key
 from .leases import DEFAULT_LEASE_TTL, arun_lease, release_dead_holder, run_lease
-from .outcomes import DEFAULT_STREAM, TERMINAL
 from .policy import ApprovalPolicy, AskEveryTime, PolicyVerdict
 from .reads import Clock
+from .resolutions import DEFAULT_STREAM
 from .standing import EventPage, Screening
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "EventFollower",
     "EventPage",
     "HolderOrigin",
+    "Judgement",
     "LeaseHeldError",
     "LedgerIntegrityError",
     "PolicyVerdict",
@@ -38,6 +40,7 @@ __all__ = [
     "explain_constraints",
     "holder_is_dead",
     "holder_origin",
+    "judge",
     "load_authority_key",
     "new_holder",
     "release_dead_holder",

@@ -31,13 +31,10 @@ from ..protocol import (
 )
 from .cache import request_cache
 from .grants import find_grant
+from .judgement import effective_expiry
 from .keys import resolve_key
-from .outcomes import (
-    DEFAULT_STREAM,
-    effective_expiry,
-    snapshot_of,
-)
 from .policy import ApprovalPolicy, AskEveryTime
+from .resolutions import DEFAULT_STREAM, snapshot_of
 from .standing import EventPage, Screening, standing_resolution
 from .vouch import VouchedRecords
 

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..ledger import Grant
 from ..protocol import Action, ApprovalResolved, action_digest, new_id
 from ..protocol.extensions import EXTENSION_NAMESPACE
-from .outcomes import resolution_audit, resolution_envelope
 from .policy import PolicyVerdict
+from .resolutions import resolution_audit, resolution_envelope
 
 if TYPE_CHECKING:
     from .reads import AuthorityReads

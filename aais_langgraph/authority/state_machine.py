@@ -33,17 +33,15 @@ from ..protocol import (
 )
 from .errors import UnknownRequestError
 from .grants import grant_from_decision
-from .outcomes import (
-    MESSAGES,
-    Judgement,
+from .judgement import MESSAGES, Judgement, judge
+from .reads import AuthorityReads
+from .resolutions import (
     check_size,
     conflict_envelope,
-    judge,
     rejection_audit,
     resolution_audit,
     resolution_envelope,
 )
-from .reads import AuthorityReads
 
 
 class AuthorityStateMachine(AuthorityReads):

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..authority import ApprovalAuthority, new_holder
-from ..authority.outcomes import resolution_envelope
+from ..authority.resolutions import resolution_envelope
 from ..ledger import Execution
 from ..ledger.executions import ExecutionChange, claim_change, finish_change, reconcile_change
 from ..ledger.resume_work import due_change

@@ -7,9 +7,10 @@ runs in a thread), then checked once more against the action computed now
 from __future__ import annotations
 
 from ..authority import ApprovalAuthority, new_holder
-from ..authority.outcomes import MESSAGES, resolution_envelope
+from ..authority.judgement import MESSAGES
+from ..authority.resolutions import resolution_envelope
 from ..ledger import Execution
-from ..protocol import Action, ApprovalDecided, ApprovalResolved, Request, action_digest
+from ..protocol import Action, ApprovalDecided, ApprovalResolved, Request, same_action
 from .execution import (
     CLAIMED,
     CLAIMED_MESSAGE,
@@ -138,7 +139,7 @@ def at_time_of_use(
     would otherwise receive the approval of the action the human saw. Such an
     approval is answered ``stale`` here; the recorded resolution is left as it is.
     """
-    if not resolved.approved or resolved.resolution.action_digest == action_digest(action):
+    if not resolved.approved or same_action(resolved.resolution.action_digest, action):
         return resolved
     return resolution_envelope(
         request,

@@ -10,7 +10,7 @@ from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from ..authority import ApprovalAuthority
-from ..protocol import Action, ApprovalResolved, action_digest
+from ..protocol import Action, ApprovalResolved, same_action
 from .execution import finish
 from .request import arequest_approval, request_approval
 from .run_context import find_authority, peek_coordinates, retry_request_id
@@ -98,7 +98,7 @@ def approval_node(
 
 def is_approved_for(resolved: ApprovalResolved, action: Action) -> bool:
     """Time-of-use check: approved, and for exactly this action."""
-    return resolved.approved and resolved.resolution.action_digest == action_digest(action)
+    return resolved.approved and same_action(resolved.resolution.action_digest, action)
 
 
 def requires_approval(

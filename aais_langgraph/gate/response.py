@@ -39,6 +39,7 @@ from pydantic_core import (
     core_schema,
 )
 
+from ..authority.judgement import judge
 from ..protocol import AAISValidationError, ApprovalDecided, ApprovalResolved, Request
 from ..protocol.answer_schema import decided_schema, envelope_schema
 from .seams import mark_invalid_resume
@@ -109,6 +110,14 @@ def _envelopes() -> TypeAdapter[Answer]:
     return TypeAdapter(_Envelopes, config=ConfigDict(hide_input_in_errors=True))
 
 
+_BINDING = {
+    "request": "the decision is for another request",
+    "digest": "does not match the requested action",
+    "choice": "this decision and scope were not offered",
+}
+"""What the schema validation of a resume value says for each binding rule it refuses."""
+
+
 def parse_answer(request: Request, value: Any) -> Answer:
     """The answer as an envelope bound to ``request``, or raise :class:`Refusal`."""
     if isinstance(value, BaseModel) and not isinstance(value, (ApprovalDecided, ApprovalResolved)):
@@ -118,15 +127,11 @@ def parse_answer(request: Request, value: Any) -> Answer:
     except ValidationError as error:
         raise Refusal(_without_input(error)) from None
     if isinstance(answer, ApprovalDecided):
-        decision = answer.decision
-        if decision.request_id != request.id:
-            raise _binding_error(("decision", "request_id"), "the decision is for another request")
-        if decision.action_digest != request.action_digest:
-            raise _binding_error(
-                ("decision", "action_digest"), "does not match the requested action"
-            )
-        if request.offers(decision.decision, decision.scope) is None:
-            raise _binding_error(("decision",), "this decision and scope were not offered")
+        # The authority's judgement, before its clock and the ledger (they judge next).
+        verdict = judge(request, answer.decision, now=None, expires_at=None)
+        if verdict.rule in _BINDING:
+            location = tuple(part for part in verdict.pointer.split("/") if part)
+            raise _binding_error(location, _BINDING[verdict.rule])
     elif answer.resolution.request_id != request.id:
         raise _binding_error(("resolution", "request_id"), "the resolution is for another request")
     return answer

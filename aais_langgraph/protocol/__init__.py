@@ -13,7 +13,7 @@ from .builders import (
     envelope_document,
     new_id,
 )
-from .digest import action_digest, canonical_json, sha256_digest
+from .digest import action_digest, canonical_json, same_action, sha256_digest
 from .envelopes import (
     AnyEnvelope,
     ApprovalActivity,
@@ -101,6 +101,7 @@ __all__ = [
     "new_id",
     "parse_envelope",
     "parse_timestamp",
+    "same_action",
     "sha256_digest",
     "utc_now",
 ]

@@ -100,3 +100,9 @@ def action_digest(action: Action | Mapping[str, Any]) -> str:
         model = Action.from_data(action, pointer="/action")
         content = _canonical(model.model_dump(warnings=False), "/action")
     return "sha256:" + hashlib.sha256(content).hexdigest()
+
+
+def same_action(digest: str, action: Action | Mapping[str, Any] | str) -> bool:
+    """Whether ``digest`` is the digest of ``action`` (an action, or a digest already
+    taken): the one comparison that binds an answer to the exact action."""
+    return digest == (action if isinstance(action, str) else action_digest(action))

@@ -116,13 +116,13 @@ class Request(AAISModel):
 
     @model_validator(mode="after")
     def _request_rules(self) -> Self:
-        from .digest import action_digest
+        from .digest import same_action
 
         if self.expires_at is not None and parse_timestamp(self.expires_at) <= parse_timestamp(
             self.created_at
         ):
             raise AAISValidationError("/expires_at", "must be later than created_at")
-        if action_digest(self.action) != self.action_digest:
+        if not same_action(self.action_digest, self.action):
             raise AAISValidationError("/action_digest", "does not match the action")
         offered: set[tuple[str, str]] = set()
         for index, choice in enumerate(self.choices):

@@ -22,7 +22,7 @@ from datetime import datetime
 from weakref import WeakKeyDictionary
 
 from ..authority import ApprovalAuthority
-from ..authority.outcomes import snapshot_of
+from ..authority.resolutions import snapshot_of
 from ..ledger import LedgerIntegrityError, PendingRow, StoredRequest
 from ..protocol import AAISValidationError, ApprovalRequested, ApprovalSnapshot
 from .reconcile import INTEGRITY_ERRORS_EXTENSION, IntegrityProblem

@@ -39,8 +39,8 @@ from ..protocol import (
     Action,
     ApprovalRequested,
     ApprovalResolved,
-    action_digest,
     build_request,
+    same_action,
 )
 from ..protocol.extensions import EXTENSION_NAMESPACE
 from ..protocol.extensions import TOOL_CALL_ID_EXTENSION as TOOL_CALL_ID_EXTENSION
@@ -285,7 +285,7 @@ class ToolCallGate:
         if (
             gated.action.name != call["name"]
             or not declares_same(gated.action, getattr(request, "tool", None))
-            or action_digest(current) != resolved.resolution.action_digest
+            or not same_action(resolved.resolution.action_digest, current)
         ):
             return time_of_use_message(call, resolved.resolution.request_id)
         return request.override(tool_call={**call, "args": arguments})

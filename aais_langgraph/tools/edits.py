@@ -43,6 +43,7 @@ from ..protocol import (
     build_request,
     canonical_json,
     parse_timestamp,
+    same_action,
 )
 from ..threads.driver import adrive, drive
 from ..threads.runs import DEFAULT_LEASE_WAIT, thread_of
@@ -93,7 +94,7 @@ def _supersede(
     """Cancel the request and store its successor; returns it and the resume map."""
     stored = _editable(authority, thread_id, request_id)
     original = ApprovalRequested.from_data(stored.envelope).request
-    if shown_digest is not None and shown_digest != original.action_digest:
+    if shown_digest is not None and not same_action(original.action_digest, shown_digest):
         raise AAISValidationError("/action_digest", "does not match the request's action digest")
     action = Action.from_data(
         {

@@ -6,7 +6,7 @@ import sqlite3
 
 import httpx
 
-from aais_langgraph.authority.outcomes import resolution_envelope
+from aais_langgraph.authority.resolutions import resolution_envelope
 from aais_langgraph.ledger._records import dump_json
 from aais_langgraph.protocol import ApprovalRequested, utc_now
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from aais_langgraph.authority import ApprovalAuthority
-from aais_langgraph.authority.outcomes import snapshot_envelope, snapshot_of
+from aais_langgraph.authority.resolutions import snapshot_envelope, snapshot_of
 from aais_langgraph.protocol import AAISValidationError
 
 from .support import FakeClock, assert_spec_valid, decision, new_request

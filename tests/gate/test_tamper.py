@@ -16,7 +16,7 @@ import pytest
 from langgraph.types import Command
 
 from aais_langgraph import ApprovalAuthority, ApprovalRequested, SqliteLedger, resume_with_decisions
-from aais_langgraph.authority.outcomes import resolution_envelope
+from aais_langgraph.authority.resolutions import resolution_envelope
 from aais_langgraph.gate import resume_resolved, resume_stranded
 from aais_langgraph.ledger import LedgerIntegrityError, ResolutionWrite
 from aais_langgraph.ledger._records import dump_json

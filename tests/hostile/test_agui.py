@@ -22,7 +22,7 @@ from langgraph.types import Command
 from aais_agui import run_agent_input
 from aais_agui.resume_plan import served_config
 from aais_langgraph import ApprovalRequested, RejectedResumeError
-from aais_langgraph.authority.outcomes import resolution_envelope
+from aais_langgraph.authority.resolutions import resolution_envelope
 from agui.http_support import sse_messages
 
 from .conftest import SENTINEL, Paused, Probe, Site

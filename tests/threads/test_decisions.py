@@ -434,7 +434,6 @@ def test_refusals_never_echo_argument_values(backend: Backend, effects: Effects)
     from langgraph.graph import END, START, StateGraph
 
     from aais_langgraph import request_approval
-
     from gate.support import State
 
     def act(state: State) -> dict[str, Any]:

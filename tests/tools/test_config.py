@@ -84,7 +84,7 @@ def refused(outcome: str, **extra: Any) -> str:
         Action(kind="tool.call", name="login", summary="s", arguments={"password": SECRET}),
         origin=Origin(harness="h", session_id="s"),
     )
-    from aais_langgraph.authority.outcomes import resolution_envelope
+    from aais_langgraph.authority.resolutions import resolution_envelope
     from aais_langgraph.protocol import utc_now
 
     resolved = resolution_envelope(

@@ -1,4 +1,8 @@
-"""Pure judgement of a decision against its request: no I/O, so every backend shares it."""
+"""The envelopes a resolution makes (resolved, conflict, snapshot) and their audit payloads.
+
+Pure functions, no I/O, so every backend shares them; the judgement that decides
+the outcome is :mod:`.judgement`.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +11,12 @@ import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime
 from typing import Any, Protocol
 
-from ..ledger.base import StoredRequest
 from ..protocol import (
     DEFAULT_MAX_BYTES,
     AAISValidationError,
-    Action,
     ApprovalDecided,
     ApprovalResolved,
     ApprovalSnapshot,
@@ -22,81 +24,13 @@ from ..protocol import (
     Envelope,
     Outcome,
     Request,
-    action_digest,
     canonical_json,
     envelope_document,
     format_timestamp,
     new_id,
-    parse_timestamp,
 )
 from ..protocol.extensions import EXTENSION_NAMESPACE
-
-MESSAGES: dict[str, str] = {
-    "approved": "Approved.",
-    "denied": "Denied.",
-    "cancelled": "Cancelled.",
-    "expired": "The request expired before a decision arrived.",
-    "stale_decision": "The decision does not match the requested action digest.",
-    "stale_action": "The action changed after it was presented.",
-    "invalid_choice": "The selected decision and scope were not offered.",
-    "conflict": "The request was already resolved by a different decision.",
-}
-
-#: Outcomes that end a request. ``stale`` for a forged or outdated decision digest
-#: and ``invalid`` are answers the requester's decision got wrong: they are returned
-#: but not recorded, so a correct decision can still answer the request.
-TERMINAL: frozenset[str] = frozenset({"approved", "denied", "cancelled", "expired"})
-
-
-@dataclass(frozen=True)
-class Judgement:
-    """The outcome of one decision and whether it ends the request."""
-
-    outcome: Outcome
-    message: str
-    terminal: bool
-
-
-def effective_expiry(request: Request | StoredRequest, default_lifetime_seconds: float) -> datetime:
-    """When a request expires: its ``expires_at``, or ``created_at`` + the default lifetime
-    when it has none. The one rule for every reader; a stored row's indexed ``expires_at``
-    column stands for the envelope's, so the inbox need not parse each envelope."""
-    if isinstance(request, StoredRequest):
-        if request.expires_at is not None:
-            return datetime.fromtimestamp(request.expires_at, tz=timezone.utc)
-        created_at = str(request.envelope["request"]["created_at"])
-    else:
-        if request.expires_at is not None:
-            return parse_timestamp(request.expires_at)
-        created_at = request.created_at
-    return parse_timestamp(created_at) + timedelta(seconds=default_lifetime_seconds)
-
-
-def judge(
-    request: Request,
-    decision: Decision,
-    *,
-    now: datetime,
-    expires_at: datetime,
-    current_action: Action | None,
-    policy_objection: str | None,
-) -> Judgement:
-    """Apply the checks in spec order: expiry, digests, offered choice, policy."""
-    if now >= expires_at:
-        return Judgement("expired", MESSAGES["expired"], True)
-    if decision.action_digest != request.action_digest:
-        return Judgement("stale", MESSAGES["stale_decision"], False)
-    if current_action is not None and action_digest(current_action) != request.action_digest:
-        return Judgement("stale", MESSAGES["stale_action"], True)
-    if request.offers(decision.decision, decision.scope) is None:
-        return Judgement("invalid", MESSAGES["invalid_choice"], False)
-    if decision.decision == "approve":
-        if policy_objection is not None:
-            return Judgement("invalid", policy_objection, False)
-        return Judgement("approved", MESSAGES["approved"], True)
-    if decision.decision == "deny":
-        return Judgement("denied", MESSAGES["denied"], True)
-    return Judgement("cancelled", MESSAGES["cancelled"], True)
+from .judgement import MESSAGES
 
 
 class RequestRef(Protocol):

@@ -188,6 +188,13 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
         except ResumeRejected as rejected:
             for event in _refusal(input, rejected.code, rejected.message):
                 yield event
+            if rejected.code == "aais.expired":
+                # The expiry was recorded: continue the thread past it now (its resume
+                # work would, later), then offer what it waits for next.
+                try:
+                    await self.driver.aresume_resolved(input.thread_id, lease_wait=0)
+                except LeaseHeldError:
+                    logger.info("an expired request's thread is busy; its resume work stays due")
             for event in await reoffer_events(
                 self.graph,
                 self.authority,

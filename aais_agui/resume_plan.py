@@ -2,10 +2,13 @@
 
 Everything is checked before anything is recorded: every entry names an open
 interrupt, every open interrupt is answered, and each AAIS decision carries
-the request's digest, an offered choice and arrives before expiry. Only then
-are the decisions recorded (with the authenticated actor) and the map built
-from the *recorded* resolutions, as :func:`aais_langgraph.aresume_with_decisions`
-does. Callers hold the thread's run lease around planning and the run.
+the request's digest and an offered choice (the authority's judgement,
+:func:`~aais_langgraph.authority.judge`). A decision that arrives at or after
+expiry resolves its request ``expired``, as on every channel, and the run is
+refused (``aais.expired``). Only then are the decisions recorded (with the
+authenticated actor) and the map built from the *recorded* resolutions, as
+:func:`aais_langgraph.aresume_with_decisions` does. Callers hold the thread's run
+lease around planning and the run.
 """
 
 from __future__ import annotations
@@ -99,7 +102,7 @@ def _judge_entry(
         verdict = judge(request, answer.decision, now=None, expires_at=None)
         if verdict.rule not in ("request", "digest"):
             verdict = judge(request, answer.decision, now=now, expires_at=expires_at)
-        if not verdict.passed:
+        if not verdict.passed and verdict.rule != "expired":
             raise _refusal(verdict.rule, index, entry.interrupt_id, request)
     return _Answer(entry.interrupt_id, requested, answer, now >= expires_at)
 
@@ -186,6 +189,17 @@ def plan_resume(
         raise ResumeRejected(
             "aais.unauthenticated", "answering an approval needs an authenticated actor"
         )
+    assert actor is not None or not judged
+    late = [item for item in judged if item.expired and isinstance(item.answer, ApprovalDecided)]
+    if late:
+        # SPEC §4.1: a decision at or after expiry resolves the request ``expired`` (as
+        # on every channel, under the authenticated actor); the run is refused, and the
+        # resolution's resume work continues the thread past it.
+        for item in late:
+            authority.decide(item.answer, actor=actor)
+        first = late[0]
+        index = [entry.interrupt_id for entry in entries].index(first.interrupt_id)
+        raise _refusal("expired", index, first.interrupt_id, first.requested.request)
     for item in judged:
         assert actor is not None
         resume[item.interrupt_id] = _record(authority, item, actor).to_json()

@@ -302,14 +302,20 @@ async def test_partial_coverage_of_open_interrupts_is_a_run_error(
     assert_untouched(authority, interrupts, effects)
 
 
-async def test_expired_interrupt_is_a_run_error(
+async def test_expired_interrupt_is_a_run_error_that_records_the_expiry(
     agent: AAISLangGraphAgent, authority: ApprovalAuthority, effects: EffectLog, clock: Clock
 ) -> None:
+    """SPEC §4.1: a decision at or after expiry resolves the request ``expired``, on AG-UI
+    as on every other channel; the run is refused and the thread continues past it."""
     thread_id, [item] = await paused(agent)
     clock.advance(timedelta(hours=1))
-    error = terminal(await run(agent, thread_id, resume=[answer(item)]))
-    assert error.type == EventType.RUN_ERROR and error.code == "aais.expired"
-    assert_untouched(authority, [item], effects)
+    events = await run(agent, thread_id, resume=[answer(item)])
+    error = next(event for event in events if event.type == EventType.RUN_ERROR)
+    assert error.code == "aais.expired"
+    recorded = authority.get_resolution(request_id(item))
+    assert recorded is not None and recorded.resolution.outcome == "expired"
+    assert effects.list() == []
+    assert authority.ledger.get_resume_work(request_id(item)).state == "done"
 
 
 async def test_expired_interrupt_can_still_be_cancelled(

@@ -190,14 +190,19 @@ def plan_resume(
             "aais.unauthenticated", "answering an approval needs an authenticated actor"
         )
     assert actor is not None or not judged
-    late = [item for item in judged if item.expired and isinstance(item.answer, ApprovalDecided)]
+    late = [
+        (item, item.answer)
+        for item in judged
+        if item.expired and isinstance(item.answer, ApprovalDecided)
+    ]
     if late:
         # SPEC §4.1: a decision at or after expiry resolves the request ``expired`` (as
         # on every channel, under the authenticated actor); the run is refused, and the
         # resolution's resume work continues the thread past it.
-        for item in late:
-            authority.decide(item.answer, actor=actor)
-        first = late[0]
+        for _, decided in late:
+            if isinstance(decided, ApprovalDecided):
+                authority.decide(decided, actor=actor)
+        first = late[0][0]
         index = [entry.interrupt_id for entry in entries].index(first.interrupt_id)
         raise _refusal("expired", index, first.interrupt_id, first.requested.request)
     for item in judged:
@@ -209,5 +214,5 @@ def plan_resume(
 def served_config(config: Mapping[str, Any] | None, authority: ApprovalAuthority) -> RunnableConfig:
     """``config`` for every run this server drives: the authority in ``configurable``,
     and gates that accept only resolutions the authority already recorded
-    (:data:`~aais_langgraph.gate.channel.RECORDED_ONLY_KEY`; no caller can switch it off)."""
+    (:data:`~aais_langgraph.gate.answer_sources.RECORDED_ONLY_KEY`; no caller can switch it off)."""
     return run_config(config, authority, recorded_only=True)

@@ -20,8 +20,8 @@ from ..agent import AAISLangGraphAgent
 from .agui import agui_router
 from .approvals import approvals_router
 from .inbox import SECURITY_HEADERS, inbox_router
-from .security import DEFAULT_MAX_BODY_BYTES, Authenticator, Security
 from .standing import standing_router
+from .security import DEFAULT_MAX_BODY_BYTES, Authenticator, Security
 from .watcher import watcher_lifespan
 from .websocket import websocket_router
 

@@ -2,7 +2,7 @@
 
 from ..ledger import LedgerIntegrityError
 from ..ledger.holders import HolderOrigin, holder_is_dead, holder_origin, new_holder
-from .authority import ApprovalAuthority
+from .authority import ApprovalAuthority, Clock
 from .constraints import KNOWN_KEYS, constraints_match, explain_constraints
 from .errors import LeaseHeldError, UnknownRequestError
 from .events import EventFollower, ReplyStream
@@ -10,9 +10,8 @@ from .judgement import TERMINAL, Judgement, judge
 from .keys import AUTHORITY_KEY_FILE_VAR, AUTHORITY_KEY_VAR, load_authority_key
 from .leases import DEFAULT_LEASE_TTL, arun_lease, release_dead_holder, run_lease
 from .policy import ApprovalPolicy, AskEveryTime, PolicyVerdict
-from .reads import Clock
 from .resolutions import DEFAULT_STREAM
-from .standing import EventPage, Screening
+from .screening import EventPage, Screening
 
 __all__ = [
     "AUTHORITY_KEY_FILE_VAR",

@@ -1,25 +1,72 @@
-"""The approval authority: the state machine plus ``a``-prefixed async twins.
+"""The approval authority: requests, decisions, grants and the audit chain, in one class.
 
-Each twin runs its sync method in a worker thread.
-
-One implementation serves both worlds; the ledger call inside is blocking I/O,
-which ``asyncio.to_thread`` keeps off the event loop.
+:class:`ApprovalAuthority` implements the AAIS state machine over a
+:class:`~aais_langgraph.ledger.Ledger`: requests are stored before anyone can see
+them, the first valid resolution wins atomically, replays are recognised, and
+approvals come only from offered choices, before expiry, for the exact action
+digest (the judgement is :func:`~.judgement.judge`). Every stored row read back
+goes through the vouched records, so nothing acts on a row the audit does not
+vouch for. Each method has an ``a``-prefixed async twin that runs it in a worker
+thread (the ledger call inside is blocking I/O).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
-from datetime import datetime
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timedelta, timezone
+from typing import Any, Literal
 
-from ..ledger import AuditVerification, Grant, StoredRequest
-from ..protocol import Action, Actor, ApprovalRequested, ApprovalResolved, ApprovalSnapshot, Origin
-from .standing import EventPage, Screening
-from .state_machine import AuthorityStateMachine
+from ..ledger import (
+    AuditVerification,
+    Execution,
+    Grant,
+    InMemoryLedger,
+    Ledger,
+    ResolutionWrite,
+    StoredRequest,
+)
+from ..ledger.executions import ExecutionChange
+from ..protocol import (
+    AAISValidationError,
+    Action,
+    Actor,
+    ApprovalDecided,
+    ApprovalRequested,
+    ApprovalResolved,
+    ApprovalSnapshot,
+    Choice,
+    Origin,
+    Request,
+    Risk,
+    build_request,
+    format_timestamp,
+    parse_envelope,
+    sha256_digest,
+    utc_now,
+)
+from .cache import request_cache
+from .errors import UnknownRequestError
+from .grants import find_grant, grant_from_decision
+from .judgement import MESSAGES, Judgement, effective_expiry, judge
+from .keys import resolve_key
+from .policy import ApprovalPolicy, AskEveryTime
+from .resolutions import (
+    DEFAULT_STREAM,
+    check_size,
+    conflict_envelope,
+    rejection_audit,
+    resolution_audit,
+    resolution_envelope,
+    snapshot_of,
+)
+from .screening import EventPage, Screening, standing_resolution
+from .vouch import VouchedRecords
+
+Clock = Callable[[], datetime]
 
 
-class ApprovalAuthority(AuthorityStateMachine):
+class ApprovalAuthority:
     """Records requests, judges decisions, keeps grants and the audit chain.
 
     ``actor`` passed to :meth:`decide` is what the authenticated channel says. It
@@ -27,10 +74,484 @@ class ApprovalAuthority(AuthorityStateMachine):
     someone else; with ``actor=None`` (trusted in-process callers) the body's actor
     is recorded as given. Every method has an ``a``-prefixed async twin.
 
-    ``key`` (default: ``AAIS_AUTHORITY_KEY_FILE`` or ``AAIS_AUTHORITY_KEY``, if
-    set) seals every recorded row; stored rows are read back only when the audit
-    chain (and the seal) vouches for them, else ``LedgerIntegrityError``.
+    ``key`` is the authority key (bytes, or text as UTF-8; default: the one
+    ``AAIS_AUTHORITY_KEY_FILE`` or ``AAIS_AUTHORITY_KEY`` configures, if any).
+    With a key, every recorded request, resolution and grant carries an
+    HMAC-SHA256 seal, and rows without a valid seal are refused. Every stored
+    row is read back only if its audit entry vouches for it: otherwise
+    :class:`~aais_langgraph.ledger.LedgerIntegrityError` is raised and nothing acts on it.
     """
+
+    def __init__(
+        self,
+        ledger: Ledger | None = None,
+        *,
+        clock: Clock = utc_now,
+        policy: ApprovalPolicy | None = None,
+        default_expiry: timedelta = timedelta(minutes=15),
+        harness: str = "aais-langgraph",
+        key: bytes | str | None = None,
+        stream: str = DEFAULT_STREAM,
+    ) -> None:
+        if default_expiry <= timedelta(0):
+            raise ValueError("default_expiry: must be positive")
+        if not isinstance(stream, str) or not stream or len(stream) > 200:
+            raise ValueError("stream: must be a non-empty AAIS id of at most 200 characters")
+        # SPEC §3: durable bindings MUST provide `stream`. One ledger is one producer stream
+        # (one sequence space), so every replica on it uses the same identifier.
+        self.stream = stream
+        self.ledger: Ledger = ledger if ledger is not None else InMemoryLedger()
+        self.clock = clock
+        self.policy: ApprovalPolicy = policy if policy is not None else AskEveryTime()
+        self.default_expiry = default_expiry
+        self.harness = harness
+        # Presentation only (snapshot); every other read goes through the vouched records.
+        self._requests = request_cache()
+        self._records = VouchedRecords(self.ledger, resolve_key(key))
+
+    def expiry_of(self, request: Request | StoredRequest) -> datetime:
+        """When ``request`` expires: its ``expires_at``, else ``created_at`` + default_expiry."""
+        return effective_expiry(request, self.default_expiry.total_seconds())
+
+    # -- screening ------------------------------------------------------------------
+
+    def screen(
+        self, action: Action | Mapping[str, Any], *, origin: Origin | Mapping[str, Any]
+    ) -> Screening:
+        """Ask the policy, then the grants, whether ``action`` needs a human at all."""
+        action_model = Action.from_data(action, pointer="/action")
+        origin_model = Origin.from_data(origin, pointer="/origin")
+        verdict = self.policy.on_request(action_model, origin_model)
+        if verdict.verdict in ("allow", "deny"):
+            outcome: Literal["approved", "denied"] = (
+                "approved" if verdict.verdict == "allow" else "denied"
+            )
+            reason = verdict.reason or (
+                "Allowed by policy." if outcome == "approved" else "Denied by policy."
+            )
+            resolved = standing_resolution(
+                self, action_model, outcome=outcome, message=reason, grant=None
+            )
+            return Screening(resolved, verdict)
+        grant = self.match_grant(action_model, origin_model)
+        if grant is not None:
+            resolved = standing_resolution(
+                self,
+                action_model,
+                outcome="approved",
+                message="Approved by a standing grant.",
+                grant=grant,
+            )
+            return Screening(resolved, verdict)
+        return Screening(None, verdict)
+
+    # -- grants ----------------------------------------------------------------------
+
+    def match_grant(
+        self,
+        action: Action | Mapping[str, Any],
+        origin: Origin | Mapping[str, Any],
+        *,
+        now: datetime | None = None,
+    ) -> Grant | None:
+        """A live grant covering ``action`` in ``origin``'s session, if any."""
+        return find_grant(
+            self.ledger,
+            Action.from_data(action, pointer="/action"),
+            Origin.from_data(origin, pointer="/origin"),
+            now=now if now is not None else self.clock(),
+            vouch=self._records.grant,
+        )
+
+    def list_grants(
+        self, *, session_id: str | None = None, include_revoked: bool = False
+    ) -> list[Grant]:
+        """Recorded grants, optionally those usable in one session (each one vouched for)."""
+        grants = self.ledger.list_grants(session_id=session_id, include_revoked=include_revoked)
+        return [self._records.grant(grant) for grant in grants]
+
+    def revoke_grant(
+        self, grant_id: str, *, actor: Actor | Mapping[str, Any] | None = None
+    ) -> bool:
+        """Revoke a grant; later actions ask again. False if unknown or already revoked.
+
+        ``actor`` (who the authenticated channel says revoked it) is named in the audit entry.
+        """
+        who = None if actor is None else Actor.from_data(actor, pointer="/actor").to_json()
+        return self.ledger.revoke_grant(grant_id, now=self.clock().timestamp(), actor=who)
+
+    # -- presenters ------------------------------------------------------------------
+
+    def snapshot(
+        self, *, session_id: str | None = None, stream: str | None = None
+    ) -> ApprovalSnapshot:
+        """``approval.snapshot`` of pending, unexpired requests."""
+        as_of = self.ledger.last_sequence()
+        now = self.clock()
+        pending = []
+        for stored in self.ledger.list_pending(session_id=session_id):
+            request = self._requests.load(stored.envelope).request
+            if now < self.expiry_of(request):
+                pending.append(request)
+        return snapshot_of(
+            pending,
+            as_of=as_of,
+            now=now,
+            stream=stream if stream is not None else self.stream,
+            unknown_executions=self.unknown_executions(session_id=session_id),
+        )
+
+    def vouched_request(self, stored: StoredRequest) -> ApprovalRequested:
+        """The validated envelope of a stored request row its audit entry (and seal) vouches
+        for; raises :class:`~aais_langgraph.ledger.LedgerIntegrityError` otherwise. Checked
+        once per process per row (then cached), like every read of the gate."""
+        return self._records.request(stored)[1]
+
+    def unknown_executions(self, *, session_id: str | None = None) -> list[dict[str, Any]]:
+        """Approved requests whose execution outcome is unknown (the runtime's records),
+        each ``{request_id, thread_id, action_digest, name, summary, since}``."""
+        found: list[dict[str, Any]] = []
+        for record in self.ledger.list_executions(states=("unknown",)):
+            stored = self.ledger.get_request(record.request_id)
+            if stored is None or session_id not in (None, stored.session_id):
+                continue
+            request = self._requests.load(stored.envelope).request
+            since = datetime.fromtimestamp(record.updated_at, timezone.utc)
+            found.append(
+                {
+                    "request_id": record.request_id,
+                    "thread_id": record.thread_id,
+                    "action_digest": request.action_digest,
+                    "name": request.action.name,
+                    "summary": request.action.summary,
+                    "since": format_timestamp(since),
+                }
+            )
+        return found
+
+    def events_after(self, sequence: int, *, limit: int = 1000) -> EventPage:
+        """Stored events after ``sequence``; ``gap`` when history before them was compacted."""
+        if isinstance(sequence, bool) or not isinstance(sequence, int) or sequence < 0:
+            raise AAISValidationError("/sequence", "must be a non-negative integer")
+        last = self.ledger.last_sequence()
+        first = self.ledger.first_event_sequence()
+        events = self.ledger.events_after(sequence, limit=limit)
+        # Sequences are contiguous, so anything missing before the oldest stored event
+        # was compacted; with nothing stored, everything up to ``last`` was.
+        oldest = first if first is not None else last + 1
+        gap = sequence < last and oldest > sequence + 1
+        return EventPage(events=events, gap=gap, last_sequence=self.ledger.last_sequence())
+
+    def verify_audit(self, *, expected_tip: tuple[int, str] | None = None) -> AuditVerification:
+        """Re-check the audit chain, then every stored row against the entry that vouches for
+        it (and its seal, with a key); names the first bad entry or row and detects
+        truncation, and a rollback or emptying against ``expected_tip``."""
+        return self._records.verify_all(expected_tip=expected_tip)
+
+    # -- requests --------------------------------------------------------------------
+
+    def request(
+        self,
+        action: Action | Mapping[str, Any],
+        *,
+        origin: Origin | Mapping[str, Any],
+        risk: Risk | Mapping[str, Any] | None = None,
+        choices: Sequence[Choice | Mapping[str, Any]] | None = None,
+        expires_in: timedelta | None = None,
+        request_id: str | None = None,
+        thread_id: str | None = None,
+        context: Mapping[str, Any] | None = None,
+        unseen: bool = False,
+    ) -> ApprovalRequested:
+        """Build, persist and return a request; idempotent for a given ``request_id``.
+
+        When the id is already stored, the stored envelope (with its original
+        ``created_at`` and ``expires_at``) is returned unchanged. ``unseen=True``: the
+        caller has just read that the id is not stored, so it is not read again
+        (the write still returns a request stored meanwhile).
+        """
+        if request_id is not None and not unseen:
+            stored = self.ledger.get_request(request_id)
+            if stored is not None:
+                return self._records.request(stored)[1]
+        requested = build_request(
+            action,
+            origin=origin,
+            risk=risk,
+            choices=choices,
+            request_id=request_id,
+            created_at=self.clock(),
+            expires_in=expires_in if expires_in is not None else self.default_expiry,
+            stream=self.stream,
+        )
+        return self.add(requested, thread_id=thread_id, context=context)
+
+    def add(
+        self,
+        requested: ApprovalRequested | Mapping[str, Any] | str | bytes,
+        *,
+        thread_id: str | None = None,
+        context: Mapping[str, Any] | None = None,
+    ) -> ApprovalRequested:
+        """Persist an ``approval.requested`` envelope and return it as stored.
+
+        A request without ``expires_at`` is stored with ``created_at`` plus the
+        authority's default expiry. An id already stored returns the stored request.
+        """
+        envelope = parse_envelope(requested, expected=ApprovalRequested)
+        document = envelope.to_json()
+        if not isinstance(requested, (str, bytes, bytearray)):
+            check_size(document)  # text was bounded while parsing
+        if envelope.stream != self.stream:
+            # The ledger's sequence and the authority's stream replace the producer's own.
+            document["stream"] = self.stream
+            envelope = envelope.model_copy(update={"stream": self.stream})
+        if envelope.request.expires_at is None:
+            # Every request gets a finite expiry, stored where sweeps and presenters see it.
+            expiry = self.expiry_of(envelope.request)
+            document["request"]["expires_at"] = format_timestamp(expiry)
+            envelope = ApprovalRequested.from_data(document)
+        mac = self._records.request_seal(document, thread_id, context)
+        stored, created = self.ledger.add_request(
+            document, thread_id=thread_id, context=context, mac=mac
+        )
+        if created:
+            # Stored as given apart from the ledger's sequence: no need to validate again.
+            return self._records.trust_request(
+                stored, envelope.model_copy(update={"sequence": stored.envelope["sequence"]})
+            )
+        return self._records.request(stored)[1]
+
+    def get_request(self, request_id: str) -> ApprovalRequested | None:
+        """The stored request, pending or resolved."""
+        stored = self.ledger.get_request(request_id)
+        return None if stored is None else self._records.request(stored)[1]
+
+    def get_stored_request(self, request_id: str) -> StoredRequest | None:
+        """The ledger record of a request, with its thread and context."""
+        stored = self.ledger.get_request(request_id)
+        return None if stored is None else self._records.request(stored)[0]
+
+    def get_resolution(self, request_id: str) -> ApprovalResolved | None:
+        """The recorded resolution of a request, if it has one."""
+        stored = self.ledger.get_resolution(request_id)
+        return None if stored is None else self._records.resolution(stored)
+
+    # -- decisions -------------------------------------------------------------------
+
+    def decide(
+        self,
+        decided: ApprovalDecided | Mapping[str, Any] | str | bytes,
+        *,
+        actor: Actor | Mapping[str, Any] | None = None,
+        current_action: Action | Mapping[str, Any] | None = None,
+        now: datetime | None = None,
+    ) -> ApprovalResolved:
+        """Judge a decision and record the request's one resolution.
+
+        Checks, in order: schema (raises), request known (raises
+        :class:`UnknownRequestError`), already resolved (same resolution for an
+        identical replay, else ``conflict``), expiry by this authority's clock,
+        the decision's digest, the digest of ``current_action`` (time-of-use), the
+        offered choice, and the policy. ``stale`` for a mismatched decision digest
+        and ``invalid`` are returned without being recorded: the request stays
+        pending for a correct decision.
+        """
+        return self.decide_claiming(
+            decided,
+            claim=None,
+            actor=actor,
+            current_action=current_action,
+            now=now,
+            in_run=False,
+        )[0]
+
+    def decide_claiming(
+        self,
+        decided: ApprovalDecided | Mapping[str, Any] | str | bytes,
+        *,
+        claim: ExecutionChange | None,
+        actor: Actor | Mapping[str, Any] | None = None,
+        current_action: Action | Mapping[str, Any] | None = None,
+        now: datetime | None = None,
+        in_run: bool = True,
+    ) -> tuple[ApprovalResolved, Execution | None]:
+        """:meth:`decide`, and when it records an approval, the execution ``claim``
+        applied in the resolution's own transaction (the gate's "decide + claim").
+        ``in_run``: the paused run records its own answer and goes on with it, so no
+        durable resume work is written (:meth:`decide` writes it for a thread's request).
+
+        The execution record is None when nothing was claimed here (the decision
+        was not recorded now, or not approved): the caller claims on its own then.
+        """
+        envelope = parse_envelope(decided, expected=ApprovalDecided)
+        if not isinstance(decided, (str, bytes, bytearray)):
+            check_size(envelope)  # text was bounded while parsing
+        decision = envelope.decision
+        if actor is not None:
+            decision = decision.model_copy(
+                update={"actor": Actor.from_data(actor, pointer="/decision/actor")}
+            )
+            envelope = envelope.model_copy(update={"decision": decision})
+        current = (
+            None
+            if current_action is None
+            else Action.from_data(current_action, pointer="/current_action")
+        )
+        stored_row = self.ledger.get_request(decision.request_id)
+        if stored_row is None:
+            raise UnknownRequestError()
+        requested = self._records.request(stored_row)[1]
+        fingerprint = sha256_digest(decision.model_dump(mode="json"))
+        moment = now if now is not None else self.clock()
+        if moment.tzinfo is None:
+            raise ValueError("now: datetime must be timezone-aware")
+        existing = self.ledger.get_resolution(decision.request_id)
+        if existing is not None:
+            return self._replay(
+                self._records.resolution(existing),
+                existing.decision_fingerprint,
+                fingerprint,
+                moment,
+                decision.id,
+            ), None
+        request = requested.request
+        verdict = judge(
+            request,
+            decision,
+            now=moment,
+            expires_at=self.expiry_of(request),
+            current_action=current,
+            policy_objection=None,
+        )
+        if verdict.outcome == "approved":
+            # The policy sees only approvals that passed every other check.
+            objection = self.policy.on_decision(request, decision)
+            if objection is not None:
+                verdict = Judgement("invalid", objection[:2000] or "Refused by policy.", False)
+        resolved = resolution_envelope(
+            request,
+            outcome=verdict.outcome,
+            message=verdict.message,
+            now=moment,
+            # A recorded resolution gets its sequence from the ledger: read it only for
+            # an answer that is returned without being recorded.
+            sequence=0 if verdict.terminal else self.ledger.last_sequence(),
+            decision=decision,
+            stream=self.stream,
+        )
+        if not verdict.terminal:
+            self.ledger.append_audit("decided", rejection_audit(envelope, resolved))
+            return resolved, None
+        grant = (
+            grant_from_decision(request, decision, moment)
+            if verdict.outcome == "approved"
+            else None
+        )
+        resolved_document = resolved.to_json()
+        write = ResolutionWrite(
+            request_id=request.id,
+            resolved=resolved_document,
+            # Re-sequenced into the authority's stream, like the actor it recorded (SPEC §3).
+            decided={**envelope.to_json(), "stream": self.stream},
+            decision_fingerprint=fingerprint,
+            grant=None if grant is None else self._records.sealed_grant(grant),
+            mac=self._records.resolution_seal(request.id, resolved_document, fingerprint),
+            in_run=in_run,
+        )
+        claimed: Execution | None = None
+        if claim is None:
+            recorded, created = self.ledger.record_resolution(write)
+        else:
+            recorded, created, claimed = self.ledger.record_resolution_claiming(write, claim)
+        if not created:
+            return self._replay(
+                self._records.resolution(recorded),
+                recorded.decision_fingerprint,
+                fingerprint,
+                moment,
+                decision.id,
+            ), None
+        return self._records.trust_resolution(
+            recorded, resolved.model_copy(update={"sequence": recorded.envelope["sequence"]})
+        ), claimed
+
+    def _replay(
+        self,
+        resolved: ApprovalResolved,
+        recorded_fingerprint: str | None,
+        fingerprint: str,
+        now: datetime,
+        decision_id: str,
+    ) -> ApprovalResolved:
+        """Same resolution for an identical decision, a ``conflict`` for any other."""
+        if recorded_fingerprint == fingerprint:
+            return resolved
+        conflict = conflict_envelope(
+            resolved, now=now, sequence=self.ledger.last_sequence(), stream=self.stream
+        )
+        self.ledger.append_audit("conflict", resolution_audit(conflict, decision_id=decision_id))
+        return conflict
+
+    def cancel(self, request_id: str, *, reason: str | None = None) -> ApprovalResolved:
+        """Resolve a pending request ``cancelled``; a resolved one keeps its resolution."""
+        return self._close(request_id, outcome="cancelled", message=reason or MESSAGES["cancelled"])
+
+    def expire(self, request_id: str) -> ApprovalResolved:
+        """Resolve a pending request ``expired`` (housekeeping after its expiry)."""
+        return self._close(request_id, outcome="expired", message=MESSAGES["expired"])
+
+    def supersede(self, request_id: str) -> ApprovalResolved:
+        """Resolve ``stale`` a request whose paused run moved on (its interrupt is gone)."""
+        return self._close(request_id, outcome="stale", message=MESSAGES["stale_action"])
+
+    def _close(
+        self, request_id: str, *, outcome: Literal["cancelled", "expired", "stale"], message: str
+    ) -> ApprovalResolved:
+        stored = self.ledger.get_request(request_id)
+        if stored is None:
+            raise UnknownRequestError("/request_id")
+        requested = self._records.request(stored)[1]
+        existing = self.ledger.get_resolution(request_id)
+        if existing is not None:
+            return self._records.resolution(existing)
+        resolved = resolution_envelope(
+            requested.request,
+            outcome=outcome,
+            message=message[:2000],
+            now=self.clock(),
+            sequence=self.ledger.last_sequence(),
+            stream=self.stream,
+        )
+        document = resolved.to_json()
+        recorded, created = self.ledger.record_resolution(
+            ResolutionWrite(
+                request_id=request_id,
+                resolved=document,
+                mac=self._records.resolution_seal(request_id, document, None),
+            )
+        )
+        if created:
+            return self._records.trust_resolution(
+                recorded, resolved.model_copy(update={"sequence": recorded.envelope["sequence"]})
+            )
+        return self._records.resolution(recorded)
+
+    def cancel_session(self, session_id: str) -> list[ApprovalResolved]:
+        """Cancel every pending request of a session (each atomically)."""
+        return [self.cancel(s.request_id) for s in self.ledger.list_pending(session_id=session_id)]
+
+    def cancel_thread(self, thread_id: str) -> list[ApprovalResolved]:
+        """Cancel every pending request raised by a LangGraph thread."""
+        return [self.cancel(s.request_id) for s in self.ledger.list_pending(thread_id=thread_id)]
+
+    def expire_due(self, *, now: datetime | None = None) -> list[ApprovalResolved]:
+        """Resolve ``expired`` every pending request whose expiry has passed."""
+        moment = now if now is not None else self.clock()
+        due = self.ledger.list_pending(expires_before=moment.timestamp())
+        return [self.expire(s.request_id) for s in due]
+
+    # -- async twins ----------------------------------------------------------------
 
     async def ascreen(
         self,

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..protocol import ApprovalResolved, new_id
 from ..protocol.extensions import IN_REPLY_TO_EXTENSION
-from .standing import EventPage
+from .screening import EventPage
 
 if TYPE_CHECKING:
-    from .reads import AuthorityReads
+    from .authority import ApprovalAuthority
 
 __all__ = ["EventFollower", "ReplyStream"]
 
@@ -32,7 +32,7 @@ class EventFollower:
 
     def __init__(
         self,
-        authority: AuthorityReads,
+        authority: ApprovalAuthority,
         after: int,
         *,
         stream: str | None = None,

@@ -31,7 +31,7 @@ from ..protocol import (
     Request,
     Risk,
 )
-from .channel import answer_channel
+from .answer_sources import answer_channel
 from .execution import (
     SKIPPED,
     Claim,

@@ -14,7 +14,7 @@ from langgraph.config import get_config
 from ..authority import ApprovalAuthority
 from ..protocol import Origin, id_for
 from ..server_env import authority_from_env, env_authority_configured
-from .channel import on_langgraph_server
+from .answer_sources import on_langgraph_server
 from .seams import interrupt_id_for, resume_map, saved_answers, scratchpad
 
 AUTHORITY_KEY = "aais_authority"

@@ -15,6 +15,7 @@ from .base import (
     Lease,
     Ledger,
     LedgerContents,
+    PendingRow,
     ResolutionWrite,
     StoredRequest,
     StoredResolution,
@@ -24,7 +25,6 @@ from .executions import Execution, ExecutionState
 from .integrity import LedgerIntegrityError
 from .memory import InMemoryLedger
 from .opening import NotALedgerError, is_postgres_url, open_ledger
-from .pending_rows import PendingRow
 from .resume_work import ResumeWork, ResumeWorkState
 from .sqlite import SqliteLedger
 

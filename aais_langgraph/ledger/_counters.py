@@ -8,7 +8,7 @@ lock is held for one client turn: the locking read and the one check that must
 follow it come back in one round trip, and everything written after it goes out
 with the ``COMMIT`` in one more, so no statement waits on the client while the
 lock is held. Postgres goes further when its schema has ``aais_stamp``:
-:class:`~._postgres_stamp.StampedCounters` lets the server fill the counters in,
+:class:`~._postgres_server_counters.StampedCounters` lets the server fill the counters in,
 and the lock is never held across a client turn. Rows that carry counters go
 through :meth:`Counters.insert` and :meth:`Counters.insert_event`, and what a write
 returns through :meth:`Counters.settled`, for that reason.
@@ -25,7 +25,7 @@ from ._rows import INSERT_AUDIT, INSERT_EVENT, audit_row
 from .base import AuditEntry, JsonDict
 
 if TYPE_CHECKING:
-    from ._sql_backend import SqlBackend
+    from ._sql import SqlBackend
 
 __all__ = ["Counters", "Cursor", "Probe", "Tip", "sql_for"]
 

@@ -7,9 +7,8 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from ._records import dump_json, load_json
-from .base import AuditEntry, Grant, JsonDict, StoredRequest, StoredResolution
+from .base import AuditEntry, Grant, JsonDict, PendingRow, StoredRequest, StoredResolution
 from .integrity import LedgerIntegrityError
-from .pending_rows import PendingRow
 
 R = TypeVar("R")
 

@@ -1,7 +1,7 @@
 """The ledger contract over SQL, written once for the SQLite and Postgres backends.
 
 Every statement, and the order in which a write takes its steps and locks, lives
-here. A backend supplies only what differs (:class:`~._sql_backend.SqlBackend`): its
+here. A backend supplies only what differs (:class:`SqlBackend`): its
 connection handling, its placeholder and row locks, and how it stores the two
 counters (the last sequence and the audit tip). Statements are written with ``?``
 marks; a backend with another paramstyle names its mark in :attr:`SqlBackend.mark`.
@@ -13,14 +13,16 @@ from there to the ``COMMIT``.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from abc import abstractmethod
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import replace
-from typing import Any
+from typing import Any, ClassVar
 
 from . import _rows as rows
 from . import executions as ex
 from . import resume_work as rw
-from ._counters import Cursor
+from ._counters import Counters, Cursor, Probe, Tip, sql_for
 from ._records import (
     check_ttl,
     draft_write,
@@ -45,24 +47,89 @@ from ._rows import (
     request_from_row,
     resolution_from_row,
 )
-from ._sql_backend import SqlBackend
 from .base import (
     AuditEntry,
     AuditKind,
     Grant,
     JsonDict,
     Lease,
+    Ledger,
     LedgerContents,
+    PendingRow,
     ResolutionWrite,
     StoredRequest,
     StoredResolution,
 )
-from .pending_rows import PendingRow
+
+
+class SqlBackend(Ledger):
+    """Connections, marks and counters of one SQL backend; statements run through
+    :meth:`_run` with ``?`` marks, written as the backend's :attr:`mark`."""
+
+    mark: ClassVar[str] = "?"
+    """The backend's parameter placeholder (``?`` or ``%s``)."""
+    for_update: ClassVar[str] = ""
+    """Appended to a read that must lock the row it returns (`` FOR UPDATE`` or nothing)."""
+
+    # -- what a backend supplies ---------------------------------------------------
+
+    @abstractmethod
+    def _write(self, *, durable: bool = True) -> AbstractContextManager[Cursor]:
+        """One write transaction, committed on a clean exit and rolled back on error;
+        ``durable=False`` (leases, which expire anyway, and execution marks) may skip
+        the disk sync."""
+
+    @abstractmethod
+    def _read(self) -> AbstractContextManager[Cursor]:
+        """A cursor for single statements, each consistent on its own."""
+
+    @abstractmethod
+    def _snapshot(self) -> AbstractContextManager[Cursor]:
+        """A read-only transaction that sees one consistent state of every table."""
+
+    @abstractmethod
+    def _read_counters(self, cur: Cursor, *, lock: bool) -> tuple[int, Tip]:
+        """``(last_sequence, audit_tip)``, locked until commit when ``lock``."""
+
+    @abstractmethod
+    def _write_counters(self, cur: Cursor, last_sequence: int, tip: Tip) -> None:
+        """Store both counters (inside the transaction that read them locked)."""
+
+    def _write_batched(self) -> AbstractContextManager[Cursor]:
+        """A durable write transaction whose statements the backend may send together
+        (a fetch waits for what is queued before it) with the ``COMMIT`` after the last
+        one; errors surface by its end. The writes that lock the counters use it."""
+        return self._write()
+
+    def _counters(self, cur: Cursor, probe: Probe | None = None) -> Counters:
+        """The counters of one write transaction (a backend may stamp them at commit)."""
+        return Counters(self, cur, probe)
+
+    def _lock_counters(self, cur: Cursor, probe: Probe | None) -> tuple[int, Tip, Any]:
+        """``(last_sequence, audit_tip, probe_row)``: the counters locked until commit,
+        then ``probe`` run after the lock is granted (a backend may send both at once)."""
+        last_sequence, tip = self._read_counters(cur, lock=True)
+        return last_sequence, tip, None if probe is None else self._one(cur, *probe)
+
+    def _lock_execution(self, cur: Cursor, request_id: str) -> None:
+        """Serialize writers of one execution record that may not exist yet."""
+
+    # -- statements ------------------------------------------------------------------
+
+    def _run(self, cur: Cursor, sql: str, params: Sequence[Any] = ()) -> Cursor:
+        cur.execute(sql_for(sql, self.mark), params)
+        return cur
+
+    def _one(self, cur: Cursor, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self._run(cur, sql, params).fetchone()
+
+    def _all(self, cur: Cursor, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        return self._run(cur, sql, params).fetchall()
 
 
 class SqlLedger(SqlBackend):
     """The contract's methods over SQL; subclasses supply connections, marks and counters
-    (:class:`~._sql_backend.SqlBackend`)."""
+    (:class:`SqlBackend`)."""
 
     def _request(self, cur: Cursor, request_id: str) -> StoredRequest | None:
         row = self._one(

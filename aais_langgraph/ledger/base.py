@@ -12,6 +12,7 @@ worker thread (tests/ledger/test_async.py checks that none is missing).
 from __future__ import annotations
 
 import asyncio
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
@@ -20,12 +21,11 @@ from typing import (
     Any,
     Concatenate,
     Literal,
+    NamedTuple,
     ParamSpec,
     TypeVar,
     cast,
 )
-
-from .pending_rows import PendingRow
 
 if TYPE_CHECKING:
     from .executions import Execution, ExecutionChange, ExecutionState
@@ -57,6 +57,56 @@ class StoredRequest:
     context: JsonDict = field(default_factory=dict)
     audit_index: int | None = field(default=None, compare=False)
     mac: str | None = None
+
+
+class PendingRow(NamedTuple):
+    """A pending request row as stored, its JSON columns still text: a listing that has
+    seen a row before (an equal row: the same content) need not parse or check it again.
+
+    :meth:`parsed` is the :class:`StoredRequest` the row holds.
+    """
+
+    request_id: str
+    envelope_text: str
+    session_id: str
+    expires_at: float | None
+    thread_id: str | None
+    context_text: str
+    audit_index: int | None
+    mac: str | None
+
+    def parsed(self) -> StoredRequest:
+        """The stored request this row holds (raises ``ValueError`` on malformed JSON)."""
+        envelope, context = json.loads(self.envelope_text), json.loads(self.context_text)
+        if not isinstance(envelope, dict) or not isinstance(context, dict):
+            raise ValueError("ledger row holds JSON that is not an object")
+        return StoredRequest(
+            request_id=self.request_id,
+            envelope=envelope,
+            session_id=self.session_id,
+            expires_at=self.expires_at,
+            status="pending",
+            thread_id=self.thread_id,
+            context=context,
+            audit_index=self.audit_index,
+            mac=self.mac,
+        )
+
+    @classmethod
+    def of(cls, stored: StoredRequest) -> PendingRow:
+        """The row of a stored request (for backends that keep parsed values)."""
+        from ._records import dump_json
+
+        return cls(
+            request_id=stored.request_id,
+            envelope_text=dump_json(stored.envelope),
+            session_id=stored.session_id,
+            expires_at=stored.expires_at,
+            thread_id=stored.thread_id,
+            context_text=dump_json(stored.context),
+            audit_index=stored.audit_index,
+            mac=stored.mac,
+        )
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ a fixed lock order, so nothing deadlocks and nothing needs a retry:
   write that allocates a sequence or appends to the audit chain, and always locked
   last. Sequences are therefore gap-free, and commit in sequence order: a reader
   tailing ``events_after`` never sees sequence n+1 before n. The lock is taken by
-  ``aais_stamp`` (:mod:`._postgres_stamp`) in the statement pipelined with the
+  ``aais_stamp`` (:mod:`._postgres_server_counters`) in the statement pipelined with the
   ``COMMIT``, which fills in the sequences and audit hashes server-side, so no
   replica waits on another's client; on a schema without the function (set up
   by an earlier version) the lock waits for one client turn (the locking read's
@@ -46,7 +46,7 @@ from . import _postgres_rows as db
 from . import executions as ex
 from . import resume_work as rw
 from ._counters import Counters, Cursor, Probe, Tip, sql_for
-from ._postgres_stamp import STAMP_FUNCTIONS, StampedCounters
+from ._postgres_server_counters import STAMP_FUNCTIONS, StampedCounters
 from ._records import request_fields
 from ._sql import SqlLedger
 from .base import ResolutionWrite, StoredRequest, StoredResolution
@@ -158,7 +158,7 @@ class PostgresLedger(SqlLedger):
 
     def _counters(self, cur: Cursor, probe: Probe | None = None) -> Counters:
         # Pipelined and set up by this version: the server stamps the counters in the
-        # statement sent with COMMIT (see ._postgres_stamp); otherwise lock, then write.
+        # statement sent with COMMIT (see ._postgres_server_counters); otherwise lock, then write.
         if _pipelined(cur) and self._can_stamp(cur):
             return StampedCounters(self, cur, probe)
         return Counters(self, cur, probe)

@@ -15,7 +15,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
 from ..authority import ApprovalAuthority
-from ..gate.channel import RECORDED_ONLY_KEY
+from ..gate.answer_sources import RECORDED_ONLY_KEY
 from ..gate.run_context import AUTHORITY_KEY, CLAIM_TTL_KEY, claim_ttl_for_lease
 from ..ledger import StoredRequest
 from .views import ThreadView, aread_view, checkpointer_of, read_view, waiting_request_ids
@@ -61,7 +61,7 @@ def run_config(
     """``config`` for a run the project drives: the authority in ``configurable`` (for
     gates that look there), the execution-claim lifetime that fits the lease
     (``lease_ttl``), and for a server the flag that makes gates accept only
-    resolutions the authority recorded (:data:`~.channel.RECORDED_ONLY_KEY`; the
+    resolutions the authority recorded (:data:`~.answer_sources.RECORDED_ONLY_KEY`; the
     server's authority then replaces any other)."""
     base = dict(config or {})
     configurable = dict(base.get("configurable") or {})

@@ -23,7 +23,7 @@ from langgraph.types import Command
 
 from aais_langgraph import ApprovalAuthority, RejectedResumeError, arequest_approval, build_decision
 from aais_langgraph.authority import AskEveryTime
-from aais_langgraph.gate.channel import (
+from aais_langgraph.gate.answer_sources import (
     ALLOW_UNAUTHENTICATED_VAR,
     RECORDED_ONLY_KEY,
     actor_from_langgraph_user,
@@ -196,7 +196,7 @@ def test_local_development_may_opt_in_loudly(
     cfg = on_server("t-dev", None)
     pending = start(graph, cfg)
     decided = build_decision(requested_of(pending), decision="approve", actor=HUMAN)
-    with caplog.at_level(logging.WARNING, logger="aais_langgraph.gate.channel"):
+    with caplog.at_level(logging.WARNING, logger="aais_langgraph.gate.answer_sources"):
         graph.invoke(Command(resume={pending.id: decided.to_json()}), cfg)
     assert effects.ran == ["ls -la"]
     assert recorded_actor(backend.authority, pending)["id"] == "user_alex"

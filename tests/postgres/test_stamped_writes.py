@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aais_langgraph.ledger import verify_audit
-from aais_langgraph.ledger._postgres_stamp import dump_template, fill, jcs_template
+from aais_langgraph.ledger._postgres_server_counters import dump_template, fill, jcs_template
 from aais_langgraph.ledger._records import dump_json
 from aais_langgraph.ledger.postgres import PostgresLedger
 from aais_langgraph.protocol import canonical_json

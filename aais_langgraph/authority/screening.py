@@ -12,7 +12,7 @@ from .policy import PolicyVerdict
 from .resolutions import resolution_audit, resolution_envelope
 
 if TYPE_CHECKING:
-    from .reads import AuthorityReads
+    from .authority import ApprovalAuthority
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class StandingAction:
 
 
 def standing_resolution(
-    authority: AuthorityReads,
+    authority: ApprovalAuthority,
     action: Action,
     *,
     outcome: Literal["approved", "denied"],

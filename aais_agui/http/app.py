@@ -20,8 +20,8 @@ from ..agent import AAISLangGraphAgent
 from .agui import agui_router
 from .approvals import approvals_router
 from .inbox import SECURITY_HEADERS, inbox_router
-from .standing import standing_router
 from .security import DEFAULT_MAX_BODY_BYTES, Authenticator, Security
+from .standing import standing_router
 from .watcher import watcher_lifespan
 from .websocket import websocket_router
 
@@ -42,7 +42,7 @@ def create_app(
     lease_wait: float = 10.0,
     poll_interval: float = 0.2,
     inbox: bool = True,
-    watch_decisions: bool = False,
+    watch_decisions: bool = True,
     api_docs: bool = False,
 ) -> FastAPI:
     """An ASGI app serving ``graph`` over AG-UI at ``path`` plus the AAIS profile.
@@ -52,8 +52,11 @@ def create_app(
     None for 401; it may be async. ``allowed_origins`` lists browser origins
     besides the server's own that may change state. ``config`` is passed to
     every graph run (the authority is added under ``configurable``). ``inbox``
-    serves the approval inbox page at ``/``; ``watch_decisions`` resumes threads
-    whose approvals another process decided (see :mod:`aais_agui.http.watcher`).
+    serves the approval inbox page at ``/``; ``watch_decisions`` (on by default)
+    runs the watcher while the app serves: it resumes threads whose approvals
+    another process decided and picks up the ledger's due resume work, so an
+    answer recorded while no server ran, or whose resume failed, still runs
+    (see :mod:`aais_agui.http.watcher`).
 
     ``api_docs=True`` serves the OpenAPI document at ``/openapi.json`` (with the
     inbox's security headers). FastAPI's ``/docs`` and ``/redoc`` pages are never

@@ -77,7 +77,9 @@ def approvals_router(
             detail = {"code": refused.code, "message": refused.message}
             raise HTTPException(refused.status, detail) from None
         outcome = resolved.resolution.outcome
-        if outcome in TERMINAL:
+        if outcome in TERMINAL or outcome == "conflict":
+            # A replay or a conflict names what is recorded: a thread still paused on it
+            # (its resume failed, or waits for a dead holder's lease) is resumed now.
             resumes.later(request_id)
         return JSONResponse(resolved.to_json(), status_code=_STATUS.get(outcome, 200))
 

@@ -266,7 +266,8 @@ class _Connection:
             return error_frame(refused.code, refused.pointer, refused.message, frame=frame)
         except LedgerIntegrityError as error:
             return error_frame("aais.ledger_integrity", "", str(error), frame=frame)
-        if resolved.resolution.outcome in TERMINAL:
+        if resolved.resolution.outcome in (*TERMINAL, "conflict"):
+            # A conflict names what is recorded: a thread still paused on it resumes too.
             self.resolved(decided.decision.request_id)
         return self.replies.reply(resolved, {"frame": frame, "decision_id": decided.decision.id})
 

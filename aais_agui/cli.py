@@ -39,10 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from aais_langgraph.authority import ApprovalAuthority
-from aais_langgraph.cli.db_option import DB_ENV, add_db_option, chosen_db
-from aais_langgraph.cli.render import escape
-from aais_langgraph.ledger import Ledger, open_ledger
-from aais_langgraph.ledger.opening import is_postgres_url
+from aais_langgraph.cli import DB_ENV, add_db_option, chosen_db, escape
+from aais_langgraph.ledger import Ledger, is_postgres_url, open_ledger
 from aais_langgraph.threads import areconcile_checkpoints
 
 __all__ = ["load_graph", "main"]

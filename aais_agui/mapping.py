@@ -20,15 +20,15 @@ from pydantic import ValidationError
 
 from aais_langgraph.authority import judge
 from aais_langgraph.protocol import (
+    TOOL_CALL_ID_EXTENSION,
     AAISValidationError,
     ApprovalDecided,
     ApprovalRequested,
     Request,
+    decided_schema,
+    join_pointer,
     parse_envelope,
 )
-from aais_langgraph.protocol.answer_schema import decided_schema
-from aais_langgraph.protocol.errors import join_pointer
-from aais_langgraph.protocol.extensions import TOOL_CALL_ID_EXTENSION
 from aais_langgraph.threads import Cancellation
 
 METADATA_KEY = "aais"

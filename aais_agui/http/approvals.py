@@ -23,7 +23,7 @@ from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from aais_langgraph.authority import TERMINAL, ApprovalAuthority
-from aais_langgraph.protocol.ijson import MAX_SAFE_INTEGER
+from aais_langgraph.protocol import MAX_SAFE_INTEGER
 
 from .background import BackgroundResumes
 from .decisions import DecisionRefused, arecord_decision

@@ -50,8 +50,7 @@ from aais_langgraph.authority import (
     LedgerIntegrityError,
     ReplyStream,
 )
-from aais_langgraph.protocol import ApprovalSnapshot
-from aais_langgraph.protocol.ijson import MAX_SAFE_INTEGER
+from aais_langgraph.protocol import MAX_SAFE_INTEGER, ApprovalSnapshot
 
 from .background import BackgroundResumes
 from .decisions import DecisionRefused, arecord_decision

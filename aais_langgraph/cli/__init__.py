@@ -20,18 +20,19 @@ from collections.abc import Sequence
 from typing import Literal, TextIO
 
 from ..authority import ApprovalAuthority, UnknownRequestError, explain_constraints
-from ..gate.execution import reconcile_execution
+from ..gate import reconcile_execution
 from ..ledger import AuditVerification, open_ledger
 from ..protocol import Actor, DecisionKind, Scope, build_decision, id_for
 from ..protocol.patterns import DIGEST_PATTERN
-from ..threads import waiting_resumes
-from ..threads.reconcile import IntegrityProblem, reconcile_checkpoints
+from ..threads import IntegrityProblem, reconcile_checkpoints, waiting_resumes
 from . import presenter, render
 from .checkpoints import holds_checkpoints, open_checkpointer
 from .db_option import DB_ENV, add_db_option, chosen_db
 from .failures import report_failure
 
-__all__ = ["main"]
+__all__ = ["DB_ENV", "add_db_option", "chosen_db", "escape", "main"]
+
+escape = render.escape
 
 
 def _actor() -> Actor:

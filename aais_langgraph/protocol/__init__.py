@@ -3,6 +3,7 @@
 Imports neither LangGraph nor AG-UI.
 """
 
+from .answer_schema import decided_schema
 from .base import AAISModel
 from .builders import (
     AAIS_VERSION,
@@ -23,12 +24,13 @@ from .envelopes import (
     ApprovalSnapshot,
     Envelope,
 )
-from .errors import AAISValidationError
+from .errors import AAISValidationError, join_pointer
 from .extensions import EXTENSION_NAMESPACE, TOOL_CALL_ID_EXTENSION
 from .ids import DERIVED_ID_PREFIX, MAX_ID_LENGTH, id_for, is_id
 from .ijson import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_DEPTH,
+    MAX_SAFE_INTEGER,
     check_ijson,
     check_unique_keys,
     loads_strict,
@@ -62,6 +64,7 @@ __all__ = [
     "DERIVED_ID_PREFIX",
     "EXTENSION_NAMESPACE",
     "MAX_ID_LENGTH",
+    "MAX_SAFE_INTEGER",
     "TOOL_CALL_ID_EXTENSION",
     "AAISModel",
     "AAISValidationError",
@@ -93,10 +96,12 @@ __all__ = [
     "canonical_json",
     "check_ijson",
     "check_unique_keys",
+    "decided_schema",
     "envelope_document",
     "format_timestamp",
     "id_for",
     "is_id",
+    "join_pointer",
     "loads_strict",
     "new_id",
     "parse_envelope",

@@ -14,7 +14,8 @@ from typing import Any
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse
 
-from aais_langgraph.authority import ApprovalAuthority, LedgerIntegrityError
+from aais_langgraph.authority import DEFAULT_LEASE_TTL, ApprovalAuthority, LedgerIntegrityError
+from aais_langgraph.threads import DEFAULT_LEASE_WAIT
 
 from ..agent import AAISLangGraphAgent
 from .agui import agui_router
@@ -38,8 +39,8 @@ def create_app(
     config: Mapping[str, Any] | None = None,
     allowed_origins: Collection[str] = (),
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-    lease_ttl: float = 60.0,
-    lease_wait: float = 10.0,
+    lease_ttl: float = DEFAULT_LEASE_TTL,
+    lease_wait: float = DEFAULT_LEASE_WAIT,
     poll_interval: float = 0.2,
     inbox: bool = True,
     watch_decisions: bool = True,

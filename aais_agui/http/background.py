@@ -57,7 +57,7 @@ class BackgroundResumes:
     ) -> None:
         self.graph = graph
         self.authority = authority
-        self.config = config
+        self.driver = ThreadDriver(graph, authority, config=config, served=True)
         self._tasks: set[asyncio.Task[None]] = set()
 
     def later(self, request_id: str) -> None:
@@ -73,7 +73,7 @@ class BackgroundResumes:
         if stored is None or stored.thread_id is None:
             return
         try:
-            await aresume_recorded(self.graph, self.authority, stored.thread_id, config=self.config)
+            await self.driver.aresume_resolved(stored.thread_id)
         except LeaseHeldError:
             logger.info("background resume: the thread is busy; its resume work stays due")
         except Exception:

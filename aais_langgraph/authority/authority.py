@@ -211,7 +211,7 @@ class ApprovalAuthority:
         """Approved requests whose execution outcome is unknown (the runtime's records),
         each ``{request_id, thread_id, action_digest, name, summary, since}``."""
         found: list[dict[str, Any]] = []
-        for record in self.ledger.list_executions(states=("unknown",)):
+        for record in self.ledger.unknown_executions():
             stored = self.ledger.get_request(record.request_id)
             if stored is None or session_id not in (None, stored.session_id):
                 continue

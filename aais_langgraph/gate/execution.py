@@ -209,10 +209,12 @@ def execution_state(resolved: ApprovalResolved) -> str | None:
 
 
 def unknown_executions(
-    authority: ApprovalAuthority, *, thread_id: str | None = None
+    authority: ApprovalAuthority, *, thread_id: str | None = None, now: float | None = None
 ) -> list[Execution]:
-    """Approved actions whose outcome is unknown, for a human to reconcile."""
-    return authority.ledger.list_executions(states=("unknown",), thread_id=thread_id)
+    """Approved actions whose outcome is unknown, for a human to reconcile: those a re-run
+    found so, and at once every claim that is no longer live (its run died while it may
+    have been executing the action, before any re-run looked)."""
+    return authority.ledger.unknown_executions(thread_id=thread_id, now=now)
 
 
 def reconcile_execution(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
@@ -450,6 +451,15 @@ class Ledger(ABC):
     ) -> list[Execution]:
         """Execution records in these states, oldest first (default: those to reconcile)."""
 
+    def unknown_executions(
+        self, *, thread_id: str | None = None, now: float | None = None
+    ) -> list[Execution]:
+        """Records of unknown outcome, oldest first: ``unknown`` ones, and ``executing``
+        ones whose claim is no longer live at ``now`` (default: the current time)."""
+        moment = time.time() if now is None else now
+        found = self.list_executions(states=("unknown", "executing"), thread_id=thread_id)
+        return [record for record in found if not record.live(moment)]
+
     # -- async twins: each sync method in a worker thread (a backend may override) --
 
     asetup = _twin(setup)
@@ -481,3 +491,4 @@ class Ledger(ABC):
     aupdate_execution = _twin(update_execution)
     aget_execution = _twin(get_execution)
     alist_executions = _twin(list_executions)
+    aunknown_executions = _twin(unknown_executions)

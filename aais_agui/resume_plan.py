@@ -139,10 +139,14 @@ def _record(
     request_id = judged.requested.request.id
     if isinstance(judged.answer, Cancellation):
         closed = (
-            authority.expire(request_id)
+            authority.expire(request_id, actor=actor)
             if judged.expired
-            else authority.cancel(request_id, reason=judged.answer.reason)
+            else authority.cancel(request_id, reason=judged.answer.reason, actor=actor)
         ).resolution
+        if closed.outcome == "invalid":  # the policy refused this actor's cancel
+            raise ResumeRejected(
+                "aais.invalid", f"interrupt {judged.interrupt_id}: invalid: {closed.message}"
+            )
         if closed.outcome not in ("cancelled", "expired"):
             raise ResumeRejected(
                 "aais.conflict",

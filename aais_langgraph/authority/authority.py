@@ -36,15 +36,18 @@ from ..protocol import (
     ApprovalResolved,
     ApprovalSnapshot,
     Choice,
+    Decision,
     Origin,
     Request,
     Risk,
     build_request,
     format_timestamp,
+    new_id,
     parse_envelope,
     sha256_digest,
     utc_now,
 )
+from ..protocol.extensions import RESOLVED_BY_EXTENSION
 from .cache import request_cache
 from .errors import UnknownRequestError
 from .grants import find_grant, grant_from_decision
@@ -64,6 +67,27 @@ from .screening import EventPage, Screening, standing_resolution
 from .vouch import VouchedRecords
 
 Clock = Callable[[], datetime]
+
+EXPIRY: dict[str, str] = {
+    "id": "aais-langgraph.expiry",
+    "type": "policy",
+    "display_name": "The authority's clock (expired)",
+}
+"""Who resolves a request ``expired`` when no one asked: the authority's clock."""
+
+SUPERSEDED: dict[str, str] = {
+    "id": "aais-langgraph.superseded",
+    "type": "policy",
+    "display_name": "The run moved on",
+}
+"""Who resolves ``stale`` a request whose paused run moved on."""
+
+ON_BEHALF_OF_THE_RUN: dict[str, str] = {
+    "id": "aais-langgraph.runtime",
+    "type": "policy",
+    "display_name": "The runtime, on behalf of the run",
+}
+"""Who cancels when no authenticated actor is named (a run's own housekeeping)."""
 
 
 class ApprovalAuthority:
@@ -424,8 +448,8 @@ class ApprovalAuthority:
             current_action=current,
             policy_objection=None,
         )
-        if verdict.outcome == "approved":
-            # The policy sees only approvals that passed every other check.
+        if verdict.passed:
+            # The policy sees every decision (approve, deny, cancel) that passed the checks.
             objection = self.policy.on_decision(request, decision)
             if objection is not None:
                 verdict = Judgement("invalid", objection[:2000] or "Refused by policy.", False)
@@ -493,20 +517,51 @@ class ApprovalAuthority:
         self.ledger.append_audit("conflict", resolution_audit(conflict, decision_id=decision_id))
         return conflict
 
-    def cancel(self, request_id: str, *, reason: str | None = None) -> ApprovalResolved:
-        """Resolve a pending request ``cancelled``; a resolved one keeps its resolution."""
-        return self._close(request_id, outcome="cancelled", message=reason or MESSAGES["cancelled"])
+    def cancel(
+        self,
+        request_id: str,
+        *,
+        reason: str | None = None,
+        actor: Actor | Mapping[str, Any] | None = None,
+    ) -> ApprovalResolved:
+        """Resolve a pending request ``cancelled``; a resolved one keeps its resolution.
 
-    def expire(self, request_id: str) -> ApprovalResolved:
-        """Resolve a pending request ``expired`` (housekeeping after its expiry)."""
-        return self._close(request_id, outcome="expired", message=MESSAGES["expired"])
+        ``actor`` is who cancels (the authenticated channel's; default: this library, on
+        behalf of the run): it is recorded in the resolution's ``resolved_by`` extension
+        and its audit entry, and the policy sees the cancel as a ``cancel`` decision by
+        that actor. An objection records nothing and returns ``invalid``.
+        """
+        return self._close(
+            request_id,
+            outcome="cancelled",
+            message=reason or MESSAGES["cancelled"],
+            actor=actor,
+            consult_policy=actor is not None,
+        )
+
+    def expire(
+        self, request_id: str, *, actor: Actor | Mapping[str, Any] | None = None
+    ) -> ApprovalResolved:
+        """Resolve a pending request ``expired`` (housekeeping after its expiry); recorded as
+        resolved by the authority's clock unless ``actor`` names who asked."""
+        return self._close(
+            request_id, outcome="expired", message=MESSAGES["expired"], actor=actor or EXPIRY
+        )
 
     def supersede(self, request_id: str) -> ApprovalResolved:
         """Resolve ``stale`` a request whose paused run moved on (its interrupt is gone)."""
-        return self._close(request_id, outcome="stale", message=MESSAGES["stale_action"])
+        return self._close(
+            request_id, outcome="stale", message=MESSAGES["stale_action"], actor=SUPERSEDED
+        )
 
     def _close(
-        self, request_id: str, *, outcome: Literal["cancelled", "expired", "stale"], message: str
+        self,
+        request_id: str,
+        *,
+        outcome: Literal["cancelled", "expired", "stale"],
+        message: str,
+        actor: Actor | Mapping[str, Any] | None,
+        consult_policy: bool = False,
     ) -> ApprovalResolved:
         stored = self.ledger.get_request(request_id)
         if stored is None:
@@ -515,13 +570,37 @@ class ApprovalAuthority:
         existing = self.ledger.get_resolution(request_id)
         if existing is not None:
             return self._records.resolution(existing)
+        request = requested.request
+        now = self.clock()
+        by = Actor.from_data(actor or ON_BEHALF_OF_THE_RUN, pointer="/actor")
+        if consult_policy:
+            cancel = Decision(
+                id=new_id("dec"),
+                request_id=request.id,
+                action_digest=request.action_digest,
+                decided_at=format_timestamp(now),
+                decision="cancel",
+                scope="once",
+                actor=by,
+            )
+            objection = self.policy.on_decision(request, cancel)
+            if objection is not None:
+                return resolution_envelope(
+                    request,
+                    outcome="invalid",
+                    message=objection[:2000] or "Refused by policy.",
+                    now=now,
+                    sequence=self.ledger.last_sequence(),
+                    stream=self.stream,
+                )
         resolved = resolution_envelope(
-            requested.request,
+            request,
             outcome=outcome,
             message=message[:2000],
-            now=self.clock(),
+            now=now,
             sequence=self.ledger.last_sequence(),
             stream=self.stream,
+            extensions={RESOLVED_BY_EXTENSION: by.model_dump(mode="json", exclude_none=True)},
         )
         document = resolved.to_json()
         recorded, created = self.ledger.record_resolution(
@@ -572,14 +651,22 @@ class ApprovalAuthority:
     async def adecide(self, decided: Any, **kwargs: Any) -> ApprovalResolved:
         return await asyncio.to_thread(lambda: self.decide(decided, **kwargs))
 
-    async def acancel(self, request_id: str, *, reason: str | None = None) -> ApprovalResolved:
-        return await asyncio.to_thread(self.cancel, request_id, reason=reason)
+    async def acancel(
+        self,
+        request_id: str,
+        *,
+        reason: str | None = None,
+        actor: Actor | Mapping[str, Any] | None = None,
+    ) -> ApprovalResolved:
+        return await asyncio.to_thread(lambda: self.cancel(request_id, reason=reason, actor=actor))
 
     async def aexpire_due(self, *, now: datetime | None = None) -> list[ApprovalResolved]:
         return await asyncio.to_thread(self.expire_due, now=now)
 
-    async def aexpire(self, request_id: str) -> ApprovalResolved:
-        return await asyncio.to_thread(self.expire, request_id)
+    async def aexpire(
+        self, request_id: str, *, actor: Actor | Mapping[str, Any] | None = None
+    ) -> ApprovalResolved:
+        return await asyncio.to_thread(lambda: self.expire(request_id, actor=actor))
 
     async def asupersede(self, request_id: str) -> ApprovalResolved:
         return await asyncio.to_thread(self.supersede, request_id)

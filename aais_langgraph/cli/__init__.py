@@ -234,7 +234,7 @@ def _run(
     if args.command == "cancel":
         if not _confirm(f"cancel {args.request_id}?", args.yes, stdin, stdout):
             return 1
-        resolved = authority.cancel(args.request_id).resolution
+        resolved = authority.cancel(args.request_id, actor=_actor()).resolution
         stdout.write(f"{resolved.outcome}: {resolved.message}\n")
         return 0
     if args.command == "grants":

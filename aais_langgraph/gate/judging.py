@@ -90,10 +90,10 @@ def prejudge(
         if recorded.resolution.decision_id != decision.id:
             raise refuse("/decision", MESSAGES["conflict"])
         return answer
-    if decision.decision == "approve":
-        objection = authority.policy.on_decision(request, decision)
-        if objection is not None:
-            raise refuse("/decision", objection[:2000] or "Refused by policy.")
+    # The policy sees every decision kind, as the authority's decide does.
+    objection = authority.policy.on_decision(request, decision)
+    if objection is not None:
+        raise refuse("/decision", objection[:2000] or "Refused by policy.")
     return answer
 
 

@@ -19,6 +19,7 @@ from aais_langgraph.protocol import (
     sha256_digest,
     utc_now,
 )
+from aais_langgraph.protocol.extensions import RESOLVED_BY_EXTENSION
 
 from .audit import GENESIS_HASH, chain_hash
 from .base import AuditEntry, AuditKind, Grant, JsonDict, ResolutionWrite
@@ -170,9 +171,10 @@ def decided_audit(envelope: JsonDict) -> JsonDict:
 
 
 def resolved_audit(envelope: JsonDict, decision_fingerprint: str | None) -> JsonDict:
-    """The ``resolved`` audit payload of a stored resolution envelope."""
+    """The ``resolved`` audit payload of a stored resolution envelope (with the id of who
+    resolved it, for a resolution made without a decision)."""
     resolution = envelope["resolution"]
-    return {
+    payload: JsonDict = {
         "request_id": resolution["request_id"],
         "resolution_id": resolution.get("id"),
         "decision_id": resolution.get("decision_id"),
@@ -184,6 +186,10 @@ def resolved_audit(envelope: JsonDict, decision_fingerprint: str | None) -> Json
         "decision_fingerprint": decision_fingerprint,
         "envelope_digest": sha256_digest(envelope),
     }
+    resolved_by = (resolution.get("extensions") or {}).get(RESOLVED_BY_EXTENSION)
+    if isinstance(resolved_by, Mapping):
+        payload["actor_id"] = resolved_by.get("id")
+    return payload
 
 
 def granted_audit(grant: Grant) -> JsonDict:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-__all__ = ["EXTENSION_NAMESPACE", "IN_REPLY_TO_EXTENSION", "TOOL_CALL_ID_EXTENSION"]
+__all__ = [
+    "EXTENSION_NAMESPACE",
+    "IN_REPLY_TO_EXTENSION",
+    "RESOLVED_BY_EXTENSION",
+    "TOOL_CALL_ID_EXTENSION",
+]
 
 EXTENSION_NAMESPACE = "aais-langgraph.org/"
 """Prefix of every extension key this library writes (a ``domain/`` namespace)."""
@@ -12,3 +17,7 @@ TOOL_CALL_ID_EXTENSION = EXTENSION_NAMESPACE + "tool_call_id"
 
 IN_REPLY_TO_EXTENSION = EXTENSION_NAMESPACE + "in_reply_to"
 """Extension on a presenter's reply (stdio line, WebSocket frame) naming the input it answers."""
+
+RESOLVED_BY_EXTENSION = EXTENSION_NAMESPACE + "resolved_by"
+"""Resolution extension naming who or what resolved a request without a decision (a
+cancel, an expiry, a run that moved on): an AAIS actor (``type`` ``human`` or ``policy``)."""

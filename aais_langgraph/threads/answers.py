@@ -93,7 +93,7 @@ def record_answers(
         )
         interrupt_id = view.interrupts.get(request_id)
         if isinstance(answer, Cancellation):
-            resolved = authority.cancel(request_id, reason=answer.reason)
+            resolved = authority.cancel(request_id, reason=answer.reason, actor=actor)
         elif interrupt_id is None and _superseded(authority, view, request_id):
             # The run moved on (e.g. state was edited): the action this decision saw is gone.
             resolved = authority.supersede(request_id)

@@ -121,7 +121,7 @@ def _supersede(
     interrupt_id = interrupts.get(request_id)
     if interrupt_id is None:
         raise AAISValidationError("/request_id", "the call is no longer waiting in this thread")
-    cancelled = authority.cancel(request_id, reason=EDIT_REASON)
+    cancelled = authority.cancel(request_id, reason=EDIT_REASON, actor=editor)
     if cancelled.resolution.outcome != "cancelled":
         raise AAISValidationError("/request_id", "resolved before the edit could supersede it")
     lifetime = (

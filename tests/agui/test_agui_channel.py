@@ -198,6 +198,40 @@ def test_harmless_forwarded_props_still_run(client: httpx.Client, site: Site) ->
     assert status == 200 and events[-1]["type"] == "RUN_FINISHED", events[-1]
 
 
+# -- cancels: attributed to the authenticated actor and seen by the policy ---------------
+
+
+def test_mallory_cannot_cancel_alices_approval_the_policy_refuses(
+    client: httpx.Client, site: Site
+) -> None:
+    thread_id, [interrupt] = pause(client, "delete /srv/cancel-me.txt")
+    entry = {"interruptId": interrupt["id"], "status": "cancelled"}
+    status, events, _ = post_run(client, run_agent_input(thread_id, resume=[entry]), AS_MALLORY)
+    assert status == 200 and run_error(events[:2])["code"] == "aais.invalid"
+    # The card stays answerable: the same interrupt is offered again in the same stream.
+    assert [i["id"] for i in events[-1]["outcome"]["interrupts"]] == [interrupt["id"]]
+    assert_still_pending(site, thread_id, [interrupt])
+    alice_can_still_approve(client, site, thread_id, interrupt)
+
+
+def test_a_cancel_records_who_cancelled(client: httpx.Client, site: Site) -> None:
+    thread_id, [interrupt] = pause(client, "delete /srv/cancel-me-too.txt")
+    entry = {"interruptId": interrupt["id"], "status": "cancelled"}
+    status, events, _ = post_run(client, run_agent_input(thread_id, resume=[entry]), AS_ALICE)
+    assert status == 200 and events[-1]["type"] == "RUN_FINISHED", events[-1]
+    recorded = site.authority.get_resolution(request_id(interrupt))
+    assert recorded is not None and recorded.resolution.outcome == "cancelled"
+    by = (recorded.resolution.extensions or {})["aais-langgraph.org/resolved_by"]
+    assert by["id"] == "alice"
+    [entry_of] = [
+        e
+        for e in site.authority.ledger.audit_entries()
+        if e.kind == "resolved" and e.payload["request_id"] == request_id(interrupt)
+    ]
+    assert entry_of.payload["actor_id"] == "alice"
+    assert site.effects.list(thread_id) == []
+
+
 # -- forwardedProps.nodeName against a graph with a separate approval node ---------------
 
 

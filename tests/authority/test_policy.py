@@ -17,6 +17,9 @@ from aais_langgraph.protocol import Action, Decision, Origin, Request, Risk
 
 from .support import FakeClock, action, assert_spec_valid, decision, new_request, origin
 
+ALICE = {"id": "alice", "type": "human", "display_name": "Alice"}
+MALLORY = {"id": "mallory", "type": "human"}
+
 
 @dataclass
 class ScriptedPolicy:
@@ -123,13 +126,60 @@ def test_empty_objection_still_refuses(governed: ApprovalAuthority, policy: Scri
     )
 
 
-def test_objection_does_not_block_denial(
+def test_the_policy_sees_a_denial_and_its_objection_records_nothing(
     governed: ApprovalAuthority, policy: ScriptedPolicy
 ) -> None:
     requested = new_request(governed)
-    policy.objection = "No."
+    policy.objection = "Only the owner may decide."
+    denied = decision(requested, "deny")
+    answered = governed.decide(denied)
+    assert answered.resolution.outcome == "invalid"
+    assert policy.asked == [denied["decision"]["id"]]
+    assert governed.get_resolution(requested.request.id) is None
+    policy.objection = None
     assert governed.decide(decision(requested, "deny")).resolution.outcome == "denied"
-    assert policy.asked == []
+
+
+def test_the_policy_sees_a_cancel_by_its_actor(
+    governed: ApprovalAuthority, policy: ScriptedPolicy
+) -> None:
+    requested = new_request(governed)
+    policy.objection = "Only the owner may cancel."
+    refused = governed.cancel(requested.request.id, actor=MALLORY)
+    assert refused.resolution.outcome == "invalid" and len(policy.asked) == 1
+    assert governed.get_resolution(requested.request.id) is None
+    policy.objection = None
+    cancelled = governed.cancel(requested.request.id, actor=ALICE)
+    assert cancelled.resolution.outcome == "cancelled"
+    by = cancelled.resolution.extensions["aais-langgraph.org/resolved_by"]
+    assert by["id"] == "alice" and by["type"] == "human"
+    resolved_entries = [e for e in governed.ledger.audit_entries() if e.kind == "resolved"]
+    assert resolved_entries[-1].payload["actor_id"] == "alice"
+    assert governed.verify_audit().ok
+
+
+def test_every_resolution_without_a_decision_names_who_or_what_made_it(
+    governed: ApprovalAuthority, clock: FakeClock
+) -> None:
+    by_sweep = new_request(governed)
+    clock.advance(3600)
+    by_run = new_request(governed)
+    quiet = new_request(governed)
+    [expired] = governed.expire_due()
+    assert expired.resolution.request_id == by_sweep.request.id
+    stale = governed.supersede(by_run.request.id)
+    cancelled = governed.cancel(quiet.request.id)
+    names = {
+        resolved.resolution.outcome: resolved.resolution.extensions[
+            "aais-langgraph.org/resolved_by"
+        ]["id"]
+        for resolved in (expired, stale, cancelled)
+    }
+    assert names == {
+        "expired": "aais-langgraph.expiry",
+        "stale": "aais-langgraph.superseded",
+        "cancelled": "aais-langgraph.runtime",
+    }
 
 
 @pytest.mark.parametrize(
@@ -140,7 +190,7 @@ def test_objection_does_not_block_denial(
     ],
     ids=["forged_digest", "unoffered_scope"],
 )
-def test_policy_sees_only_approvals_that_passed_every_other_check(
+def test_policy_sees_only_decisions_that_passed_every_other_check(
     governed: ApprovalAuthority, policy: ScriptedPolicy, changes: dict[str, Any], outcome: str
 ) -> None:
     requested = new_request(governed)

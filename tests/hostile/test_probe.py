@@ -27,9 +27,10 @@ def test_the_probe_counts_a_correct_approval_as_open(site: Site) -> None:
 def test_the_probe_counts_a_denial_as_a_lost_approval(site: Site) -> None:
     paused = site.pause()
     probe = Probe(site, "probe self-test", [paused])
-    with site.client("mallory-token") as client:
+    # The site's policy lets only alice decide (every kind), so alice's denial stands.
+    with site.client("alice-token") as client:
         response = client.post(
             f"/approvals/{paused.request_ids[0]}/decisions", json=paused.decided(kind="deny")
         )
-    probe.response(response, "mallory denies")
+    probe.response(response, "alice denies")
     assert (probe.failed_open, probe.lost) == (0, 1)

@@ -120,6 +120,7 @@ def _steps() -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
         ("update_execution", ("apr_1", claim), {}),
         ("get_execution", ("apr_1",), {}),
         ("list_executions", (), {"states": ("executing",)}),
+        ("unknown_executions", (), {"now": 4.0}),
     ]
 
 

@@ -316,7 +316,8 @@ class FrozenApprovals:
         return PolicyVerdict("ask")
 
     def on_decision(self, request: Request, decision: Decision) -> str | None:
-        return "Approvals are frozen."
+        # The policy sees every decision kind; this one refuses approvals only.
+        return "Approvals are frozen." if decision.decision == "approve" else None
 
 
 def test_a_refused_raw_answer_is_not_saved_as_the_tasks_answer(

@@ -185,6 +185,10 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
                     yield await aattribute_interrupts(event, self.authority)
                 if self._planned_resume:
                     await asyncio.to_thread(self.driver.settle_resumed, view, self._planned_resume)
+                elif view.interrupts:
+                    # A new run on a paused thread (an edited or regenerated message forks
+                    # it) may leave requests behind that nothing will answer (SPEC §11).
+                    await self.driver.acancel_orphans(thread_id=input.thread_id)
         except ResumeRejected as rejected:
             for event in _refusal(input, rejected.code, rejected.message):
                 yield event

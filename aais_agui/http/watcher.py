@@ -10,7 +10,9 @@
   here, retried with backoff until it is done (or its outcome is unknown);
 - it follows the event stream from its start, so a thread named by a new
   ``approval.resolved`` is resumed at once, and a ledger written before resume
-  work existed is caught up at startup.
+  work existed is caught up at startup;
+- every ``orphan_interval`` seconds it cancels the pending requests their thread no
+  longer waits on (a forked or regenerated run left them behind, SPEC §11).
 
 Resuming is idempotent, so a thread this process already resumed (its decisions
 endpoint, an AG-UI resume) is only looked at, never run twice.
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
@@ -47,6 +50,7 @@ class DecisionWatcher:
         poll_interval: float = 0.5,
         lease_ttl: float = DEFAULT_LEASE_TTL,
         lease_wait: float = DEFAULT_LEASE_WAIT,
+        orphan_interval: float = 30.0,
     ) -> None:
         self.graph = graph
         self.authority = authority
@@ -54,6 +58,8 @@ class DecisionWatcher:
             graph, authority, config=config, lease_ttl=lease_ttl, lease_wait=lease_wait, served=True
         )
         self.poll_interval = poll_interval
+        self.orphan_interval = orphan_interval
+        self._orphans_at = 0.0
         self.after = 0
         self.resumed: list[str] = []
         """Request ids this watcher resumed, oldest first (for tests and logs)."""
@@ -123,6 +129,9 @@ class DecisionWatcher:
                     self._schedule(thread_id)
                 if not self._busy:
                     await self.due()
+                if time.monotonic() >= self._orphans_at:
+                    self._orphans_at = time.monotonic() + self.orphan_interval
+                    await self.driver.acancel_orphans()
             except Exception:
                 logger.exception("decision watcher: reading the ledger failed; retrying")
             await asyncio.sleep(self.poll_interval)

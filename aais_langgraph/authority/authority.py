@@ -82,6 +82,18 @@ SUPERSEDED: dict[str, str] = {
 }
 """Who resolves ``stale`` a request whose paused run moved on."""
 
+RUN_MOVED_ON: dict[str, str] = {
+    "id": "aais-langgraph.run_moved_on",
+    "type": "policy",
+    "display_name": "The run moved on without it (forked or regenerated)",
+}
+"""Who cancels a pending request its thread no longer waits on (SPEC §11)."""
+
+
+def _actor_type(actor: Actor | Mapping[str, Any]) -> Any:
+    return actor.type if isinstance(actor, Actor) else actor.get("type")
+
+
 ON_BEHALF_OF_THE_RUN: dict[str, str] = {
     "id": "aais-langgraph.runtime",
     "type": "policy",
@@ -536,7 +548,8 @@ class ApprovalAuthority:
             outcome="cancelled",
             message=reason or MESSAGES["cancelled"],
             actor=actor,
-            consult_policy=actor is not None,
+            # A person's cancel is a decision the policy sees; the runtime's is not.
+            consult_policy=actor is not None and _actor_type(actor) == "human",
         )
 
     def expire(

@@ -44,10 +44,11 @@ from ..authority import (
     holder_origin,
     run_lease,
 )
+from ..authority.authority import RUN_MOVED_ON
 from ..gate.execution import ExecutionUnknownError
 from ..gate.response import RejectedResumeError
 from ..gate.run_context import find_authority
-from ..ledger import Lease
+from ..ledger import Lease, StoredRequest
 from ..ledger.resume_work import ResumeWork, attempt_change, settle_change
 from ..protocol import Actor, ApprovalResolved, ApprovalSnapshot
 from ..protocol.extensions import EXTENSION_NAMESPACE
@@ -439,6 +440,36 @@ class ThreadDriver:
         except LeaseHeldError:
             logger.info("a busy thread is resumed later, from its resume work")
 
+    def cancel_orphans(self, *, thread_id: str | None = None) -> list[ApprovalResolved]:
+        """Cancel the pending requests (of one thread, or all) whose thread no longer waits
+        on them: a forked or regenerated run left them behind. SPEC §11: a run's
+        cancellation resolves its pending requests ``cancelled``; the resolution names
+        ``aais-langgraph.run_moved_on``. A request whose task is still live (stored, not
+        yet paused on) is left alone."""
+        cancelled: list[ApprovalResolved] = []
+        for thread, stored in _pending_by_thread(self.authority, thread_id).items():
+            view = self.view(thread)
+            for item in stored:
+                if not view.waiting(item):
+                    cancelled.append(self._orphaned(item.request_id))
+        return cancelled
+
+    async def acancel_orphans(self, *, thread_id: str | None = None) -> list[ApprovalResolved]:
+        """Async twin of :meth:`cancel_orphans`."""
+        cancelled: list[ApprovalResolved] = []
+        pending = await asyncio.to_thread(_pending_by_thread, self.authority, thread_id)
+        for thread, stored in pending.items():
+            view = await self.aview(thread)
+            for item in stored:
+                if not await view.awaiting(item):
+                    cancelled.append(await asyncio.to_thread(self._orphaned, item.request_id))
+        return cancelled
+
+    def _orphaned(self, request_id: str) -> ApprovalResolved:
+        return self.authority.cancel(
+            request_id, reason="The run moved on without this request.", actor=RUN_MOVED_ON
+        )
+
     # -- durable resume work ------------------------------------------------------------
 
     def resume_due(
@@ -532,6 +563,16 @@ class ThreadDriver:
                 item.request_id, attempt_change(cause, now, retry_at=retry_at)
             )
             report.deferred.append(item.request_id)
+
+
+def _pending_by_thread(
+    authority: ApprovalAuthority, thread_id: str | None
+) -> dict[str, list[StoredRequest]]:
+    by_thread: dict[str, list[StoredRequest]] = {}
+    for stored in authority.ledger.list_pending(thread_id=thread_id):
+        if stored.thread_id is not None:
+            by_thread.setdefault(stored.thread_id, []).append(stored)
+    return by_thread
 
 
 def _by_thread(work: Sequence[ResumeWork]) -> dict[str, list[ResumeWork]]:

@@ -147,7 +147,9 @@ async def awaiting_among(
             if not stored:
                 continue
         view = await aread_view(graph, config)
-        waiting.update(item.request_id for item in stored if view.waiting(item))
+        for item in stored:
+            if await view.awaiting(item):
+                waiting.add(item.request_id)
     return waiting
 
 

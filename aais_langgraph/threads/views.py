@@ -8,8 +8,8 @@ the state snapshot is built only when a plan asks for the live tasks.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -31,6 +31,10 @@ class ThreadView:
     """Interrupt id -> value of every pending interrupt (gates' and plain ones)."""
     live_tasks_of: Callable[[], frozenset[str]] = field(repr=False, compare=False)
     """Works out :attr:`live_tasks` (building the state snapshot) when first needed."""
+    alive_tasks_of: Callable[[], Awaitable[frozenset[str]]] | None = field(
+        default=None, repr=False, compare=False
+    )
+    """Its async twin, for a view read on an event loop (see :meth:`awaiting`)."""
 
     @functools.cached_property
     def live_tasks(self) -> frozenset[str]:
@@ -99,6 +103,18 @@ class ThreadView:
         namespace = str(stored.context.get("checkpoint_ns", ""))
         return bool(namespace) and namespace.split("|")[0] in self.live_tasks
 
+    async def awaiting(self, stored: StoredRequest) -> bool:
+        """:meth:`waiting`, on an event loop: the live tasks are read with the async state
+        read (a sync one on the loop is refused by async checkpointers)."""
+        if stored.request_id in self.interrupts or self.alive_tasks_of is None:
+            return self.waiting(stored)
+        namespace = str(stored.context.get("checkpoint_ns", ""))
+        if not namespace:
+            return False
+        if "live_tasks" not in self.__dict__:
+            self.__dict__["live_tasks"] = await self.alive_tasks_of()
+        return namespace.split("|")[0] in self.live_tasks
+
 
 def read_view(graph: Any, config: RunnableConfig) -> ThreadView:
     """The :class:`ThreadView` of the thread ``config`` names: from its latest checkpoint
@@ -114,15 +130,20 @@ def read_view(graph: Any, config: RunnableConfig) -> ThreadView:
 
 
 async def aread_view(graph: Any, config: RunnableConfig) -> ThreadView:
-    """Async twin of :func:`read_view`. Its ``live_tasks``, when needed, are read with the
-    sync ``get_state``: ask for them in a worker thread (as the drivers' plans run)."""
+    """Async twin of :func:`read_view`. On the loop ask :meth:`ThreadView.awaiting` (its
+    live tasks are read with ``aget_state``); ``waiting`` reads them with the sync
+    ``get_state``, for the drivers' plans, which run in a worker thread."""
     saver = checkpointer_of(graph)
     if saver is not None:
         view = ThreadView.of_checkpoint(
             await saver.aget_tuple(config), functools.partial(graph.get_state, config)
         )
         if view is not None:
-            return view
+
+            async def alive() -> frozenset[str]:
+                return ThreadView.of(await graph.aget_state(config)).live_tasks
+
+            return replace(view, alive_tasks_of=alive)
     return ThreadView.of(await graph.aget_state(config))
 
 

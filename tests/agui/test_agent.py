@@ -494,3 +494,36 @@ async def test_schema_keys_are_worked_out_once_per_graph(
         del agent.graph.get_input_jsonschema
     assert len(built) == 1
     assert effects.list() != []  # the runs did what they do without the repeated schemas
+
+
+async def test_an_edited_message_forks_the_thread_and_its_orphan_is_cancelled(
+    agent: AAISLangGraphAgent, authority: ApprovalAuthority, effects: EffectLog
+) -> None:
+    """SPEC §11: a run the client replaced (an edited message forks the thread) resolves
+    the requests it leaves behind ``cancelled``; the listing stays whole."""
+    thread_id = f"thread_{uuid.uuid4().hex}"
+    message_id = f"u_{uuid.uuid4().hex}"
+
+    def said(text: str) -> RunAgentInput:
+        return RunAgentInput(
+            thread_id=thread_id,
+            run_id=f"run_{uuid.uuid4().hex}",
+            messages=[UserMessage(id=message_id, role="user", content=text)],
+            state={},
+            tools=[],
+            context=[],
+            forwarded_props={},
+        )
+
+    first = [e async for e in agent.with_actor(ALICE).run(said("delete /srv/a.txt"))]
+    [old] = interrupts_of(first)
+    edited = [e async for e in agent.with_actor(ALICE).run(said("delete /srv/b.txt"))]
+    assert terminal(edited).type == EventType.RUN_FINISHED
+
+    recorded = authority.get_resolution(request_id(old))
+    assert recorded is not None and recorded.resolution.outcome == "cancelled"
+    by = (recorded.resolution.extensions or {})["aais-langgraph.org/resolved_by"]
+    assert by["id"] == "aais-langgraph.run_moved_on"
+    assert effects.list() == []
+    listed = await authority.asnapshot()
+    assert request_id(old) not in [r.id for r in listed.snapshot.pending]

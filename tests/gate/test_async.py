@@ -157,3 +157,22 @@ async def test_a_view_read_from_the_checkpoint_finds_live_tasks_from_a_worker_th
     live = await asyncio.to_thread(lambda: view.live_tasks)
     assert live == ThreadView.of(await graph.aget_state(config("t-view"))).live_tasks
     assert live  # the paused node's task
+
+
+async def test_the_async_listing_of_an_edited_thread_reads_no_checkpoint_on_the_loop(
+    setup: Any,
+) -> None:
+    """An edit of a paused thread's state leaves its request pending in the ledger and
+    gone from the checkpoint's interrupts: the listing must then look at the thread's
+    live tasks, which the sync ``get_state`` of an AsyncSqliteSaver refuses on the loop."""
+    from aais_langgraph.threads import apending_approvals
+
+    graph, authority, _ = setup
+    _, first = await start(graph, "t-1")
+    await graph.aupdate_state(config("t-1"), {"command": "ls -l"})
+    [second] = paused(await graph.ainvoke(None, config("t-1")))  # pauses on a new request
+    assert requested_of(second).request.id != first.request.id
+
+    snapshot = await apending_approvals(authority, graph)
+
+    assert [r.id for r in snapshot.snapshot.pending] == [requested_of(second).request.id]

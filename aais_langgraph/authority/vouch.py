@@ -17,6 +17,7 @@ content that was verified, whatever the row holds now.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -85,14 +86,22 @@ class VouchedRecords:
     # -- the whole ledger ----------------------------------------------------------
 
     def verify_all(self, *, expected_tip: tuple[int, str] | None = None) -> AuditVerification:
-        """``audit verify``: the chain, every row against its entry, and every seal."""
+        """``audit verify``: the backend's own storage check, the chain, every row against
+        its entry, every seal, and leases and claims that would block a thread for an
+        implausibly long time."""
+        problem = self._ledger.check_storage()
+        if problem is not None:
+            return AuditVerification(False, 0, reason=problem, table="(storage)")
         try:
             contents = self._ledger.contents()
         except LedgerIntegrityError as error:  # a row that cannot even be read
             return AuditVerification(
                 False, 0, reason=error.reason, table=error.table, row_id=error.row_id
             )
-        return verify_contents(contents, expected_tip=expected_tip, key=self._key)
+        verified = verify_contents(contents, expected_tip=expected_tip, key=self._key)
+        if not verified.ok:
+            return verified
+        return _implausible_holds(self._ledger, verified) or verified
 
     # -- requests ------------------------------------------------------------------
 
@@ -202,3 +211,35 @@ class VouchedRecords:
 
 def _identity(row_id: str, audit_index: int | None, envelope: dict[str, Any]) -> tuple[Any, ...]:
     return (row_id, audit_index, envelope.get("id"), envelope.get("sequence"))
+
+
+IMPLAUSIBLE_HOLD = 24 * 3600.0
+"""A lease or execution claim that lives longer than this from now blocks its thread for
+longer than any run holds one (leases renew every third of a minute-long TTL)."""
+
+
+def _implausible_holds(ledger: Ledger, verified: AuditVerification) -> AuditVerification | None:
+    """A failed verification naming the first lease or claim that expires implausibly far
+    in the future (a planted row would block its thread, listed nowhere), or None."""
+    limit = time.time() + IMPLAUSIBLE_HOLD
+    for lease in ledger.list_leases():
+        if lease.expires_at > limit:
+            return AuditVerification(
+                False,
+                verified.checked,
+                reason="the lease expires implausibly far in the future",
+                table="aais_leases",
+                row_id=lease.thread_id,
+                tip=verified.tip,
+            )
+    for record in ledger.list_executions(states=("executing",)):
+        if record.live_until > limit:
+            return AuditVerification(
+                False,
+                verified.checked,
+                reason="the execution claim lives implausibly far into the future",
+                table="aais_executions",
+                row_id=record.request_id,
+                tip=verified.tip,
+            )
+    return None

@@ -403,6 +403,11 @@ class SqlLedger(SqlBackend):
             row = self._one(cur, sql, (thread_id,))
         return None if row is None else Lease(row[0], row[1], float(row[2]))
 
+    def list_leases(self) -> list[Lease]:
+        sql = "SELECT thread_id, holder, expires_at FROM aais_leases ORDER BY thread_id"
+        with self._read() as cur:
+            return [Lease(row[0], row[1], float(row[2])) for row in self._all(cur, sql)]
+
     # -- durable resume work -------------------------------------------------------
 
     def get_resume_work(self, request_id: str) -> rw.ResumeWork | None:

@@ -404,6 +404,15 @@ class Ledger(ABC):
     def get_lease(self, thread_id: str) -> Lease | None:
         """The thread's lease row as stored (it may have expired), if any."""
 
+    @abstractmethod
+    def list_leases(self) -> list[Lease]:
+        """Every lease row as stored, expired ones included (for ``audit verify``)."""
+
+    def check_storage(self) -> str | None:
+        """The backend's own check of its storage (SQLite: ``PRAGMA quick_check``): what is
+        wrong, in words that hold no stored value, or None. Default: nothing to check."""
+        return None
+
     # -- durable resume work (the runtime's, not AAIS's: see :mod:`.resume_work`) ---
 
     @abstractmethod
@@ -485,6 +494,8 @@ class Ledger(ABC):
     arenew_lease = _twin(renew_lease)
     arelease_lease = _twin(release_lease)
     aget_lease = _twin(get_lease)
+    alist_leases = _twin(list_leases)
+    acheck_storage = _twin(check_storage)
     aget_resume_work = _twin(get_resume_work)
     alist_resume_work = _twin(list_resume_work)
     aupdate_resume_work = _twin(update_resume_work)

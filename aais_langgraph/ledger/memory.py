@@ -311,6 +311,10 @@ class InMemoryLedger(Ledger):
         with self._lock:
             return self._leases.get(thread_id)
 
+    def list_leases(self) -> list[Lease]:
+        with self._lock:
+            return sorted(self._leases.values(), key=lambda lease: lease.thread_id)
+
     # -- durable resume work -------------------------------------------------------
 
     def get_resume_work(self, request_id: str) -> ResumeWork | None:

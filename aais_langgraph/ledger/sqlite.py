@@ -131,6 +131,19 @@ class SqliteLedger(SqlLedger):
                 db.migrate(cur, version)
             self._needs_setup = False
 
+    def check_storage(self) -> str | None:
+        """``PRAGMA quick_check`` over the whole file (every page, not only those the audit
+        reads): None when it says ok, else how many problems and the first one (SQLite
+        names pages and cells, never stored values)."""
+        with self._lock:
+            try:
+                found = [str(row[0]) for row in self._conn.execute("PRAGMA quick_check")]
+            except sqlite3.DatabaseError as error:
+                return f"SQLite cannot check the file: {type(error).__name__}"
+        if found == ["ok"]:
+            return None
+        return f"SQLite quick_check found {len(found)} problem(s), first: {found[0][:200]}"
+
     def is_set_up(self) -> bool:
         """Whether the file holds the ledger's tables (never sets it up); raises
         ``sqlite3.DatabaseError`` for a file that is not a SQLite database."""

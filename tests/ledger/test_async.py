@@ -113,6 +113,8 @@ def _steps() -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
         ("acquire_lease", ("thr_1", "run_b"), {"ttl": 10, "now": 1.0}),
         ("renew_lease", ("thr_1", "run_a"), {"ttl": 10, "now": 2.0}),
         ("get_lease", ("thr_1",), {}),
+        ("list_leases", (), {}),
+        ("check_storage", (), {}),
         ("release_lease", ("thr_1", "run_a"), {}),
         ("get_resume_work", ("apr_1",), {}),
         ("update_resume_work", ("apr_1", attempt_change("busy", 10.0)), {}),

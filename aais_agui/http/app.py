@@ -45,6 +45,8 @@ def create_app(
     inbox: bool = True,
     watch_decisions: bool = True,
     api_docs: bool = False,
+    websocket_reauth_interval: float = 15.0,
+    websocket_max_age: float | None = None,
 ) -> FastAPI:
     """An ASGI app serving ``graph`` over AG-UI at ``path`` plus the AAIS profile.
 
@@ -58,6 +60,10 @@ def create_app(
     another process decided and picks up the ledger's due resume work, so an
     answer recorded while no server ran, or whose resume failed, still runs
     (see :mod:`aais_agui.http.watcher`).
+
+    An open WebSocket re-authenticates its actor before each decision frame and every
+    ``websocket_reauth_interval`` seconds (1008 when the login ended);
+    ``websocket_max_age`` (seconds) closes any connection that old.
 
     ``api_docs=True`` serves the OpenAPI document at ``/openapi.json`` (with the
     inbox's security headers). FastAPI's ``/docs`` and ``/redoc`` pages are never
@@ -111,6 +117,8 @@ def create_app(
             prefix=approvals_prefix,
             config=config,
             poll_interval=poll_interval,
+            reauth_interval=websocket_reauth_interval,
+            max_age=websocket_max_age,
         )
     )
     if inbox:

@@ -27,6 +27,11 @@ authenticated connection. ``GET {prefix}/ws`` (a WebSocket handshake):
   background, as the HTTP endpoint does.
 - A frame over ``max_body_bytes`` closes the connection with 1009 (message too
   big) and records nothing.
+- The connection never outlives its login: the actor is authenticated again (the
+  same ``authenticate``, on the handshake's headers and cookies) before each
+  decision frame and every ``reauth_interval`` seconds for the outgoing stream; a
+  revoked session, or another actor, closes it with 1008 and records nothing.
+  ``max_age`` (seconds) bounds how long any connection stays open (1008 as well).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import asyncio
 import hmac
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import suppress
 from typing import Any
@@ -63,6 +69,7 @@ __all__ = ["CLOSE_TOO_LARGE", "CSRF_QUERY", "websocket_router"]
 logger = logging.getLogger(__name__)
 
 CLOSE_TOO_LARGE = 1009
+CLOSE_POLICY = 1008
 """Close code for a frame over the size limit (RFC 6455 "message too big")."""
 CSRF_QUERY = "csrf"
 """Query parameter carrying a cookie session's CSRF token on the handshake."""
@@ -79,8 +86,14 @@ def websocket_router(
     path: str = "/ws",
     config: Mapping[str, Any] | None = None,
     poll_interval: float = 0.2,
+    reauth_interval: float = 15.0,
+    max_age: float | None = None,
 ) -> APIRouter:
-    """The WebSocket profile at ``prefix + path``; ``graph`` may be None (no resuming)."""
+    """The WebSocket profile at ``prefix + path``; ``graph`` may be None (no resuming).
+
+    ``reauth_interval`` is how often (seconds) an open connection's actor is
+    authenticated again for the outgoing stream (decisions are, each one);
+    ``max_age`` (seconds, or None for no limit) closes a connection that old."""
     router = APIRouter(prefix=prefix)
     resumes = BackgroundResumes(graph, authority, config)
 
@@ -104,6 +117,9 @@ def websocket_router(
             max_bytes=security.max_body_bytes,
             poll_interval=poll_interval,
             resolved=resumes.later,
+            reauthenticate=lambda: security.actor(websocket),
+            reauth_interval=reauth_interval,
+            max_age=max_age,
         )
         await connection.serve(after)
 
@@ -167,8 +183,15 @@ class _Connection:
         max_bytes: int,
         poll_interval: float,
         resolved: Callable[[str], None],
+        reauthenticate: Callable[[], Awaitable[Authenticated]],
+        reauth_interval: float,
+        max_age: float | None,
     ) -> None:
         self.websocket = websocket
+        self.reauthenticate = reauthenticate
+        self.reauth_interval = reauth_interval
+        self.closes_at = None if max_age is None else time.monotonic() + max_age
+        self._checked_at = time.monotonic()
         self.authority = authority
         self.actor = authenticated.actor
         self.snapshot = snapshot
@@ -216,6 +239,12 @@ class _Connection:
             last = await self._snapshot()
         follower = EventFollower(self.authority, last)
         while True:
+            now = time.monotonic()
+            too_old = self.closes_at is not None and now >= self.closes_at
+            if (too_old or now - self._checked_at >= self.reauth_interval) and not (
+                await self._still_signed_in()
+            ):
+                return
             page = await follower.aread()
             if page.gap:
                 await self._gap(follower.last, page.last_sequence)
@@ -247,6 +276,8 @@ class _Connection:
                 await self._close(CLOSE_TOO_LARGE, f"frames are limited to {self.max_bytes} bytes")
                 return
             self._frames += 1
+            if not await self._still_signed_in():
+                return  # closed 1008: nothing recorded
             if text is None:
                 reply = error_frame(
                     "aais.binary_frame",
@@ -269,6 +300,23 @@ class _Connection:
             # A conflict names what is recorded: a thread still paused on it resumes too.
             self.resolved(decided.decision.request_id)
         return self.replies.reply(resolved, {"frame": frame, "decision_id": decided.decision.id})
+
+    async def _still_signed_in(self) -> bool:
+        """Authenticate the actor again (and check the connection's age); close 1008 and
+        return False when the login ended, changed, or the connection is too old."""
+        self._checked_at = time.monotonic()
+        if self.closes_at is not None and self._checked_at >= self.closes_at:
+            await self._close(CLOSE_POLICY, "the connection reached its maximum age")
+            return False
+        try:
+            current = await self.reauthenticate()
+        except HTTPException:
+            await self._close(CLOSE_POLICY, "the session ended; sign in again")
+            return False
+        if current.actor.id != self.actor.id:
+            await self._close(CLOSE_POLICY, "the session now names another actor")
+            return False
+        return True
 
     # -- the socket ---------------------------------------------------------------------
 

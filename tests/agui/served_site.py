@@ -39,6 +39,10 @@ class Site:
         return self.url.replace("http://", "ws://") + "/approvals/ws"
 
 
+REVOKED: set[str] = set()
+"""Cookie sessions a test has revoked (the authenticator refuses them from then on)."""
+
+
 @contextmanager
 def served_site(folder: Path) -> Iterator[Site]:
     """``create_app`` over a SQLite ledger in ``folder``, on an ephemeral loopback port."""
@@ -53,7 +57,7 @@ def served_site(folder: Path) -> Iterator[Site]:
         actor = bearer(request)
         if actor is not None:
             return actor  # type: ignore[return-value]
-        if request.cookies.get("session") == "bob-session":
+        if request.cookies.get("session") == "bob-session" and "bob-session" not in REVOKED:
             return Authenticated(Actor.from_data(BOB), cookie_session=True)
         return None
 
@@ -64,6 +68,7 @@ def served_site(folder: Path) -> Iterator[Site]:
         max_body_bytes=MAX_BODY,
         allowed_origins=[OTHER_ORIGIN],
         poll_interval=0.05,
+        websocket_reauth_interval=0.5,
     )
     with serve(app) as url:
         yield Site(url, folder / "ledger.db", authority, effects, graph)

@@ -23,7 +23,7 @@ from aais_langgraph.authority import DEFAULT_STREAM
 from aais_langgraph.protocol.extensions import IN_REPLY_TO_EXTENSION as IN_REPLY_TO
 
 from ..http_support import agui_run
-from ..served_site import MAX_BODY, Site, served_site
+from ..served_site import MAX_BODY, REVOKED, Site, served_site
 
 MALLORY = {"id": "mallory", "type": "human"}
 
@@ -246,6 +246,48 @@ def test_cookie_sessions_need_the_csrf_token_in_the_query(site: Site) -> None:
     assert refused_status(site, "?csrf=wrong", token=None, headers=cookie) == 403
     with open_ws(site, f"?csrf={token}", token=None, headers=cookie) as ws:
         assert receive(ws)["type"] == "approval.snapshot"
+
+
+# -- a connection never outlives its login --------------------------------------------------
+
+
+def _bobs_socket(site: Site) -> Any:
+    with httpx.Client(base_url=site.url, cookies={"session": "bob-session"}) as browser:
+        token = browser.get("/approvals/csrf").json()["csrf_token"]
+    cookie = {"Cookie": f"session=bob-session; aais_csrf={token}", "Origin": site.url}
+    return open_ws(site, f"?csrf={token}", token=None, headers=cookie)
+
+
+def test_a_revoked_session_cannot_decide_on_its_open_socket(
+    site: Site, client: httpx.Client
+) -> None:
+    thread_id, interrupt = pause(client)
+    try:
+        with _bobs_socket(site) as ws:
+            assert receive(ws)["type"] == "approval.snapshot"
+            REVOKED.add("bob-session")
+            ws.send(json.dumps(decided(interrupt)))
+            with pytest.raises(ConnectionClosed) as closed:
+                receive_until(ws, lambda frame: False, timeout=10)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
+    finally:
+        REVOKED.discard("bob-session")
+    assert site.authority.get_resolution(request_id(interrupt)) is None
+    assert site.effects.list(thread_id) == []
+
+
+def test_a_revoked_session_stops_receiving_within_the_reauth_interval(site: Site) -> None:
+    try:
+        with _bobs_socket(site) as ws:
+            assert receive(ws)["type"] == "approval.snapshot"
+            REVOKED.add("bob-session")
+            started = time.monotonic()
+            with pytest.raises(ConnectionClosed) as closed:
+                receive_until(ws, lambda frame: False, timeout=10)
+            assert time.monotonic() - started < 5.0
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
+    finally:
+        REVOKED.discard("bob-session")
 
 
 # -- bad frames ------------------------------------------------------------------------------

@@ -49,6 +49,7 @@ from ..protocol import (
 )
 from ..protocol.extensions import RESOLVED_BY_EXTENSION
 from .cache import request_cache
+from .constraints import never_applies
 from .errors import UnknownRequestError
 from .grants import find_grant, grant_from_decision
 from .judgement import MESSAGES, Judgement, effective_expiry, judge
@@ -88,6 +89,22 @@ RUN_MOVED_ON: dict[str, str] = {
     "display_name": "The run moved on without it (forked or regenerated)",
 }
 """Who cancels a pending request its thread no longer waits on (SPEC §11)."""
+
+
+def _refuse_dead_choices(request: Request) -> None:
+    """A standing choice whose constraints can never apply (unknown or malformed, by the
+    matcher's rules) would be approved, recorded and never cover anything: refuse it."""
+    for index, choice in enumerate(request.choices):
+        constraints = choice.scope_constraints
+        if choice.scope == "once" or not constraints:
+            continue
+        key = never_applies(constraints)
+        if key is not None:
+            raise AAISValidationError(
+                f"/request/choices/{index}/scope_constraints/{key}",
+                "this constraint can never apply (unknown or malformed), "
+                "so a grant of this choice would cover nothing",
+            )
 
 
 def _actor_type(actor: Actor | Mapping[str, Any]) -> Any:
@@ -335,6 +352,7 @@ class ApprovalAuthority:
         authority's default expiry. An id already stored returns the stored request.
         """
         envelope = parse_envelope(requested, expected=ApprovalRequested)
+        _refuse_dead_choices(envelope.request)
         document = envelope.to_json()
         if not isinstance(requested, (str, bytes, bytearray)):
             check_size(document)  # text was bounded while parsing

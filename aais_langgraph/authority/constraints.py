@@ -46,6 +46,7 @@ __all__ = [
     "constraints_match",
     "explain_constraints",
     "grant_expiry",
+    "never_applies",
 ]
 
 _PLAIN_COMMAND = (
@@ -203,6 +204,17 @@ def grant_expiry(constraints: Mapping[str, Any], granted_at: datetime) -> dateti
             )
         limits.append(granted_at + timedelta(seconds=seconds))
     return min(limits) if limits else None
+
+
+def never_applies(constraints: Mapping[str, Any]) -> str | None:
+    """The first key (in the vocabulary's order, unknown keys last) that makes a grant of
+    ``constraints`` cover nothing, by the matcher's own rules: unknown, or malformed.
+    None when every key can hold."""
+    for key in VOCABULARY:
+        if key in constraints and VOCABULARY[key].explain(constraints[key]) is None:
+            return key
+    unknown = sorted(set(constraints) - KNOWN_KEYS)
+    return unknown[0] if unknown else None
 
 
 def explain_constraints(constraints: Mapping[str, Any]) -> list[str]:

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from aais_langgraph.authority import ApprovalAuthority
+from aais_langgraph.authority import ApprovalAuthority, constraints_match
 from aais_langgraph.ledger import Grant
+from aais_langgraph.protocol import AAISValidationError, Action
 
 from .support import FakeClock, action, assert_spec_valid, decision, new_request, origin
 
@@ -136,10 +137,17 @@ def test_expires_at_constraint_limits_grant(authority: ApprovalAuthority, clock:
     assert not covers(authority)
 
 
+def _matches(constraints: dict[str, Any]) -> bool:
+    """The matcher on its own: a grant stored with these constraints (such a choice is
+    refused when requested, so only the matcher can meet them) covers the action?"""
+    return constraints_match(constraints, Action.from_data(action("node --check other.js")))
+
+
 def test_unknown_constraint_key_never_matches(authority: ApprovalAuthority) -> None:
-    grant = grant_for(authority, {**PREFIX, "max_cost_usd": 5})
-    assert grant.constraints["max_cost_usd"] == 5
-    assert not covers(authority)
+    assert _matches(PREFIX)
+    assert not _matches({**PREFIX, "max_cost_usd": 5})
+    with pytest.raises(AAISValidationError):
+        grant_for(authority, {**PREFIX, "max_cost_usd": 5})
 
 
 @pytest.mark.parametrize(
@@ -155,16 +163,18 @@ def test_unknown_constraint_key_never_matches(authority: ApprovalAuthority) -> N
 def test_malformed_constraint_value_never_matches(
     authority: ApprovalAuthority, constraints: dict[str, Any]
 ) -> None:
-    grant_for(authority, constraints)
-    assert not covers(authority)
+    assert not _matches(constraints)
+    with pytest.raises(AAISValidationError):
+        grant_for(authority, constraints)
 
 
 @pytest.mark.parametrize("lifetime", [-5, 0, "60", True])
-def test_malformed_grant_lifetime_approves_the_action_but_grants_nothing(
+def test_a_malformed_grant_lifetime_never_matches_and_is_refused_when_requested(
     authority: ApprovalAuthority, lifetime: Any
 ) -> None:
-    grant_for(authority, {**PREFIX, "expires_in_seconds": lifetime})
-    assert not covers(authority)
+    assert not _matches({**PREFIX, "expires_in_seconds": lifetime})
+    with pytest.raises(AAISValidationError):
+        grant_for(authority, {**PREFIX, "expires_in_seconds": lifetime})
 
 
 def test_persistent_grant_matches_across_sessions_until_revoked(
@@ -254,3 +264,33 @@ def test_grant_audit_holds_constraints_only_as_digest(authority: ApprovalAuthori
     granted = [e for e in authority.ledger.audit_entries() if e.kind == "granted"]
     assert len(granted) == 1
     assert "sk-live" not in json.dumps(granted[0].payload)
+
+
+@pytest.mark.parametrize(
+    "constraints",
+    [
+        {"command_prefix": "<img src=x onerror=alert(1)>"},
+        {"command_prefix": "ls; rm -rf /"},
+        {"argument_prefixes": {"path": "relative/place"}},
+        {"budget": 10},
+    ],
+    ids=["markup_prefix", "shell_text_prefix", "relative_path", "unknown_key"],
+)
+def test_a_standing_choice_that_can_never_apply_is_refused_when_requested(
+    authority: ApprovalAuthority, constraints: dict[str, Any]
+) -> None:
+    choices = [
+        {"decision": "approve", "scope": "once", "label": "Approve once"},
+        {
+            "decision": "approve",
+            "scope": "session",
+            "label": "Allow for the session",
+            "scope_constraints": constraints,
+        },
+        {"decision": "deny", "scope": "once", "label": "Deny"},
+    ]
+    with pytest.raises(AAISValidationError) as refused:
+        new_request(authority, choices=choices)
+    assert refused.value.pointer.startswith("/request/choices/1/scope_constraints/")
+    assert "<img" not in str(refused.value) and "rm -rf" not in str(refused.value)
+    assert authority.ledger.list_pending() == []

@@ -220,6 +220,11 @@ def revoked_audit(
     return payload
 
 
+def compacted_audit(before_sequence: int, removed: int) -> JsonDict:
+    """The ``compacted`` audit payload: events before ``before_sequence`` were dropped."""
+    return {"before_sequence": before_sequence, "removed": removed}
+
+
 def next_audit_entry(
     tip: tuple[int, str] | None, kind: str, payload: Mapping[str, Any]
 ) -> AuditEntry:

@@ -25,6 +25,7 @@ from . import resume_work as rw
 from ._counters import Counters, Cursor, Probe, Tip, sql_for
 from ._records import (
     check_ttl,
+    compacted_audit,
     draft_write,
     pending_query,
     plain,
@@ -339,13 +340,18 @@ class SqlLedger(SqlBackend):
             return self._read_counters(cur, lock=False)[0]
 
     def compact_events(self, before_sequence: int) -> int:
-        with self._write() as cur:
+        with self._write() as cur:  # not batched: the audit entry needs the count first
             sql = "DELETE FROM aais_events WHERE sequence < ?"
-            return self._run(cur, sql, (before_sequence,)).rowcount
+            removed = int(self._run(cur, sql, (before_sequence,)).rowcount)
+            if removed:
+                with self._counters(cur) as counters:
+                    counters.append_audit("compacted", compacted_audit(before_sequence, removed))
+        return removed
 
     def contents(self) -> LedgerContents:
         with self._snapshot() as cur:
             rows = {name: self._all(cur, sql) for name, sql in CONTENTS_QUERIES.items()}
+            sequences = self._all(cur, "SELECT request_id, sequence FROM aais_requests")
             last_sequence, tip = self._read_counters(cur, lock=False)
         return LedgerContents(
             requests=[request_from_row(row) for row in rows["requests"]],
@@ -355,6 +361,7 @@ class SqlLedger(SqlBackend):
             audit=[audit_from_row(row) for row in rows["audit"]],
             audit_tip=tip,
             last_sequence=last_sequence,
+            request_sequences={str(row[0]): int(row[1]) for row in sequences},
         )
 
     def append_audit(self, kind: AuditKind, payload: Mapping[str, Any]) -> AuditEntry:

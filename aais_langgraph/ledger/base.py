@@ -35,7 +35,9 @@ if TYPE_CHECKING:
 JsonDict = dict[str, Any]
 P = ParamSpec("P")
 R = TypeVar("R")
-AuditKind = Literal["requested", "decided", "resolved", "granted", "revoked", "conflict"]
+AuditKind = Literal[
+    "requested", "decided", "resolved", "granted", "revoked", "conflict", "compacted"
+]
 
 
 @dataclass(frozen=True)
@@ -214,6 +216,9 @@ class LedgerContents:
     audit: list[AuditEntry]
     audit_tip: tuple[int, str] | None
     last_sequence: int
+    request_sequences: dict[str, int] = field(default_factory=dict)
+    """Each request row's own ``sequence`` column (the order listings follow), where the
+    backend stores one apart from the envelope."""
 
 
 @dataclass(frozen=True)
@@ -366,7 +371,10 @@ class Ledger(ABC):
 
     @abstractmethod
     def compact_events(self, before_sequence: int) -> int:
-        """Drop events older than ``before_sequence``; returns how many."""
+        """Drop events older than ``before_sequence``; returns how many. A compaction that
+        drops any is audited (``compacted``, naming ``before_sequence``) in the same
+        transaction, so a ledger whose events were deleted does not look like one
+        compacted."""
 
     @abstractmethod
     def append_audit(self, kind: AuditKind, payload: Mapping[str, Any]) -> AuditEntry:

@@ -39,6 +39,7 @@ class _Vouchers:
         self.granted: dict[str, list[AuditEntry]] = {}
         self.revoked: dict[str, list[AuditEntry]] = {}
         self.events: dict[int, str] = {}
+        self.compacted_before: int | None = None
         for entry in audit:
             payload = entry.payload
             sequence = payload.get("sequence")
@@ -52,6 +53,9 @@ class _Vouchers:
                 self.granted.setdefault(str(payload.get("grant_id")), []).append(entry)
             elif entry.kind == "revoked":
                 self.revoked.setdefault(str(payload.get("grant_id")), []).append(entry)
+            if entry.kind == "compacted" and isinstance(payload.get("before_sequence"), int):
+                before = int(payload["before_sequence"])
+                self.compacted_before = max(self.compacted_before or 0, before)
             if entry.kind in ("requested", "decided", "resolved") and isinstance(sequence, int):
                 self.events[sequence] = str(payload.get("envelope_digest"))
 
@@ -88,6 +92,9 @@ def _request_problems(
                 if stored.status == "pending"
                 else "it is marked resolved, but no resolution is recorded"
             )
+        column = contents.request_sequences.get(stored.request_id)
+        if reason is None and column is not None and column != stored.envelope.get("sequence"):
+            reason = "its sequence column does not match its envelope (listings follow it)"
         if reason is None:
             reason = seal_problem(sealed(key, "aais_requests", stored), stored.mac)
         if reason is not None:
@@ -159,10 +166,15 @@ def _event_problems(contents: LedgerContents, vouchers: _Vouchers) -> Iterator[P
             yield "aais_events", str(sequence), "no audit entry vouches for it"
         elif digest != vouched or envelope.get("sequence") != sequence:
             yield "aais_events", str(sequence), "it does not match its audit entry"
-    # Compaction drops the oldest events; a hole after the oldest one kept is a deletion.
-    oldest = min(stored, default=None)
+    # Compaction drops the oldest events and says so in the audit (``compacted``): an
+    # event the audit records at or after the last compaction's floor must be stored.
+    # A ledger compacted by a version that did not audit it has no floor: a hole after
+    # the oldest event kept is a deletion, and no event kept at all is one too.
+    floor = vouchers.compacted_before
+    if floor is None:
+        floor = min(stored, default=1)
     for sequence in sorted(vouchers.events):
-        if oldest is not None and sequence > oldest and sequence not in stored:
+        if sequence >= floor and sequence not in stored:
             yield "aais_events", str(sequence), "missing"
     newest = max(vouchers.events, default=0)
     if contents.last_sequence < newest:

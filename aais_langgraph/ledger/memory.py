@@ -16,6 +16,7 @@ from typing import Any
 
 from ._records import (
     check_ttl,
+    compacted_audit,
     draft_write,
     grant_matches,
     next_audit_entry,
@@ -242,6 +243,9 @@ class InMemoryLedger(Ledger):
             cut = bisect_left(self._event_sequences, before_sequence)
             del self._event_sequences[:cut]
             del self._events[:cut]
+            if cut:
+                payload = compacted_audit(before_sequence, cut)
+                self._audit.append(next_audit_entry(self._tip(), "compacted", payload))
             return cut
 
     def contents(self) -> LedgerContents:

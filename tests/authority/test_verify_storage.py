@@ -66,3 +66,46 @@ def test_ordinary_leases_and_claims_verify(authority: ApprovalAuthority, ledger:
     ledger.update_execution(requested.request.id, change)
 
     assert authority.verify_audit().ok
+
+
+def test_deleting_every_event_is_not_mistaken_for_a_compaction(
+    sqlite_path: Path, clock: FakeClock
+) -> None:
+    with SqliteLedger.from_path(sqlite_path) as ledger:
+        authority = ApprovalAuthority(ledger, clock=clock)
+        for index in range(3):
+            new_request(authority, command=f"echo {index}")
+        ledger._conn.execute("DELETE FROM aais_events")
+
+        result = authority.verify_audit()
+
+    assert not result.ok and result.table == "aais_events" and result.reason == "missing"
+
+
+def test_a_compaction_is_audited_and_verifies(authority: ApprovalAuthority, ledger: Ledger) -> None:
+    for index in range(4):
+        new_request(authority, command=f"echo {index}")
+    assert ledger.compact_events(ledger.last_sequence() + 1) == 4
+    [compacted] = [entry for entry in ledger.audit_entries() if entry.kind == "compacted"]
+    assert compacted.payload == {"before_sequence": 5, "removed": 4}
+
+    assert authority.verify_audit().ok
+    new_request(authority, command="echo after")
+    assert authority.verify_audit().ok
+
+
+def test_an_edited_request_sequence_column_fails_verify(
+    sqlite_path: Path, clock: FakeClock
+) -> None:
+    with SqliteLedger.from_path(sqlite_path) as ledger:
+        authority = ApprovalAuthority(ledger, clock=clock)
+        first = new_request(authority, command="echo 1")
+        new_request(authority, command="echo 2")
+        ledger._conn.execute(
+            "UPDATE aais_requests SET sequence = 99 WHERE request_id = ?", (first.request.id,)
+        )
+
+        result = authority.verify_audit()
+
+    assert not result.ok and result.table == "aais_requests" and result.row_id == first.request.id
+    assert "sequence column" in (result.reason or "")

@@ -200,7 +200,7 @@ def plan_resume(
         if item.expired and isinstance(item.answer, ApprovalDecided)
     ]
     if late:
-        # SPEC §4.1: a decision at or after expiry resolves the request ``expired`` (as
+        # SPEC §11: a decision at or after expiry resolves the request ``expired`` (as
         # on every channel, under the authenticated actor); the run is refused, and the
         # resolution's resume work continues the thread past it.
         for _, decided in late:

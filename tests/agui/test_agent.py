@@ -305,7 +305,7 @@ async def test_partial_coverage_of_open_interrupts_is_a_run_error(
 async def test_expired_interrupt_is_a_run_error_that_records_the_expiry(
     agent: AAISLangGraphAgent, authority: ApprovalAuthority, effects: EffectLog, clock: Clock
 ) -> None:
-    """SPEC §4.1: a decision at or after expiry resolves the request ``expired``, on AG-UI
+    """SPEC §11: a decision at or after expiry resolves the request ``expired``, on AG-UI
     as on every other channel; the run is refused and the thread continues past it."""
     thread_id, [item] = await paused(agent)
     clock.advance(timedelta(hours=1))

@@ -154,7 +154,7 @@ def expected(channel: str, answer: str) -> dict[str, Any]:
     if answer == "forged_actor":
         return {**APPROVED, "actors": [actor]}
     if answer == "expired":
-        # SPEC §4.1: a decision at or after expiry resolves the request ``expired``,
+        # SPEC §11: a decision at or after expiry resolves the request ``expired``,
         # recorded under the channel's actor; nothing runs.
         return {"ran": 0, "pending": False, "recorded": "expired", "actors": [actor or "alice"]}
     if answer == "partial":

@@ -21,6 +21,7 @@ from ..agent import AAISLangGraphAgent
 from .agui import agui_router
 from .approvals import approvals_router
 from .inbox import SECURITY_HEADERS, inbox_router
+from .log_guard import guard_server_logs
 from .security import DEFAULT_MAX_BODY_BYTES, Authenticator, Security
 from .standing import standing_router
 from .watcher import watcher_lifespan
@@ -71,6 +72,7 @@ def create_app(
     the approval origin could approve as the signed-in user. Open the document
     in a viewer on another origin instead.
     """
+    guard_server_logs()
     security = Security(
         authenticate=authenticate,
         allowed_origins=frozenset(allowed_origins),

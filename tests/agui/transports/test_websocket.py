@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 import threading
@@ -15,9 +16,11 @@ import aais
 import httpx
 import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.frames import Frame, Opcode
 from websockets.sync.client import ClientConnection, connect
 
 from aais_agui import run_agent_input
+from aais_agui.http.log_guard import ClientNoise
 from aais_langgraph import build_decision
 from aais_langgraph.authority import DEFAULT_STREAM
 from aais_langgraph.protocol.extensions import IN_REPLY_TO_EXTENSION as IN_REPLY_TO
@@ -288,6 +291,42 @@ def test_a_revoked_session_stops_receiving_within_the_reauth_interval(site: Site
         assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
     finally:
         REVOKED.discard("bob-session")
+
+
+def test_refused_and_malformed_clients_do_not_flood_the_log(site: Site) -> None:
+    # create_app installed it (the site was built with it): one per process.
+    [guard] = [f for f in logging.getLogger("uvicorn.error").filters if isinstance(f, ClientNoise)]
+    seen_before = guard.seen
+    captured: list[logging.LogRecord] = []
+
+    class Capture(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            captured.append(record)
+
+    handler = Capture()
+    loggers = [logging.getLogger(name) for name in ("uvicorn.error", "asyncio")]
+    for logger in loggers:
+        logger.addHandler(handler)
+    try:
+        for _ in range(5):
+            assert refused_status(site, token=None) == 401
+        with open_ws(site) as ws:
+            assert receive(ws)["type"] == "approval.snapshot"
+            with ws.protocol_mutex:  # a raw text frame that is not UTF-8
+                ws.protocol.send_frame(Frame(Opcode.TEXT, b"\xff\xfe not utf-8"))
+                ws.send_data()
+            with pytest.raises(ConnectionClosed):
+                receive_until(ws, lambda frame: False, timeout=10)
+        deadline = time.monotonic() + 5
+        while guard.seen - seen_before < 6 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        for logger in loggers:
+            logger.removeHandler(handler)
+    assert guard.seen - seen_before >= 6
+    assert [r for r in captured if r.levelno >= logging.ERROR] == []
+    assert all(r.exc_info is None for r in captured)
+    assert len(captured) <= 1
 
 
 # -- bad frames ------------------------------------------------------------------------------

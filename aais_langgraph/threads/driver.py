@@ -449,6 +449,8 @@ class ThreadDriver:
         cancelled: list[ApprovalResolved] = []
         for thread, stored in _pending_by_thread(self.authority, thread_id).items():
             view = self.view(thread)
+            if not view.known:  # not this graph's thread: another graph may wait on it
+                continue
             for item in stored:
                 if not view.waiting(item):
                     cancelled.append(self._orphaned(item.request_id))
@@ -460,6 +462,8 @@ class ThreadDriver:
         pending = await asyncio.to_thread(_pending_by_thread, self.authority, thread_id)
         for thread, stored in pending.items():
             view = await self.aview(thread)
+            if not view.known:  # not this graph's thread: another graph may wait on it
+                continue
             for item in stored:
                 if not await view.awaiting(item):
                     cancelled.append(await asyncio.to_thread(self._orphaned, item.request_id))
@@ -590,7 +594,11 @@ def _held_by(lease: Lease | None) -> str:
 
 
 def _settle_gone(authority: ApprovalAuthority, thread_id: str, view: ThreadView) -> None:
-    """Mark done the open work of the thread's requests it no longer waits on."""
+    """Mark done the open work of the thread's requests it no longer waits on (nothing, for
+    a thread this graph has no checkpoint of: another graph serving the same ledger may
+    be the one to resume it)."""
+    if not view.known:
+        return
     ledger = authority.ledger
     now = time.time()
     for work in ledger.list_resume_work(states=("due",), thread_id=thread_id):

@@ -35,6 +35,10 @@ class ThreadView:
         default=None, repr=False, compare=False
     )
     """Its async twin, for a view read on an event loop (see :meth:`awaiting`)."""
+    known: bool = True
+    """False when this graph's checkpointer holds no checkpoint of the thread at all: it
+    may be another graph's thread (one ledger can serve several graphs), so nothing may
+    be concluded from what it does not wait for."""
 
     @functools.cached_property
     def live_tasks(self) -> frozenset[str]:
@@ -54,7 +58,8 @@ class ThreadView:
             if request_id is not None:
                 interrupts[request_id] = pending.id
         live = frozenset(f"{task.name}:{task.id}" for task in getattr(state, "tasks", None) or ())
-        return cls(interrupts=interrupts, open=open_, live_tasks_of=lambda: live)
+        known = getattr(state, "created_at", None) is not None
+        return cls(interrupts=interrupts, open=open_, live_tasks_of=lambda: live, known=known)
 
     @classmethod
     def of_checkpoint(

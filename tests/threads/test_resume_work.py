@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 
@@ -327,4 +328,27 @@ async def test_the_async_twin_resumes_the_same_way(
             pytest.skip("SqliteSaver has no async methods; the async twin is covered in memory")
         report = await driver.aresume_due()
     assert report.resumed == [requested.request.id]
+    assert effects.ran == ["ls -la"]
+
+
+def test_a_graph_never_settles_or_cancels_another_graphs_thread(
+    memory_backend: Backend, effects: Effects
+) -> None:
+    """One ledger may serve several graphs, each with its own checkpointer: a thread this
+    graph has no checkpoint of is not one it may settle, resume or cancel."""
+    other = Backend("memory", InMemorySaver(), memory_backend.authority, memory_backend.clock)
+    graph_b, requested = _pause(other, effects, thread="b-1")
+    graph_a = gated_graph(memory_backend, effects)
+    waiting = requested.request.id
+
+    assert ThreadDriver(graph_a, memory_backend.authority).cancel_orphans() == []
+    assert waiting in [r.id for r in memory_backend.authority.snapshot().snapshot.pending]
+
+    memory_backend.authority.decide(decide(requested), actor=HUMAN)
+    report_a = ThreadDriver(graph_a, memory_backend.authority).resume_due()
+    assert report_a.settled == [] and report_a.resumed == []
+    assert memory_backend.authority.ledger.get_resume_work(waiting).state == "due"
+
+    report_b = ThreadDriver(graph_b, memory_backend.authority).resume_due(now=time.time() + 60)
+    assert report_b.resumed == [waiting]
     assert effects.ran == ["ls -la"]

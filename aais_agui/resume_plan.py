@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ag_ui.core import ResumeEntry
 from langchain_core.runnables import RunnableConfig
@@ -193,20 +193,14 @@ def plan_resume(
         raise ResumeRejected(
             "aais.unauthenticated", "answering an approval needs an authenticated actor"
         )
-    assert actor is not None or not judged
-    late = [
-        (item, item.answer)
-        for item in judged
-        if item.expired and isinstance(item.answer, ApprovalDecided)
-    ]
+    late = [item for item in judged if item.expired and isinstance(item.answer, ApprovalDecided)]
     if late:
         # SPEC §11: a decision at or after expiry resolves the request ``expired`` (as
         # on every channel, under the authenticated actor); the run is refused, and the
         # resolution's resume work continues the thread past it.
-        for _, decided in late:
-            if isinstance(decided, ApprovalDecided):
-                authority.decide(decided, actor=actor)
-        first = late[0][0]
+        for item in late:
+            authority.decide(cast(ApprovalDecided, item.answer), actor=actor)
+        first = late[0]
         index = [entry.interrupt_id for entry in entries].index(first.interrupt_id)
         raise _refusal("expired", index, first.interrupt_id, first.requested.request)
     for item in judged:

@@ -80,7 +80,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-Plan = Callable[[ThreadView], "tuple[Mapping[str, Any], T]"]
 
 
 @dataclass
@@ -183,7 +182,7 @@ class ThreadDriver:
             view = thread.view()
             resume, result = plan(view)
             thread.resume(resume, context)
-            self._settle(view, resume)
+            self.settle_resumed(view, resume)
         return result
 
     async def adrive(
@@ -200,15 +199,12 @@ class ThreadDriver:
             view = await thread.aview()
             resume, result = await asyncio.to_thread(plan, view)
             await thread.aresume(resume, context)
-            await asyncio.to_thread(self._settle, view, resume)
+            await asyncio.to_thread(self.settle_resumed, view, resume)
         return result
 
     def settle_resumed(self, view: ThreadView, resume: Mapping[str, Any]) -> None:
         """Mark done the resume work of the requests a run on ``view`` was just resumed
-        with (for callers that hold the lease and invoke themselves)."""
-        self._settle(view, resume)
-
-    def _settle(self, view: ThreadView, resume: Mapping[str, Any]) -> None:
+        with (:meth:`drive` does; so do callers that hold the lease and invoke)."""
         if not resume:
             return
         now = time.time()

@@ -7,9 +7,9 @@ answer planning and the listings can use them without importing the driver.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
@@ -30,7 +30,6 @@ __all__ = [
     "waiting_among",
 ]
 
-T = TypeVar("T")
 
 DEFAULT_LEASE_WAIT = 10.0
 """Seconds every driver waits for another holder's run lease before raising
@@ -38,8 +37,6 @@ DEFAULT_LEASE_WAIT = 10.0
 one to get its turn after a short resume; short enough to answer an HTTP request.
 A run holding the lease longer (a slow approved action) is left to the callers
 that retry: the watcher, the decisions endpoint and recovery sweeps."""
-
-Plan = Callable[["ThreadView"], "tuple[Mapping[str, Any], T]"]
 
 
 def thread_of(config: RunnableConfig) -> str:

@@ -53,6 +53,7 @@ from langgraph.types import Command
 from typing_extensions import Self
 
 from aais_langgraph.authority import DEFAULT_LEASE_TTL, ApprovalAuthority, LeaseHeldError
+from aais_langgraph.gate import REQUESTER_KEY
 from aais_langgraph.protocol import AAISValidationError, Actor
 from aais_langgraph.threads import DEFAULT_LEASE_WAIT, ThreadDriver, ThreadView
 
@@ -101,7 +102,7 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
         self.authority = authority
         self.lease_ttl = lease_ttl
         self.lease_wait = lease_wait
-        self.actor: Actor | None = None
+        self.actor: Actor | Mapping[str, Any] | None = None
         self._planned_resume: dict[str, Any] | None = None
         self.driver = ThreadDriver(
             graph, authority, lease_ttl=lease_ttl, lease_wait=lease_wait, served=True
@@ -122,10 +123,17 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
         twin.actor = self.actor
         return twin
 
-    def with_actor(self, actor: Actor | None) -> Self:
-        """A clone that answers approvals as ``actor`` (the authenticated one)."""
+    def with_actor(self, actor: Actor | Mapping[str, Any] | None) -> Self:
+        """A clone that answers approvals as ``actor`` (the authenticated one), and whose
+        runs ask for approvals on their behalf (``configurable["aais_requester"]``: held
+        to the authority's :class:`~aais_langgraph.authority.RequestLimits`)."""
         twin = self.clone()
         twin.actor = actor
+        requester = actor.id if isinstance(actor, Actor) else (actor or {}).get("id")
+        requester = requester if isinstance(requester, str) else None
+        if requester is not None:
+            configurable = {**twin.config["configurable"], REQUESTER_KEY: requester}
+            twin.config = {**twin.config, "configurable": configurable}
         return twin
 
     def get_capabilities(self) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from .events import EventFollower, ReplyStream
 from .judgement import TERMINAL, Judgement, judge
 from .keys import AUTHORITY_KEY_FILE_VAR, AUTHORITY_KEY_VAR, load_authority_key
 from .leases import DEFAULT_LEASE_TTL, arun_lease, release_dead_holder, run_lease
+from .limits import RequestLimitError, RequestLimits
 from .policy import ApprovalPolicy, AskEveryTime, PolicyVerdict
 from .resolutions import DEFAULT_STREAM
 from .screening import EventPage, Screening
@@ -32,6 +33,8 @@ __all__ = [
     "LedgerIntegrityError",
     "PolicyVerdict",
     "ReplyStream",
+    "RequestLimitError",
+    "RequestLimits",
     "Screening",
     "UnknownRequestError",
     "arun_lease",

@@ -54,6 +54,7 @@ from .errors import UnknownRequestError
 from .grants import find_grant, grant_from_decision
 from .judgement import MESSAGES, Judgement, effective_expiry, judge
 from .keys import resolve_key
+from .limits import Bounds, RequestLimitError, RequestLimits, checked_requester
 from .policy import ApprovalPolicy, AskEveryTime
 from .resolutions import (
     DEFAULT_STREAM,
@@ -119,6 +120,11 @@ ON_BEHALF_OF_THE_RUN: dict[str, str] = {
 """Who cancels when no authenticated actor is named (a run's own housekeeping)."""
 
 
+def _requester_of(context: Mapping[str, Any] | None) -> str | None:
+    """The ``requester`` a request's context names (the person its run acts for)."""
+    return checked_requester((context or {}).get("requester"), "context.requester")
+
+
 class ApprovalAuthority:
     """Records requests, judges decisions, keeps grants and the audit chain.
 
@@ -133,6 +139,11 @@ class ApprovalAuthority:
     HMAC-SHA256 seal, and rows without a valid seal are refused. Every stored
     row is read back only if its audit entry vouches for it: otherwise
     :class:`~aais_langgraph.ledger.LedgerIntegrityError` is raised and nothing acts on it.
+
+    ``limits`` bounds what one session or requester may keep pending and how fast a
+    requester may ask (default :class:`RequestLimits`; ``RequestLimits.unbounded()``
+    for none): a request over a bound raises :class:`RequestLimitError` and nothing
+    is stored.
     """
 
     def __init__(
@@ -145,6 +156,7 @@ class ApprovalAuthority:
         harness: str = "aais-langgraph",
         key: bytes | str | None = None,
         stream: str = DEFAULT_STREAM,
+        limits: RequestLimits | None = None,
     ) -> None:
         if default_expiry <= timedelta(0):
             raise ValueError("default_expiry: must be positive")
@@ -161,6 +173,7 @@ class ApprovalAuthority:
         # Presentation only (snapshot); every other read goes through the vouched records.
         self._requests = request_cache()
         self._records = VouchedRecords(self.ledger, resolve_key(key))
+        self.bounds = Bounds(limits if limits is not None else RequestLimits(), self.ledger)
 
     def expiry_of(self, request: Request | StoredRequest) -> datetime:
         """When ``request`` expires: its ``expires_at``, else ``created_at`` + default_expiry."""
@@ -301,6 +314,26 @@ class ApprovalAuthority:
         truncation, and a rollback or emptying against ``expected_tip``."""
         return self._records.verify_all(expected_tip=expected_tip)
 
+    # -- execution records -------------------------------------------------------------
+
+    def execution(self, request_id: str) -> Execution | None:
+        """The request's execution record, once its audit entry and seal vouch for it;
+        raises :class:`~aais_langgraph.ledger.LedgerIntegrityError` for a record that
+        was deleted, edited or planted behind the ledger's back."""
+        return self._records.execution(request_id)
+
+    def change_execution(
+        self, request_id: str, change: ExecutionChange, *, durable: bool = True
+    ) -> Execution | None:
+        """Apply ``change`` to the request's execution record (see
+        :meth:`Ledger.update_execution <aais_langgraph.ledger.Ledger.update_execution>`):
+        audited in the same transaction, sealed with the authority key, and refused with
+        :class:`~aais_langgraph.ledger.LedgerIntegrityError` when the stored record and
+        its audit entry or seal disagree."""
+        return self.ledger.update_execution(
+            request_id, self._records.sealed_change(change), durable=durable
+        )
+
     # -- requests --------------------------------------------------------------------
 
     def request(
@@ -365,6 +398,13 @@ class ApprovalAuthority:
             expiry = self.expiry_of(envelope.request)
             document["request"]["expires_at"] = format_timestamp(expiry)
             envelope = ApprovalRequested.from_data(document)
+        try:
+            self.bounds.check(envelope.request.origin.session_id, _requester_of(context))
+        except RequestLimitError:
+            existing = self.ledger.get_request(envelope.request.id)
+            if existing is None:
+                raise
+            return self._records.request(existing)[1]  # a retried add of a stored request
         mac = self._records.request_seal(document, thread_id, context)
         stored, created = self.ledger.add_request(
             document, thread_id=thread_id, context=context, mac=mac
@@ -517,7 +557,9 @@ class ApprovalAuthority:
         if claim is None:
             recorded, created = self.ledger.record_resolution(write)
         else:
-            recorded, created, claimed = self.ledger.record_resolution_claiming(write, claim)
+            recorded, created, claimed = self.ledger.record_resolution_claiming(
+                write, self._records.sealed_change(claim)
+            )
         if not created:
             return self._replay(
                 self._records.resolution(recorded),

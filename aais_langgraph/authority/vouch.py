@@ -33,7 +33,10 @@ from ..ledger import (
     chain_hash,
     verify_contents,
 )
+from ..ledger.executions import Execution, ExecutionChange
 from ..ledger.integrity import (
+    execution_seal,
+    execution_vouched,
     grant_seal,
     grant_vouched,
     request_seal,
@@ -164,6 +167,44 @@ class VouchedRecords:
             self._raise_if(table, grant.grant_id, grant_vouched(grant, entry), grant.mac, grant)
             cached = self._grants.put(identity, replace(grant, revoked_at=None))
         return replace(cached, revoked_at=grant.revoked_at)
+
+    # -- execution records -----------------------------------------------------------
+
+    def execution(self, request_id: str) -> Execution | None:
+        """The request's execution record, vouched for by its latest ``execution`` entry
+        (intact, on the recorded chain) and its seal: what the gate may act on. A record
+        that was deleted, edited or planted raises
+        :class:`~aais_langgraph.ledger.LedgerIntegrityError`. Not cached: it changes."""
+        record, entry = self._ledger.execution_with_entry(request_id)
+        table = "aais_executions"
+        problem = execution_vouched(record, entry)
+        if problem is None and entry is not None:
+            self._entry(table, request_id, entry.index)
+        if record is not None:
+            self._raise_if(table, request_id, problem, record.mac, record)
+        elif problem is not None:
+            raise LedgerIntegrityError(table, request_id, problem)
+        return record
+
+    def sealed_change(self, change: ExecutionChange) -> ExecutionChange:
+        """``change`` that refuses a stored record whose seal does not verify and seals
+        the record it stores (``change`` itself without a key). The ledger has already
+        checked the stored record against its audit entry when this runs."""
+        key = self._key
+        if key is None:
+            return change
+
+        def sealed(current: Execution | None) -> Execution | None:
+            if current is not None:
+                problem = seal_problem(execution_seal(key, current), current.mac)
+                if problem is not None:
+                    raise LedgerIntegrityError("aais_executions", current.request_id, problem)
+            updated = change(current)
+            if updated is None or updated == current:
+                return updated
+            return replace(updated, mac=execution_seal(key, updated))
+
+        return sealed
 
     # -- internals -----------------------------------------------------------------
 

@@ -223,7 +223,7 @@ def _run(
         recorded = authority.get_resolution(args.request_id)
         state = "pending" if recorded is None else recorded.resolution.outcome
         stdout.write(f"status    {state}\n")
-        execution = authority.ledger.get_execution(args.request_id)
+        execution = authority.execution(args.request_id)
         if execution is not None:
             stdout.write(f"execution {execution.state}\n")
         for work in waiting_resumes(authority, request_id=args.request_id):

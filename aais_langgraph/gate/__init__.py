@@ -16,10 +16,11 @@ from .execution import (
 )
 from .nodes import approval_key, approval_node, is_approved_for, requires_approval
 from .request import RejectedResumeError, arequest_approval, request_approval
-from .run_context import AUTHORITY_KEY, MissingAuthorityError, find_authority
+from .run_context import AUTHORITY_KEY, REQUESTER_KEY, MissingAuthorityError, find_authority
 
 __all__ = [
     "AUTHORITY_KEY",
+    "REQUESTER_KEY",
     "ExecutionUnknownError",
     "MissingAuthorityError",
     "RejectedResumeError",

@@ -146,7 +146,7 @@ def settle(
     (record None: it did not, claim now).
     """
     if claim.ttl is None:
-        record = authority.ledger.get_execution(request.id)
+        record = authority.execution(request.id)
         if record is not None and record.state in ("done", "retry"):
             return not_run(authority, request, resolved, record.state)
         if record is not None and record.state == "unknown" and not claim.idempotent:
@@ -156,7 +156,7 @@ def settle(
     if record is None:
         # Not fsync'd: a crashed process cannot lose it (SQLite WAL), a power loss
         # can; the resolution it executes was synced before (README, Durability).
-        record = authority.ledger.update_execution(
+        record = authority.change_execution(
             request.id, claim_of(request.id, holder, claim), durable=False
         )
     if record is None:  # pragma: no cover - a claim always leaves a record
@@ -198,7 +198,7 @@ class RetryAnswerType(AnswerType):
 
 def finish(authority: ApprovalAuthority, request_id: str) -> None:
     """The approved action's body returned: record ``executed`` (before LangGraph saves)."""
-    authority.ledger.update_execution(request_id, finish_change(time.time()), durable=False)
+    authority.change_execution(request_id, finish_change(time.time()), durable=False)
 
 
 def execution_state(resolved: ApprovalResolved) -> str | None:
@@ -231,10 +231,8 @@ def reconcile_execution(
     a fresh request for the same action. Returns the record, or None when there is
     nothing to reconcile (unknown id, or a run is still executing or finished it).
     """
-    before = authority.ledger.get_execution(request_id)
-    after = authority.ledger.update_execution(
-        request_id, reconcile_change(outcome, actor, time.time())
-    )
+    before = authority.execution(request_id)
+    after = authority.change_execution(request_id, reconcile_change(outcome, actor, time.time()))
     if after is None or after == before or after.state != outcome:
         return None
     # The thread's resume work waited for this: hand it back, due at once.

@@ -97,6 +97,7 @@ def _open_request(
             "node": coordinates.node,
             "call_index": coordinates.call_index,
             **(context or {}),
+            **({"requester": coordinates.requester} if coordinates.requester else {}),
         },
     )
     return _Opened(requested, None)

@@ -12,6 +12,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 
 from ..authority import ApprovalAuthority
+from ..authority.limits import checked_requester
 from ..protocol import Origin, id_for
 from ..server_env import authority_from_env, env_authority_configured
 from .answer_sources import on_langgraph_server
@@ -42,6 +43,8 @@ class RunCoordinates:
     replayed from an earlier execution of the task that already consumed it."""
     retry_of: str | None = None
     """The request a reviewer asked to approve again (its outcome was unknown)."""
+    requester: str | None = None
+    """Who the run acts for (``configurable[REQUESTER_KEY]``): bounded and recorded."""
 
     @property
     def request_id(self) -> str:
@@ -108,7 +111,18 @@ def current_coordinates(
         call_index=(index := _next_call_index(configurable, consume=_consume)),
         answer_is_fresh=_answer_is_fresh(configurable, index),
         retry_of=retry_of,
+        requester=_requester(configurable),
     )
+
+
+REQUESTER_KEY = "aais_requester"
+"""``config["configurable"]`` key naming the authenticated person a run acts for (the
+AG-UI server sets it to the signed-in user): stored in each request's context as
+``requester`` and held to :class:`~aais_langgraph.authority.RequestLimits`."""
+
+
+def _requester(configurable: Mapping[str, Any]) -> str | None:
+    return checked_requester(configurable.get(REQUESTER_KEY), f"configurable.{REQUESTER_KEY}")
 
 
 def _answer_is_fresh(configurable: Mapping[str, Any], call_index: int) -> bool:

@@ -8,8 +8,34 @@ import psycopg
 
 from ._rows import CONTENTS_QUERIES, VOUCH_COLUMNS, audit_from_row, backfill_audit_indexes
 
-SCHEMA_VERSION = 2
-"""Version 2 added ``audit_index`` and ``mac`` to requests, resolutions and grants."""
+SCHEMA_VERSION = 3
+"""Version 2 added ``audit_index`` and ``mac`` to requests, resolutions and grants;
+version 3 audits execution records (``mac`` on them, :data:`EXECUTION_AUDIT_DDL`) and
+indexes pending requests by session and requester (:data:`PENDING_BOUND_DDL`)."""
+
+EXECUTION_SUBJECT = """(substring(payload from '^\\{"request_id":"([^"\\\\]+)"'))"""
+"""The expression :data:`EXECUTION_AUDIT_DDL` indexes (queries must spell it the same): the
+``request_id`` an execution payload starts with, read as text (a JSON cast would fail on
+a payload holding ``\\u0000``, which Postgres text cannot)."""
+
+EXECUTION_AUDIT_DDL = (
+    "CREATE INDEX IF NOT EXISTS aais_audit_executions ON aais_audit "
+    f"({EXECUTION_SUBJECT}, idx) WHERE kind = 'execution'"
+)
+"""A request's execution entries, newest found at once (only ``execution`` entries)."""
+
+REQUESTER_SUBJECT = (
+    "(CASE WHEN strpos(context, '\\u0000') = 0 THEN (context::json ->> 'requester') END)"
+)
+"""The expression :data:`PENDING_BOUND_DDL` indexes (queries must spell it the same)."""
+
+PENDING_BOUND_DDL = (
+    "CREATE INDEX IF NOT EXISTS aais_requests_pending_sessions ON aais_requests "
+    "(session_id, sequence) WHERE status = 'pending'",
+    "CREATE INDEX IF NOT EXISTS aais_requests_pending_requesters ON aais_requests "
+    f"({REQUESTER_SUBJECT}) WHERE status = 'pending'",
+)
+"""Pending requests by session and by requester: the bounds count them on each request."""
 
 # pg_advisory_xact_lock key that serializes concurrent setup() calls on one database
 # (CREATE TABLE IF NOT EXISTS alone is not safe against a concurrent creator).
@@ -80,7 +106,9 @@ Cursor = psycopg.Cursor[tuple[Any, ...]]
 
 
 def migrate(cur: Cursor, version: int) -> None:
-    """Bring a version-1 schema to version 2 (columns, then audit indexes); idempotent."""
+    """Bring a version-1 or -2 schema to version 3 (columns, then audit indexes);
+    idempotent. The caller then audits execution records written before version 3
+    (:meth:`~._sql.SqlLedger._audit_unrecorded_executions`)."""
     for table in VOUCH_COLUMNS:
         cur.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS audit_index BIGINT")
         cur.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS mac TEXT")
@@ -88,4 +116,8 @@ def migrate(cur: Cursor, version: int) -> None:
         cur.execute(CONTENTS_QUERIES["audit"])
         entries = [audit_from_row(row) for row in cur.fetchall()]
         backfill_audit_indexes(entries, cur.execute, "%s")
+    cur.execute("ALTER TABLE aais_executions ADD COLUMN IF NOT EXISTS mac TEXT")
+    for statement in (EXECUTION_AUDIT_DDL, *PENDING_BOUND_DDL):
+        cur.execute(statement)
+    if version != SCHEMA_VERSION:
         cur.execute("UPDATE aais_meta SET schema_version = %s", (SCHEMA_VERSION,))

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 from ._records import dump_json, load_json
 from .base import AuditEntry, Grant, JsonDict, PendingRow, StoredRequest, StoredResolution
+from .executions import EXECUTION_COLUMNS
 from .integrity import LedgerIntegrityError
 
 R = TypeVar("R")
@@ -33,6 +34,7 @@ CONTENTS_QUERIES = {
     "grants": f"SELECT {GRANT_COLUMNS} FROM aais_grants ORDER BY ordinal",
     "events": "SELECT sequence, envelope FROM aais_events ORDER BY sequence",
     "audit": f"SELECT {AUDIT_COLUMNS} FROM aais_audit ORDER BY idx",
+    "executions": f"SELECT {EXECUTION_COLUMNS} FROM aais_executions ORDER BY request_id",
 }
 
 

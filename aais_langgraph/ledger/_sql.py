@@ -61,6 +61,7 @@ from .base import (
     StoredRequest,
     StoredResolution,
 )
+from .integrity import LedgerIntegrityError, execution_vouched
 
 
 class SqlBackend(Ledger):
@@ -71,6 +72,10 @@ class SqlBackend(Ledger):
     """The backend's parameter placeholder (``?`` or ``%s``)."""
     for_update: ClassVar[str] = ""
     """Appended to a read that must lock the row it returns (`` FOR UPDATE`` or nothing)."""
+    execution_subject: ClassVar[str]
+    """The indexed expression that reads an audit payload's ``request_id``."""
+    requester_subject: ClassVar[str]
+    """The indexed expression that reads a request context's ``requester``."""
 
     # -- what a backend supplies ---------------------------------------------------
 
@@ -211,6 +216,19 @@ class SqlLedger(SqlBackend):
         with self._read() as cur:
             return [request_from_row(row) for row in self._all(cur, sql, params)]
 
+    def count_pending(
+        self, *, session_id: str | None = None, requester: str | None = None, limit: int
+    ) -> int:
+        if (session_id is None) == (requester is None):
+            raise ValueError("count_pending: give exactly one of session_id and requester")
+        column = "session_id" if session_id is not None else self.requester_subject
+        sql = (
+            "SELECT COUNT(*) FROM (SELECT 1 FROM aais_requests WHERE status = 'pending' "
+            f"AND {column} = ? LIMIT ?) AS bounded"
+        )
+        with self._read() as cur:
+            return int(self._one(cur, sql, (session_id or requester, max(limit, 0)))[0])
+
     def list_pending_rows(self, *, session_id: str | None = None) -> list[PendingRow]:
         sql, params = pending_query(
             REQUEST_COLUMNS, thread_id=None, session_id=session_id, expires_before=None, limit=None
@@ -235,6 +253,7 @@ class SqlLedger(SqlBackend):
         draft = draft_write(write)
         grant = draft.grant
         claimed: ex.Execution | None = None
+        staged: ex.Execution | None = None
         with self._write_batched() as cur:
             # Racing resolvers of one request queue on its row; later ones find the winner.
             sql = "SELECT thread_id FROM aais_requests WHERE request_id = ?" + self.for_update
@@ -247,7 +266,7 @@ class SqlLedger(SqlBackend):
             if claim is not None and draft.resolved["resolution"]["outcome"] == "approved":
                 # The execution claim rides in the resolution's transaction (before the
                 # counters, so their lock is held no longer): one durable write, not two.
-                claimed = self._apply_execution(cur, write.request_id, claim)
+                claimed, staged = self._change_execution(cur, write.request_id, claim)
             if found[0] is not None and not write.in_run:
                 # "This thread must be resumed" commits with the answer, or not at all.
                 work = rw.new_resume_work(write.request_id, found[0], time.time())
@@ -273,6 +292,8 @@ class SqlLedger(SqlBackend):
                         decided, resolved, write.decision_fingerprint, grant
                     )
                 }
+                if staged is not None:
+                    counters.append_audit("execution", ex.execution_audit(staged))
                 recorded = StoredResolution(
                     write.request_id,
                     resolved,
@@ -362,6 +383,7 @@ class SqlLedger(SqlBackend):
             audit_tip=tip,
             last_sequence=last_sequence,
             request_sequences={str(row[0]): int(row[1]) for row in sequences},
+            executions=[ex.execution_from_row(row) for row in rows["executions"]],
         )
 
     def append_audit(self, kind: AuditKind, payload: Mapping[str, Any]) -> AuditEntry:
@@ -475,17 +497,56 @@ class SqlLedger(SqlBackend):
         self, request_id: str, change: ex.ExecutionChange, *, durable: bool = True
     ) -> ex.Execution | None:
         with self._write(durable=durable) as cur:
-            return self._apply_execution(cur, request_id, change)
+            updated, stored = self._change_execution(cur, request_id, change)
+            if stored is not None:
+                with self._counters(cur) as counters:
+                    counters.append_audit("execution", ex.execution_audit(stored))
+        return updated
 
-    def _apply_execution(
+    def _change_execution(
         self, cur: Cursor, request_id: str, change: ex.ExecutionChange
-    ) -> ex.Execution | None:
+    ) -> tuple[ex.Execution | None, ex.Execution | None]:
+        """``(after, stored)``: the record after ``change``, and the one this write stored
+        (None: unchanged), whose audit entry the caller appends under the counters."""
         self._lock_execution(cur, request_id)
         current = self._execution(cur, request_id)
+        problem = execution_vouched(current, self._execution_entry(cur, request_id))
+        if problem is not None:
+            raise LedgerIntegrityError("aais_executions", request_id, problem)
         updated = change(current)
-        if updated is not None and updated != current:
-            self._run(cur, ex.UPSERT_EXECUTION, ex.execution_row(updated))
-        return updated
+        if updated is None or updated == current:
+            return updated, None
+        if updated.request_id != request_id:  # pragma: no cover - the changes keep the id
+            raise ValueError("request_id: an execution change cannot move the record")
+        self._run(cur, ex.UPSERT_EXECUTION, ex.execution_row(updated))
+        return updated, updated
+
+    def _audit_unrecorded_executions(self, cur: Cursor) -> None:
+        """Append an ``execution`` entry for every record that has none (records written
+        before execution records were audited), inside the migrating transaction."""
+        sql = f"SELECT {ex.EXECUTION_COLUMNS} FROM aais_executions ORDER BY request_id"
+        records = [ex.execution_from_row(row) for row in self._all(cur, sql)]
+        unrecorded = [
+            record for record in records if self._execution_entry(cur, record.request_id) is None
+        ]
+        if unrecorded:
+            with self._counters(cur) as counters:
+                for record in unrecorded:
+                    counters.append_audit("execution", ex.execution_audit(record))
+
+    def _execution_entry(self, cur: Cursor, request_id: str) -> AuditEntry | None:
+        sql = (
+            f"SELECT {rows.AUDIT_COLUMNS} FROM aais_audit WHERE kind = 'execution' "
+            f"AND {self.execution_subject} = ? ORDER BY idx DESC LIMIT 1"
+        )
+        row = self._one(cur, sql, (request_id,))
+        return None if row is None else audit_from_row(row)
+
+    def execution_with_entry(
+        self, request_id: str
+    ) -> tuple[ex.Execution | None, AuditEntry | None]:
+        with self._snapshot() as cur:
+            return self._execution(cur, request_id), self._execution_entry(cur, request_id)
 
     def _execution(self, cur: Cursor, request_id: str) -> ex.Execution | None:
         sql = f"SELECT {ex.EXECUTION_COLUMNS} FROM aais_executions WHERE request_id = ?"

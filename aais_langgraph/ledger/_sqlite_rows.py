@@ -12,8 +12,31 @@ from ._rows import CONTENTS_QUERIES, VOUCH_COLUMNS, audit_from_row, backfill_aud
 
 Conn = sqlite3.Connection | sqlite3.Cursor
 
-SCHEMA_VERSION = 2
-"""Version 2 added ``audit_index`` and ``mac`` to requests, resolutions and grants."""
+SCHEMA_VERSION = 3
+"""Version 2 added ``audit_index`` and ``mac`` to requests, resolutions and grants;
+version 3 audits execution records (``mac`` on them, :data:`EXECUTION_AUDIT_INDEX`) and
+indexes pending requests by session and requester (:data:`PENDING_BOUND_DDL`)."""
+
+EXECUTION_SUBJECT = "json_extract(payload, '$.request_id')"
+"""The expression :data:`EXECUTION_AUDIT_INDEX` indexes (queries must spell it the same)."""
+
+EXECUTION_AUDIT_INDEX = "aais_audit_executions"
+EXECUTION_AUDIT_DDL = (
+    f"CREATE INDEX IF NOT EXISTS {EXECUTION_AUDIT_INDEX} ON aais_audit "
+    f"({EXECUTION_SUBJECT}, idx) WHERE kind = 'execution'"
+)
+"""A request's execution entries, newest found at once (only ``execution`` entries)."""
+
+REQUESTER_SUBJECT = "json_extract(context, '$.requester')"
+"""The expression :data:`PENDING_BOUND_DDL` indexes (queries must spell it the same)."""
+
+PENDING_BOUND_DDL = (
+    "CREATE INDEX IF NOT EXISTS aais_requests_pending_sessions ON aais_requests "
+    "(session_id, sequence) WHERE status = 'pending'",
+    "CREATE INDEX IF NOT EXISTS aais_requests_pending_requesters ON aais_requests "
+    f"({REQUESTER_SUBJECT}) WHERE status = 'pending'",
+)
+"""Pending requests by session and by requester: the bounds count them on each request."""
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS aais_meta (
@@ -84,8 +107,9 @@ PENDING_INDEX_DDL = (
 
 
 def migrate(conn: Conn, version: str | None) -> None:
-    """Bring a version-1 schema to version 2 (columns, then audit indexes) and the pending
-    index up to date; idempotent."""
+    """Bring a version-1 or -2 schema to version 3 (columns, then audit indexes) and the
+    indexes up to date; idempotent. The caller then audits execution records written
+    before version 3 (:meth:`~._sql.SqlLedger._audit_unrecorded_executions`)."""
     for table in VOUCH_COLUMNS:
         columns = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
         if "audit_index" not in columns:
@@ -95,8 +119,12 @@ def migrate(conn: Conn, version: str | None) -> None:
     if version == "1":
         entries = [audit_from_row(row) for row in conn.execute(CONTENTS_QUERIES["audit"])]
         backfill_audit_indexes(entries, conn.execute, "?")
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(aais_executions)")}
+    if "mac" not in columns:
+        conn.execute("ALTER TABLE aais_executions ADD COLUMN mac TEXT")
+    if version != str(SCHEMA_VERSION):
         set_meta(conn, "schema_version", str(SCHEMA_VERSION))
-    for statement in PENDING_INDEX_DDL:
+    for statement in (*PENDING_INDEX_DDL, EXECUTION_AUDIT_DDL, *PENDING_BOUND_DDL):
         conn.execute(statement)
 
 
@@ -114,9 +142,10 @@ def is_current(conn: Conn) -> bool:
     found = conn.execute(
         "SELECT COUNT(*) FROM sqlite_master WHERE (type = 'table' AND name IN "
         f"('aais_meta', 'aais_executions', 'aais_resume_work')) "
-        f"OR (type = 'index' AND name = '{PENDING_INDEX}')"
+        f"OR (type = 'index' AND name IN ('{PENDING_INDEX}', '{EXECUTION_AUDIT_INDEX}', "
+        "'aais_requests_pending_sessions', 'aais_requests_pending_requesters'))"
     ).fetchone()[0]
-    return bool(found == 4 and meta(conn, "schema_version") == str(SCHEMA_VERSION))
+    return bool(found == 7 and meta(conn, "schema_version") == str(SCHEMA_VERSION))
 
 
 def meta(conn: Conn, key: str) -> str | None:

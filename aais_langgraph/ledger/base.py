@@ -36,7 +36,7 @@ JsonDict = dict[str, Any]
 P = ParamSpec("P")
 R = TypeVar("R")
 AuditKind = Literal[
-    "requested", "decided", "resolved", "granted", "revoked", "conflict", "compacted"
+    "requested", "decided", "resolved", "granted", "revoked", "conflict", "compacted", "execution"
 ]
 
 
@@ -219,6 +219,8 @@ class LedgerContents:
     request_sequences: dict[str, int] = field(default_factory=dict)
     """Each request row's own ``sequence`` column (the order listings follow), where the
     backend stores one apart from the envelope."""
+    executions: list[Execution] = field(default_factory=list)
+    """Every execution record (the runtime's; each vouched for by its latest entry)."""
 
 
 @dataclass(frozen=True)
@@ -298,6 +300,14 @@ class Ledger(ABC):
         limit: int | None = None,
     ) -> list[StoredRequest]:
         """Pending requests in sequence order; cost O(pending), not O(history)."""
+
+    @abstractmethod
+    def count_pending(
+        self, *, session_id: str | None = None, requester: str | None = None, limit: int
+    ) -> int:
+        """How many requests are pending in the session, or for the requester (the
+        ``requester`` member of their context), counting no further than ``limit``: an
+        indexed read of at most ``limit`` rows, for bounds checked on every request."""
 
     def list_pending_rows(self, *, session_id: str | None = None) -> list[PendingRow]:
         """:meth:`list_pending` as stored rows, JSON unparsed (for listings that remember
@@ -455,8 +465,18 @@ class Ledger(ABC):
     ) -> Execution | None:
         """Apply ``change`` to the request's execution record atomically; the record after.
 
+        A change that stores a new record appends its ``execution`` audit entry
+        (:func:`~.executions.execution_audit`) in the same transaction. Before the
+        change sees the stored record, the record is checked against the request's
+        latest ``execution`` entry: a record that is missing, edited or planted
+        raises :class:`~.integrity.LedgerIntegrityError` and nothing is written.
         ``durable=False`` may skip the disk sync (the gate's claim and ``executed``
         mark): the write survives a crashed process, not a power loss."""
+
+    @abstractmethod
+    def execution_with_entry(self, request_id: str) -> tuple[Execution | None, AuditEntry | None]:
+        """The request's execution record and its latest ``execution`` audit entry, read
+        in one snapshot (the entry by an index: O(log n)); either may be absent."""
 
     @abstractmethod
     def get_execution(self, request_id: str) -> Execution | None:
@@ -485,6 +505,7 @@ class Ledger(ABC):
     aget_request = _twin(get_request)
     alist_pending = _twin(list_pending)
     alist_pending_rows = _twin(list_pending_rows)
+    acount_pending = _twin(count_pending)
     arecord_resolution = _twin(record_resolution)
     arecord_resolution_claiming = _twin(record_resolution_claiming)
     aget_resolution = _twin(get_resolution)
@@ -509,5 +530,6 @@ class Ledger(ABC):
     aupdate_resume_work = _twin(update_resume_work)
     aupdate_execution = _twin(update_execution)
     aget_execution = _twin(get_execution)
+    aexecution_with_entry = _twin(execution_with_entry)
     alist_executions = _twin(list_executions)
     aunknown_executions = _twin(unknown_executions)

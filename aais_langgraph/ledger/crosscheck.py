@@ -1,9 +1,10 @@
 """``audit verify``: the chain, then every stored row against the audit entry that vouches for it.
 
 The chain alone proves only that the audit log is intact; the rows the gate acts
-on live in other tables. So every request, resolution, grant and event row is
-recomputed into the payload its audit entry must hold, every audited row must
-still exist, and (with an authority key) every row's seal must verify. The first
+on live in other tables. So every request, resolution, grant, event and execution
+row is recomputed into the payload its audit entry must hold, every audited row
+must still exist, and (with an authority key) every row's seal must verify. An
+execution record must also belong to an approved request. The first
 mismatch is reported by table and id; reasons never contain row values.
 """
 
@@ -17,6 +18,7 @@ from aais_langgraph.protocol import AAISValidationError, sha256_digest
 from .audit import AuditVerification, verify_audit
 from .base import AuditEntry, LedgerContents
 from .integrity import (
+    execution_vouched,
     grant_vouched,
     request_vouched,
     resolution_vouched,
@@ -39,9 +41,12 @@ class _Vouchers:
         self.granted: dict[str, list[AuditEntry]] = {}
         self.revoked: dict[str, list[AuditEntry]] = {}
         self.events: dict[int, str] = {}
+        self.executions: dict[str, AuditEntry] = {}
         self.compacted_before: int | None = None
         for entry in audit:
             payload = entry.payload
+            if entry.kind == "execution":  # each request's latest one vouches for its row
+                self.executions[str(payload.get("request_id"))] = entry
             sequence = payload.get("sequence")
             # Rejections and standing resolutions have no row (and no sequence).
             recorded = isinstance(sequence, int) and not isinstance(sequence, bool)
@@ -181,6 +186,35 @@ def _event_problems(contents: LedgerContents, vouchers: _Vouchers) -> Iterator[P
         yield "aais_meta", "last_sequence", "it is behind the sequences the audit records"
 
 
+def _execution_problems(
+    contents: LedgerContents, vouchers: _Vouchers, key: bytes | None
+) -> Iterator[Problem]:
+    approved = {
+        stored.request_id
+        for stored in contents.resolutions
+        if stored.envelope.get("resolution", {}).get("outcome") == "approved"
+    }
+    requests = {stored.request_id for stored in contents.requests}
+    seen: set[str] = set()
+    for record in contents.executions:
+        seen.add(record.request_id)
+        reason = execution_vouched(record, vouchers.executions.get(record.request_id))
+        if reason is None and record.request_id not in requests:
+            reason = "its request does not exist"
+        elif reason is None and record.request_id not in approved:
+            reason = "its request was not approved"
+        if reason is None:
+            try:
+                reason = seal_problem(sealed(key, "aais_executions", record), record.mac)
+            except AAISValidationError:
+                reason = "it cannot be sealed (not I-JSON)"
+        if reason is not None:
+            yield "aais_executions", record.request_id, reason
+    for request_id, entry in vouchers.executions.items():
+        if request_id not in seen:
+            yield "aais_executions", request_id, f"missing (audit entry {entry.index})"
+
+
 def verify_contents(
     contents: LedgerContents,
     *,
@@ -200,6 +234,7 @@ def verify_contents(
         _resolution_problems(contents, vouchers, key),
         _grant_problems(contents, vouchers, key),
         _event_problems(contents, vouchers),
+        _execution_problems(contents, vouchers, key),
     ):
         for table, row_id, reason in problems:
             return replace(chain, ok=False, table=table, row_id=row_id, reason=reason)

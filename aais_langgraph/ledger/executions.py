@@ -14,6 +14,12 @@ own table, ``aais_executions``, one row per approved request that a gate let run
 
 The transitions are pure functions here; a backend only reads the row, applies
 one under its write lock and stores the result (:meth:`Ledger.update_execution`).
+
+Every stored change is accountable like a resolution: it appends an ``execution``
+audit entry whose payload is the whole new row (:func:`execution_audit`), in the
+same transaction, so the row the gate acts on is always the one its latest entry
+records (a deleted, edited or planted row is refused, and ``audit verify``
+reports it), and running an approved action moves the chain's tip.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ __all__ = [
     "ExecutionChange",
     "ExecutionState",
     "claim_change",
+    "execution_audit",
     "execution_from_row",
     "execution_row",
     "finish_change",
@@ -57,6 +64,8 @@ class Execution:
     live_until: float
     updated_at: float
     reconciled_by: str | None = None
+    mac: str | None = None
+    """The authority's seal of the row (None without an authority key)."""
 
     def live(self, now: float) -> bool:
         """True while a run holding the claim may still be executing the action (its
@@ -124,17 +133,33 @@ def reconcile_change(state: Literal["done", "retry"], actor: str, now: float) ->
     return change
 
 
+def execution_audit(record: Execution) -> dict[str, Any]:
+    """The payload of the ``execution`` audit entry that records ``record``: the whole
+    row but its seal (which the entry cannot carry: it is made from the same fields)."""
+    return {
+        "request_id": record.request_id,
+        "thread_id": record.thread_id,
+        "state": record.state,
+        "holder": record.holder,
+        "attempt": record.attempt,
+        "started_at": record.started_at,
+        "live_until": record.live_until,
+        "updated_at": record.updated_at,
+        "reconciled_by": record.reconciled_by,
+    }
+
+
 EXECUTION_COLUMNS = (
     "request_id, thread_id, state, holder, attempt, started_at, live_until, updated_at, "
-    "reconciled_by"
+    "reconciled_by, mac"
 )
 
 UPSERT_EXECUTION = (
-    f"INSERT INTO aais_executions ({EXECUTION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    f"INSERT INTO aais_executions ({EXECUTION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
     "ON CONFLICT (request_id) DO UPDATE SET thread_id = excluded.thread_id, "
     "state = excluded.state, holder = excluded.holder, attempt = excluded.attempt, "
     "started_at = excluded.started_at, live_until = excluded.live_until, "
-    "updated_at = excluded.updated_at, reconciled_by = excluded.reconciled_by"
+    "updated_at = excluded.updated_at, reconciled_by = excluded.reconciled_by, mac = excluded.mac"
 )
 """Store a record, replacing the request's previous one (``?`` marks; both SQL backends)."""
 
@@ -150,7 +175,8 @@ SQLITE_EXECUTIONS_SCHEMA = (
         started_at REAL NOT NULL,
         live_until REAL NOT NULL,
         updated_at REAL NOT NULL,
-        reconciled_by TEXT
+        reconciled_by TEXT,
+        mac TEXT
     ) WITHOUT ROWID""",
     "CREATE INDEX IF NOT EXISTS aais_executions_state ON aais_executions (state)",
 )
@@ -166,7 +192,8 @@ POSTGRES_EXECUTIONS_SCHEMA = (
         started_at DOUBLE PRECISION NOT NULL,
         live_until DOUBLE PRECISION NOT NULL,
         updated_at DOUBLE PRECISION NOT NULL,
-        reconciled_by TEXT
+        reconciled_by TEXT,
+        mac TEXT
     )""",
     "CREATE INDEX IF NOT EXISTS aais_executions_state ON aais_executions (state)",
 )
@@ -175,9 +202,9 @@ POSTGRES_EXECUTIONS_SCHEMA = (
 
 def execution_from_row(row: tuple[Any, ...]) -> Execution:
     """An execution record from a row of :data:`EXECUTION_COLUMNS`."""
-    request_id, thread_id, state, holder, attempt, started, live_until, updated, by = row
+    request_id, thread_id, state, holder, attempt, started, live_until, updated, by, mac = row
     return Execution(
-        request_id, thread_id, state, holder, int(attempt), started, live_until, updated, by
+        request_id, thread_id, state, holder, int(attempt), started, live_until, updated, by, mac
     )
 
 
@@ -193,4 +220,5 @@ def execution_row(record: Execution) -> tuple[Any, ...]:
         record.live_until,
         record.updated_at,
         record.reconciled_by,
+        record.mac,
     )

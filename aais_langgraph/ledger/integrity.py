@@ -1,12 +1,13 @@
 """Tamper evidence for stored rows: which audit entry vouches for a row, and MAC seals.
 
-Every request, resolution and grant row is written in the same transaction as an
-audit entry whose payload is a function of the whole row (the envelope and the
-context by digest). A row vouches for itself only if recomputing that payload from
-the row gives the entry's payload. Without a key, someone who can write the
-database can rewrite a row *and* recompute the chain after it; with an authority
-key, rows also carry an HMAC-SHA256 seal that cannot be recomputed without the key.
-Reasons never contain row values, only what is wrong.
+Every request, resolution, grant and execution row is written in the same
+transaction as an audit entry whose payload is a function of the whole row (the
+envelope and the context by digest; an execution record's latest change). A row
+vouches for itself only if recomputing that payload from the row gives the entry's
+payload (an execution record: its request's latest ``execution`` entry). Without a
+key, someone who can write the database can rewrite a row *and* recompute the chain
+after it; with an authority key, rows also carry an HMAC-SHA256 seal that cannot be
+recomputed without the key. Reasons never contain row values, only what is wrong.
 """
 
 from __future__ import annotations
@@ -27,11 +28,15 @@ from ._records import (
     requested_audit,
     resolved_audit,
 )
+from .audit import chain_hash
 from .base import AuditEntry, Grant, JsonDict, StoredRequest, StoredResolution
+from .executions import Execution, execution_audit
 
 __all__ = [
     "MAC_PREFIX",
     "LedgerIntegrityError",
+    "execution_seal",
+    "execution_vouched",
     "grant_seal",
     "grant_vouched",
     "request_seal",
@@ -106,6 +111,11 @@ def grant_seal(key: bytes, grant: Grant) -> str:
     return _seal(key, "grant", row)
 
 
+def execution_seal(key: bytes, record: Execution) -> str:
+    """The seal of an execution record: every column but the seal itself."""
+    return _seal(key, "execution", execution_audit(record))
+
+
 def seal_problem(expected: str | None, mac: str | None) -> str | None:
     """Why ``mac`` is not the expected seal, or None (``expected`` None: no key, nothing to do)."""
     if expected is None:
@@ -125,6 +135,8 @@ def sealed(key: bytes | None, table: str, row: Any) -> str | None:
         return request_seal(key, row.envelope, row.thread_id, row.context)
     if table == "aais_resolutions":
         return resolution_seal(key, row.request_id, row.envelope, row.decision_fingerprint)
+    if table == "aais_executions":
+        return execution_seal(key, row)
     return grant_seal(key, row)
 
 
@@ -188,4 +200,30 @@ def grant_vouched(grant: Grant, entry: AuditEntry | None) -> str | None:
         recomputed = granted_audit(grant)
     except (AAISValidationError, KeyError, TypeError, ValueError):
         return "it cannot be read as a grant"
+    return _payload_problem(entry.payload, recomputed)
+
+
+def execution_vouched(record: Execution | None, entry: AuditEntry | None) -> str | None:
+    """Why the request's latest ``execution`` audit entry does not vouch for its stored
+    execution record (either may be absent), or None if it does (or neither exists)."""
+    if record is None:
+        if entry is None:
+            return None
+        return f"missing, though audit entry {entry.index} records it"
+    if entry is None:
+        return "no audit entry vouches for it"
+    if entry.kind != "execution":
+        return "its audit entry is not an execution record's"
+    try:
+        intact = entry.entry_hash == chain_hash(
+            entry.index, entry.kind, entry.occurred_at, entry.payload, entry.prev_hash
+        )
+    except AAISValidationError:
+        intact = False
+    if not intact:
+        return f"its audit entry {entry.index} does not match its hash"
+    try:
+        recomputed = execution_audit(record)
+    except (TypeError, ValueError):
+        return "it cannot be read as an execution record"
     return _payload_problem(entry.payload, recomputed)

@@ -39,7 +39,8 @@ from .base import (
     StoredRequest,
     StoredResolution,
 )
-from .executions import Execution, ExecutionChange, ExecutionState
+from .executions import Execution, ExecutionChange, ExecutionState, execution_audit
+from .integrity import LedgerIntegrityError, execution_vouched
 from .resume_work import ResumeWork, ResumeWorkChange, ResumeWorkState, new_resume_work
 
 
@@ -59,6 +60,7 @@ class InMemoryLedger(Ledger):
         self._audit: list[AuditEntry] = []
         self._leases: dict[str, Lease] = {}
         self._executions: dict[str, Execution] = {}
+        self._execution_entries: dict[str, AuditEntry] = {}
         self._resume_work: dict[str, ResumeWork] = {}
 
     # -- requests ------------------------------------------------------------------
@@ -197,6 +199,24 @@ class InMemoryLedger(Ledger):
 
     # -- grants --------------------------------------------------------------------
 
+    def count_pending(
+        self, *, session_id: str | None = None, requester: str | None = None, limit: int
+    ) -> int:
+        if (session_id is None) == (requester is None):
+            raise ValueError("count_pending: give exactly one of session_id and requester")
+        with self._lock:
+            wanted = session_id if session_id is not None else requester
+            found = 0
+            for request_id in self._pending:
+                if found >= limit:
+                    break
+                stored = self._requests[request_id]
+                if session_id is not None:
+                    found += stored.session_id == wanted
+                else:
+                    found += stored.context.get("requester") == wanted
+            return found
+
     def list_grants(
         self,
         *,
@@ -263,6 +283,7 @@ class InMemoryLedger(Ledger):
                 audit=[_copy_entry(entry) for entry in self._audit],
                 audit_tip=self._tip(),
                 last_sequence=self._last_sequence,
+                executions=[self._executions[key] for key in sorted(self._executions)],
             )
 
     def append_audit(self, kind: AuditKind, payload: Mapping[str, Any]) -> AuditEntry:
@@ -359,10 +380,22 @@ class InMemoryLedger(Ledger):
         self, request_id: str, change: ExecutionChange, *, durable: bool = True
     ) -> Execution | None:
         with self._lock:
-            updated = change(self._executions.get(request_id))
-            if updated is not None:
+            current = self._executions.get(request_id)
+            problem = execution_vouched(current, self._execution_entries.get(request_id))
+            if problem is not None:
+                raise LedgerIntegrityError("aais_executions", request_id, problem)
+            updated = change(current)
+            if updated is not None and updated != current:
+                entry = next_audit_entry(self._tip(), "execution", execution_audit(updated))
+                self._audit.append(entry)
+                self._execution_entries[request_id] = entry
                 self._executions[request_id] = updated
             return updated
+
+    def execution_with_entry(self, request_id: str) -> tuple[Execution | None, AuditEntry | None]:
+        with self._lock:
+            entry = self._execution_entries.get(request_id)
+            return self._executions.get(request_id), None if entry is None else _copy_entry(entry)
 
     def get_execution(self, request_id: str) -> Execution | None:
         with self._lock:

@@ -70,6 +70,8 @@ class PostgresLedger(SqlLedger):
 
     mark = "%s"
     for_update = " FOR UPDATE"
+    execution_subject = db.EXECUTION_SUBJECT
+    requester_subject = db.REQUESTER_SUBJECT
 
     def __init__(
         self, conn: psycopg.Connection[Any] | ConnectionPool[psycopg.Connection[Any]]
@@ -127,12 +129,14 @@ class PostgresLedger(SqlLedger):
             cur.execute("SELECT schema_version FROM aais_meta")
             row = cur.fetchone()
             version = None if row is None else row[0]
-            if version not in (1, db.SCHEMA_VERSION):
+            if version not in (1, 2, db.SCHEMA_VERSION):
                 raise RuntimeError(
                     f"ledger schema version {version} is not {db.SCHEMA_VERSION}; "
                     "this database was written by another version of aais-langgraph"
                 )
             db.migrate(cur, version)
+            if version != db.SCHEMA_VERSION:
+                self._audit_unrecorded_executions(cur)
         self._stamps = None  # whether aais_stamp exists is asked again
 
     def is_set_up(self) -> bool:

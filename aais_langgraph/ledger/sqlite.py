@@ -50,6 +50,9 @@ class SqliteLedger(SqlLedger):
     unreadable one (:class:`~.opening.NotALedgerError`).
     """
 
+    execution_subject = db.EXECUTION_SUBJECT
+    requester_subject = db.REQUESTER_SUBJECT
+
     def __init__(
         self,
         path_or_conn: str | os.PathLike[str] | sqlite3.Connection,
@@ -123,12 +126,14 @@ class SqliteLedger(SqlLedger):
                     (str(db.SCHEMA_VERSION),),
                 )
                 version = db.meta(cur, "schema_version")
-                if version not in ("1", str(db.SCHEMA_VERSION)):
+                if version not in ("1", "2", str(db.SCHEMA_VERSION)):
                     raise RuntimeError(
                         f"ledger schema version {version} is not {db.SCHEMA_VERSION}; "
                         "this file was written by another version of aais-langgraph"
                     )
                 db.migrate(cur, version)
+                if version != str(db.SCHEMA_VERSION):
+                    self._audit_unrecorded_executions(cur)
             self._needs_setup = False
 
     def check_storage(self) -> str | None:

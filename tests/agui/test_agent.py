@@ -521,9 +521,45 @@ async def test_an_edited_message_forks_the_thread_and_its_orphan_is_cancelled(
     assert terminal(edited).type == EventType.RUN_FINISHED
 
     recorded = authority.get_resolution(request_id(old))
+    listed = await authority.asnapshot()
+    from hostile.report import record
+
+    record("forked threads", 1, failed_open=int(recorded is None or effects.list() != []))
     assert recorded is not None and recorded.resolution.outcome == "cancelled"
     by = (recorded.resolution.extensions or {})["aais-langgraph.org/resolved_by"]
     assert by["id"] == "aais-langgraph.run_moved_on"
     assert effects.list() == []
-    listed = await authority.asnapshot()
     assert request_id(old) not in [r.id for r in listed.snapshot.pending]
+
+
+# -- requester and bounds -------------------------------------------------------------
+
+
+async def test_a_run_asks_on_behalf_of_its_authenticated_user(
+    agent: AAISLangGraphAgent, authority: ApprovalAuthority
+) -> None:
+    _, [item] = await paused(agent)
+    stored = authority.get_stored_request(request_id(item))
+    assert stored is not None and stored.context["requester"] == ALICE["id"]
+
+
+async def test_a_run_over_the_requester_bound_is_a_run_error_and_stores_nothing(
+    make_agent: Callable[..., AAISLangGraphAgent], authority: ApprovalAuthority
+) -> None:
+    from aais_langgraph.authority import RequestLimits
+    from aais_langgraph.authority.limits import Bounds
+    from hostile.report import record
+
+    authority.bounds = Bounds(RequestLimits(pending_per_requester=1), authority.ledger)
+    await paused(make_agent())
+    before = len(authority.ledger.list_pending())
+
+    events = await run(make_agent(), f"thread_{uuid.uuid4().hex}", text="delete /srv/b.txt")
+
+    finished = terminal(events)
+    assert finished.type == EventType.RUN_ERROR and "bound" in finished.message
+    assert len(authority.ledger.list_pending()) == before
+    record("limits", 1, failed_open=int(len(authority.ledger.list_pending()) != before))
+    # another user is not held back by alice's bound
+    await run(make_agent(), f"thread_{uuid.uuid4().hex}", text="delete /srv/c.txt", actor=MALLORY)
+    assert len(authority.ledger.list_pending()) == before + 1

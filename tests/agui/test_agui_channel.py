@@ -30,6 +30,7 @@ from aais_langgraph import ApprovalAuthority, RejectedResumeError, approval_node
 from aais_langgraph.authority import AskEveryTime
 from aais_langgraph.ledger import SqliteLedger
 from aais_langgraph.protocol import Decision, Request
+from hostile.report import record
 
 from .conftest import ALICE
 from .demo_graph import EffectLog, build_demo_graph
@@ -207,6 +208,8 @@ def test_mallory_cannot_cancel_alices_approval_the_policy_refuses(
     thread_id, [interrupt] = pause(client, "delete /srv/cancel-me.txt")
     entry = {"interruptId": interrupt["id"], "status": "cancelled"}
     status, events, _ = post_run(client, run_agent_input(thread_id, resume=[entry]), AS_MALLORY)
+    cancelled = site.authority.get_resolution(request_id(interrupt)) is not None
+    record("cancel attribution", 1, failed_open=int(cancelled), server_errors=int(status >= 500))
     assert status == 200 and run_error(events[:2])["code"] == "aais.invalid"
     # The card stays answerable: the same interrupt is offered again in the same stream.
     assert [i["id"] for i in events[-1]["outcome"]["interrupts"]] == [interrupt["id"]]
@@ -228,6 +231,7 @@ def test_a_cancel_records_who_cancelled(client: httpx.Client, site: Site) -> Non
         for e in site.authority.ledger.audit_entries()
         if e.kind == "resolved" and e.payload["request_id"] == request_id(interrupt)
     ]
+    record("cancel attribution", 1, failed_open=int(entry_of.payload.get("actor_id") != "alice"))
     assert entry_of.payload["actor_id"] == "alice"
     assert site.effects.list(thread_id) == []
 

@@ -73,3 +73,33 @@ def test_a_newer_schema_is_still_refused(tampered: Tampered) -> None:  # noqa: F
         tampered.raw("UPDATE aais_meta SET schema_version = 99")
     with pytest.raises(RuntimeError, match="schema version 99"):
         tampered.authority.ledger.setup()
+
+
+def test_setup_audits_the_execution_records_of_a_version_2_ledger(tampered: Tampered) -> None:  # noqa: F811
+    """Version 2 kept execution records outside the audit: setup adopts each one once."""
+    from aais_langgraph.ledger.executions import claim_change
+
+    authority, request_id = tampered.authority, tampered.approved
+    change = claim_change(request_id, "run_a", thread_id=None, ttl=30, now=1000.0, retry=False)
+    authority.change_execution(request_id, change)
+    [(tip_index,)] = tampered.raw("SELECT MAX(idx) FROM aais_audit WHERE kind <> 'execution'")
+    [(tip_hash,)] = tampered.raw("SELECT entry_hash FROM aais_audit WHERE idx = ?", tip_index)
+    tampered.raw("DELETE FROM aais_audit WHERE kind = 'execution'")
+    tampered.set_tip(tip_index, tip_hash)
+    tampered.raw("DROP INDEX aais_audit_executions")
+    tampered.raw("ALTER TABLE aais_executions DROP COLUMN mac")
+    if tampered.backend == "sqlite":
+        tampered.raw("UPDATE aais_meta SET value = '2' WHERE key = 'schema_version'")
+    else:
+        tampered.raw("UPDATE aais_meta SET schema_version = 2")
+
+    authority.ledger.setup()
+    authority.ledger.setup()  # idempotent: adopted once
+
+    fresh = ApprovalAuthority(authority.ledger)
+    result = fresh.verify_audit()
+    assert result.ok, (result.table, result.row_id, result.reason)
+    record = fresh.execution(request_id)
+    assert record is not None and record.state == "executing"
+    adopted = [e for e in authority.ledger.audit_entries() if e.kind == "execution"]
+    assert [entry.payload["request_id"] for entry in adopted] == [request_id]

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from aais_langgraph.authority import ApprovalAuthority
-from aais_langgraph.ledger import Ledger, SqliteLedger
+from aais_langgraph.ledger import Ledger, LedgerIntegrityError, SqliteLedger
+from aais_langgraph.ledger.executions import claim_change, finish_change
 from hostile.report import record
 
 from .support import START, FakeClock, decision, new_request
@@ -292,3 +293,60 @@ def test_an_unreadable_event_is_reported(tampered: Tampered) -> None:
     sqlite_only(tampered)
     tampered.raw("UPDATE aais_events SET envelope = '[1' WHERE sequence = 1")
     assert_reported(tampered, "aais_events", "1")
+
+
+def _claimed(tampered: Tampered) -> str:
+    """The approved request's execution claimed, then finished, through the authority."""
+    request_id = tampered.approved
+    change = claim_change(request_id, "run_a", thread_id=None, ttl=30, now=1000.0, retry=False)
+    tampered.authority.change_execution(request_id, change)
+    tampered.authority.change_execution(request_id, finish_change(1001.0))
+    assert tampered.authority.verify_audit().ok
+    return request_id
+
+
+def assert_execution_refused(tampered: Tampered, request_id: str) -> None:
+    """The gate's two reads refuse the record, and verify names it."""
+    with pytest.raises(LedgerIntegrityError) as raised:
+        tampered.authority.execution(request_id)
+    assert raised.value.table == "aais_executions"
+    retry = claim_change(request_id, "run_b", thread_id=None, ttl=30, now=2000.0, retry=True)
+    with pytest.raises(LedgerIntegrityError):
+        tampered.authority.change_execution(request_id, retry)
+    assert_reported(tampered, "aais_executions", request_id)
+
+
+def test_a_deleted_execution_record_is_refused_and_reported(tampered: Tampered) -> None:
+    request_id = _claimed(tampered)
+    tampered.raw("DELETE FROM aais_executions WHERE request_id = ?", request_id)
+    assert_execution_refused(tampered, request_id)
+
+
+def test_an_edited_execution_record_is_refused_and_reported(tampered: Tampered) -> None:
+    request_id = _claimed(tampered)
+    tampered.raw(
+        "UPDATE aais_executions SET state = 'done', reconciled_by = 'mallory' WHERE request_id = ?",
+        request_id,
+    )
+    assert_execution_refused(tampered, request_id)
+
+
+def test_a_planted_execution_record_is_refused_and_reported(tampered: Tampered) -> None:
+    request_id = tampered.approved
+    tampered.raw(
+        "INSERT INTO aais_executions (request_id, thread_id, state, holder, attempt, "
+        "started_at, live_until, updated_at) VALUES (?, NULL, 'executed', 'x', 1, 1, 1, 1)",
+        request_id,
+    )
+    assert_execution_refused(tampered, request_id)
+
+
+def test_an_execution_record_of_a_denied_request_is_reported(tampered: Tampered) -> None:
+    request_id = _claimed(tampered)
+    tampered.raw(
+        "INSERT INTO aais_executions SELECT ?, thread_id, state, holder, attempt, started_at, "
+        "live_until, updated_at, reconciled_by, mac FROM aais_executions WHERE request_id = ?",
+        tampered.denied,
+        request_id,
+    )
+    assert_reported(tampered, "aais_executions", tampered.denied)

@@ -10,7 +10,7 @@ from aais_langgraph.authority import ApprovalAuthority
 from aais_langgraph.ledger import Ledger, SqliteLedger
 from aais_langgraph.ledger.executions import claim_change
 
-from .support import FakeClock, new_request
+from .support import FakeClock, decision, new_request
 
 
 def test_garbage_in_the_middle_of_a_sqlite_ledger_fails_verify(
@@ -46,11 +46,12 @@ def test_a_lease_that_never_ends_fails_verify(authority: ApprovalAuthority, ledg
 
 def test_a_claim_that_never_ends_fails_verify(authority: ApprovalAuthority, ledger: Ledger) -> None:
     requested = new_request(authority, thread_id="t-1")
+    authority.decide(decision(requested))
     request_id = requested.request.id
     change = claim_change(
         request_id, "holder_planted", thread_id="t-1", ttl=1e9, now=time.time(), retry=False
     )
-    ledger.update_execution(request_id, change)
+    authority.change_execution(request_id, change)
 
     result = authority.verify_audit()
 
@@ -59,11 +60,12 @@ def test_a_claim_that_never_ends_fails_verify(authority: ApprovalAuthority, ledg
 
 def test_ordinary_leases_and_claims_verify(authority: ApprovalAuthority, ledger: Ledger) -> None:
     requested = new_request(authority, thread_id="t-1")
+    authority.decide(decision(requested))
     ledger.acquire_lease("t-1", "holder_live", ttl=60.0, now=time.time())
     change = claim_change(
         requested.request.id, "holder_live", thread_id="t-1", ttl=30.0, now=time.time(), retry=False
     )
-    ledger.update_execution(requested.request.id, change)
+    authority.change_execution(requested.request.id, change)
 
     assert authority.verify_audit().ok
 

@@ -121,6 +121,8 @@ def _steps() -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
         ("list_resume_work", (), {"thread_id": "thr_1"}),
         ("update_execution", ("apr_1", claim), {}),
         ("get_execution", ("apr_1",), {}),
+        ("execution_with_entry", ("apr_1",), {}),
+        ("count_pending", (), {"session_id": "sess_1", "limit": 10}),
         ("list_executions", (), {"states": ("executing",)}),
         ("unknown_executions", (), {"now": 4.0}),
     ]
@@ -140,6 +142,8 @@ def _comparable(value: Any) -> Any:
         return [_comparable(item) for item in value]
     if isinstance(value, tuple) and len(value) == 2 and str(value[1]).startswith("sha256:"):
         return value[0]  # an audit tip
+    if isinstance(value, tuple):
+        return tuple(_comparable(item) for item in value)
     return value
 
 

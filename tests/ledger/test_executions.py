@@ -4,13 +4,26 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aais_langgraph.ledger import Execution, Ledger, ResolutionWrite
-from aais_langgraph.ledger.executions import claim_change, finish_change, reconcile_change
+from aais_langgraph.ledger import (
+    AuditEntry,
+    Execution,
+    Ledger,
+    LedgerIntegrityError,
+    ResolutionWrite,
+    SqliteLedger,
+)
+from aais_langgraph.ledger.executions import (
+    claim_change,
+    execution_audit,
+    finish_change,
+    reconcile_change,
+)
 
 from .envelopes import approval, request_envelope
 
@@ -180,3 +193,54 @@ def test_a_failed_resolution_write_leaves_no_claim(ledger: Ledger) -> None:
 
 def approval_of(request_id: str, *, outcome: str = "approved") -> ResolutionWrite:
     return approval(request_envelope(request_id), outcome=outcome)
+
+
+def _execution_entries(ledger: Ledger) -> list[AuditEntry]:
+    return [entry for entry in ledger.audit_entries() if entry.kind == "execution"]
+
+
+def test_every_stored_change_is_one_audit_entry_holding_the_row(ledger: Ledger) -> None:
+    claimed = claim(ledger, "run_a", 1000.0)
+    claim(ledger, "run_b", 1001.0)  # a live claim elsewhere: nothing changes
+    finished = ledger.update_execution("apr_1", finish_change(1002.0))
+    assert claimed is not None and finished is not None
+
+    entries = _execution_entries(ledger)
+
+    assert [entry.payload for entry in entries] == [
+        execution_audit(claimed),
+        execution_audit(finished),
+    ]
+    assert ledger.execution_with_entry("apr_1") == (finished, entries[-1])
+    assert ledger.audit_tip() == (entries[-1].index, entries[-1].entry_hash)
+    assert ledger.contents().executions == [finished]
+
+
+def test_a_claim_riding_in_the_resolution_is_audited_after_it(ledger: Ledger) -> None:
+    ledger.add_request(request_envelope("apr_1"))
+    change = claim_change("apr_1", "run_a", thread_id="t-1", ttl=30, now=1000.0, retry=False)
+
+    _, _, record = ledger.record_resolution_claiming(approval_of("apr_1"), change)
+
+    kinds = [entry.kind for entry in ledger.audit_entries()]
+    assert kinds[-2:] == ["resolved", "execution"] and record is not None
+    assert _execution_entries(ledger)[0].payload == execution_audit(record)
+
+
+def test_a_change_is_refused_when_the_row_and_its_entry_disagree(
+    ledger: Ledger, sqlite_path: Path
+) -> None:
+    if not isinstance(ledger, SqliteLedger):
+        pytest.skip("raw SQL on the file; both SQL backends in tests/authority/test_tamper.py")
+    claim(ledger, "run_a", 1000.0)
+    tip = ledger.audit_tip()
+    raw = ledger._conn  # the ledger's own connection: what any writer of the file can do
+
+    raw.execute("UPDATE aais_executions SET state = 'executed'")
+    with pytest.raises(LedgerIntegrityError, match="does not match"):
+        ledger.update_execution("apr_1", reconcile_change("done", "ops", 2000.0))
+    raw.execute("DELETE FROM aais_executions")
+    with pytest.raises(LedgerIntegrityError, match="missing"):
+        claim(ledger, "run_b", 2000.0)
+
+    assert ledger.audit_tip() == tip and ledger.get_execution("apr_1") is None

@@ -24,6 +24,7 @@ from aais_agui.http.log_guard import ClientNoise
 from aais_langgraph import build_decision
 from aais_langgraph.authority import DEFAULT_STREAM
 from aais_langgraph.protocol.extensions import IN_REPLY_TO_EXTENSION as IN_REPLY_TO
+from hostile.report import record
 
 from ..http_support import agui_run
 from ..served_site import MAX_BODY, REVOKED, Site, served_site
@@ -275,7 +276,9 @@ def test_a_revoked_session_cannot_decide_on_its_open_socket(
         assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
     finally:
         REVOKED.discard("bob-session")
-    assert site.authority.get_resolution(request_id(interrupt)) is None
+    recorded = site.authority.get_resolution(request_id(interrupt))
+    record("revoked sessions", 1, failed_open=int(recorded is not None))
+    assert recorded is None
     assert site.effects.list(thread_id) == []
 
 
@@ -287,7 +290,9 @@ def test_a_revoked_session_stops_receiving_within_the_reauth_interval(site: Site
             started = time.monotonic()
             with pytest.raises(ConnectionClosed) as closed:
                 receive_until(ws, lambda frame: False, timeout=10)
-            assert time.monotonic() - started < 5.0
+            stayed = time.monotonic() - started
+        record("revoked sessions", 1, failed_open=int(stayed >= 5.0))
+        assert stayed < 5.0
         assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
     finally:
         REVOKED.discard("bob-session")

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import weakref
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -52,7 +53,13 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 from typing_extensions import Self
 
-from aais_langgraph.authority import DEFAULT_LEASE_TTL, ApprovalAuthority, LeaseHeldError
+from aais_langgraph.authority import (
+    DEFAULT_LEASE_TTL,
+    ApprovalAuthority,
+    LeaseHeldError,
+    Principal,
+)
+from aais_langgraph.authority.authorization import FORBIDDEN, checked_principal
 from aais_langgraph.gate import REQUESTER_KEY
 from aais_langgraph.protocol import AAISValidationError, Actor
 from aais_langgraph.threads import DEFAULT_LEASE_WAIT, ThreadDriver, ThreadView
@@ -102,7 +109,7 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
         self.authority = authority
         self.lease_ttl = lease_ttl
         self.lease_wait = lease_wait
-        self.actor: Actor | Mapping[str, Any] | None = None
+        self.actor: Principal | Actor | Mapping[str, Any] | None = None
         self._planned_resume: dict[str, Any] | None = None
         self.driver = ThreadDriver(
             graph, authority, lease_ttl=lease_ttl, lease_wait=lease_wait, served=True
@@ -123,13 +130,13 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
         twin.actor = self.actor
         return twin
 
-    def with_actor(self, actor: Actor | Mapping[str, Any] | None) -> Self:
+    def with_actor(self, actor: Principal | Actor | Mapping[str, Any] | None) -> Self:
         """A clone that answers approvals as ``actor`` (the authenticated one), and whose
         runs ask for approvals on their behalf (``configurable["aais_requester"]``: held
         to the authority's :class:`~aais_langgraph.authority.RequestLimits`)."""
         twin = self.clone()
         twin.actor = actor
-        requester = actor.id if isinstance(actor, Actor) else (actor or {}).get("id")
+        requester = actor.id if isinstance(actor, (Actor, Principal)) else (actor or {}).get("id")
         requester = requester if isinstance(requester, str) else None
         if requester is not None:
             configurable = {**twin.config["configurable"], REQUESTER_KEY: requester}
@@ -162,6 +169,15 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
             ):
                 yield event
             return
+        principal = checked_principal(self.actor)
+        seen = await asyncio.to_thread(self.authority.may_view_thread, principal, input.thread_id)
+        if not seen.allowed:
+            # Another person's thread: no byte of it (messages, interrupts) is sent.
+            for event in _refusal(input, FORBIDDEN, f"forbidden: {seen.reason}"):
+                yield event
+            return
+        if principal is not None:  # the first run records who started the thread
+            await self.authority.ledger.aown_thread(input.thread_id, principal.id, now=time.time())
         try:
             # The driver's lease and view; ag-ui-langgraph's run (which streams) invokes the
             # graph with the planned map through _build_command_from_agui_resume.

@@ -100,16 +100,60 @@ def load_graph(spec: str, checkpointer: Any) -> Any:
     )
 
 
-def _authenticator(token_env: str | None) -> Any:
+def _authenticator(args: argparse.Namespace) -> Any:
     from .http.security import bearer_token_authenticator, local_development_authenticator
 
+    if getattr(args, "jwt_issuer", None):
+        return _jwt_authenticator(args)
+    token_env = args.token_env
     if token_env is None:
         return local_development_authenticator()
     token = os.environ.get(token_env)
     if not token:
         raise SystemExit(f"aais-agui: --token-env {token_env}: the variable is empty or unset")
+    # One shared token, one identity: for a single trusted client (a backend), not a team.
     actor = {"id": "api-client", "type": "human", "authenticated_by": "bearer token"}
     return bearer_token_authenticator({token: actor})
+
+
+def _jwt_authenticator(args: argparse.Namespace) -> Any:
+    from .http.jwt_tokens import JwtSettings, jwt_authenticator
+
+    secret = None
+    if args.jwt_secret_env:
+        secret = os.environ.get(args.jwt_secret_env)
+        if not secret:
+            raise SystemExit(
+                f"aais-agui: --jwt-secret-env {args.jwt_secret_env}: the variable is empty or unset"
+            )
+    try:
+        settings = JwtSettings(
+            issuer=args.jwt_issuer,
+            audience=args.jwt_audience or "",
+            jwks_url=args.jwt_jwks_url,
+            jwks_file=args.jwt_jwks_file,
+            secret=secret,
+            groups_claim=args.jwt_groups_claim,
+        )
+        return jwt_authenticator(settings)
+    except (ValueError, OSError) as error:
+        raise SystemExit(f"aais-agui: --jwt-*: {error}") from None
+
+
+def _authorizer(args: argparse.Namespace) -> Any:
+    """The access policy (TOML) or Cedar policies ``serve`` was given, else None."""
+    try:
+        if getattr(args, "access_policy", None):
+            from aais_langgraph.authority import load_access_policy
+
+            return load_access_policy(args.access_policy)
+        if getattr(args, "cedar_policies", None):
+            from aais_langgraph.authority.cedar import CedarAuthorizer
+
+            return CedarAuthorizer(path=args.cedar_policies)
+    except (ValueError, OSError) as error:
+        raise SystemExit(f"aais-agui: {error}") from None
+    return None
 
 
 def _url(host: str, port: int) -> str:
@@ -208,7 +252,7 @@ async def _run(args: argparse.Namespace, sock: socket.socket) -> None:
     from .http.app import create_app
 
     async with open_storage(args.db) as (ledger, checkpointer):
-        authority = ApprovalAuthority(ledger)
+        authority = ApprovalAuthority(ledger, authorizer=_authorizer(args))
         banner = [f"approvals  aais-langgraph --db {args.db} pending"]
         if args.command == "demo":
             from .demo import DemoWorkspace, build_demo_agent
@@ -226,12 +270,12 @@ async def _run(args: argparse.Namespace, sock: socket.socket) -> None:
                 f"INTEGRITY {escape(problem.thread_id)} {escape(problem.request_id)}: "
                 f"{problem.reason}"
             )
-        if args.host not in LOOPBACK and args.token_env is None:
+        if args.host not in LOOPBACK and args.token_env is None and not args.jwt_issuer:
             banner.append("WARNING: the local-development authenticator only answers loopback")
         app = create_app(
             graph,
             authority=authority,
-            authenticate=_authenticator(args.token_env),
+            authenticate=_authenticator(args),
             name=name,
             watch_decisions=not args.no_watch,
         )
@@ -272,13 +316,41 @@ def _parser() -> argparse.ArgumentParser:
             help="do not resume threads whose approvals another process decided",
         )
     demo.add_argument("--workspace", type=Path, help="where the demo's write_file may write")
-    demo.set_defaults(token_env=None, local_dev_login=True)
+    demo.set_defaults(
+        token_env=None,
+        local_dev_login=True,
+        jwt_issuer=None,
+        access_policy=None,
+        cedar_policies=None,
+    )
     login = serve.add_mutually_exclusive_group()
     login.add_argument(
         "--token-env",
         metavar="VAR",
-        help="authenticate API clients with 'Authorization: Bearer $VAR'",
+        help="one shared token for a single trusted client: 'Authorization: Bearer $VAR' "
+        "(every holder is the one identity 'api-client'; use --jwt-issuer for people)",
     )
+    login.add_argument(
+        "--jwt-issuer",
+        metavar="ISS",
+        help="per-user JWT bearer tokens from this issuer (with --jwt-audience and a key)",
+    )
+    jwt_options = serve.add_argument_group("JWT login (with --jwt-issuer)")
+    jwt_options.add_argument("--jwt-audience", metavar="AUD", help="the required audience")
+    keys = jwt_options.add_mutually_exclusive_group()
+    keys.add_argument("--jwt-jwks-url", metavar="URL", help="the issuer's JWKS URL")
+    keys.add_argument("--jwt-jwks-file", metavar="PATH", help="a JWKS document on disk")
+    keys.add_argument("--jwt-secret-env", metavar="VAR", help="an HMAC secret in $VAR")
+    jwt_options.add_argument(
+        "--jwt-groups-claim", default="groups", metavar="CLAIM", help="default: groups"
+    )
+    policy = serve.add_mutually_exclusive_group()
+    policy.add_argument(
+        "--access-policy",
+        metavar="TOML",
+        help="who may see and decide what (default: every authenticated user, everything)",
+    )
+    policy.add_argument("--cedar-policies", metavar="FILE", help="decide access with Cedar")
     login.add_argument(
         "--local-dev-login",
         action="store_true",
@@ -292,8 +364,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     args.db = chosen_db(args, default=DEFAULT_DB[args.command])
-    if args.token_env is None and not args.local_dev_login:
-        parser.error("serve needs a login: --token-env VAR, or on a laptop only --local-dev-login")
+    if args.token_env is None and not args.local_dev_login and not args.jwt_issuer:
+        parser.error(
+            "serve needs a login: --jwt-issuer ISS (people), --token-env VAR (one trusted "
+            "client), or on a laptop only --local-dev-login"
+        )
     try:
         sock = bind_listener(args.host, args.port)
     except AddressInUse as error:

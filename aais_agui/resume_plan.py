@@ -21,7 +21,13 @@ from typing import Any, cast
 from ag_ui.core import ResumeEntry
 from langchain_core.runnables import RunnableConfig
 
-from aais_langgraph.authority import TERMINAL, ApprovalAuthority, judge
+from aais_langgraph.authority import (
+    TERMINAL,
+    ApprovalAuthority,
+    ForbiddenError,
+    Principal,
+    judge,
+)
 from aais_langgraph.protocol import (
     AAISValidationError,
     Actor,
@@ -133,7 +139,7 @@ def _refusal(rule: str, index: int, interrupt_id: str, request: Any) -> ResumeRe
 
 
 def _record(
-    authority: ApprovalAuthority, judged: _Answer, actor: Actor | Mapping[str, Any]
+    authority: ApprovalAuthority, judged: _Answer, actor: Principal | Actor | Mapping[str, Any]
 ) -> ApprovalResolved:
     """Record one answer; return the request's recorded resolution or refuse."""
     request_id = judged.requested.request.id
@@ -166,12 +172,33 @@ def _record(
     return recorded
 
 
+def _authorize(
+    authority: ApprovalAuthority,
+    judged: _Answer,
+    actor: Principal | Actor | Mapping[str, Any] | None,
+) -> None:
+    """Refuse (``aais.forbidden``) an answer the authenticated principal may not give."""
+    answer = judged.answer
+    kind = "cancel" if isinstance(answer, Cancellation) else answer.decision.decision
+    try:
+        authority.require(
+            actor,
+            "cancel" if kind == "cancel" else "decide",
+            judged.requested.request.id,
+            decision=kind,
+        )
+    except ForbiddenError as error:
+        raise ResumeRejected(
+            error.code, f"interrupt {judged.interrupt_id}: forbidden: {error.reason}"
+        ) from None
+
+
 def plan_resume(
     authority: ApprovalAuthority,
     pending: Mapping[str, Any],
     entries: Sequence[ResumeEntry],
     *,
-    actor: Actor | Mapping[str, Any] | None,
+    actor: Principal | Actor | Mapping[str, Any] | None,
 ) -> dict[str, Any]:
     """The ``Command(resume=...)`` map answering every pending interrupt, or ResumeRejected.
 
@@ -193,6 +220,8 @@ def plan_resume(
         raise ResumeRejected(
             "aais.unauthenticated", "answering an approval needs an authenticated actor"
         )
+    for item in judged:  # every answer is allowed, or none is recorded
+        _authorize(authority, item, actor)
     late = [item for item in judged if item.expired and isinstance(item.answer, ApprovalDecided)]
     if late:
         # SPEC §11: a decision at or after expiry resolves the request ``expired`` (as

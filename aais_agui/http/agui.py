@@ -57,7 +57,7 @@ def agui_router(
         if oversized is not None:
             message = f"{oversized}: ids are limited to {MAX_CLIENT_ID_LENGTH} characters"
             raise HTTPException(422, {"code": "agui.id_too_long", "message": message})
-        runner = agent.with_actor(authenticated.actor)
+        runner = agent.with_actor(authenticated.principal)
         encoder = EventEncoder(accept=request.headers.get("accept", "text/event-stream"))
 
         async def events() -> AsyncIterator[str]:

@@ -54,14 +54,12 @@ def approvals_router(
     router = APIRouter(prefix=prefix)
     resumes = BackgroundResumes(graph, authority, config)
 
-    async def snapshot_now() -> Any:
-        return await pending_snapshot(authority, graph)
-
     @router.get("/snapshot")
     async def snapshot(request: Request) -> dict[str, Any]:
-        await security.actor(request)
-        current: dict[str, Any] = (await snapshot_now()).to_json()
-        return current
+        authenticated = await security.actor(request)
+        current = await pending_snapshot(authority, graph, authenticated.principal)
+        document: dict[str, Any] = current.to_json()
+        return document
 
     @router.post("/{request_id}/decisions")
     async def decide(request_id: str, request: Request) -> JSONResponse:
@@ -71,7 +69,7 @@ def approvals_router(
         body = await security.read_body(request)
         try:
             _, resolved = await arecord_decision(
-                authority, body, authenticated.actor, request_id=request_id
+                authority, body, authenticated.principal, request_id=request_id
             )
         except DecisionRefused as refused:
             detail = {"code": refused.code, "message": refused.message}
@@ -85,12 +83,17 @@ def approvals_router(
 
     @router.get("/events")
     async def events(request: Request) -> StreamingResponse:
-        await security.actor(request)
+        viewer = (await security.actor(request)).principal
         after = _after(request)
+
+        async def snapshot_now() -> Any:
+            return await pending_snapshot(authority, graph, viewer)
+
         return StreamingResponse(
             event_stream(
                 authority,
                 after=after,
+                viewer=viewer,
                 snapshot=snapshot_now,
                 is_disconnected=request.is_disconnected,
                 poll_interval=poll_interval,

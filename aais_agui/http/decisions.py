@@ -13,7 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aais_langgraph.authority import ApprovalAuthority, UnknownRequestError
+from aais_langgraph.authority import (
+    ApprovalAuthority,
+    ForbiddenError,
+    Principal,
+    UnknownRequestError,
+)
 from aais_langgraph.protocol import (
     DEFAULT_MAX_BYTES,
     AAISValidationError,
@@ -42,7 +47,7 @@ class DecisionRefused(Exception):
 async def arecord_decision(
     authority: ApprovalAuthority,
     body: bytes | str,
-    actor: Actor,
+    actor: Actor | Principal,
     *,
     request_id: str | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
@@ -52,8 +57,9 @@ async def arecord_decision(
     Every outcome is a resolution (``conflict``, ``stale``, ``invalid`` included).
 
     ``request_id`` (the HTTP path's) must be the decision's own. Raises
-    :class:`DecisionRefused` for a malformed envelope (422) and an unknown
-    request (404); the authority's ``LedgerIntegrityError`` passes through.
+    :class:`DecisionRefused` for a malformed envelope (422), an unknown request
+    (404) and a principal the authorizer refuses (403 ``aais.forbidden``: nothing is
+    recorded); the authority's ``LedgerIntegrityError`` passes through.
     """
     try:
         decided = parse_envelope(body, expected=ApprovalDecided, max_bytes=max_bytes)
@@ -72,3 +78,5 @@ async def arecord_decision(
         raise DecisionRefused(
             404, "aais.unknown_request", error.pointer, "no such approval request"
         ) from None
+    except ForbiddenError as error:
+        raise DecisionRefused(403, error.code, "/decision", error.reason) from None

@@ -18,6 +18,7 @@ Everything but the static files needs an authenticated actor.
 
 from __future__ import annotations
 
+import asyncio
 from importlib import resources
 from typing import Any
 
@@ -26,6 +27,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import Response
 
 from aais_langgraph.authority import ApprovalAuthority, explain_constraints
+from aais_langgraph.authority.authorization import FORBIDDEN
 from aais_langgraph.threads import ThreadView
 
 from .limits import MAX_CLIENT_ID_LENGTH, id_too_long
@@ -109,10 +111,11 @@ def inbox_router(
 
     @router.get("/inbox/explanations/{request_id}")
     async def explanations(request_id: str, request: Request) -> dict[str, Any]:
-        await security.actor(request)
+        viewer = (await security.actor(request)).principal
         _check_id("request_id", request_id)
         requested = await authority.aget_request(request_id)
-        if requested is None:
+        # A request the viewer may not see is answered as if it did not exist.
+        if requested is None or not await asyncio.to_thread(authority.may_view, viewer, request_id):
             raise HTTPException(
                 404, {"code": "aais.unknown_request", "message": "no such approval request"}
             )
@@ -130,8 +133,11 @@ def inbox_router(
 
     @router.get("/inbox/threads/{thread_id}")
     async def thread(thread_id: str, request: Request) -> dict[str, Any]:
-        await security.actor(request)
+        viewer = (await security.actor(request)).principal
         _check_id("thread_id", thread_id)
+        seen = await asyncio.to_thread(authority.may_view_thread, viewer, thread_id)
+        if not seen.allowed:
+            raise HTTPException(403, {"code": FORBIDDEN, "message": seen.reason})
         state = await graph.aget_state({"configurable": {"thread_id": thread_id}})
         values = state.values if isinstance(state.values, dict) else {}
         messages = langchain_messages_to_agui(list(values.get("messages") or []))

@@ -29,6 +29,7 @@ from typing import Any, Union
 from fastapi import HTTPException, Request
 from starlette.requests import HTTPConnection
 
+from aais_langgraph.authority import Principal
 from aais_langgraph.protocol import AAISValidationError, Actor
 
 from .hosts import Authority, is_loopback_name, parse_host, parse_origin, with_default_port
@@ -45,10 +46,20 @@ _PROXY_HEADERS = ("forwarded", "x-forwarded-for", "x-real-ip")
 
 @dataclass(frozen=True)
 class Authenticated:
-    """An actor plus how they authenticated; ``cookie_session`` makes CSRF tokens mandatory."""
+    """An actor plus how they authenticated; ``cookie_session`` makes CSRF tokens mandatory.
+
+    ``groups`` are the groups the identity provider vouches for (a JWT's ``groups``
+    claim); the authority's authorizer reads them (:attr:`principal`).
+    """
 
     actor: Actor
     cookie_session: bool = False
+    groups: frozenset[str] = frozenset()
+
+    @property
+    def principal(self) -> Principal:
+        """The actor and their groups, as every authorization check takes them."""
+        return Principal(self.actor, self.groups)
 
 
 AuthResult = Union[Actor, Authenticated, Mapping[str, Any], None]  # noqa: UP007 - runtime alias

@@ -16,9 +16,9 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
-from aais_langgraph.authority import ApprovalAuthority, EventFollower
+from aais_langgraph.authority import ApprovalAuthority, EventFollower, Principal
 from aais_langgraph.protocol import ApprovalSnapshot
-from aais_langgraph.threads import apending_approvals
+from aais_langgraph.threads import EventFilter, apending_approvals, visible_snapshot
 
 GAP_EVENT = "aais.gap"
 
@@ -36,7 +36,9 @@ def format_message(
     return "\n".join(lines) + "\n\n"
 
 
-async def pending_snapshot(authority: ApprovalAuthority, graph: Any | None) -> ApprovalSnapshot:
+async def pending_snapshot(
+    authority: ApprovalAuthority, graph: Any | None, viewer: Principal | None = None
+) -> ApprovalSnapshot:
     """``approval.snapshot`` of pending requests whose run still waits for them:
     :func:`~aais_langgraph.gate.apending_approvals` without reconciliation (its
     waiting rule, :meth:`~aais_langgraph.threads.ThreadView.waiting`, and its
@@ -45,9 +47,11 @@ async def pending_snapshot(authority: ApprovalAuthority, graph: Any | None) -> A
     whose task is still live is kept even before its interrupt is checkpointed, so
     a snapshot taken in that window does not hide it from a client that then
     follows the events after ``as_of_sequence``. Async checkpointers work (one
-    ``aget_tuple`` per waiting thread; one query with ``SqliteSaver``).
+    ``aget_tuple`` per waiting thread; one query with ``SqliteSaver``). With
+    ``viewer``, only what they may see (:func:`~aais_langgraph.threads.visible_snapshot`).
     """
-    return await apending_approvals(authority, graph, reconcile=False)
+    snapshot = await apending_approvals(authority, graph, reconcile=False)
+    return await asyncio.to_thread(visible_snapshot, authority, snapshot, viewer)
 
 
 async def event_stream(
@@ -59,8 +63,11 @@ async def event_stream(
     poll_interval: float = 0.2,
     heartbeat: float = 15.0,
     page_size: int = 500,
+    viewer: Principal | None = None,
 ) -> AsyncIterator[str]:
-    """SSE text of every AAIS event after ``after`` (a snapshot first when ``after`` is None)."""
+    """SSE text of every AAIS event after ``after`` (a snapshot first when ``after`` is None)
+    that ``viewer`` may see (:class:`~aais_langgraph.threads.EventFilter`)."""
+    visible = EventFilter(authority, viewer)
     yield f"retry: {int(max(poll_interval, 0.5) * 1000)}\n\n"
     last = after
     if last is not None:
@@ -79,7 +86,10 @@ async def event_stream(
     quiet_since = time.monotonic()
     while not await is_disconnected():
         page = await follower.aread()
-        for envelope in page.events:
+        shown = (
+            page.events if visible.trusted else await asyncio.to_thread(visible.keep, page.events)
+        )
+        for envelope in shown:
             yield format_message(envelope, event_id=int(envelope["sequence"]))
         if page.events:
             quiet_since = time.monotonic()

@@ -28,9 +28,15 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
 
-from aais_langgraph.authority import ApprovalAuthority, explain_constraints
+from aais_langgraph.authority import (
+    ApprovalAuthority,
+    ForbiddenError,
+    Principal,
+    explain_constraints,
+)
 from aais_langgraph.ledger import AuditVerification, Grant
 from aais_langgraph.protocol import format_timestamp
+from aais_langgraph.threads import EventFilter
 
 from .limits import MAX_CLIENT_ID_LENGTH, id_too_long
 from .security import Security
@@ -98,8 +104,11 @@ class AuditStatusCache:
         }
 
 
-def _recent_resolutions(authority: ApprovalAuthority, limit: int) -> list[dict[str, Any]]:
-    """The last ``limit`` resolutions in the event stream, newest first, with their actor."""
+def _recent_resolutions(
+    authority: ApprovalAuthority, limit: int, viewer: Principal | None = None
+) -> list[dict[str, Any]]:
+    """The last ``limit`` resolutions in the event stream that ``viewer`` may see, newest
+    first, with their actor."""
     last = authority.ledger.last_sequence()
     events = authority.ledger.events_after(max(0, last - _EVENT_WINDOW), limit=_EVENT_WINDOW)
     actors: dict[str, dict[str, Any]] = {}
@@ -124,7 +133,8 @@ def _recent_resolutions(authority: ApprovalAuthority, limit: int) -> list[dict[s
                 }
             )
     found.reverse()
-    recent = found[:limit]
+    visible = EventFilter(authority, viewer)
+    recent = [item for item in found if visible({"resolution": item})][:limit]
     for item in recent:
         requested = authority.get_request(str(item["request_id"]))
         action = None if requested is None else requested.request.action
@@ -146,13 +156,16 @@ def standing_router(
 
     @router.get("/inbox/grants")
     async def grants(request: Request) -> dict[str, Any]:
-        await security.actor(request)
+        viewer = (await security.actor(request)).principal
         now = authority.clock().timestamp()
         live = [
             grant
             for grant in await authority.alist_grants()
             if grant.revoked_at is None and (grant.expires_at is None or now < grant.expires_at)
         ]
+        live = await asyncio.to_thread(
+            lambda: [g for g in live if authority.may_view(viewer, g.request_id)]
+        )
         live.sort(key=lambda grant: grant.created_at, reverse=True)
         return {"grants": [_grant_json(grant) for grant in live]}
 
@@ -162,7 +175,10 @@ def standing_router(
         if id_too_long(grant_id):
             message = f"/path/grant_id: ids are limited to {MAX_CLIENT_ID_LENGTH} characters"
             raise HTTPException(422, {"code": "aais.id_too_long", "message": message})
-        revoked = await authority.arevoke_grant(grant_id, actor=authenticated.actor)
+        try:
+            revoked = await authority.arevoke_grant(grant_id, actor=authenticated.principal)
+        except ForbiddenError as error:
+            raise HTTPException(403, {"code": error.code, "message": error.reason}) from None
         if not revoked:
             raise HTTPException(
                 404, {"code": "inbox.unknown_grant", "message": "no live grant with that id"}
@@ -172,8 +188,8 @@ def standing_router(
 
     @router.get("/inbox/resolutions")
     async def resolutions(request: Request) -> dict[str, Any]:
-        await security.actor(request)
-        items = await asyncio.to_thread(_recent_resolutions, authority, recent)
+        viewer = (await security.actor(request)).principal
+        items = await asyncio.to_thread(_recent_resolutions, authority, recent, viewer)
         return {"resolutions": items, "audit": await audit.status()}
 
     return router

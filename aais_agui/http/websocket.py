@@ -57,6 +57,7 @@ from aais_langgraph.authority import (
     ReplyStream,
 )
 from aais_langgraph.protocol import MAX_SAFE_INTEGER, ApprovalSnapshot
+from aais_langgraph.threads import EventFilter
 
 from .background import BackgroundResumes
 from .decisions import DecisionRefused, arecord_decision
@@ -97,9 +98,6 @@ def websocket_router(
     router = APIRouter(prefix=prefix)
     resumes = BackgroundResumes(graph, authority, config)
 
-    async def snapshot_now() -> ApprovalSnapshot:
-        return await pending_snapshot(authority, graph)
-
     @router.websocket(path)
     async def approvals_ws(websocket: WebSocket) -> None:
         try:
@@ -109,6 +107,11 @@ def websocket_router(
             await _refuse(websocket, error)
             return
         await websocket.accept()
+        viewer = authenticated.principal
+
+        async def snapshot_now() -> ApprovalSnapshot:
+            return await pending_snapshot(authority, graph, viewer)
+
         connection = _Connection(
             websocket,
             authority,
@@ -194,6 +197,8 @@ class _Connection:
         self._checked_at = time.monotonic()
         self.authority = authority
         self.actor = authenticated.actor
+        self.principal = authenticated.principal
+        self.visible = EventFilter(authority, self.principal)
         self.snapshot = snapshot
         self.max_bytes = max_bytes
         self.poll_interval = poll_interval
@@ -250,7 +255,12 @@ class _Connection:
                 await self._gap(follower.last, page.last_sequence)
                 follower = EventFollower(self.authority, await self._snapshot())
                 continue
-            for envelope in page.events:
+            shown = (
+                page.events
+                if self.visible.trusted
+                else await asyncio.to_thread(self.visible.keep, page.events)
+            )
+            for envelope in shown:
                 await self._send(envelope)
             if not follower.full:
                 await asyncio.sleep(self.poll_interval)
@@ -291,7 +301,7 @@ class _Connection:
 
     async def _decide(self, text: str, frame: int) -> dict[str, Any]:
         try:
-            decided, resolved = await arecord_decision(self.authority, text, self.actor)
+            decided, resolved = await arecord_decision(self.authority, text, self.principal)
         except DecisionRefused as refused:
             return error_frame(refused.code, refused.pointer, refused.message, frame=frame)
         except LedgerIntegrityError as error:

@@ -2,7 +2,18 @@
 
 from ..ledger import LedgerIntegrityError
 from ..ledger.holders import HolderOrigin, holder_is_dead, holder_origin, new_holder
+from .access_policy import AccessPolicy, load_access_policy
 from .authority import ApprovalAuthority, Clock
+from .authorization import (
+    ADMINISTRATOR,
+    AllowAuthenticated,
+    Authorizer,
+    ForbiddenError,
+    Permission,
+    Principal,
+    Resource,
+    Verb,
+)
 from .constraints import KNOWN_KEYS, constraints_match, explain_constraints
 from .errors import LeaseHeldError, UnknownRequestError
 from .events import EventFollower, ReplyStream
@@ -15,34 +26,44 @@ from .resolutions import DEFAULT_STREAM
 from .screening import EventPage, Screening
 
 __all__ = [
+    "ADMINISTRATOR",
     "AUTHORITY_KEY_FILE_VAR",
     "AUTHORITY_KEY_VAR",
     "DEFAULT_LEASE_TTL",
     "DEFAULT_STREAM",
     "KNOWN_KEYS",
     "TERMINAL",
+    "AccessPolicy",
+    "AllowAuthenticated",
     "ApprovalAuthority",
     "ApprovalPolicy",
     "AskEveryTime",
+    "Authorizer",
     "Clock",
     "EventFollower",
     "EventPage",
+    "ForbiddenError",
     "HolderOrigin",
     "Judgement",
     "LeaseHeldError",
     "LedgerIntegrityError",
+    "Permission",
     "PolicyVerdict",
+    "Principal",
     "ReplyStream",
     "RequestLimitError",
     "RequestLimits",
+    "Resource",
     "Screening",
     "UnknownRequestError",
+    "Verb",
     "arun_lease",
     "constraints_match",
     "explain_constraints",
     "holder_is_dead",
     "holder_origin",
     "judge",
+    "load_access_policy",
     "load_authority_key",
     "new_holder",
     "release_dead_holder",

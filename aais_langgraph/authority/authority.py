@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
@@ -47,7 +48,19 @@ from ..protocol import (
     sha256_digest,
     utc_now,
 )
-from ..protocol.extensions import RESOLVED_BY_EXTENSION
+from ..protocol.extensions import REQUESTER_EXTENSION, RESOLVED_BY_EXTENSION
+from .authorization import (
+    AllowAuthenticated,
+    Authorizer,
+    ForbiddenError,
+    Permission,
+    Principal,
+    Resource,
+    Verb,
+    as_principal,
+    checked_principal,
+    requester_of,
+)
 from .cache import request_cache
 from .constraints import never_applies
 from .errors import UnknownRequestError
@@ -108,7 +121,9 @@ def _refuse_dead_choices(request: Request) -> None:
             )
 
 
-def _actor_type(actor: Actor | Mapping[str, Any]) -> Any:
+def _actor_type(actor: Principal | Actor | Mapping[str, Any]) -> Any:
+    if isinstance(actor, Principal):
+        return actor.actor.type
     return actor.type if isinstance(actor, Actor) else actor.get("type")
 
 
@@ -140,6 +155,12 @@ class ApprovalAuthority:
     row is read back only if its audit entry vouches for it: otherwise
     :class:`~aais_langgraph.ledger.LedgerIntegrityError` is raised and nothing acts on it.
 
+    ``authorizer`` decides who may view, decide, cancel, revoke and reconcile what
+    (default :class:`~.authorization.AllowAuthenticated`): every call that names a
+    human actor (or a :class:`~.authorization.Principal` with groups) is checked, and a
+    refusal raises :class:`~.authorization.ForbiddenError` with nothing recorded.
+    Calls without an actor are trusted in-process code.
+
     ``limits`` bounds what one session or requester may keep pending and how fast a
     requester may ask (default :class:`RequestLimits`; ``RequestLimits.unbounded()``
     for none): a request over a bound raises :class:`RequestLimitError` and nothing
@@ -157,6 +178,7 @@ class ApprovalAuthority:
         key: bytes | str | None = None,
         stream: str = DEFAULT_STREAM,
         limits: RequestLimits | None = None,
+        authorizer: Authorizer | None = None,
     ) -> None:
         if default_expiry <= timedelta(0):
             raise ValueError("default_expiry: must be positive")
@@ -174,10 +196,96 @@ class ApprovalAuthority:
         self._requests = request_cache()
         self._records = VouchedRecords(self.ledger, resolve_key(key))
         self.bounds = Bounds(limits if limits is not None else RequestLimits(), self.ledger)
+        self.authorizer: Authorizer = authorizer if authorizer is not None else AllowAuthenticated()
 
     def expiry_of(self, request: Request | StoredRequest) -> datetime:
         """When ``request`` expires: its ``expires_at``, else ``created_at`` + default_expiry."""
         return effective_expiry(request, self.default_expiry.total_seconds())
+
+    # -- authorization ----------------------------------------------------------------
+
+    def resource_of(
+        self, stored: StoredRequest, request: Request, *, decision: str | None = None
+    ) -> Resource:
+        """What an access to ``request`` (stored as ``stored``) is asked about."""
+        resource = self.request_resource(request, decision=decision)
+        if resource.requester is None:  # a request recorded before the extension existed
+            found = stored.context.get("requester")
+            resource = replace(resource, requester=found if isinstance(found, str) else None)
+        return replace(resource, thread_id=stored.thread_id)
+
+    def request_resource(self, request: Request, *, decision: str | None = None) -> Resource:
+        """What an access to ``request`` is asked about, from the request alone."""
+        return Resource(request=request, requester=requester_of(request), decision=decision)
+
+    def permits(self, principal: Principal, verb: Verb, resource: Resource) -> Permission:
+        """The authorizer's answer (administrators may do everything)."""
+        if principal.administrator:
+            return Permission(True)
+        return self.authorizer.authorize(principal, verb, resource)
+
+    def may_view(self, principal: Principal | None, request_id: str) -> bool:
+        """Whether ``principal`` may see the request (None: a trusted caller sees all)."""
+        if principal is None or principal.administrator:
+            return True
+        stored = self.ledger.get_request(request_id)
+        if stored is None:
+            return False
+        request = self._records.request(stored)[1].request
+        return self.permits(principal, "view", self.resource_of(stored, request)).allowed
+
+    def require(
+        self,
+        actor: Principal | Actor | Mapping[str, Any] | None,
+        verb: Verb,
+        request_id: str,
+        *,
+        decision: str | None = None,
+    ) -> None:
+        """Raise :class:`ForbiddenError` unless ``actor`` may ``verb`` the request (a
+        channel that records several answers at once asks first, so a refusal records
+        none of them). No actor or a ``policy`` actor: a trusted caller, nothing to check."""
+        principal = checked_principal(actor)
+        if principal is None:
+            return
+        stored = self.ledger.get_request(request_id)
+        if stored is None:
+            raise UnknownRequestError("/request_id")
+        request = self._records.request(stored)[1].request
+        self._require(principal, verb, self.resource_of(stored, request, decision=decision))
+
+    def may_view_thread(self, principal: Principal | None, thread_id: str) -> Permission:
+        """Whether ``principal`` may see the thread (its messages, runs and reconnects):
+        who started it, who may see any of its requests, or anyone the authorizer lets
+        see threads. A thread nobody started here and with no requests is not refused
+        (a new thread; its first run records who started it)."""
+        if (
+            principal is None
+            or principal.administrator
+            or isinstance(self.authorizer, AllowAuthenticated)
+        ):
+            return Permission(True)
+        owner = self.ledger.thread_owner(thread_id)
+        stored = self.ledger.requests_of_thread(thread_id, limit=200)
+        resources = [self.resource_of(row, self._records.request(row)[1].request) for row in stored]
+        requesters = {owner} if owner is not None else set()
+        requesters.update(r.requester for r in resources if r.requester is not None)
+        thread = Resource(thread_id=thread_id, requesters=frozenset(requesters))
+        if owner is None and not stored:
+            return Permission(True)
+        permission = self.permits(principal, "view", thread)
+        if permission.allowed:
+            return permission
+        if any(self.permits(principal, "view", item).allowed for item in resources):
+            return Permission(True)
+        return permission
+
+    def _require(self, principal: Principal | None, verb: Verb, resource: Resource) -> None:
+        if principal is None:
+            return
+        permission = self.permits(principal, verb, resource)
+        if not permission.allowed:
+            raise ForbiddenError(verb, permission.reason)
 
     # -- screening ------------------------------------------------------------------
 
@@ -237,14 +345,29 @@ class ApprovalAuthority:
         return [self._records.grant(grant) for grant in grants]
 
     def revoke_grant(
-        self, grant_id: str, *, actor: Actor | Mapping[str, Any] | None = None
+        self, grant_id: str, *, actor: Principal | Actor | Mapping[str, Any] | None = None
     ) -> bool:
         """Revoke a grant; later actions ask again. False if unknown or already revoked.
 
-        ``actor`` (who the authenticated channel says revoked it) is named in the audit entry.
+        ``actor`` (who the authenticated channel says revoked it) is named in the audit
+        entry, and must be allowed to ``revoke`` it (:class:`ForbiddenError` otherwise).
         """
-        who = None if actor is None else Actor.from_data(actor, pointer="/actor").to_json()
+        principal = checked_principal(actor)
+        if principal is not None:
+            self._require(principal, "revoke", self.grant_resource(grant_id))
+        who = None if actor is None else as_principal(actor).actor.to_json()
         return self.ledger.revoke_grant(grant_id, now=self.clock().timestamp(), actor=who)
+
+    def grant_resource(self, grant_id: str) -> Resource:
+        """What an access to a grant is asked about: the grant and the request that made it."""
+        for grant in self.ledger.list_grants(include_revoked=True):
+            if grant.grant_id == grant_id:
+                stored = self.ledger.get_request(grant.request_id)
+                if stored is None:
+                    break
+                request = self._records.request(stored)[1].request
+                return replace(self.resource_of(stored, request), grant_id=grant_id)
+        return Resource(grant_id=grant_id)
 
     # -- presenters ------------------------------------------------------------------
 
@@ -360,6 +483,7 @@ class ApprovalAuthority:
             stored = self.ledger.get_request(request_id)
             if stored is not None:
                 return self._records.request(stored)[1]
+        requester = _requester_of(context)
         requested = build_request(
             action,
             origin=origin,
@@ -369,6 +493,7 @@ class ApprovalAuthority:
             created_at=self.clock(),
             expires_in=expires_in if expires_in is not None else self.default_expiry,
             stream=self.stream,
+            extensions=None if requester is None else {REQUESTER_EXTENSION: {"id": requester}},
         )
         return self.add(requested, thread_id=thread_id, context=context)
 
@@ -437,7 +562,7 @@ class ApprovalAuthority:
         self,
         decided: ApprovalDecided | Mapping[str, Any] | str | bytes,
         *,
-        actor: Actor | Mapping[str, Any] | None = None,
+        actor: Principal | Actor | Mapping[str, Any] | None = None,
         current_action: Action | Mapping[str, Any] | None = None,
         now: datetime | None = None,
     ) -> ApprovalResolved:
@@ -465,7 +590,7 @@ class ApprovalAuthority:
         decided: ApprovalDecided | Mapping[str, Any] | str | bytes,
         *,
         claim: ExecutionChange | None,
-        actor: Actor | Mapping[str, Any] | None = None,
+        actor: Principal | Actor | Mapping[str, Any] | None = None,
         current_action: Action | Mapping[str, Any] | None = None,
         now: datetime | None = None,
         in_run: bool = True,
@@ -482,10 +607,15 @@ class ApprovalAuthority:
         if not isinstance(decided, (str, bytes, bytearray)):
             check_size(envelope)  # text was bounded while parsing
         decision = envelope.decision
+        principal: Principal | None = None
         if actor is not None:
-            decision = decision.model_copy(
-                update={"actor": Actor.from_data(actor, pointer="/decision/actor")}
+            recorded_actor = (
+                actor.actor
+                if isinstance(actor, Principal)
+                else Actor.from_data(actor, pointer="/decision/actor")
             )
+            principal = checked_principal(actor if isinstance(actor, Principal) else recorded_actor)
+            decision = decision.model_copy(update={"actor": recorded_actor})
             envelope = envelope.model_copy(update={"decision": decision})
         current = (
             None
@@ -496,6 +626,12 @@ class ApprovalAuthority:
         if stored_row is None:
             raise UnknownRequestError()
         requested = self._records.request(stored_row)[1]
+        # Who may give this decision: refused before anything is read or recorded.
+        self._require(
+            principal,
+            "cancel" if decision.decision == "cancel" else "decide",
+            self.resource_of(stored_row, requested.request, decision=decision.decision),
+        )
         fingerprint = sha256_digest(decision.model_dump(mode="json"))
         moment = now if now is not None else self.clock()
         if moment.tzinfo is None:
@@ -594,7 +730,7 @@ class ApprovalAuthority:
         request_id: str,
         *,
         reason: str | None = None,
-        actor: Actor | Mapping[str, Any] | None = None,
+        actor: Principal | Actor | Mapping[str, Any] | None = None,
     ) -> ApprovalResolved:
         """Resolve a pending request ``cancelled``; a resolved one keeps its resolution.
 
@@ -613,7 +749,7 @@ class ApprovalAuthority:
         )
 
     def expire(
-        self, request_id: str, *, actor: Actor | Mapping[str, Any] | None = None
+        self, request_id: str, *, actor: Principal | Actor | Mapping[str, Any] | None = None
     ) -> ApprovalResolved:
         """Resolve a pending request ``expired`` (housekeeping after its expiry); recorded as
         resolved by the authority's clock unless ``actor`` names who asked."""
@@ -633,19 +769,26 @@ class ApprovalAuthority:
         *,
         outcome: Literal["cancelled", "expired", "stale"],
         message: str,
-        actor: Actor | Mapping[str, Any] | None,
+        actor: Principal | Actor | Mapping[str, Any] | None,
         consult_policy: bool = False,
     ) -> ApprovalResolved:
         stored = self.ledger.get_request(request_id)
         if stored is None:
             raise UnknownRequestError("/request_id")
         requested = self._records.request(stored)[1]
+        if outcome == "cancelled":
+            resource = self.resource_of(stored, requested.request, decision="cancel")
+            self._require(checked_principal(actor), "cancel", resource)
         existing = self.ledger.get_resolution(request_id)
         if existing is not None:
             return self._records.resolution(existing)
         request = requested.request
         now = self.clock()
-        by = Actor.from_data(actor or ON_BEHALF_OF_THE_RUN, pointer="/actor")
+        by = (
+            as_principal(actor).actor
+            if actor is not None
+            else Actor.from_data(ON_BEHALF_OF_THE_RUN, pointer="/actor")
+        )
         if consult_policy:
             cancel = Decision(
                 id=new_id("dec"),
@@ -729,7 +872,7 @@ class ApprovalAuthority:
         request_id: str,
         *,
         reason: str | None = None,
-        actor: Actor | Mapping[str, Any] | None = None,
+        actor: Principal | Actor | Mapping[str, Any] | None = None,
     ) -> ApprovalResolved:
         return await asyncio.to_thread(lambda: self.cancel(request_id, reason=reason, actor=actor))
 
@@ -737,7 +880,7 @@ class ApprovalAuthority:
         return await asyncio.to_thread(self.expire_due, now=now)
 
     async def aexpire(
-        self, request_id: str, *, actor: Actor | Mapping[str, Any] | None = None
+        self, request_id: str, *, actor: Principal | Actor | Mapping[str, Any] | None = None
     ) -> ApprovalResolved:
         return await asyncio.to_thread(lambda: self.expire(request_id, actor=actor))
 
@@ -789,6 +932,6 @@ class ApprovalAuthority:
         )
 
     async def arevoke_grant(
-        self, grant_id: str, *, actor: Actor | Mapping[str, Any] | None = None
+        self, grant_id: str, *, actor: Principal | Actor | Mapping[str, Any] | None = None
     ) -> bool:
         return await asyncio.to_thread(lambda: self.revoke_grant(grant_id, actor=actor))

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from typing import Literal, TextIO
 
-from ..authority import ApprovalAuthority, UnknownRequestError, explain_constraints
+from ..authority import ApprovalAuthority, Principal, UnknownRequestError, explain_constraints
 from ..gate import reconcile_execution
 from ..ledger import AuditVerification, open_ledger
 from ..protocol import Actor, DecisionKind, Scope, build_decision, id_for
@@ -35,11 +35,14 @@ __all__ = ["DB_ENV", "add_db_option", "chosen_db", "escape", "main"]
 escape = render.escape
 
 
-def _actor() -> Actor:
-    """The CLI's authenticated channel is the operating-system account running it."""
-    return Actor(
+def _actor() -> Principal:
+    """The CLI's authenticated channel is the operating-system account running it, which
+    can read and write the ledger file: it acts as an administrator (every access allowed;
+    its actor is still the one recorded)."""
+    actor = Actor(
         id=id_for(getpass.getuser() or "unknown"), type="human", authenticated_by="os-user"
     )
+    return Principal(actor, administrator=True)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -152,7 +155,7 @@ def _decide(
         stdout.write("nothing submitted\n")
         return 1
     actor = _actor()
-    decided = build_decision(requested, decision=decision, scope=scope, actor=actor)
+    decided = build_decision(requested, decision=decision, scope=scope, actor=actor.actor)
     resolved = authority.decide(decided, actor=actor).resolution
     stdout.write(f"{resolved.outcome}: {resolved.message}\n")
     return 0 if resolved.outcome in ("approved", "denied", "cancelled") else 1
@@ -167,7 +170,7 @@ def _executions(authority: ApprovalAuthority, args: argparse.Namespace, stdout: 
         stdout.write(f"{len(unknown)} outcome unknown\n")
         return 0
     outcome: Literal["done", "retry"] = "done" if args.done else "retry"
-    settled = reconcile_execution(authority, args.request_id, outcome, actor=_actor().id)
+    settled = reconcile_execution(authority, args.request_id, outcome, actor=_actor())
     if settled is None:
         stdout.write("nothing to reconcile: no unknown outcome with that id\n")
         return 1

@@ -45,7 +45,9 @@ from typing import Any, TextIO
 from ..authority import (
     ApprovalAuthority,
     EventFollower,
+    ForbiddenError,
     LedgerIntegrityError,
+    Principal,
     ReplyStream,
     UnknownRequestError,
 )
@@ -81,7 +83,7 @@ class StdioPresenter:
         self,
         authority: ApprovalAuthority,
         *,
-        actor: Actor,
+        actor: Actor | Principal,
         output: TextIO,
         diagnostics: TextIO,
         max_line_bytes: int = DEFAULT_MAX_BYTES,
@@ -157,6 +159,8 @@ class StdioPresenter:
             return error_line("aais.invalid_envelope", error.pointer, str(error), line=number)
         except LedgerIntegrityError as error:
             return error_line("aais.ledger_integrity", "", str(error), line=number)
+        except ForbiddenError as error:
+            return error_line(error.code, "/decision", error.reason, line=number)
         return self.replies.reply(resolved, {"line": number, "decision_id": decided.decision.id})
 
     # -- the loop ----------------------------------------------------------------------
@@ -244,7 +248,7 @@ def _stop_on_signals() -> Iterator[Callable[[], bool]]:
 def main(
     args: argparse.Namespace,
     *,
-    actor: Actor,
+    actor: Actor | Principal,
     stdin: TextIO | None = None,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,

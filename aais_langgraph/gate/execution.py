@@ -25,12 +25,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..authority import ApprovalAuthority, new_holder
+from ..authority import ApprovalAuthority, Principal, new_holder
 from ..authority.resolutions import resolution_envelope
 from ..ledger import Execution
 from ..ledger.executions import ExecutionChange, claim_change, finish_change, reconcile_change
 from ..ledger.resume_work import due_change
-from ..protocol import ApprovalResolved, Request
+from ..protocol import Actor, ApprovalResolved, Request
 from ..protocol.extensions import EXTENSION_NAMESPACE
 from .response import Answer, AnswerType, Refusal, RejectedResumeError
 from .run_context import retry_request_id
@@ -222,15 +222,23 @@ def reconcile_execution(
     request_id: str,
     outcome: Literal["done", "retry"],
     *,
-    actor: str,
+    actor: str | Principal | Actor,
 ) -> Execution | None:
     """Settle an unknown outcome: ``done`` (it happened) or ``retry`` (ask again).
+
+    ``actor`` is who settles it: an id (a trusted caller), or the authenticated actor or
+    :class:`~aais_langgraph.authority.Principal`, who must be allowed to ``reconcile``
+    the request (:class:`~aais_langgraph.authority.ForbiddenError` otherwise). It is
+    recorded in the record and its audit entry.
 
     The paused run continues on its next resume (``resume_stranded``, a presenter's
     retry): with ``done`` the gate returns a not-run result; with ``retry`` it raises
     a fresh request for the same action. Returns the record, or None when there is
     nothing to reconcile (unknown id, or a run is still executing or finished it).
     """
+    if not isinstance(actor, str):
+        authority.require(actor, "reconcile", request_id)
+        actor = actor.id
     before = authority.execution(request_id)
     after = authority.change_execution(request_id, reconcile_change(outcome, actor, time.time()))
     if after is None or after == before or after.state != outcome:
@@ -245,7 +253,7 @@ async def areconcile_execution(
     request_id: str,
     outcome: Literal["done", "retry"],
     *,
-    actor: str,
+    actor: str | Principal | Actor,
 ) -> Execution | None:
     """Async twin of :func:`reconcile_execution`."""
     import asyncio

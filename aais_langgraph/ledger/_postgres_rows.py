@@ -24,6 +24,16 @@ EXECUTION_AUDIT_DDL = (
 )
 """A request's execution entries, newest found at once (only ``execution`` entries)."""
 
+THREADS_DDL = (
+    """CREATE TABLE IF NOT EXISTS aais_threads (
+        thread_id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        since DOUBLE PRECISION NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS aais_requests_thread ON aais_requests (thread_id, sequence)",
+)
+"""Who started each thread, and every request by thread (what thread visibility reads)."""
+
 REQUESTER_SUBJECT = (
     "(CASE WHEN strpos(context, '\\u0000') = 0 THEN (context::json ->> 'requester') END)"
 )
@@ -117,7 +127,7 @@ def migrate(cur: Cursor, version: int) -> None:
         entries = [audit_from_row(row) for row in cur.fetchall()]
         backfill_audit_indexes(entries, cur.execute, "%s")
     cur.execute("ALTER TABLE aais_executions ADD COLUMN IF NOT EXISTS mac TEXT")
-    for statement in (EXECUTION_AUDIT_DDL, *PENDING_BOUND_DDL):
+    for statement in (EXECUTION_AUDIT_DDL, *PENDING_BOUND_DDL, *THREADS_DDL):
         cur.execute(statement)
     if version != SCHEMA_VERSION:
         cur.execute("UPDATE aais_meta SET schema_version = %s", (SCHEMA_VERSION,))

@@ -404,6 +404,36 @@ class SqlLedger(SqlBackend):
         with self._read() as cur:
             return self._read_counters(cur, lock=False)[1]
 
+    # -- thread owners -----------------------------------------------------------------
+
+    def own_thread(self, thread_id: str, owner: str, *, now: float) -> str:
+        found = self.thread_owner(thread_id)
+        if found is not None:
+            return found
+        with self._write() as cur:
+            self._run(
+                cur,
+                "INSERT INTO aais_threads (thread_id, owner, since) VALUES (?, ?, ?) "
+                "ON CONFLICT (thread_id) DO NOTHING",
+                (thread_id, owner, now),
+            )
+            row = self._one(cur, "SELECT owner FROM aais_threads WHERE thread_id = ?", (thread_id,))
+        return str(row[0])
+
+    def thread_owner(self, thread_id: str) -> str | None:
+        with self._read() as cur:
+            row = self._one(cur, "SELECT owner FROM aais_threads WHERE thread_id = ?", (thread_id,))
+        return None if row is None else str(row[0])
+
+    def requests_of_thread(self, thread_id: str, *, limit: int = 100) -> list[StoredRequest]:
+        sql = (
+            f"SELECT {REQUEST_COLUMNS} FROM aais_requests WHERE thread_id = ? "
+            "ORDER BY sequence LIMIT ?"
+        )
+        with self._read() as cur:
+            rows_found = self._all(cur, sql, (thread_id, max(limit, 0)))
+        return [request_from_row(row) for row in rows_found]
+
     # -- run leases ----------------------------------------------------------------
 
     def acquire_lease(self, thread_id: str, holder: str, *, ttl: float, now: float) -> Lease | None:

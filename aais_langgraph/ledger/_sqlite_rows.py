@@ -27,6 +27,16 @@ EXECUTION_AUDIT_DDL = (
 )
 """A request's execution entries, newest found at once (only ``execution`` entries)."""
 
+THREADS_DDL = (
+    """CREATE TABLE IF NOT EXISTS aais_threads (
+        thread_id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        since REAL NOT NULL
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS aais_requests_thread ON aais_requests (thread_id, sequence)",
+)
+"""Who started each thread, and every request by thread (what thread visibility reads)."""
+
 REQUESTER_SUBJECT = "json_extract(context, '$.requester')"
 """The expression :data:`PENDING_BOUND_DDL` indexes (queries must spell it the same)."""
 
@@ -124,7 +134,7 @@ def migrate(conn: Conn, version: str | None) -> None:
         conn.execute("ALTER TABLE aais_executions ADD COLUMN mac TEXT")
     if version != str(SCHEMA_VERSION):
         set_meta(conn, "schema_version", str(SCHEMA_VERSION))
-    for statement in (*PENDING_INDEX_DDL, EXECUTION_AUDIT_DDL, *PENDING_BOUND_DDL):
+    for statement in (*PENDING_INDEX_DDL, EXECUTION_AUDIT_DDL, *PENDING_BOUND_DDL, *THREADS_DDL):
         conn.execute(statement)
 
 
@@ -141,11 +151,12 @@ def is_current(conn: Conn) -> bool:
     """Whether the file holds this version's whole schema, so setup has nothing to do."""
     found = conn.execute(
         "SELECT COUNT(*) FROM sqlite_master WHERE (type = 'table' AND name IN "
-        f"('aais_meta', 'aais_executions', 'aais_resume_work')) "
+        f"('aais_meta', 'aais_executions', 'aais_resume_work', 'aais_threads')) "
         f"OR (type = 'index' AND name IN ('{PENDING_INDEX}', '{EXECUTION_AUDIT_INDEX}', "
-        "'aais_requests_pending_sessions', 'aais_requests_pending_requesters'))"
+        "'aais_requests_pending_sessions', 'aais_requests_pending_requesters', "
+        "'aais_requests_thread'))"
     ).fetchone()[0]
-    return bool(found == 7 and meta(conn, "schema_version") == str(SCHEMA_VERSION))
+    return bool(found == 9 and meta(conn, "schema_version") == str(SCHEMA_VERSION))
 
 
 def meta(conn: Conn, key: str) -> str | None:

@@ -404,6 +404,21 @@ class Ledger(ABC):
         """Every request, resolution, grant, event and audit entry, in one consistent
         read (for verification: its cost and memory grow with the history)."""
 
+    # -- thread owners -----------------------------------------------------------------
+
+    @abstractmethod
+    def own_thread(self, thread_id: str, owner: str, *, now: float) -> str:
+        """Record ``owner`` as the person who started the thread unless one is recorded;
+        the recorded owner either way (the first run's, whoever asks later)."""
+
+    @abstractmethod
+    def thread_owner(self, thread_id: str) -> str | None:
+        """Who started the thread (:meth:`own_thread`), if recorded."""
+
+    @abstractmethod
+    def requests_of_thread(self, thread_id: str, *, limit: int = 100) -> list[StoredRequest]:
+        """The thread's requests, pending or resolved, oldest first (an indexed read)."""
+
     # -- run leases ----------------------------------------------------------------
 
     @abstractmethod
@@ -519,6 +534,9 @@ class Ledger(ABC):
     aaudit_entries = _twin(audit_entries)
     aaudit_tip = _twin(audit_tip)
     acontents = _twin(contents)
+    aown_thread = _twin(own_thread)
+    athread_owner = _twin(thread_owner)
+    arequests_of_thread = _twin(requests_of_thread)
     aacquire_lease = _twin(acquire_lease)
     arenew_lease = _twin(renew_lease)
     arelease_lease = _twin(release_lease)

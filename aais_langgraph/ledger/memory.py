@@ -61,6 +61,7 @@ class InMemoryLedger(Ledger):
         self._leases: dict[str, Lease] = {}
         self._executions: dict[str, Execution] = {}
         self._execution_entries: dict[str, AuditEntry] = {}
+        self._thread_owners: dict[str, str] = {}
         self._resume_work: dict[str, ResumeWork] = {}
 
     # -- requests ------------------------------------------------------------------
@@ -335,6 +336,24 @@ class InMemoryLedger(Ledger):
     def get_lease(self, thread_id: str) -> Lease | None:
         with self._lock:
             return self._leases.get(thread_id)
+
+    def own_thread(self, thread_id: str, owner: str, *, now: float) -> str:
+        with self._lock:
+            return self._thread_owners.setdefault(thread_id, owner)
+
+    def thread_owner(self, thread_id: str) -> str | None:
+        with self._lock:
+            return self._thread_owners.get(thread_id)
+
+    def requests_of_thread(self, thread_id: str, *, limit: int = 100) -> list[StoredRequest]:
+        with self._lock:
+            found = [
+                _copy_request(stored)
+                for stored in self._requests.values()
+                if stored.thread_id == thread_id
+            ]
+        found.sort(key=lambda stored: int(stored.envelope["sequence"]))
+        return found[: max(limit, 0)]
 
     def list_leases(self) -> list[Lease]:
         with self._lock:

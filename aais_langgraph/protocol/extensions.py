@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "EXTENSION_NAMESPACE",
     "IN_REPLY_TO_EXTENSION",
+    "REQUESTER_EXTENSION",
     "RESOLVED_BY_EXTENSION",
     "TOOL_CALL_ID_EXTENSION",
 ]
@@ -21,3 +22,8 @@ IN_REPLY_TO_EXTENSION = EXTENSION_NAMESPACE + "in_reply_to"
 RESOLVED_BY_EXTENSION = EXTENSION_NAMESPACE + "resolved_by"
 """Resolution extension naming who or what resolved a request without a decision (a
 cancel, an expiry, a run that moved on): an AAIS actor (``type`` ``human`` or ``policy``)."""
+
+REQUESTER_EXTENSION = EXTENSION_NAMESPACE + "requester"
+"""Request extension naming the authenticated person whose run raised it: ``{"id": ...}``
+(AAIS ``origin`` admits no extensions, so it travels on the request). Access rules read
+it (a requester sees their own requests; separation of duties)."""

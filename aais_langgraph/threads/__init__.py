@@ -43,6 +43,7 @@ from .recovery import (
 )
 from .runs import DEFAULT_LEASE_WAIT, run_config
 from .views import ThreadView
+from .visibility import EventFilter, visible_snapshot
 
 __all__ = [
     "DEFAULT_LEASE_WAIT",
@@ -50,6 +51,7 @@ __all__ = [
     "RESUMING_EXTENSION",
     "Cancellation",
     "DueReport",
+    "EventFilter",
     "IntegrityProblem",
     "ResolvedScan",
     "ThreadDriver",
@@ -75,6 +77,7 @@ __all__ = [
     "run_config",
     "stranded_threads",
     "sweep_expired",
+    "visible_snapshot",
     "waiting_resumes",
     "with_resuming",
 ]

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..authority import TERMINAL, ApprovalAuthority, UnknownRequestError
+from ..authority import TERMINAL, ApprovalAuthority, Principal, UnknownRequestError, Verb
 from ..protocol import (
     AAISValidationError,
     Actor,
@@ -82,9 +82,19 @@ def record_answers(
     authority: ApprovalAuthority,
     answers: list[ApprovalDecided | Cancellation],
     view: ThreadView,
-    actor: Actor | Mapping[str, Any] | None,
+    actor: Principal | Actor | Mapping[str, Any] | None,
 ) -> tuple[list[ApprovalResolved], dict[str, Any]]:
-    """Record each answer; collect the resume map for the ones whose run still waits."""
+    """Record each answer; collect the resume map for the ones whose run still waits.
+
+    Every answer ``actor`` may not give raises :class:`~aais_langgraph.authority.ForbiddenError`
+    before any answer is recorded."""
+    for answer in answers:
+        if isinstance(answer, Cancellation):
+            authority.require(actor, "cancel", answer.request_id, decision="cancel")
+        else:
+            kind = answer.decision.decision
+            verb: Verb = "cancel" if kind == "cancel" else "decide"
+            authority.require(actor, verb, answer.decision.request_id, decision=kind)
     results: list[ApprovalResolved] = []
     resume: dict[str, Any] = {}
     for answer in answers:

@@ -40,6 +40,7 @@ from ..authority import (
     DEFAULT_LEASE_TTL,
     ApprovalAuthority,
     LeaseHeldError,
+    Principal,
     arun_lease,
     holder_origin,
     run_lease,
@@ -47,7 +48,7 @@ from ..authority import (
 from ..authority.authority import RUN_MOVED_ON
 from ..gate.execution import ExecutionUnknownError
 from ..gate.response import RejectedResumeError
-from ..gate.run_context import find_authority
+from ..gate.run_context import REQUESTER_KEY, find_authority
 from ..ledger import Lease, StoredRequest
 from ..ledger.resume_work import ResumeWork, attempt_change, settle_change
 from ..protocol import Actor, ApprovalResolved, ApprovalSnapshot
@@ -152,6 +153,7 @@ class ThreadDriver:
         the driver's) if another holder keeps it."""
         driven = self.run_config(config)
         thread_id = thread_of(driven)
+        driven = _acting_for(driven, lambda: self.authority.ledger.thread_owner(thread_id))
         wait = self.lease_wait if lease_wait is None else lease_wait
         with run_lease(self.authority.ledger, thread_id, ttl=self.lease_ttl, wait=wait):
             yield LeasedThread(self.graph, driven, thread_id)
@@ -163,6 +165,10 @@ class ThreadDriver:
         """Async twin of :meth:`leased`."""
         driven = self.run_config(config)
         thread_id = thread_of(driven)
+        owner = None
+        if REQUESTER_KEY not in (driven.get("configurable") or {}):
+            owner = await self.authority.ledger.athread_owner(thread_id)
+        driven = _acting_for(driven, lambda: owner)
         wait = self.lease_wait if lease_wait is None else lease_wait
         async with arun_lease(self.authority.ledger, thread_id, ttl=self.lease_ttl, wait=wait):
             yield LeasedThread(self.graph, driven, thread_id)
@@ -264,7 +270,7 @@ class ThreadDriver:
         config: Mapping[str, Any],
         decisions: Sequence[Answer] | Answer,
         *,
-        actor: Actor | Mapping[str, Any] | None,
+        actor: Principal | Actor | Mapping[str, Any] | None,
         context: Any = None,
     ) -> list[ApprovalResolved]:
         """Answer pending approvals of one thread and resume it (see the module-level
@@ -282,7 +288,7 @@ class ThreadDriver:
         config: Mapping[str, Any],
         decisions: Sequence[Answer] | Answer,
         *,
-        actor: Actor | Mapping[str, Any] | None,
+        actor: Principal | Actor | Mapping[str, Any] | None,
         context: Any = None,
     ) -> list[ApprovalResolved]:
         """Async twin of :meth:`resume_with_decisions`."""
@@ -605,6 +611,20 @@ def _settle_gone(authority: ApprovalAuthority, thread_id: str, view: ThreadView)
             ledger.update_resume_work(work.request_id, settle_change("done", now))
 
 
+def _acting_for(config: RunnableConfig, owner: Callable[[], str | None]) -> RunnableConfig:
+    """``config`` whose requests are raised for the thread's owner (the person whose run
+    started it) when the caller names no requester: a resume from durable work, a
+    watcher's or a CLI's, still asks on their behalf."""
+    configurable = config.get("configurable") or {}
+    if REQUESTER_KEY in configurable:
+        return config
+    found = owner()
+    if found is None:
+        return config
+    acting: RunnableConfig = {**config, "configurable": {**configurable, REQUESTER_KEY: found}}
+    return acting
+
+
 def _with_thread(config: Mapping[str, Any] | None, thread_id: str) -> dict[str, Any]:
     base: dict[str, Any] = dict(config or {})
     return {**base, "configurable": {**(base.get("configurable") or {}), "thread_id": thread_id}}
@@ -712,7 +732,7 @@ def resume_with_decisions(
     config: RunnableConfig,
     decisions: Sequence[Answer] | Answer,
     *,
-    actor: Actor | Mapping[str, Any] | None,
+    actor: Principal | Actor | Mapping[str, Any] | None,
     authority: ApprovalAuthority | None = None,
     context: Any = None,
     lease_ttl: float = DEFAULT_LEASE_TTL,
@@ -735,7 +755,7 @@ async def aresume_with_decisions(
     config: RunnableConfig,
     decisions: Sequence[Answer] | Answer,
     *,
-    actor: Actor | Mapping[str, Any] | None,
+    actor: Principal | Actor | Mapping[str, Any] | None,
     authority: ApprovalAuthority | None = None,
     context: Any = None,
     lease_ttl: float = DEFAULT_LEASE_TTL,

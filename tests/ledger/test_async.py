@@ -123,6 +123,10 @@ def _steps() -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
         ("get_execution", ("apr_1",), {}),
         ("execution_with_entry", ("apr_1",), {}),
         ("count_pending", (), {"session_id": "sess_1", "limit": 10}),
+        ("own_thread", ("thr_1", "alice"), {"now": 5.0}),
+        ("own_thread", ("thr_1", "bob"), {"now": 6.0}),
+        ("thread_owner", ("thr_1",), {}),
+        ("requests_of_thread", ("thr_1",), {}),
         ("list_executions", (), {"states": ("executing",)}),
         ("unknown_executions", (), {"now": 4.0}),
     ]

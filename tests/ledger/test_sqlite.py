@@ -287,16 +287,21 @@ COVERING = "USING COVERING INDEX aais_requests_pending_rows"
             lambda ledger: ledger.list_pending_rows(session_id="sess_1"),
             "USING INDEX aais_requests_pending_sessions (session_id=?)",
         ),
-        (lambda ledger: ledger.list_pending(thread_id="thr_1", limit=5), COVERING),
+        # One thread's rows: its index, in sequence order (O(the thread's requests)).
+        (
+            lambda ledger: ledger.list_pending(thread_id="thr_1", limit=5),
+            "USING INDEX aais_requests_thread (thread_id=?)",
+        ),
         (lambda ledger: ledger.list_pending(expires_before=2e9), COVERING),
     ],
     ids=["all", "one session", "one thread", "expiring"],
 )
-def test_pending_requests_are_read_from_the_covering_index_alone(
+def test_pending_requests_are_read_from_an_index_in_order(
     sqlite_path: Path, read: Callable[[SqliteLedger], object], index: str
 ) -> None:
-    """A listing never searches the whole history row by row: each pending row comes
-    from the partial index, in sequence order, with no sort step."""
+    """A listing never searches the whole history row by row: its rows come from the
+    covering partial index (or one session's or one thread's own), in sequence order,
+    with no sort step."""
     _populate(sqlite_path)
     with SqliteLedger.from_path(sqlite_path) as ledger:
         for n in range(3):
@@ -339,5 +344,6 @@ def test_a_file_with_the_narrower_pending_index_gets_the_covering_one(sqlite_pat
         "aais_requests_pending_rows",
         "aais_requests_pending_sessions",
         "aais_requests_pending_requesters",
+        "aais_requests_thread",
     }
     assert after == before and [row.request_id for row in after] == ["apr_open"]

@@ -1,0 +1,301 @@
+"""A team's access policy, read from a TOML file: who may see and decide which approvals.
+
+The file names groups (as the identity provider's tokens carry them) and actor
+ids, never code::
+
+    administrators = ["ops-admin"]        # actor ids that may do everything
+    administrator_groups = ["admins"]
+    viewer_groups = ["audit"]             # may see every request and thread
+    default_approvers = ["*"]             # who decides what no rule matches ("*": anyone)
+
+    [[approvers]]                         # the first rule matching a request applies
+    kinds = ["process.exec"]              # action kinds (fnmatch patterns; default: all)
+    names = ["deploy*"]                   # action names (fnmatch; default: all)
+    risk = ["high", "critical"]           # risk levels (default: all)
+    groups = ["sre"]                      # who may approve, deny and cancel them
+    users = []                            # actor ids besides the groups
+
+    [separation_of_duties]
+    from_risk = "high"                    # the requester may not approve their own
+                                          # requests at or above this risk
+
+    [requesters]
+    view_own = true                       # requesters see their own runs' requests
+    cancel_own = true                     # and may withdraw (cancel) them
+
+    [grants]
+    revoke_groups = ["sre"]               # besides those who may decide the grant's request
+
+    [reconcile]
+    groups = ["sre"]                      # default: those who may decide the request
+
+A rule's ``groups`` and ``users`` may view, approve, deny and cancel the requests
+it matches. Everything not allowed is refused with a reason that names the rule,
+never a value from the request.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+from ..protocol import Request
+from .authorization import ALLOWED, Permission, Principal, Resource, Verb
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+__all__ = ["AccessPolicy", "ApproverRule", "load_access_policy"]
+
+RISK_ORDER = ("low", "medium", "high", "critical")
+ANYONE = "*"
+
+
+@dataclass(frozen=True)
+class ApproverRule:
+    """Who may decide the requests whose action kind, name and risk match."""
+
+    groups: frozenset[str]
+    users: frozenset[str] = frozenset()
+    kinds: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
+    risk: frozenset[str] = frozenset()
+    index: int = -1
+    """Its position in the file (``-1``: the default rule)."""
+
+    def matches(self, request: Request) -> bool:
+        action = request.action
+        return (
+            (not self.kinds or any(fnmatchcase(action.kind, k) for k in self.kinds))
+            and (not self.names or any(fnmatchcase(action.name, n) for n in self.names))
+            and (not self.risk or request.risk.level in self.risk)
+        )
+
+    def admits(self, principal: Principal) -> bool:
+        return (
+            ANYONE in self.groups
+            or principal.id in self.users
+            or not self.groups.isdisjoint(principal.groups)
+        )
+
+    def describe(self) -> str:
+        return "the default approvers" if self.index < 0 else f"approver rule {self.index + 1}"
+
+
+@dataclass(frozen=True)
+class AccessPolicy:
+    """An :class:`~.authorization.Authorizer` over a team's rules (see the module docs).
+
+    Build it with :func:`load_access_policy` (a file) or :meth:`from_mapping` (the same
+    document as data).
+    """
+
+    approvers: tuple[ApproverRule, ...] = ()
+    default_approvers: ApproverRule = field(
+        default_factory=lambda: ApproverRule(frozenset({ANYONE}))
+    )
+    administrators: frozenset[str] = frozenset()
+    administrator_groups: frozenset[str] = frozenset()
+    viewer_groups: frozenset[str] = frozenset()
+    separation_from_risk: str | None = None
+    requesters_view_own: bool = True
+    requesters_cancel_own: bool = True
+    revoke_groups: frozenset[str] = frozenset()
+    reconcile_groups: frozenset[str] | None = None
+
+    # -- loading -----------------------------------------------------------------------
+
+    @classmethod
+    def from_mapping(cls, document: Mapping[str, Any]) -> AccessPolicy:
+        """The policy a parsed TOML document describes; ValueError names the bad key."""
+        known = {
+            "administrators",
+            "administrator_groups",
+            "viewer_groups",
+            "default_approvers",
+            "approvers",
+            "separation_of_duties",
+            "requesters",
+            "grants",
+            "reconcile",
+        }
+        unknown = sorted(set(document) - known)
+        if unknown:
+            raise ValueError(f"{unknown[0]}: not a setting of the access policy")
+        rules = document.get("approvers", [])
+        if not isinstance(rules, list):
+            raise ValueError("approvers: must be an array of tables ([[approvers]])")
+        separation = _table(document, "separation_of_duties", {"from_risk"})
+        from_risk = separation.get("from_risk")
+        if from_risk is not None and from_risk not in RISK_ORDER:
+            raise ValueError(f"separation_of_duties.from_risk: must be one of {list(RISK_ORDER)}")
+        requesters = _table(document, "requesters", {"view_own", "cancel_own"})
+        grants = _table(document, "grants", {"revoke_groups"})
+        reconcile = _table(document, "reconcile", {"groups"})
+        return cls(
+            approvers=tuple(_rule(rule, index) for index, rule in enumerate(rules)),
+            default_approvers=ApproverRule(
+                _names(document.get("default_approvers", [ANYONE]), "default_approvers")
+            ),
+            administrators=_names(document.get("administrators", []), "administrators"),
+            administrator_groups=_names(
+                document.get("administrator_groups", []), "administrator_groups"
+            ),
+            viewer_groups=_names(document.get("viewer_groups", []), "viewer_groups"),
+            separation_from_risk=from_risk,
+            requesters_view_own=_flag(requesters, "view_own", "requesters"),
+            requesters_cancel_own=_flag(requesters, "cancel_own", "requesters"),
+            revoke_groups=_names(grants.get("revoke_groups", []), "grants.revoke_groups"),
+            reconcile_groups=(
+                _names(reconcile["groups"], "reconcile.groups") if "groups" in reconcile else None
+            ),
+        )
+
+    # -- the question ------------------------------------------------------------------
+
+    def authorize(self, principal: Principal, verb: Verb, resource: Resource) -> Permission:
+        if principal.id in self.administrators or not self.administrator_groups.isdisjoint(
+            principal.groups
+        ):
+            return ALLOWED
+        if verb == "view":
+            return self._view(principal, resource)
+        request = resource.request
+        if request is None:
+            return Permission(False, f"nothing to {verb}: the request is not known")
+        rule = self.rule_for(request)
+        deciders = rule.admits(principal)
+        own = resource.requester is not None and resource.requester == principal.id
+        if verb == "decide":
+            if not deciders:
+                return Permission(False, f"only {_who(rule)} may decide this ({rule.describe()})")
+            if own and resource.decision == "approve" and self._separated(request):
+                return Permission(
+                    False,
+                    "separation of duties: you started this run, so someone else must "
+                    f"approve requests of {request.risk.level} risk",
+                )
+            return ALLOWED
+        if verb == "cancel":
+            if deciders or (own and self.requesters_cancel_own):
+                return ALLOWED
+            return Permission(False, f"only {_who(rule)} or its requester may cancel this")
+        if verb == "revoke":
+            if deciders or not self.revoke_groups.isdisjoint(principal.groups):
+                return ALLOWED
+            return Permission(False, "only those who may decide its request may revoke this grant")
+        # reconcile
+        groups = self.reconcile_groups
+        allowed = deciders if groups is None else not groups.isdisjoint(principal.groups)
+        if allowed:
+            return ALLOWED
+        return Permission(False, "you may not reconcile this outcome (reconcile.groups)")
+
+    def rule_for(self, request: Request) -> ApproverRule:
+        """The first approver rule matching ``request``, else the default approvers."""
+        for rule in self.approvers:
+            if rule.matches(request):
+                return rule
+        return self.default_approvers
+
+    def _view(self, principal: Principal, resource: Resource) -> Permission:
+        if not self.viewer_groups.isdisjoint(principal.groups):
+            return ALLOWED
+        request = resource.request
+        if request is not None:
+            if self.rule_for(request).admits(principal):
+                return ALLOWED
+            if self.requesters_view_own and resource.requester == principal.id:
+                return ALLOWED
+            return Permission(False, "you may not see this request")
+        if resource.thread_id is not None:
+            if self.requesters_view_own and principal.id in resource.requesters:
+                return ALLOWED
+            return Permission(False, "you may not see this thread")
+        if resource.grant_id is not None:
+            return Permission(False, "you may not see this grant")
+        return Permission(False, "you may not see this")
+
+    def _separated(self, request: Request) -> bool:
+        threshold = self.separation_from_risk
+        if threshold is None:
+            return False
+        return RISK_ORDER.index(request.risk.level) >= RISK_ORDER.index(threshold)
+
+
+def load_access_policy(path: str | Path) -> AccessPolicy:
+    """Read an access policy file (TOML, see :mod:`.access_policy`); ValueError names the
+    bad key, OSError a file that cannot be read."""
+    with open(path, "rb") as handle:
+        try:
+            document = tomllib.load(handle)
+        except tomllib.TOMLDecodeError as error:
+            raise ValueError(f"{Path(path).name}: not TOML ({error})") from None
+    return AccessPolicy.from_mapping(document)
+
+
+# -- parsing helpers -------------------------------------------------------------------
+
+
+def _table(document: Mapping[str, Any], name: str, keys: set[str]) -> Mapping[str, Any]:
+    table = document.get(name, {})
+    if not isinstance(table, Mapping):
+        raise ValueError(f"{name}: must be a table")
+    unknown = sorted(set(table) - keys)
+    if unknown:
+        raise ValueError(f"{name}.{unknown[0]}: not a setting of the access policy")
+    return table
+
+
+def _names(value: Any, where: str) -> frozenset[str]:
+    if not isinstance(value, Sequence) or isinstance(value, str):
+        raise ValueError(f"{where}: must be an array of strings")
+    if not all(isinstance(item, str) and item for item in value):
+        raise ValueError(f"{where}: must be an array of non-empty strings")
+    return frozenset(value)
+
+
+def _flag(table: Mapping[str, Any], key: str, where: str) -> bool:
+    value = table.get(key, True)
+    if not isinstance(value, bool):
+        raise ValueError(f"{where}.{key}: must be true or false")
+    return value
+
+
+def _rule(rule: Any, index: int) -> ApproverRule:
+    where = f"approvers[{index}]"
+    if not isinstance(rule, Mapping):
+        raise ValueError(f"{where}: must be a table")
+    unknown = sorted(set(rule) - {"kinds", "names", "risk", "groups", "users"})
+    if unknown:
+        raise ValueError(f"{where}.{unknown[0]}: not a setting of an approver rule")
+    risk = _names(rule.get("risk", []), f"{where}.risk")
+    if not risk <= set(RISK_ORDER):
+        raise ValueError(f"{where}.risk: each must be one of {list(RISK_ORDER)}")
+    groups = _names(rule.get("groups", []), f"{where}.groups")
+    users = _names(rule.get("users", []), f"{where}.users")
+    if not groups and not users:
+        raise ValueError(f"{where}: names no groups and no users, so nobody could decide")
+    return ApproverRule(
+        groups=groups,
+        users=users,
+        kinds=tuple(sorted(_names(rule.get("kinds", []), f"{where}.kinds"))),
+        names=tuple(sorted(_names(rule.get("names", []), f"{where}.names"))),
+        risk=risk,
+        index=index,
+    )
+
+
+def _who(rule: ApproverRule) -> str:
+    if ANYONE in rule.groups:
+        return "authenticated users"
+    names = sorted(rule.groups)
+    if names:
+        return "members of " + ", ".join(names)
+    return "the named approvers"

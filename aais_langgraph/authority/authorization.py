@@ -1,0 +1,173 @@
+"""Who may view, decide, cancel, revoke and reconcile what: one question, asked everywhere.
+
+AAIS leaves authorization to the binding (security.md, "Out of scope"): the
+authority only knows *who* answered, from the authenticated channel. This module
+adds *whether they may*. Every access is one question, ``authorize(principal,
+verb, resource)``, asked by the authority itself (decisions, cancels,
+revocations, reconciles) and by the listings and event streams (views), so no
+router has its own rules.
+
+- :class:`Principal` is the authenticated person: their AAIS actor, the groups
+  the channel vouches for (a JWT's ``groups`` claim), and whether they
+  administer the deployment (the CLI's OS user does).
+- :class:`Resource` is what they act on: a request (its action, risk, origin and
+  requester, the person its run acts for), a grant, or a thread.
+- An :class:`Authorizer` answers with a :class:`Permission`; a refusal carries
+  the reason shown to the user (never an argument value).
+
+:class:`AllowAuthenticated` (the default) lets every authenticated principal do
+everything, as before; :class:`~.authorization_rules.RuleAuthorizer` reads a
+team's policy file; :class:`~.authorization_cedar.CedarAuthorizer` asks Cedar.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from ..protocol import Actor, Request
+from ..protocol.extensions import REQUESTER_EXTENSION
+
+__all__ = [
+    "ADMINISTRATOR",
+    "FORBIDDEN",
+    "VERBS",
+    "AllowAuthenticated",
+    "Authorizer",
+    "ForbiddenError",
+    "Permission",
+    "Principal",
+    "Resource",
+    "Verb",
+    "as_principal",
+    "checked_principal",
+    "requester_of",
+]
+
+Verb = Literal["view", "decide", "cancel", "revoke", "reconcile"]
+VERBS: tuple[Verb, ...] = ("view", "decide", "cancel", "revoke", "reconcile")
+
+FORBIDDEN = "aais.forbidden"
+
+
+@dataclass(frozen=True)
+class Principal:
+    """An authenticated person or service: their actor, groups, and administrator flag."""
+
+    actor: Actor
+    groups: frozenset[str] = frozenset()
+    administrator: bool = False
+
+    @property
+    def id(self) -> str:
+        return self.actor.id
+
+
+ADMINISTRATOR = Principal(
+    Actor(id="aais-langgraph.administrator", type="human", display_name="Administrator"),
+    administrator=True,
+)
+"""In-process code and the CLI (an OS user with access to the ledger) act as this."""
+
+
+def requester_of(request: Request) -> str | None:
+    """Who the run that raised ``request`` acts for (its requester extension), if known."""
+    value = (request.extensions or {}).get(REQUESTER_EXTENSION)
+    found = value.get("id") if isinstance(value, Mapping) else None
+    return found if isinstance(found, str) else None
+
+
+def as_principal(actor: Principal | Actor | Mapping[str, Any]) -> Principal:
+    """``actor`` as a principal (an actor alone has no groups and administers nothing)."""
+    if isinstance(actor, Principal):
+        return actor
+    return Principal(Actor.from_data(actor, pointer="/actor"))
+
+
+def checked_principal(actor: Principal | Actor | Mapping[str, Any] | None) -> Principal | None:
+    """The principal whose access is checked, or None for a caller that is trusted: no actor
+    (in-process code holding the graph) or a ``policy`` actor (the runtime's housekeeping)."""
+    if actor is None:
+        return None
+    principal = as_principal(actor)
+    return principal if principal.actor.type == "human" else None
+
+
+@dataclass(frozen=True)
+class Resource:
+    """What a principal acts on. ``request`` and ``requester`` for a request (the requester
+    is who its run acts for); ``thread_id`` for a thread (with the requesters seen on it);
+    ``grant_id`` with the request that created the grant; ``decision`` is the kind a
+    ``decide`` gives (``approve`` or ``deny``)."""
+
+    request: Request | None = None
+    requester: str | None = None
+    thread_id: str | None = None
+    grant_id: str | None = None
+    decision: str | None = None
+    requesters: frozenset[str] = field(default_factory=frozenset)
+    """For a thread: every requester of its requests (who may see it as their own)."""
+
+
+@dataclass(frozen=True)
+class Permission:
+    """An authorizer's answer; ``reason`` says why not (shown to the user, value-free)."""
+
+    allowed: bool
+    reason: str = ""
+
+    def __bool__(self) -> bool:
+        return self.allowed
+
+
+ALLOWED = Permission(True)
+
+
+class ForbiddenError(PermissionError):
+    """The authenticated principal may not do this; nothing was recorded.
+
+    ``code`` is ``aais.forbidden`` (HTTP 403, a WebSocket or stdio error frame with that
+    code, an AG-UI ``RUN_ERROR``); the request stays pending for someone who may.
+    ``reason`` is shown to the user and never holds a value from the request.
+    """
+
+    code = FORBIDDEN
+
+    def __init__(self, verb: Verb, reason: str) -> None:
+        self.verb = verb
+        self.reason = reason or f"you may not {verb} this"
+        super().__init__(self.reason)
+
+
+@runtime_checkable
+class Authorizer(Protocol):
+    """Decides whether ``principal`` may ``verb`` ``resource``; must not raise for a refusal."""
+
+    def authorize(self, principal: Principal, verb: Verb, resource: Resource) -> Permission: ...
+
+
+class AllowAuthenticated:
+    """Every authenticated principal may do everything (a single team that trusts itself;
+    the default, and what an authorizer falls back to for administrators)."""
+
+    def authorize(self, principal: Principal, verb: Verb, resource: Resource) -> Permission:
+        return ALLOWED
+
+
+def check(authorizer: Authorizer, principal: Principal, verb: Verb, resource: Resource) -> None:
+    """Raise :class:`ForbiddenError` unless ``authorizer`` allows it (administrators always)."""
+    if principal.administrator:
+        return
+    permission = authorizer.authorize(principal, verb, resource)
+    if not permission.allowed:
+        raise ForbiddenError(verb, permission.reason)
+
+
+def visible(
+    authorizer: Authorizer, principal: Principal, resources: Iterable[Resource]
+) -> list[bool]:
+    """For each resource, whether ``principal`` may view it."""
+    if principal.administrator:
+        return [True for _ in resources]
+    return [authorizer.authorize(principal, "view", item).allowed for item in resources]

@@ -1,0 +1,110 @@
+"""An authorizer that asks Cedar (``cedarpy``): policies a security team already writes.
+
+Each question becomes one Cedar request:
+
+- principal ``User::"<actor id>"``, a member of ``Group::"<name>"`` for each of
+  its groups;
+- action ``Action::"view"``, ``"decide"``, ``"cancel"``, ``"revoke"`` or
+  ``"reconcile"``;
+- resource ``Request::"<request id>"`` with the attributes ``kind``, ``name``,
+  ``risk`` (``"low"`` … ``"critical"``), ``risk_rank`` (0 … 3), ``session``,
+  ``harness``, ``requester`` (``""`` when unknown), ``argument_keys`` (the set
+  of the action's argument names; never their values); a thread is
+  ``Thread::"<id>"`` with ``requesters``; a grant is ``Grant::"<id>"`` carrying
+  its request's attributes;
+- context ``decision`` (``"approve"``, ``"deny"`` or ``""``) and ``own``
+  (whether the principal is the requester).
+
+For example, SREs approve high-risk shell commands, nobody approves their own::
+
+    permit (principal in Group::"sre", action == Action::"decide", resource)
+    when { resource.kind == "process.exec" && resource.risk_rank >= 2 };
+
+    forbid (principal, action == Action::"decide", resource)
+    when { context.own && context.decision == "approve" };
+
+Cedar denies by default; a refusal's reason names the policies that decided
+it (their ids), never a value.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import cedarpy
+
+from .authorization import ALLOWED, Permission, Principal, Resource, Verb
+
+__all__ = ["CedarAuthorizer"]
+
+RISK_RANK = {"low": 0, "medium": 1, "high": 2, "critical": 3}
+
+
+class CedarAuthorizer:
+    """An :class:`~.authorization.Authorizer` over a Cedar policy set (text or a file)."""
+
+    def __init__(self, policies: str | None = None, *, path: str | Path | None = None) -> None:
+        if (policies is None) == (path is None):
+            raise ValueError("policies, path: give exactly one")
+        text = policies if policies is not None else Path(path).read_text(encoding="utf-8")  # type: ignore[arg-type]
+        try:
+            self._policies = cedarpy.PolicySet.from_str(text)
+        except ValueError as error:
+            raise ValueError(f"policies: Cedar cannot parse them ({error})") from None
+
+    def authorize(self, principal: Principal, verb: Verb, resource: Resource) -> Permission:
+        user = {"type": "User", "id": principal.id}
+        entities: list[dict[str, Any]] = [
+            {
+                "uid": user,
+                "attrs": {},
+                "parents": [{"type": "Group", "id": name} for name in sorted(principal.groups)],
+            },
+            *(
+                {"uid": {"type": "Group", "id": name}, "attrs": {}, "parents": []}
+                for name in sorted(principal.groups)
+            ),
+        ]
+        target, attrs = _resource(resource)
+        entities.append({"uid": target, "attrs": attrs, "parents": []})
+        own = resource.requester is not None and resource.requester == principal.id
+        request = {
+            "principal": user,
+            "action": {"type": "Action", "id": verb},
+            "resource": target,
+            "context": {"decision": resource.decision or "", "own": own},
+        }
+        result = cedarpy.is_authorized(request, self._policies, entities)
+        if result.decision == cedarpy.Decision.Allow:
+            return ALLOWED
+        reasons = sorted(str(reason) for reason in result.diagnostics.reasons)
+        errors = list(result.diagnostics.errors)
+        if errors:
+            return Permission(False, "the Cedar policies failed to evaluate; refused")
+        if reasons:
+            return Permission(False, "refused by Cedar policy " + ", ".join(reasons))
+        return Permission(False, f"no Cedar policy permits {verb} here")
+
+
+def _resource(resource: Resource) -> tuple[dict[str, str], dict[str, Any]]:
+    request = resource.request
+    if request is not None:
+        attrs = {
+            "kind": request.action.kind,
+            "name": request.action.name,
+            "risk": request.risk.level,
+            "risk_rank": RISK_RANK[request.risk.level],
+            "session": request.origin.session_id,
+            "harness": request.origin.harness,
+            "requester": resource.requester or "",
+            "argument_keys": sorted((request.action.arguments or {}).keys()),
+        }
+        if resource.grant_id is not None:
+            return {"type": "Grant", "id": resource.grant_id}, attrs
+        return {"type": "Request", "id": request.id}, attrs
+    if resource.thread_id is not None:
+        return {"type": "Thread", "id": resource.thread_id}, {
+            "requesters": sorted(resource.requesters)
+        }
+    return {"type": "Grant", "id": resource.grant_id or ""}, {}

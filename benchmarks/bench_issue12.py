@@ -244,9 +244,7 @@ def agui_row(directory: Path, *, rounds: int, per_round: int) -> None:
     with (
         bench_agui.server(directory / "agui-aais", plain=False) as aais_url,
         bench_agui.server(directory / "agui-plain", plain=True) as stock_url,
-        bench_agui.server(
-            directory / "agui-once", plain=True, schema_keys_once=True
-        ) as once_url,
+        bench_agui.server(directory / "agui-once", plain=True, schema_keys_once=True) as once_url,
     ):
         asyncio.run(bench_agui._warm(aais_url, stock_url))
         asyncio.run(bench_agui._warm(aais_url, once_url))
@@ -273,9 +271,7 @@ async def _agui_rounds(
     plain: dict[str, list[float]] = {name: [] for name in baselines}
     pause: list[float] = []
     answer: list[float] = []
-    clients = {
-        name: bench_agui.client_for(url, 2, token=False) for name, url in baselines.items()
-    }
+    clients = {name: bench_agui.client_for(url, 2, token=False) for name, url in baselines.items()}
     async with bench_agui.client_for(aais_url, 2, token=True) as aais:
 
         def plain_batch(name: str) -> Callable[[], Awaitable[None]]:

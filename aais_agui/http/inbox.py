@@ -8,7 +8,9 @@
 - ``GET /inbox/explanations/{request_id}`` -> the authority's plain-language
   explanation of every offered choice's scope constraints
   (:func:`~aais_langgraph.authority.explain_constraints`), which the AAIS
-  snapshot has no field for;
+  snapshot has no field for, and what the signed-in user may do with the request
+  (approve, deny, cancel: allowed, or the reason not); 404 for a request they may
+  not see;
 - ``GET /inbox/threads/{thread_id}`` -> a thread's messages (AG-UI shape), its
   open approval interrupts and whether its run has settled, so the chat can
   follow a run that another presenter resumed.
@@ -26,7 +28,7 @@ from ag_ui_langgraph.utils import langchain_messages_to_agui
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import Response
 
-from aais_langgraph.authority import ApprovalAuthority, explain_constraints
+from aais_langgraph.authority import ApprovalAuthority, Verb, explain_constraints
 from aais_langgraph.authority.authorization import FORBIDDEN
 from aais_langgraph.threads import ThreadView
 
@@ -119,8 +121,19 @@ def inbox_router(
             raise HTTPException(
                 404, {"code": "aais.unknown_request", "message": "no such approval request"}
             )
+        stored = await authority.aget_stored_request(request_id)
+        permissions: dict[str, Any] = {}
+        if stored is not None:
+            for kind in ("approve", "deny", "cancel"):
+                verb: Verb = "cancel" if kind == "cancel" else "decide"
+                resource = authority.resource_of(stored, requested.request, decision=kind)
+                allowed = await asyncio.to_thread(authority.permits, viewer, verb, resource)
+                permissions[kind] = {"allowed": allowed.allowed, "reason": allowed.reason}
         return {
             "request_id": request_id,
+            # What the signed-in user may press on this card, and why not (the page
+            # disables the rest; the authority refuses them anyway).
+            "permissions": permissions,
             "choices": [
                 {
                     "decision": choice.decision,

@@ -9,8 +9,11 @@ check is used; the client gets 401 and the log one line without the token.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +22,7 @@ from typing import Any
 import jwt
 from starlette.requests import HTTPConnection
 
-from aais_langgraph.protocol import AAISValidationError, Actor
+from aais_langgraph.protocol import AAISValidationError, Actor, id_for
 
 from .security import Authenticated, Authenticator
 
@@ -73,6 +76,11 @@ class JwtSettings:
             raise ValueError("algorithms: must name at least one algorithm, never 'none'")
 
 
+REFETCH_INTERVAL = 60.0
+"""Seconds between two fetches of a JWKS URL caused by an unknown ``kid`` (key rotation):
+made-up ``kid`` values cannot make the server call the identity provider more often."""
+
+
 class _Keys:
     """The verification key for a token's ``kid``, from the configured source."""
 
@@ -80,23 +88,43 @@ class _Keys:
         self._secret = settings.secret
         self._client: jwt.PyJWKClient | None = None
         self._set: jwt.PyJWKSet | None = None
+        self._fetched_at = 0.0
+        self._lock = threading.Lock()
         if settings.jwks_url is not None:
-            self._client = jwt.PyJWKClient(settings.jwks_url, cache_keys=True, lifespan=300)
+            self._client = jwt.PyJWKClient(settings.jwks_url, cache_jwk_set=True, lifespan=300)
         elif settings.jwks_file is not None:
             document = json.loads(Path(settings.jwks_file).read_text(encoding="utf-8"))
             self._set = jwt.PyJWKSet.from_dict(document)
 
-    def key_for(self, token: str) -> Any:
+    @property
+    def remote(self) -> bool:
+        """Whether finding a key may mean a network fetch (run it off the event loop)."""
+        return self._client is not None
+
+    def key_for(self, token: str, algorithm: str) -> Any:
         if self._secret is not None:
             return self._secret
-        if self._client is not None:
-            return self._client.get_signing_key_from_jwt(token).key
-        assert self._set is not None
         kid = jwt.get_unverified_header(token).get("kid")
-        for key in self._set.keys:
+        keys = self._set.keys if self._set is not None else self._remote_keys(kid)
+        for key in keys:
             if kid is None or key.key_id == kid:
+                # A key of another type than the token's algorithm (an RSA key under
+                # ES256) is refused here, before PyJWT would fail on it.
+                if key.algorithm_name is not None and key.algorithm_name != algorithm:
+                    raise jwt.InvalidTokenError("the token's algorithm does not fit its key")
                 return key.key
         raise jwt.InvalidTokenError("no key in the JWKS matches the token's kid")
+
+    def _remote_keys(self, kid: Any) -> list[jwt.PyJWK]:
+        assert self._client is not None
+        with self._lock:
+            found = self._client.get_jwk_set()  # cached for its lifespan
+            if any(key.key_id == kid for key in found.keys) or kid is None:
+                return list(found.keys)
+            if time.monotonic() - self._fetched_at < REFETCH_INTERVAL:
+                return list(found.keys)  # asked again too soon: no fetch
+            self._fetched_at = time.monotonic()
+            return list(self._client.get_jwk_set(refresh=True).keys)
 
 
 def jwt_authenticator(settings: JwtSettings) -> Authenticator:
@@ -108,38 +136,53 @@ def jwt_authenticator(settings: JwtSettings) -> Authenticator:
     )
     required = ["exp", "iss", "aud", settings.id_claim]
 
-    def authenticate(request: HTTPConnection) -> Authenticated | None:
-        scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        token = token.strip()
-        if scheme.lower() != "bearer" or not token:
-            return None
+    def verify(token: str) -> Authenticated | None:
         try:
+            algorithm = jwt.get_unverified_header(token).get("alg")
+            if algorithm not in algorithms:
+                raise jwt.InvalidAlgorithmError("the token's algorithm is not accepted")
             claims = jwt.decode(
                 token,
-                keys.key_for(token),
-                algorithms=algorithms,
+                keys.key_for(token, str(algorithm)),
+                algorithms=[str(algorithm)],
                 audience=settings.audience,
                 issuer=settings.issuer,
                 leeway=settings.leeway,
                 options={"require": required},
             )
             return _identity(claims, settings)
-        except (jwt.PyJWTError, AAISValidationError, ValueError) as error:
+        except (jwt.PyJWTError, AAISValidationError, ValueError, TypeError, KeyError) as error:
             logger.info("a bearer token was refused: %s", type(error).__name__)
             return None
+
+    async def authenticate(request: HTTPConnection) -> Authenticated | None:
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
+            return None
+        if keys.remote:  # a key fetch blocks: never on the event loop
+            return await asyncio.to_thread(verify, token)
+        return verify(token)
 
     return authenticate
 
 
 def _identity(claims: dict[str, Any], settings: JwtSettings) -> Authenticated:
+    subject = claims[settings.id_claim]
+    if not isinstance(subject, str) or not subject:
+        raise ValueError(f"{settings.id_claim}: must be a non-empty string")
     actor: dict[str, Any] = {
-        "id": claims[settings.id_claim],
+        # An id with characters AAIS ids do not allow (``auth0|alice``, an email) is
+        # recorded as its ``id_for`` form; the access policy maps the names it lists alike.
+        "id": id_for(subject),
         "type": "human",
         "authenticated_by": f"jwt:{settings.issuer}"[:200],
     }
     name = claims.get(settings.name_claim)
     if isinstance(name, str) and name:
         actor["display_name"] = name[:200]
+    elif actor["id"] != subject:
+        actor["display_name"] = subject[:200]
     groups = claims.get(settings.groups_claim, [])
     if isinstance(groups, str):
         groups = groups.split()

@@ -18,7 +18,7 @@ from typing import Any
 
 from aais_langgraph.authority import ApprovalAuthority, EventFollower, Principal
 from aais_langgraph.protocol import ApprovalSnapshot
-from aais_langgraph.threads import EventFilter, apending_approvals, visible_snapshot
+from aais_langgraph.threads import EventFilter, apending_approvals
 
 GAP_EVENT = "aais.gap"
 
@@ -50,8 +50,7 @@ async def pending_snapshot(
     ``aget_tuple`` per waiting thread; one query with ``SqliteSaver``). With
     ``viewer``, only what they may see (:func:`~aais_langgraph.threads.visible_snapshot`).
     """
-    snapshot = await apending_approvals(authority, graph, reconcile=False)
-    return await asyncio.to_thread(visible_snapshot, authority, snapshot, viewer)
+    return await apending_approvals(authority, graph, reconcile=False, viewer=viewer)
 
 
 async def event_stream(

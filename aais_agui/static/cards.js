@@ -14,8 +14,26 @@ function setCardStatus(card, text, kind = "") {
 function setCardBusy(card, busy) {
   card.busy = busy;
   for (const button of card.element.querySelectorAll(".choices button")) {
-    button.disabled = busy || card.expired || !card.explained;
+    const allowed = card.permissions?.[button.dataset.decision]?.allowed !== false;
+    button.disabled = busy || card.expired || !card.explained || !allowed;
   }
+}
+
+// What the signed-in user may not press, and why: shown under the buttons (the server
+// refuses those decisions anyway; this only says so before anyone tries).
+function showPermissions(card, permissions) {
+  card.permissions = permissions || {};
+  const notes = card.element.querySelector(".choices .not-allowed");
+  notes.replaceChildren();
+  for (const button of card.element.querySelectorAll(".choices button")) {
+    const permission = card.permissions[button.dataset.decision];
+    if (permission && !permission.allowed) button.title = permission.reason;
+  }
+  const refused = ["approve", "deny"].filter((kind) => card.permissions[kind]?.allowed === false);
+  for (const kind of refused) {
+    notes.append(el("p", "", `You may not ${kind} this: ${card.permissions[kind].reason}`));
+  }
+  notes.hidden = refused.length === 0;
 }
 
 async function decide(card, choice) {
@@ -154,8 +172,17 @@ function buildCard(request) {
   const originList = element.querySelector(".origin");
   addRow(originList, "Harness", origin.harness);
   addRow(originList, "Session", origin.session_id, "id");
-  const requester = [origin.agent_id, origin.graph_id, origin.node_id].filter(Boolean).join(" › ");
-  addRow(originList, "Requester", requester || "—");
+  const agent = [origin.agent_id, origin.graph_id, origin.node_id].filter(Boolean).join(" › ");
+  addRow(originList, "Agent", agent || "—");
+  const extensions = request.extensions || {};
+  const requestedBy = extensions["aais-langgraph.org/requester"]?.id;
+  if (requestedBy) addRow(originList, "Requested by", requestedBy);
+  const quorum = extensions["aais-langgraph.org/quorum"];
+  if (quorum) {
+    const progress = `approval ${quorum.index} of ${quorum.of}`;
+    const by = quorum.approved_by?.length ? `; approved so far by ${quorum.approved_by.join(", ")}` : "";
+    addRow(originList, "Quorum", `${progress}${by} — each from a different person`, "quorum");
+  }
   if (origin.run_id) addRow(originList, "Run", origin.run_id, "id");
   if (origin.project) addRow(originList, "Project", origin.project);
 
@@ -195,6 +222,9 @@ function buildCard(request) {
   const choices = element.querySelector(".choices");
   const buttons = el("div", "buttons");
   choices.append(buttons);
+  const notAllowed = el("div", "not-allowed");
+  notAllowed.hidden = true;
+  choices.append(notAllowed);
   for (const [index, choice] of request.choices.entries()) {
     const kind = choice.decision === "approve" ? (choice.scope === "once" ? "approve" : "approve-wide") : "deny";
     const button = el("button", kind, choice.label);
@@ -220,6 +250,7 @@ function buildCard(request) {
         const lines = choice.explanation.length ? choice.explanation : ["(no constraints stated)"];
         scope.replaceChildren(...lines.map((text) => el("li", "", text)));
       }
+      showPermissions(card, explained.permissions);
       card.explained = true;
       setCardBusy(card, card.busy);
     })

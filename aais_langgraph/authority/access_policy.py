@@ -14,6 +14,7 @@ ids, never code::
     risk = ["high", "critical"]           # risk levels (default: all)
     groups = ["sre"]                      # who may approve, deny and cancel them
     users = []                            # actor ids besides the groups
+    quorum = 1                            # distinct approvals needed (2: two people)
 
     [separation_of_duties]
     from_risk = "high"                    # the requester may not approve their own
@@ -30,8 +31,10 @@ ids, never code::
     groups = ["sre"]                      # default: those who may decide the request
 
 A rule's ``groups`` and ``users`` may view, approve, deny and cancel the requests
-it matches. Everything not allowed is refused with a reason that names the rule,
-never a value from the request.
+it matches. With ``quorum = n`` the action runs only after n distinct members
+approved it: the gate asks n times, one request each (SPEC §10), nobody approves
+twice, and the first denial ends it. Everything not allowed is refused with a
+reason that names the rule, never a value from the request.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from ..protocol import Request
+from ..protocol import Request, id_for
 from .authorization import ALLOWED, Permission, Principal, Resource, Verb
 
 if sys.version_info >= (3, 11):
@@ -66,15 +69,15 @@ class ApproverRule:
     kinds: tuple[str, ...] = ()
     names: tuple[str, ...] = ()
     risk: frozenset[str] = frozenset()
+    quorum: int = 1
     index: int = -1
     """Its position in the file (``-1``: the default rule)."""
 
-    def matches(self, request: Request) -> bool:
-        action = request.action
+    def matches(self, kind: str, name: str, risk: str) -> bool:
         return (
-            (not self.kinds or any(fnmatchcase(action.kind, k) for k in self.kinds))
-            and (not self.names or any(fnmatchcase(action.name, n) for n in self.names))
-            and (not self.risk or request.risk.level in self.risk)
+            (not self.kinds or any(fnmatchcase(kind, k) for k in self.kinds))
+            and (not self.names or any(fnmatchcase(name, n) for n in self.names))
+            and (not self.risk or risk in self.risk)
         )
 
     def admits(self, principal: Principal) -> bool:
@@ -143,7 +146,7 @@ class AccessPolicy:
             default_approvers=ApproverRule(
                 _names(document.get("default_approvers", [ANYONE]), "default_approvers")
             ),
-            administrators=_names(document.get("administrators", []), "administrators"),
+            administrators=_users(document.get("administrators", []), "administrators"),
             administrator_groups=_names(
                 document.get("administrator_groups", []), "administrator_groups"
             ),
@@ -175,6 +178,12 @@ class AccessPolicy:
         if verb == "decide":
             if not deciders:
                 return Permission(False, f"only {_who(rule)} may decide this ({rule.describe()})")
+            if resource.decision == "approve" and principal.id in resource.approved_by:
+                return Permission(
+                    False,
+                    "you approved an earlier approval of this action; "
+                    "its quorum needs another approver",
+                )
             if own and resource.decision == "approve" and self._separated(request):
                 return Permission(
                     False,
@@ -199,8 +208,15 @@ class AccessPolicy:
 
     def rule_for(self, request: Request) -> ApproverRule:
         """The first approver rule matching ``request``, else the default approvers."""
+        return self._rule(request.action.kind, request.action.name, request.risk.level)
+
+    def quorum(self, kind: str, name: str, risk: str) -> int:
+        """How many distinct approvals the matching rule asks for (:class:`QuorumRule`)."""
+        return self._rule(kind, name, risk).quorum
+
+    def _rule(self, kind: str, name: str, risk: str) -> ApproverRule:
         for rule in self.approvers:
-            if rule.matches(request):
+            if rule.matches(kind, name, risk):
                 return rule
         return self.default_approvers
 
@@ -261,6 +277,13 @@ def _names(value: Any, where: str) -> frozenset[str]:
     return frozenset(value)
 
 
+def _users(value: Any, where: str) -> frozenset[str]:
+    """Actor ids as recorded: a name with characters AAIS ids do not allow (an identity
+    provider's ``auth0|alice``) in its :func:`~aais_langgraph.protocol.id_for` form, as
+    the JWT login records it."""
+    return frozenset(id_for(name) for name in _names(value, where))
+
+
 def _flag(table: Mapping[str, Any], key: str, where: str) -> bool:
     value = table.get(key, True)
     if not isinstance(value, bool):
@@ -272,22 +295,26 @@ def _rule(rule: Any, index: int) -> ApproverRule:
     where = f"approvers[{index}]"
     if not isinstance(rule, Mapping):
         raise ValueError(f"{where}: must be a table")
-    unknown = sorted(set(rule) - {"kinds", "names", "risk", "groups", "users"})
+    unknown = sorted(set(rule) - {"kinds", "names", "risk", "groups", "users", "quorum"})
     if unknown:
         raise ValueError(f"{where}.{unknown[0]}: not a setting of an approver rule")
     risk = _names(rule.get("risk", []), f"{where}.risk")
     if not risk <= set(RISK_ORDER):
         raise ValueError(f"{where}.risk: each must be one of {list(RISK_ORDER)}")
     groups = _names(rule.get("groups", []), f"{where}.groups")
-    users = _names(rule.get("users", []), f"{where}.users")
+    users = _users(rule.get("users", []), f"{where}.users")
     if not groups and not users:
         raise ValueError(f"{where}: names no groups and no users, so nobody could decide")
+    quorum = rule.get("quorum", 1)
+    if not isinstance(quorum, int) or isinstance(quorum, bool) or not 1 <= quorum <= 10:
+        raise ValueError(f"{where}.quorum: must be an integer from 1 to 10")
     return ApproverRule(
         groups=groups,
         users=users,
         kinds=tuple(sorted(_names(rule.get("kinds", []), f"{where}.kinds"))),
         names=tuple(sorted(_names(rule.get("names", []), f"{where}.names"))),
         risk=risk,
+        quorum=quorum,
         index=index,
     )
 

@@ -55,8 +55,10 @@ from .authorization import (
     ForbiddenError,
     Permission,
     Principal,
+    QuorumRule,
     Resource,
     Verb,
+    approved_by_of,
     as_principal,
     checked_principal,
     requester_of,
@@ -216,7 +218,38 @@ class ApprovalAuthority:
 
     def request_resource(self, request: Request, *, decision: str | None = None) -> Resource:
         """What an access to ``request`` is asked about, from the request alone."""
-        return Resource(request=request, requester=requester_of(request), decision=decision)
+        return Resource(
+            request=request,
+            requester=requester_of(request),
+            decision=decision,
+            approved_by=approved_by_of(request),
+        )
+
+    def quorum_of(self, kind: str, name: str, risk: str) -> int:
+        """How many distinct approvals an action of this kind, name and risk level needs
+        (1 unless the authorizer is a :class:`~.authorization.QuorumRule` asking more)."""
+        if isinstance(self.authorizer, QuorumRule):
+            return max(1, int(self.authorizer.quorum(kind, name, risk)))
+        return 1
+
+    def decided_by(self, resolved: ApprovalResolved) -> str | None:
+        """The id of the actor whose decision ``resolved`` records (None: no decision, or
+        its event was compacted away)."""
+        resolution = resolved.resolution
+        if resolution.decision_id is None or resolved.sequence < 2:
+            return None
+        for event in self.ledger.events_after(resolved.sequence - 2, limit=1):
+            decision = event.get("decision")
+            if (
+                event.get("type") == "approval.decided"
+                and isinstance(decision, dict)
+                and decision.get("id") == resolution.decision_id
+                and decision.get("request_id") == resolution.request_id
+            ):
+                actor = decision.get("actor")
+                found = actor.get("id") if isinstance(actor, dict) else None
+                return found if isinstance(found, str) else None
+        return None
 
     def permits(self, principal: Principal, verb: Verb, resource: Resource) -> Permission:
         """The authorizer's answer (administrators may do everything)."""
@@ -471,6 +504,7 @@ class ApprovalAuthority:
         thread_id: str | None = None,
         context: Mapping[str, Any] | None = None,
         unseen: bool = False,
+        extensions: Mapping[str, Any] | None = None,
     ) -> ApprovalRequested:
         """Build, persist and return a request; idempotent for a given ``request_id``.
 
@@ -484,6 +518,9 @@ class ApprovalAuthority:
             if stored is not None:
                 return self._records.request(stored)[1]
         requester = _requester_of(context)
+        extra = dict(extensions or {})
+        if requester is not None:
+            extra[REQUESTER_EXTENSION] = {"id": requester}
         requested = build_request(
             action,
             origin=origin,
@@ -493,7 +530,7 @@ class ApprovalAuthority:
             created_at=self.clock(),
             expires_in=expires_in if expires_in is not None else self.default_expiry,
             stream=self.stream,
-            extensions=None if requester is None else {REQUESTER_EXTENSION: {"id": requester}},
+            extensions=extra or None,
         )
         return self.add(requested, thread_id=thread_id, context=context)
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..protocol import Actor, Request
-from ..protocol.extensions import REQUESTER_EXTENSION
+from ..protocol.extensions import QUORUM_EXTENSION, REQUESTER_EXTENSION
 
 __all__ = [
     "ADMINISTRATOR",
@@ -38,8 +38,10 @@ __all__ = [
     "ForbiddenError",
     "Permission",
     "Principal",
+    "QuorumRule",
     "Resource",
     "Verb",
+    "approved_by_of",
     "as_principal",
     "checked_principal",
     "requester_of",
@@ -78,6 +80,15 @@ def requester_of(request: Request) -> str | None:
     return found if isinstance(found, str) else None
 
 
+def approved_by_of(request: Request) -> frozenset[str]:
+    """Who approved the earlier approvals of the quorum ``request`` belongs to (if any)."""
+    value = (request.extensions or {}).get(QUORUM_EXTENSION)
+    found = value.get("approved_by") if isinstance(value, Mapping) else None
+    if not isinstance(found, list):
+        return frozenset()
+    return frozenset(item for item in found if isinstance(item, str))
+
+
 def as_principal(actor: Principal | Actor | Mapping[str, Any]) -> Principal:
     """``actor`` as a principal (an actor alone has no groups and administers nothing)."""
     if isinstance(actor, Principal):
@@ -108,6 +119,9 @@ class Resource:
     decision: str | None = None
     requesters: frozenset[str] = field(default_factory=frozenset)
     """For a thread: every requester of its requests (who may see it as their own)."""
+    approved_by: frozenset[str] = field(default_factory=frozenset)
+    """For one approval of several (a quorum): who approved the earlier ones. None of
+    them may approve this one: the approvals must come from distinct people."""
 
 
 @dataclass(frozen=True)
@@ -138,6 +152,15 @@ class ForbiddenError(PermissionError):
         self.verb = verb
         self.reason = reason or f"you may not {verb} this"
         super().__init__(self.reason)
+
+
+@runtime_checkable
+class QuorumRule(Protocol):
+    """An authorizer that may ask for several distinct approvers (optional)."""
+
+    def quorum(self, kind: str, name: str, risk: str) -> int:
+        """How many distinct approvals an action of this kind, name and risk level needs."""
+        ...
 
 
 @runtime_checkable

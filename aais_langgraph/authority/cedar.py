@@ -12,8 +12,9 @@ Each question becomes one Cedar request:
   of the action's argument names; never their values); a thread is
   ``Thread::"<id>"`` with ``requesters``; a grant is ``Grant::"<id>"`` carrying
   its request's attributes;
-- context ``decision`` (``"approve"``, ``"deny"`` or ``""``) and ``own``
-  (whether the principal is the requester).
+- context ``decision`` (``"approve"``, ``"deny"`` or ``""``), ``own`` (whether
+  the principal is the requester) and ``already_approved`` (whether they gave an
+  earlier approval of the same quorum; forbid it to require distinct approvers).
 
 For example, SREs approve high-risk shell commands, nobody approves their own::
 
@@ -73,7 +74,11 @@ class CedarAuthorizer:
             "principal": user,
             "action": {"type": "Action", "id": verb},
             "resource": target,
-            "context": {"decision": resource.decision or "", "own": own},
+            "context": {
+                "decision": resource.decision or "",
+                "own": own,
+                "already_approved": principal.id in resource.approved_by,
+            },
         }
         result = cedarpy.is_authorized(request, self._policies, entities)
         if result.decision == cedarpy.Decision.Allow:

@@ -23,6 +23,7 @@ from langgraph.config import get_config
 from langgraph.types import interrupt
 
 from ..authority import ApprovalAuthority
+from ..authority.resolutions import resolution_envelope
 from ..protocol import (
     Action,
     ApprovalRequested,
@@ -31,6 +32,7 @@ from ..protocol import (
     Request,
     Risk,
 )
+from ..protocol.builders import DEFAULT_RISK
 from .answer_sources import answer_channel
 from .execution import (
     SKIPPED,
@@ -39,6 +41,7 @@ from .execution import (
     execution_state,
 )
 from .judging import at_time_of_use, judge, judge_late, prejudge
+from .quorum import Quorum, quorum_choices
 from .response import Answer, AnswerType, Refusal, RejectedResumeError, refuse
 from .run_context import (
     RunCoordinates,
@@ -71,24 +74,35 @@ def _open_request(
     choices: Sequence[Choice | Mapping[str, Any]] | None,
     expires_in: timedelta | None,
     context: Mapping[str, Any] | None,
+    quorum: Quorum | None = None,
 ) -> _Opened | ApprovalResolved:
-    """The stored request for this call, or a standing resolution from policy or a grant."""
+    """The stored request for this call, or a standing resolution from policy or a grant.
+
+    ``quorum`` is this request's place among several approvals of one action (None: the
+    first request; it starts a quorum when the authority asks for one)."""
     stored = authority.get_request(coordinates.request_id)
     if stored is not None:
         return _Opened(stored, authority.get_resolution(coordinates.request_id))
     origin = derive_origin(
         coordinates, harness=authority.harness, session_id=session_id, graph_id=graph_id
     )
-    screening = authority.screen(action, origin=origin)
-    if screening.resolved is not None:
-        return screening.resolved
-    verdict = screening.verdict
+    if quorum is None:
+        screening = authority.screen(action, origin=origin)
+        if screening.resolved is not None:
+            return screening.resolved
+        verdict = screening.verdict
+        risk = risk if risk is not None else verdict.risk
+        choices = choices if choices is not None else verdict.choices
+        expires_in = expires_in if expires_in is not None else verdict.expires_in
+        quorum = Quorum.first_for(authority, action, risk if risk is not None else DEFAULT_RISK)
+    if quorum is not None:
+        choices = quorum_choices(choices)
     requested = authority.request(
         action,
         origin=origin,
-        risk=risk if risk is not None else verdict.risk,
-        choices=choices if choices is not None else verdict.choices,
-        expires_in=expires_in if expires_in is not None else verdict.expires_in,
+        risk=risk,
+        choices=choices,
+        expires_in=expires_in,
         request_id=coordinates.request_id,
         unseen=True,  # read just above
         thread_id=coordinates.thread_id,
@@ -99,6 +113,7 @@ def _open_request(
             **(context or {}),
             **({"requester": coordinates.requester} if coordinates.requester else {}),
         },
+        extensions=None if quorum is None else quorum.extension(),
     )
     return _Opened(requested, None)
 
@@ -189,23 +204,44 @@ def request_approval(
     )
     if isinstance(opened, ApprovalResolved):
         return opened
-    request = opened.requested.request
     while True:
-        settle_answer = functools.partial(
-            judge,
-            found,
-            request,
-            action_model,
-            known=opened.recorded,
-            claim=_claim_for(coordinates, idempotent),
-        )
-        # The run's answer channel decides whose raw decision counts (invariant 7).
-        resolved: ApprovalResolved = _ask(
-            opened, _answer_type(request, answer_channel().guard(settle_answer), _retry_of)
-        )
-        if resolved is not SKIPPED:
+        request = opened.requested.request
+        place = Quorum.of_request(request)
+        last = place is None or place.last
+        # Only the last approval of a quorum executes (and claims) the action.
+        claim = _claim_for(coordinates, idempotent) if last else None
+        while True:
+            settle_answer = functools.partial(
+                judge, found, request, action_model, known=opened.recorded, claim=claim
+            )
+            # The run's answer channel decides whose raw decision counts (invariant 7).
+            resolved: ApprovalResolved = _ask(
+                opened, _answer_type(request, answer_channel().guard(settle_answer), _retry_of)
+            )
+            if resolved is not SKIPPED:
+                break
+            coordinates = current_coordinates(retry_of=_retry_of)  # the next slot
+            claim = _claim_for(coordinates, idempotent) if last else None
+        if last or not resolved.approved or place is None:
             break
-        coordinates = current_coordinates(retry_of=_retry_of)  # the next slot
+        following = _following(found, request, place, resolved)
+        if isinstance(following, ApprovalResolved):
+            return following
+        coordinates = current_coordinates(retry_of=_retry_of)
+        opened = _opened(
+            _open_request(
+                found,
+                action_model,
+                coordinates,
+                session_id=session_id,
+                graph_id=graph_id,
+                risk=request.risk,
+                choices=list(request.choices),
+                expires_in=expires_in,
+                context=_retry_context(context, _retry_of),
+                quorum=following,
+            )
+        )
     if execution_state(resolved) == "retry":
         # A reviewer asked for this action to be approved again: a fresh request.
         return request_approval(
@@ -221,6 +257,30 @@ def request_approval(
             _retry_of=request.id,
         )
     return at_time_of_use(found, request, resolved, action_model)
+
+
+def _following(
+    authority: ApprovalAuthority, request: Request, place: Quorum, resolved: ApprovalResolved
+) -> Quorum | ApprovalResolved:
+    """The next approval's place in the quorum, or (fail closed) a result that does not
+    run the action when who approved this one cannot be told."""
+    approver = authority.decided_by(resolved)
+    if approver is None:
+        return resolution_envelope(
+            request,
+            outcome="invalid",
+            message="The quorum cannot tell who gave this approval, so it does not count.",
+            now=authority.clock(),
+            sequence=authority.ledger.last_sequence(),
+        )
+    return place.following(request, approver)
+
+
+def _opened(opened: _Opened | ApprovalResolved) -> _Opened:
+    """A quorum's next request is never settled by screening (it is not screened)."""
+    if isinstance(opened, ApprovalResolved):  # pragma: no cover - members skip screening
+        raise RuntimeError("a quorum's next approval was settled without a request")
+    return opened
 
 
 async def arequest_approval(
@@ -261,21 +321,40 @@ async def arequest_approval(
     )
     if isinstance(opened, ApprovalResolved):
         return opened
-    request = opened.requested.request
-    check = functools.partial(prejudge, found, request, opened.recorded)
-    guarded = answer_channel().guard(check)
-    answer: Answer = _ask(opened, _answer_type(request, guarded, _retry_of))
-    while answer is SKIPPED:
-        coordinates = current_coordinates(retry_of=_retry_of)  # the next slot
-        answer = _ask(opened, _answer_type(request, guarded, _retry_of))
-    resolved = await asyncio.to_thread(
-        judge_late,
-        found,
-        request,
-        action_model,
-        answer,
-        _claim_for(coordinates, idempotent),
-    )
+    while True:
+        request = opened.requested.request
+        place = Quorum.of_request(request)
+        last = place is None or place.last
+        check = functools.partial(prejudge, found, request, opened.recorded)
+        guarded = answer_channel().guard(check)
+        answer: Answer = _ask(opened, _answer_type(request, guarded, _retry_of))
+        while answer is SKIPPED:
+            coordinates = current_coordinates(retry_of=_retry_of)  # the next slot
+            answer = _ask(opened, _answer_type(request, guarded, _retry_of))
+        # Only the last approval of a quorum executes (and claims) the action.
+        claim = _claim_for(coordinates, idempotent) if last else None
+        resolved = await asyncio.to_thread(judge_late, found, request, action_model, answer, claim)
+        if last or not resolved.approved or place is None:
+            break
+        following = await asyncio.to_thread(_following, found, request, place, resolved)
+        if isinstance(following, ApprovalResolved):
+            return following
+        coordinates = current_coordinates(retry_of=_retry_of)
+        opened = _opened(
+            await asyncio.to_thread(
+                _open_request,
+                found,
+                action_model,
+                coordinates,
+                session_id=session_id,
+                graph_id=graph_id,
+                risk=request.risk,
+                choices=list(request.choices),
+                expires_in=expires_in,
+                context=_retry_context(context, _retry_of),
+                quorum=following,
+            )
+        )
     if execution_state(resolved) == "retry":
         return await arequest_approval(
             action_model,

@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "EXTENSION_NAMESPACE",
     "IN_REPLY_TO_EXTENSION",
+    "QUORUM_EXTENSION",
     "REQUESTER_EXTENSION",
     "RESOLVED_BY_EXTENSION",
     "TOOL_CALL_ID_EXTENSION",
@@ -27,3 +28,8 @@ REQUESTER_EXTENSION = EXTENSION_NAMESPACE + "requester"
 """Request extension naming the authenticated person whose run raised it: ``{"id": ...}``
 (AAIS ``origin`` admits no extensions, so it travels on the request). Access rules read
 it (a requester sees their own requests; separation of duties)."""
+
+QUORUM_EXTENSION = EXTENSION_NAMESPACE + "quorum"
+"""Request extension of an action that needs several distinct approvers (SPEC §10: one
+request per approval needed, each bound to the same action digest): ``{"index": k,
+"of": n, "first_request_id": ..., "approved_by": [actor ids of approvals 1..k-1]}``."""

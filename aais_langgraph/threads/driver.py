@@ -58,6 +58,7 @@ from .inbox import apending_snapshot, pending_snapshot
 from .recovery import astranded_threads, stranded_threads
 from .runs import DEFAULT_LEASE_WAIT, LeasedThread, run_config, thread_of
 from .views import ThreadView
+from .visibility import visible_snapshot
 
 __all__ = [
     "DueReport",
@@ -235,14 +236,17 @@ class ThreadDriver:
         session_id: str | None = None,
         now: datetime | None = None,
         reconcile: bool = True,
+        viewer: Principal | None = None,
     ) -> ApprovalSnapshot:
         """``approval.snapshot`` of what the threads really wait for
         (:func:`~.inbox.pending_snapshot`), with the answers still waiting to resume in
-        its :data:`RESUMING_EXTENSION`."""
+        its :data:`RESUMING_EXTENSION`; with ``viewer``, only what they may see
+        (:func:`~.visibility.visible_snapshot`)."""
         snapshot = pending_snapshot(
             self.authority, self.graph, session_id=session_id, now=now, reconcile=reconcile
         )
-        return with_resuming(snapshot, self.waiting_resumes(session_id=session_id))
+        listed = with_resuming(snapshot, self.waiting_resumes(session_id=session_id))
+        return visible_snapshot(self.authority, listed, viewer)
 
     async def apending_approvals(
         self,
@@ -250,13 +254,15 @@ class ThreadDriver:
         session_id: str | None = None,
         now: datetime | None = None,
         reconcile: bool = True,
+        viewer: Principal | None = None,
     ) -> ApprovalSnapshot:
         """Async twin of :meth:`pending_approvals`."""
         snapshot = await apending_snapshot(
             self.authority, self.graph, session_id=session_id, now=now, reconcile=reconcile
         )
         resuming = await asyncio.to_thread(self.waiting_resumes, session_id=session_id)
-        return with_resuming(snapshot, resuming)
+        listed = with_resuming(snapshot, resuming)
+        return await asyncio.to_thread(visible_snapshot, self.authority, listed, viewer)
 
     def waiting_resumes(self, *, session_id: str | None = None) -> list[dict[str, Any]]:
         """Answers recorded whose thread still has to be resumed (open resume work), each
@@ -879,10 +885,12 @@ def pending_approvals(
     session_id: str | None = None,
     now: datetime | None = None,
     reconcile: bool = True,
+    viewer: Principal | None = None,
 ) -> ApprovalSnapshot:
     """``approval.snapshot`` of unexpired requests that are pending in the ledger *and*,
     when ``graph`` is given, still waited for by their thread; answers whose thread
-    still has to be resumed are listed in its :data:`RESUMING_EXTENSION`.
+    still has to be resumed are listed in its :data:`RESUMING_EXTENSION`. With
+    ``viewer`` (the authenticated principal), only what they may see.
 
     See :func:`~.inbox.pending_snapshot` for what is read (one indexed ledger query,
     one checkpoint read per thread) and for ``reconcile`` (runs paused on requests
@@ -890,7 +898,9 @@ def pending_approvals(
     ``now`` defaults to the authority's clock.
     """
     driver = ThreadDriver(graph, authority)
-    return driver.pending_approvals(session_id=session_id, now=now, reconcile=reconcile)
+    return driver.pending_approvals(
+        session_id=session_id, now=now, reconcile=reconcile, viewer=viewer
+    )
 
 
 async def apending_approvals(
@@ -900,7 +910,10 @@ async def apending_approvals(
     session_id: str | None = None,
     now: datetime | None = None,
     reconcile: bool = True,
+    viewer: Principal | None = None,
 ) -> ApprovalSnapshot:
     """Async twin of :func:`pending_approvals` (async checkpointers welcome)."""
     driver = ThreadDriver(graph, authority)
-    return await driver.apending_approvals(session_id=session_id, now=now, reconcile=reconcile)
+    return await driver.apending_approvals(
+        session_id=session_id, now=now, reconcile=reconcile, viewer=viewer
+    )

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .http.app import create_app
     from .http.approvals import approvals_router
     from .http.inbox import inbox_router
+    from .http.jwt_tokens import JwtSettings, jwt_authenticator
     from .http.security import (
         Authenticated,
         Authenticator,
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
 
 SERVER_EXTRA = 'pip install "aais-langgraph[server]"'
 """What to run when a server name is used without the ``server`` extra installed."""
+AUTH_EXTRA = 'pip install "aais-langgraph[server,auth]"'
+"""What to run when the JWT login is used without the ``auth`` extra installed."""
 
 _SERVER_NAMES = {
     "AAISLangGraphAgent": "agent",
@@ -49,6 +52,8 @@ _SERVER_NAMES = {
     "bearer_token_authenticator": "http.security",
     "create_app": "http.app",
     "inbox_router": "http.inbox",
+    "JwtSettings": "http.jwt_tokens",
+    "jwt_authenticator": "http.jwt_tokens",
     "local_development_authenticator": "http.security",
     "websocket_router": "http.websocket",
 }
@@ -59,11 +64,12 @@ def __getattr__(name: str) -> Any:
     module_name = _SERVER_NAMES.get(name)
     if module_name is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    extra = AUTH_EXTRA if module_name == "http.jwt_tokens" else SERVER_EXTRA
     try:
         module = importlib.import_module(f".{module_name}", __name__)
     except ImportError as missing:
         raise ImportError(
-            f"aais_agui.{name} needs the 'server' extra: {SERVER_EXTRA}", name=missing.name
+            f"aais_agui.{name} needs its extra: {extra}", name=missing.name
         ) from missing
     value = getattr(module, name)
     globals()[name] = value
@@ -74,6 +80,7 @@ __all__ = [
     "AAISLangGraphAgent",
     "Authenticated",
     "Authenticator",
+    "JwtSettings",
     "Security",
     "agui_router",
     "approvals_router",
@@ -81,6 +88,7 @@ __all__ = [
     "create_app",
     "inbox_router",
     "interrupt_to_request",
+    "jwt_authenticator",
     "local_development_authenticator",
     "parse_resume_entry",
     "request_to_interrupt",

@@ -25,11 +25,16 @@ For example, SREs approve high-risk shell commands, nobody approves their own::
     when { context.own && context.decision == "approve" };
 
 Cedar denies by default; a refusal's reason names the policies that decided
-it (their ids), never a value.
+it (their ids), never a value. A ``forbid`` policy that fails to evaluate (an
+attribute the resource lacks) refuses the access, even where Cedar, which skips
+such a policy, would allow it; guard policies with ``resource is Request`` (or
+``has``) to keep them to the resources they are written for.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +56,14 @@ class CedarAuthorizer:
         text = policies if policies is not None else Path(path).read_text(encoding="utf-8")  # type: ignore[arg-type]
         try:
             self._policies = cedarpy.PolicySet.from_str(text)
+            parsed = json.loads(cedarpy.policies_to_json_str(text))
         except ValueError as error:
             raise ValueError(f"policies: Cedar cannot parse them ({error})") from None
+        self._forbids = frozenset(
+            policy_id
+            for policy_id, policy in (parsed.get("staticPolicies") or {}).items()
+            if policy.get("effect") == "forbid"
+        )
 
     def authorize(self, principal: Principal, verb: Verb, resource: Resource) -> Permission:
         user = {"type": "User", "id": principal.id}
@@ -81,15 +92,28 @@ class CedarAuthorizer:
             },
         }
         result = cedarpy.is_authorized(request, self._policies, entities)
+        if any(_names(error) & self._forbids for error in result.diagnostics.errors):
+            # Cedar skips a policy that fails to evaluate: a ``forbid`` that errors would
+            # let through what it was written to stop. It refuses instead. (A ``permit``
+            # that errors, such as one about requests asked about a thread, grants
+            # nothing, as in Cedar.)
+            return Permission(False, "a Cedar forbid policy failed to evaluate; refused")
         if result.decision == cedarpy.Decision.Allow:
             return ALLOWED
-        reasons = sorted(str(reason) for reason in result.diagnostics.reasons)
-        errors = list(result.diagnostics.errors)
-        if errors:
+        if list(result.diagnostics.errors):
             return Permission(False, "the Cedar policies failed to evaluate; refused")
+        reasons = sorted(str(reason) for reason in result.diagnostics.reasons)
         if reasons:
             return Permission(False, "refused by Cedar policy " + ", ".join(reasons))
         return Permission(False, f"no Cedar policy permits {verb} here")
+
+
+_POLICY_NAME = re.compile(r"policy `([^`]*)`")
+
+
+def _names(error: str) -> frozenset[str]:
+    """The policy ids a Cedar evaluation error names."""
+    return frozenset(_POLICY_NAME.findall(str(error)))
 
 
 def _resource(resource: Resource) -> tuple[dict[str, str], dict[str, Any]]:

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..authority import AllowAuthenticated, ApprovalAuthority, Principal
 from ..authority.resolutions import UNKNOWN_EXECUTIONS_EXTENSION
-from ..protocol import ApprovalSnapshot
+from ..protocol import ApprovalSnapshot, Request
 
 __all__ = ["EventFilter", "visible_snapshot"]
 
@@ -47,9 +47,7 @@ def visible_snapshot(
         return snapshot
     assert viewer is not None
     pending = [
-        request
-        for request in snapshot.snapshot.pending
-        if authority.permits(viewer, "view", authority.request_resource(request)).allowed
+        request for request in snapshot.snapshot.pending if _may_view(authority, viewer, request)
     ]
     shown = {request.id for request in pending}
     extensions: dict[str, Any] | None = None
@@ -70,6 +68,15 @@ def visible_snapshot(
             extensions[key] = value
     body = snapshot.snapshot.model_copy(update={"pending": pending})
     return snapshot.model_copy(update={"snapshot": body, "extensions": extensions or None})
+
+
+def _may_view(authority: ApprovalAuthority, viewer: Principal, request: Request) -> bool:
+    resource = authority.request_resource(request)
+    if resource.requester is None:
+        # Recorded without the requester extension (or before it existed): the stored
+        # context may still name the requester, so ask with the stored row.
+        return authority.may_view(viewer, request.id)
+    return authority.permits(viewer, "view", resource).allowed
 
 
 class EventFilter:

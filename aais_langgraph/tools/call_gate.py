@@ -42,7 +42,7 @@ from ..protocol import (
     build_request,
     same_action,
 )
-from ..protocol.extensions import EXTENSION_NAMESPACE
+from ..protocol.extensions import EXTENSION_NAMESPACE, REQUESTER_EXTENSION
 from ..protocol.extensions import TOOL_CALL_ID_EXTENSION as TOOL_CALL_ID_EXTENSION
 from .config import ToolCallDescriber, ToolRule, offered_for
 from .declared import declared_action, declares_same
@@ -79,14 +79,21 @@ class GatedCall:
 
 
 def request_context(coordinates: RunCoordinates, tool_call_id: str, **extra: Any) -> dict[str, Any]:
-    """The ledger context of a tool-call request: where its task pauses, and which call."""
+    """The ledger context of a tool-call request: where its task pauses, which call, and
+    who the run acts for (its requester, when the run names one)."""
     return {
         "checkpoint_ns": coordinates.checkpoint_ns,
         "node": coordinates.node,
         "call_index": coordinates.call_index,
         "tool_call_id": tool_call_id,
+        **({"requester": coordinates.requester} if coordinates.requester else {}),
         **extra,
     }
+
+
+def requester_extension(requester: str | None) -> dict[str, Any]:
+    """The request extension naming who the run acts for (empty when nobody is named)."""
+    return {REQUESTER_EXTENSION: {"id": requester}} if requester else {}
 
 
 class ToolCallGate:
@@ -237,7 +244,11 @@ class ToolCallGate:
             expires_in=rule.expires_in or verdict.expires_in or authority.default_expiry,
             request_id=coordinates.request_id,
             created_at=authority.clock(),
-            extensions={TOOL_CALL_ID_EXTENSION: call_id, EDITABLE_EXTENSION: rule.editable},
+            extensions={
+                TOOL_CALL_ID_EXTENSION: call_id,
+                EDITABLE_EXTENSION: rule.editable,
+                **requester_extension(coordinates.requester),
+            },
         )
         authority.add(
             requested,

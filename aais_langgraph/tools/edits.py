@@ -33,6 +33,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from ..authority import DEFAULT_LEASE_TTL, ApprovalAuthority, UnknownRequestError
+from ..authority.authorization import requester_of
 from ..gate.run_context import RunCoordinates, find_authority
 from ..ledger import StoredRequest
 from ..protocol import (
@@ -48,7 +49,13 @@ from ..protocol import (
 from ..threads.driver import adrive, drive
 from ..threads.runs import DEFAULT_LEASE_WAIT, thread_of
 from ..threads.views import ThreadView
-from .call_gate import EDIT_EXTENSION, EDITABLE_EXTENSION, TOOL_CALL_ID_EXTENSION, request_context
+from .call_gate import (
+    EDIT_EXTENSION,
+    EDITABLE_EXTENSION,
+    TOOL_CALL_ID_EXTENSION,
+    request_context,
+    requester_extension,
+)
 from .config import offered_for
 from .describe import summarize_call
 
@@ -130,6 +137,8 @@ def _supersede(
         else authority.default_expiry
     )
     tool_call_id = str((original.extensions or {})[TOOL_CALL_ID_EXTENSION])
+    requester = requester_of(original) or stored.context.get("requester")
+    requester = requester if isinstance(requester, str) else None
     requested = build_request(
         action,
         origin=original.origin,
@@ -142,13 +151,19 @@ def _supersede(
             TOOL_CALL_ID_EXTENSION: tool_call_id,
             EDITABLE_EXTENSION: True,
             EDIT_EXTENSION: {"supersedes": request_id, "edited_by": editor.to_json()},
+            # The edited call is still the run's: it keeps its requester.
+            **requester_extension(requester),
         },
     )
     successor = authority.add(
         requested,
         thread_id=thread_id,
         context=request_context(
-            coordinates, tool_call_id, supersedes=request_id, edited_by=editor.id
+            coordinates,
+            tool_call_id,
+            supersedes=request_id,
+            edited_by=editor.id,
+            **({"requester": requester} if requester else {}),
         ),
     )
     return successor, {interrupt_id: cancelled.to_json()}

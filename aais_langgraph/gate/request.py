@@ -33,6 +33,7 @@ from ..protocol import (
     Risk,
 )
 from ..protocol.builders import DEFAULT_RISK
+from ..protocol.extensions import QUORUM_EXTENSION, REQUESTER_EXTENSION
 from .answer_sources import answer_channel
 from .execution import (
     SKIPPED,
@@ -75,6 +76,7 @@ def _open_request(
     expires_in: timedelta | None,
     context: Mapping[str, Any] | None,
     quorum: Quorum | None = None,
+    extensions: Mapping[str, Any] | None = None,
 ) -> _Opened | ApprovalResolved:
     """The stored request for this call, or a standing resolution from policy or a grant.
 
@@ -113,7 +115,7 @@ def _open_request(
             **(context or {}),
             **({"requester": coordinates.requester} if coordinates.requester else {}),
         },
-        extensions=None if quorum is None else quorum.extension(),
+        extensions={**(extensions or {}), **({} if quorum is None else quorum.extension())} or None,
     )
     return _Opened(requested, None)
 
@@ -228,6 +230,7 @@ def request_approval(
         if isinstance(following, ApprovalResolved):
             return following
         coordinates = current_coordinates(retry_of=_retry_of)
+        inherited = _inherited(found, request)
         opened = _opened(
             _open_request(
                 found,
@@ -238,8 +241,9 @@ def request_approval(
                 risk=request.risk,
                 choices=list(request.choices),
                 expires_in=expires_in,
-                context=_retry_context(context, _retry_of),
+                context={**inherited[1], **(_retry_context(context, _retry_of) or {})},
                 quorum=following,
+                extensions=inherited[0],
             )
         )
     if execution_state(resolved) == "retry":
@@ -274,6 +278,25 @@ def _following(
             sequence=authority.ledger.last_sequence(),
         )
     return place.following(request, approver)
+
+
+_OWN_CONTEXT = frozenset({"checkpoint_ns", "node", "call_index", "requester"})
+_OWN_EXTENSIONS = frozenset({QUORUM_EXTENSION, REQUESTER_EXTENSION})
+
+
+def _inherited(
+    authority: ApprovalAuthority, request: Request
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What a quorum's next request keeps of the one before: its extensions (a tool call's
+    id, say) and context, less what every request records for itself."""
+    extensions = {
+        key: value
+        for key, value in (request.extensions or {}).items()
+        if key not in _OWN_EXTENSIONS
+    }
+    stored = authority.get_stored_request(request.id)
+    context = {} if stored is None else dict(stored.context)
+    return extensions, {key: value for key, value in context.items() if key not in _OWN_CONTEXT}
 
 
 def _opened(opened: _Opened | ApprovalResolved) -> _Opened:
@@ -340,6 +363,7 @@ async def arequest_approval(
         if isinstance(following, ApprovalResolved):
             return following
         coordinates = current_coordinates(retry_of=_retry_of)
+        inherited = await asyncio.to_thread(_inherited, found, request)
         opened = _opened(
             await asyncio.to_thread(
                 _open_request,
@@ -351,8 +375,9 @@ async def arequest_approval(
                 risk=request.risk,
                 choices=list(request.choices),
                 expires_in=expires_in,
-                context=_retry_context(context, _retry_of),
+                context={**inherited[1], **(_retry_context(context, _retry_of) or {})},
                 quorum=following,
+                extensions=inherited[0],
             )
         )
     if execution_state(resolved) == "retry":

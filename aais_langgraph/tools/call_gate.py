@@ -32,6 +32,7 @@ from ..authority import ApprovalAuthority
 from ..gate import ExecutionUnknownError, arequest_approval, execution_state, request_approval
 from ..gate.execution import finish
 from ..gate.nodes import APPROVAL_KEY, key_of, run_approved
+from ..gate.quorum import Quorum
 from ..gate.run_context import RunCoordinates, derive_origin, find_authority, peek_coordinates
 from ..ledger import StoredRequest
 from ..protocol import (
@@ -42,6 +43,7 @@ from ..protocol import (
     build_request,
     same_action,
 )
+from ..protocol.builders import DEFAULT_RISK
 from ..protocol.extensions import EXTENSION_NAMESPACE, REQUESTER_EXTENSION
 from ..protocol.extensions import TOOL_CALL_ID_EXTENSION as TOOL_CALL_ID_EXTENSION
 from .config import ToolCallDescriber, ToolRule, offered_for
@@ -236,10 +238,15 @@ class ToolCallGate:
         offered = rule.choices_for(request, action)
         if offered is None and verdict.choices is not None:
             offered = offered_for(verdict.choices, action)
+        risk = rule.risk if rule.risk is not None else verdict.risk
+        # A call that needs several approvers asks each one for this call only.
+        quorum = Quorum.first_for(authority, action, risk if risk is not None else DEFAULT_RISK)
+        if quorum is not None and offered is not None:
+            offered = tuple(choice for choice in offered if choice.scope == "once")
         requested = build_request(
             action,
             origin=origin,
-            risk=rule.risk if rule.risk is not None else verdict.risk,
+            risk=risk,
             choices=offered,
             expires_in=rule.expires_in or verdict.expires_in or authority.default_expiry,
             request_id=coordinates.request_id,
@@ -248,6 +255,7 @@ class ToolCallGate:
                 TOOL_CALL_ID_EXTENSION: call_id,
                 EDITABLE_EXTENSION: rule.editable,
                 **requester_extension(coordinates.requester),
+                **({} if quorum is None else quorum.extension()),
             },
         )
         authority.add(

@@ -68,3 +68,27 @@ def test_an_edited_call_keeps_its_requester() -> None:
     )
 
     assert successor.request.extensions[REQUESTER_EXTENSION] == {"id": "mallory"}
+
+
+def test_a_tool_call_that_needs_two_approvers_runs_once_after_both() -> None:
+    from aais_langgraph.protocol.extensions import QUORUM_EXTENSION, TOOL_CALL_ID_EXTENSION
+
+    rule = {"kinds": ["*"], "names": ["send_email"], "groups": ["ops"], "quorum": 2}
+    policy = AccessPolicy.from_mapping({"approvers": [rule]})
+    authority = ApprovalAuthority(InMemoryLedger(), authorizer=policy)
+    recorder = Recorder()
+    agent = paused(authority, recorder)
+    for index, who in enumerate((OTHER, OTHER, MALLORY)):
+        [requested] = pending(agent, CONFIG).values()
+        place = requested["request"]["extensions"][QUORUM_EXTENSION]
+        assert requested["request"]["extensions"][TOOL_CALL_ID_EXTENSION] == "c1"
+        decided = build_decision(requested, decision="approve", actor=who.actor)
+        if index == 1:  # olga approved the first one: the second needs someone else
+            assert (place["index"], place["approved_by"]) == (2, ["olga"])
+            with pytest.raises(ForbiddenError, match="another approver"):
+                resume_with_decisions(agent, CONFIG, [decided], actor=who, authority=authority)
+            assert recorder.count("send_email") == 0
+            continue
+        resume_with_decisions(agent, CONFIG, [decided], actor=who, authority=authority)
+    assert recorder.count("send_email") == 1
+    assert pending(agent, CONFIG) == {}

@@ -177,7 +177,13 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
                 yield event
             return
         if principal is not None:  # the first run records who started the thread
-            await self.authority.ledger.aown_thread(input.thread_id, principal.id, now=time.time())
+            owner = await self.authority.ledger.aown_thread(
+                input.thread_id, principal.id, now=time.time()
+            )
+            # Requests the run raises are asked for the person who started the thread,
+            # even when someone else (an approver) resumes it.
+            configurable = {**self.config["configurable"], REQUESTER_KEY: owner}
+            self.config = {**self.config, "configurable": configurable}
         try:
             # The driver's lease and view; ag-ui-langgraph's run (which streams) invokes the
             # graph with the planned map through _build_command_from_agui_resume.

@@ -555,13 +555,23 @@ class ApprovalAuthority:
             # The ledger's sequence and the authority's stream replace the producer's own.
             document["stream"] = self.stream
             envelope = envelope.model_copy(update={"stream": self.stream})
+        requester = _requester_of(context)
+        if requester is not None and requester_of(envelope.request) is None:
+            # Who the run acts for travels on the request, where presenters and access
+            # rules read it (the action, and so its digest, is unchanged).
+            extensions = {
+                **(envelope.request.extensions or {}),
+                REQUESTER_EXTENSION: {"id": requester},
+            }
+            document["request"]["extensions"] = extensions
+            envelope = ApprovalRequested.from_data(document)
         if envelope.request.expires_at is None:
             # Every request gets a finite expiry, stored where sweeps and presenters see it.
             expiry = self.expiry_of(envelope.request)
             document["request"]["expires_at"] = format_timestamp(expiry)
             envelope = ApprovalRequested.from_data(document)
         try:
-            self.bounds.check(envelope.request.origin.session_id, _requester_of(context))
+            self.bounds.check(envelope.request.origin.session_id, requester)
         except RequestLimitError:
             existing = self.ledger.get_request(envelope.request.id)
             if existing is None:

@@ -71,12 +71,8 @@ def visible_snapshot(
 
 
 def _may_view(authority: ApprovalAuthority, viewer: Principal, request: Request) -> bool:
-    resource = authority.request_resource(request)
-    if resource.requester is None:
-        # Recorded without the requester extension (or before it existed): the stored
-        # context may still name the requester, so ask with the stored row.
-        return authority.may_view(viewer, request.id)
-    return authority.permits(viewer, "view", resource).allowed
+    # The requester travels on the request (the authority adds it from the context).
+    return authority.permits(viewer, "view", authority.request_resource(request)).allowed
 
 
 class EventFilter:

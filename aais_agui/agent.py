@@ -55,11 +55,12 @@ from typing_extensions import Self
 
 from aais_langgraph.authority import (
     DEFAULT_LEASE_TTL,
+    FORBIDDEN,
     ApprovalAuthority,
     LeaseHeldError,
     Principal,
+    checked_principal,
 )
-from aais_langgraph.authority.authorization import FORBIDDEN, checked_principal
 from aais_langgraph.gate import REQUESTER_KEY
 from aais_langgraph.protocol import AAISValidationError, Actor
 from aais_langgraph.threads import DEFAULT_LEASE_WAIT, ThreadDriver, ThreadView
@@ -84,6 +85,9 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
     :attr:`actor` (the authenticated actor, see :meth:`with_actor`) before a run
     that answers approvals: a resume without one is refused.
     """
+
+    config: dict[str, Any]
+    """The run config (ag-ui-langgraph's): the authority and the requester in ``configurable``."""
 
     def __init__(
         self,
@@ -182,8 +186,9 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
             )
             # Requests the run raises are asked for the person who started the thread,
             # even when someone else (an approver) resumes it.
-            configurable = {**self.config["configurable"], REQUESTER_KEY: owner}
-            self.config = {**self.config, "configurable": configurable}
+            current: Any = self.config
+            configurable = {**current["configurable"], REQUESTER_KEY: owner}
+            self.config = {**current, "configurable": configurable}
         try:
             # The driver's lease and view; ag-ui-langgraph's run (which streams) invokes the
             # graph with the planned map through _build_command_from_agui_resume.

@@ -148,7 +148,7 @@ def _authorizer(args: argparse.Namespace) -> Any:
 
             return load_access_policy(args.access_policy)
         if getattr(args, "cedar_policies", None):
-            from aais_langgraph.authority.cedar import CedarAuthorizer
+            from aais_langgraph.authority import CedarAuthorizer
 
             return CedarAuthorizer(path=args.cedar_policies)
     except (ValueError, OSError) as error:

@@ -28,8 +28,7 @@ from ag_ui_langgraph.utils import langchain_messages_to_agui
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import Response
 
-from aais_langgraph.authority import ApprovalAuthority, Verb, explain_constraints
-from aais_langgraph.authority.authorization import FORBIDDEN
+from aais_langgraph.authority import FORBIDDEN, ApprovalAuthority, Verb, explain_constraints
 from aais_langgraph.threads import ThreadView
 
 from .limits import MAX_CLIENT_ID_LENGTH, id_too_long

@@ -1,11 +1,14 @@
 """The approval authority: the AAIS decision state machine, grants, policy and leases."""
 
+from typing import TYPE_CHECKING, Any
+
 from ..ledger import LedgerIntegrityError
 from ..ledger.holders import HolderOrigin, holder_is_dead, holder_origin, new_holder
 from .access_policy import AccessPolicy, load_access_policy
 from .authority import ApprovalAuthority, Clock
 from .authorization import (
     ADMINISTRATOR,
+    FORBIDDEN,
     AllowAuthenticated,
     Authorizer,
     ForbiddenError,
@@ -13,6 +16,7 @@ from .authorization import (
     Principal,
     Resource,
     Verb,
+    checked_principal,
 )
 from .constraints import KNOWN_KEYS, constraints_match, explain_constraints
 from .errors import LeaseHeldError, UnknownRequestError
@@ -25,12 +29,26 @@ from .policy import ApprovalPolicy, AskEveryTime, PolicyVerdict
 from .resolutions import DEFAULT_STREAM
 from .screening import EventPage, Screening
 
+if TYPE_CHECKING:
+    from .cedar import CedarAuthorizer
+
+
+def __getattr__(name: str) -> Any:
+    """``CedarAuthorizer`` on first use (it needs the ``auth`` extra's ``cedarpy``)."""
+    if name == "CedarAuthorizer":
+        from .cedar import CedarAuthorizer
+
+        return CedarAuthorizer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "ADMINISTRATOR",
     "AUTHORITY_KEY_FILE_VAR",
     "AUTHORITY_KEY_VAR",
     "DEFAULT_LEASE_TTL",
     "DEFAULT_STREAM",
+    "FORBIDDEN",
     "KNOWN_KEYS",
     "TERMINAL",
     "AccessPolicy",
@@ -39,6 +57,7 @@ __all__ = [
     "ApprovalPolicy",
     "AskEveryTime",
     "Authorizer",
+    "CedarAuthorizer",
     "Clock",
     "EventFollower",
     "EventPage",
@@ -58,6 +77,7 @@ __all__ = [
     "UnknownRequestError",
     "Verb",
     "arun_lease",
+    "checked_principal",
     "constraints_match",
     "explain_constraints",
     "holder_is_dead",

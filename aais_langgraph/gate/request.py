@@ -230,21 +230,16 @@ def request_approval(
         if isinstance(following, ApprovalResolved):
             return following
         coordinates = current_coordinates(retry_of=_retry_of)
-        inherited = _inherited(found, request)
-        opened = _opened(
-            _open_request(
-                found,
-                action_model,
-                coordinates,
-                session_id=session_id,
-                graph_id=graph_id,
-                risk=request.risk,
-                choices=list(request.choices),
-                expires_in=expires_in,
-                context={**inherited[1], **(_retry_context(context, _retry_of) or {})},
-                quorum=following,
-                extensions=inherited[0],
-            )
+        opened = _open_next(
+            found,
+            action_model,
+            coordinates,
+            request,
+            following,
+            session_id=session_id,
+            graph_id=graph_id,
+            expires_in=expires_in,
+            context=_retry_context(context, _retry_of),
         )
     if execution_state(resolved) == "retry":
         # A reviewer asked for this action to be approved again: a fresh request.
@@ -284,23 +279,45 @@ _OWN_CONTEXT = frozenset({"checkpoint_ns", "node", "call_index", "requester"})
 _OWN_EXTENSIONS = frozenset({QUORUM_EXTENSION, REQUESTER_EXTENSION})
 
 
-def _inherited(
-    authority: ApprovalAuthority, request: Request
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """What a quorum's next request keeps of the one before: its extensions (a tool call's
-    id, say) and context, less what every request records for itself."""
+def _open_next(
+    authority: ApprovalAuthority,
+    action: Action,
+    coordinates: RunCoordinates,
+    request: Request,
+    place: Quorum,
+    *,
+    session_id: str | None,
+    graph_id: str | None,
+    expires_in: timedelta | None,
+    context: Mapping[str, Any] | None,
+) -> _Opened:
+    """The quorum's next request after ``request``, at ``place``: the same action, risk and
+    choices, keeping its extensions (a tool call's id, say) and context, less what every
+    request records for itself. Never settled by screening (it is not screened)."""
     extensions = {
         key: value
         for key, value in (request.extensions or {}).items()
         if key not in _OWN_EXTENSIONS
     }
     stored = authority.get_stored_request(request.id)
-    context = {} if stored is None else dict(stored.context)
-    return extensions, {key: value for key, value in context.items() if key not in _OWN_CONTEXT}
-
-
-def _opened(opened: _Opened | ApprovalResolved) -> _Opened:
-    """A quorum's next request is never settled by screening (it is not screened)."""
+    kept = {
+        key: value
+        for key, value in (stored.context if stored is not None else {}).items()
+        if key not in _OWN_CONTEXT
+    }
+    opened = _open_request(
+        authority,
+        action,
+        coordinates,
+        session_id=session_id,
+        graph_id=graph_id,
+        risk=request.risk,
+        choices=list(request.choices),
+        expires_in=expires_in,
+        context={**kept, **(context or {})},
+        quorum=place,
+        extensions=extensions,
+    )
     if isinstance(opened, ApprovalResolved):  # pragma: no cover - members skip screening
         raise RuntimeError("a quorum's next approval was settled without a request")
     return opened
@@ -363,22 +380,17 @@ async def arequest_approval(
         if isinstance(following, ApprovalResolved):
             return following
         coordinates = current_coordinates(retry_of=_retry_of)
-        inherited = await asyncio.to_thread(_inherited, found, request)
-        opened = _opened(
-            await asyncio.to_thread(
-                _open_request,
-                found,
-                action_model,
-                coordinates,
-                session_id=session_id,
-                graph_id=graph_id,
-                risk=request.risk,
-                choices=list(request.choices),
-                expires_in=expires_in,
-                context={**inherited[1], **(_retry_context(context, _retry_of) or {})},
-                quorum=following,
-                extensions=inherited[0],
-            )
+        opened = await asyncio.to_thread(
+            _open_next,
+            found,
+            action_model,
+            coordinates,
+            request,
+            following,
+            session_id=session_id,
+            graph_id=graph_id,
+            expires_in=expires_in,
+            context=_retry_context(context, _retry_of),
         )
     if execution_state(resolved) == "retry":
         return await arequest_approval(

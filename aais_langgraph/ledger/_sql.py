@@ -410,7 +410,8 @@ class SqlLedger(SqlBackend):
         found = self.thread_owner(thread_id)
         if found is not None:
             return found
-        with self._write() as cur:
+        # Not fsync'd: an owner lost to a power loss is recorded again by the next run.
+        with self._write(durable=False) as cur:
             self._run(
                 cur,
                 "INSERT INTO aais_threads (thread_id, owner, since) VALUES (?, ?, ?) "

@@ -409,7 +409,8 @@ class Ledger(ABC):
     @abstractmethod
     def own_thread(self, thread_id: str, owner: str, *, now: float) -> str:
         """Record ``owner`` as the person who started the thread unless one is recorded;
-        the recorded owner either way (the first run's, whoever asks later)."""
+        the recorded owner either way (the first run's, whoever asks later). Relaxed like
+        a lease: the write survives a crashed process, not a power loss."""
 
     @abstractmethod
     def thread_owner(self, thread_id: str) -> str | None:

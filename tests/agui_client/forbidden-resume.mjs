@@ -7,35 +7,16 @@
 // `Authorization: Bearer <name>-token`: alice (sre) may decide, bob (dev) may only view.
 // Not a `node --test` file, so the suite under test/ does not pick it up.
 import assert from "node:assert/strict";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { HttpAgent } from "@ag-ui/client";
-import { BASE_URL, OUT_DIR, newThread, record, resumeWith } from "./support.mjs";
+import { OUT_DIR, agentFor, newThread, record, resumeWith } from "./support.mjs";
 
 const TARGET = "/srv/forbidden.txt";
 const DELETED = `Deleted ${TARGET}.`;
 
-/** fetch that saves each raw SSE response body as OUT_DIR/streams/<label>-<n>.sse. */
-function recordingFetch(label) {
-  let count = 0;
-  return async (url, init) => {
-    const response = await fetch(url, init);
-    const copy = response.clone();
-    const file = join(OUT_DIR, "streams", `${label}-${++count}.sse`);
-    copy.text().then((text) => writeFileSync(file, text), () => {});
-    return response;
-  };
-}
-
 /** An HttpAgent on a thread, authenticated as `user`. */
 function agentAs(user, threadId, label, text) {
-  return new HttpAgent({
-    url: `${BASE_URL}/agent`,
-    threadId,
-    headers: { Authorization: `Bearer ${user}-token` },
-    fetch: recordingFetch(label),
-    initialMessages: text ? [{ id: `u_${user}_${Date.now()}`, role: "user", content: text }] : [],
-  });
+  return agentFor(threadId, label, text, { headers: { Authorization: `Bearer ${user}-token` } });
 }
 
 /** Run the agent, recording every event type, every RUN_ERROR and every RUN_FINISHED. */

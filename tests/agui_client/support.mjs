@@ -28,11 +28,13 @@ function recordingFetch(label) {
   };
 }
 
-/** An HttpAgent on a thread; `label` names its recorded streams. */
-export function agentFor(threadId, label, text) {
+/** An HttpAgent on a thread; `label` names its recorded streams; `headers` (for example an
+ * Authorization header) go with every request. */
+export function agentFor(threadId, label, text, { headers } = {}) {
   const agent = new HttpAgent({
     url: `${BASE_URL}/agent`,
     threadId,
+    ...(headers ? { headers } : {}),
     fetch: recordingFetch(label),
     initialMessages: text ? [{ id: `u_${randomUUID()}`, role: "user", content: text }] : [],
   });

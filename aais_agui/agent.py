@@ -1,23 +1,29 @@
 """An AG-UI agent for LangGraph graphs whose interrupts are AAIS approvals.
 
-Built on ag-ui-langgraph's ``LangGraphAgent`` (``>=0.0.47,<0.1``; seams read on 0.0.47).
-Two private seams are overridden, each in a few lines, and
-``tests/agui/test_agent_seams.py`` fails loudly if an upgrade moves them (CI runs it
-against the newest release too, ``scripts/ci_newest_agui.sh``):
+Built on ag-ui-langgraph's ``LangGraphAgent`` (``>=0.0.47,<0.1``; seams read on 0.0.47),
+and a drop-in for it: every stock constructor flag is taken (``emit_interrupt_outcome``
+must stay True), with stock's defaults, and ``clone`` keeps a subclass's signature as
+stock's does. CI runs ag-ui-langgraph's own test suite against this class
+(``scripts/ci_agui_upstream.py``; the differences are listed in
+``tests/agui/upstream_differences.txt``). Private seams are overridden, each in a few
+lines, and ``tests/agui/test_agent_seams.py`` fails loudly if an upgrade moves them (CI
+runs it against the newest release too, ``scripts/ci_newest_agui.sh``):
 
 - ``_interrupts_to_agui``: an ``approval.requested`` interrupt value becomes an
   interrupt with ``metadata.aais`` (see :mod:`aais_agui.mapping`);
 - ``_build_command_from_agui_resume``: returns the id-keyed resume map planned
   in :meth:`AAISLangGraphAgent.run` under the thread's run lease;
-- ``get_stream_kwargs``: no ``context`` for a graph without a context schema (ag-ui-langgraph
-  fills it with ``configurable``, which ``ToolRuntime`` tools then warn about);
+- ``_emit_interrupt_finish``: no legacy ``on_interrupt`` event for an approval (it is
+  offered in the interrupt outcome only);
+- ``_handle_stream_events``: an AAIS refusal raised inside the run ends it with
+  ``RUN_ERROR`` carrying its code (:func:`~aais_agui.run_outcomes.run_error_for`);
 - ``get_schema_keys``: worked out once per compiled graph, not on every run (it
   builds the graph's JSON Schemas: about 25 ms for a graph with ``messages``).
 
-Everything else (streaming, snapshots, re-emitting pending interrupts on a
-run without ``resume``) is ag-ui-langgraph's, but for two AG-UI 1.0 outcome details
-(:mod:`.outcomes`): ``cancelled`` when a resume only cancelled, and ``subagentRunId``
-on approvals raised inside subgraphs.
+Everything else (streaming, snapshots, ``runtime.context``, re-emitting pending
+interrupts on a run without ``resume``) is ag-ui-langgraph's, but for two AG-UI 1.0
+outcome details (:mod:`.run_outcomes`): ``cancelled`` when a resume only cancelled, and
+``subagentRunId`` on approvals raised inside subgraphs.
 
 One way in: every answer reaches the graph through :func:`~aais_agui.resume_plan.plan_resume`
 under the authenticated actor. ``forwardedProps`` that would steer the graph
@@ -30,6 +36,7 @@ gates accept only resolutions the authority already recorded.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
 import weakref
@@ -47,28 +54,34 @@ from ag_ui.core import (
     RunStartedEvent,
 )
 from ag_ui.core.events import RunFinishedInterruptOutcome
-from ag_ui_langgraph import LangGraphAgent
+from ag_ui_langgraph import LangGraphAgent, LangGraphEventTypes
 from ag_ui_langgraph.utils import camel_to_snake
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
+from pydantic import PydanticUserError
 from typing_extensions import Self
 
 from aais_langgraph.authority import (
     DEFAULT_LEASE_TTL,
     FORBIDDEN,
     ApprovalAuthority,
+    ForbiddenError,
     LeaseHeldError,
     Principal,
+    RequestLimitError,
     checked_principal,
 )
 from aais_langgraph.gate import REQUESTER_KEY
 from aais_langgraph.protocol import AAISValidationError, Actor
 from aais_langgraph.threads import DEFAULT_LEASE_WAIT, ThreadDriver, ThreadView
+from aais_langgraph.tools import PageBinding, PageToolGate
 
+from .frontend_tools import arelay_for, held, page_binding, plan_page_resume, with_page
 from .mapping import is_approval_request, request_to_interrupt
 from .reoffer import reoffer_events
 from .resume_plan import ResumeRejected, plan_resume, served_config
-from .run_outcomes import aattribute_interrupts, acancel_watch, settle_outcome
+from .run_outcomes import aattribute_interrupts, acancel_watch, run_error_for, settle_outcome
+from .state_keys import channel_schema_keys
 
 logger = logging.getLogger(__name__)
 
@@ -97,41 +110,112 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
         authority: ApprovalAuthority,
         description: str | None = None,
         config: Mapping[str, Any] | None = None,
-        emit_raw_events: bool = False,
+        enable_legacy_on_interrupt_event: bool = True,
+        emit_interrupt_outcome: bool = True,
+        emit_raw_events: bool = True,
+        emit_subagent_events: bool | None = None,
+        subagent_visibility: str | None = None,
         lease_ttl: float = DEFAULT_LEASE_TTL,
         lease_wait: float = DEFAULT_LEASE_WAIT,
+        page_tools: PageToolGate | None = None,
     ) -> None:
+        """Serve ``graph`` as the AG-UI agent ``name``.
+
+        Args:
+            name: the agent's name (ag-ui-langgraph's).
+            graph: the compiled LangGraph graph, with a checkpointer.
+            authority: the approval authority that judges every decision.
+            description: the agent's description (ag-ui-langgraph's).
+            config: the run config; the authority is added to its ``configurable``.
+            enable_legacy_on_interrupt_event: the legacy ``on_interrupt`` CUSTOM event, as
+                ag-ui-langgraph sends it, for interrupts that are not AAIS approvals (an
+                approval is offered in the run's interrupt outcome only).
+            emit_interrupt_outcome: must stay True: approvals are offered in
+                ``RUN_FINISHED``'s interrupt outcome and answered with
+                ``RunAgentInput.resume``; False (ag-ui-langgraph's default, for clients
+                that answer through ``forwardedProps.command``, which is refused here)
+                raises ValueError.
+            emit_raw_events: RAW events and ``raw_event`` copies, as ag-ui-langgraph.
+            emit_subagent_events: ag-ui-langgraph's alias of ``subagent_visibility``.
+            subagent_visibility: ``"inline"``, ``"attributed"`` or ``"hidden"``, as
+                ag-ui-langgraph.
+            lease_ttl: seconds a run's thread lease lives without renewal.
+            lease_wait: seconds a run waits for a thread another run holds.
+            page_tools: the graph's page tool gate: the model's calls of the frontend tools
+                it gates reach the client only once approved (:mod:`.frontend_tools`).
+        """
+        if not emit_interrupt_outcome:
+            raise ValueError(
+                "emit_interrupt_outcome: must be True; approvals are offered only in the "
+                "RUN_FINISHED interrupt outcome (the legacy forwardedProps.command resume "
+                "that False serves is refused)"
+            )
         super().__init__(
             name=name,
             graph=graph,
             description=description,
             config=served_config(config, authority),
-            enable_legacy_on_interrupt_event=False,
+            enable_legacy_on_interrupt_event=enable_legacy_on_interrupt_event,
             emit_interrupt_outcome=True,
             emit_raw_events=emit_raw_events,
+            emit_subagent_events=emit_subagent_events,
+            subagent_visibility=subagent_visibility,
         )
         self.authority = authority
         self.lease_ttl = lease_ttl
         self.lease_wait = lease_wait
         self.actor: Principal | Actor | Mapping[str, Any] | None = None
         self._planned_resume: dict[str, Any] | None = None
+        self.page_tools = page_tools
+        self.page_origin: str | None = None
+        """The page origin of this agent's runs (the request's ``Origin`` header)."""
         self.driver = ThreadDriver(
             graph, authority, lease_ttl=lease_ttl, lease_wait=lease_wait, served=True
         )
 
     def clone(self) -> Self:
-        """A fresh agent with the same settings and actor (one per request)."""
-        twin = type(self)(
-            name=self.name,
-            graph=self.graph,
-            authority=self.authority,
-            description=self.description,
-            config=self.config,
-            emit_raw_events=self.emit_raw_events,
-            lease_ttl=self.lease_ttl,
-            lease_wait=self.lease_wait,
-        )
+        """A fresh agent with the same settings and actor (one per request).
+
+        Like ag-ui-langgraph's, it keeps a subclass's signature: a setting the subclass's
+        ``__init__`` does not take is left out while it holds its default (the subclass
+        sets it), and raises TypeError naming it otherwise.
+        """
+        settings: dict[str, tuple[Any, Any]] = {
+            "authority": (self.authority, _REQUIRED),
+            "enable_legacy_on_interrupt_event": (self.enable_legacy_on_interrupt_event, True),
+            "emit_raw_events": (self.emit_raw_events, True),
+            "lease_ttl": (self.lease_ttl, DEFAULT_LEASE_TTL),
+            "lease_wait": (self.lease_wait, DEFAULT_LEASE_WAIT),
+            "page_tools": (self.page_tools, None),
+        }
+        if self.subagent_visibility == "hidden":
+            settings["subagent_visibility"] = (self.subagent_visibility, "inline")
+        else:
+            settings["emit_subagent_events"] = (self.emit_subagent_events, False)
+        accepts = _keyword_parameters(type(self).__init__)
+        kwargs: dict[str, Any] = {
+            "name": self.name,
+            "graph": self.graph,
+            "description": self.description,
+            "config": self.config,
+        }
+        for key, (value, default) in settings.items():
+            if accepts is None or key in accepts:
+                kwargs[key] = value
+            elif default is not _REQUIRED and value != default:
+                raise TypeError(
+                    f"{type(self).__name__}.__init__ does not accept {key!r}, which this "
+                    "agent sets; accept it or override clone()"
+                )
+        try:
+            twin = type(self)(**kwargs)
+        except TypeError as error:
+            raise TypeError(
+                f"{type(self).__name__} must override clone() or let its __init__ take "
+                "name, graph, description, config and authority by keyword"
+            ) from error
         twin.actor = self.actor
+        twin.page_origin = self.page_origin
         return twin
 
     def with_actor(self, actor: Principal | Actor | Mapping[str, Any] | None) -> Self:
@@ -189,6 +273,14 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
             current: Any = self.config
             configurable = {**current["configurable"], REQUESTER_KEY: owner}
             self.config = {**current, "configurable": configurable}
+        if self.page_tools is not None:
+            try:
+                page = page_binding(input, origin=self.page_origin, gate=self.page_tools)
+            except AAISValidationError as error:  # tools that are not I-JSON: no revision
+                for event in _refusal(input, "aais.invalid_tools", str(error)):
+                    yield event
+                return
+            self.config = with_page(self.config, page)
         try:
             # The driver's lease and view; ag-ui-langgraph's run (which streams) invokes the
             # graph with the planned map through _build_command_from_agui_resume.
@@ -196,6 +288,7 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
             async with self.driver.aleased(config) as thread:
                 watch = None
                 view = await thread.aview()
+                relay = await arelay_for(self.page_tools, self.graph, self.authority, config)
                 if input.resume:
                     watch = await acancel_watch(
                         self.graph,
@@ -213,10 +306,11 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
                         # resume with the recorded answers instead of offering them again.
                         await thread.aresume(recorded)
                         await asyncio.to_thread(self.driver.settle_resumed, view, recorded)
-                        for event in await self._after_recorded(input, config):
+                        async for event in held(relay, await self._after_recorded(input, config)):
                             yield await aattribute_interrupts(event, self.authority)
                         return
-                async for event in settle_outcome(super().run(input), watch, self.graph, config):
+                streamed = held(relay, super().run(input))
+                async for event in settle_outcome(streamed, watch, self.graph, config):
                     yield await aattribute_interrupts(event, self.authority)
                 if self._planned_resume:
                     await asyncio.to_thread(self.driver.settle_resumed, view, self._planned_resume)
@@ -248,6 +342,15 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
                 input, "aais.thread_busy", "another run is driving this thread; retry shortly"
             ):
                 yield event
+        except (RequestLimitError, ForbiddenError) as error:
+            # Raised by a resume with recorded answers, outside ag-ui-langgraph's run.
+            refused = run_error_for(error)
+            if refused is None:
+                raise
+            yield RunStartedEvent(
+                type=EventType.RUN_STARTED, thread_id=input.thread_id, run_id=input.run_id
+            )
+            yield refused
 
     def _recorded_answers(self, view: ThreadView) -> dict[str, Any]:
         """Interrupt id -> recorded resolution, for the open interrupts already answered."""
@@ -286,7 +389,13 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
     async def _plan(self, view: ThreadView, entries: list[ResumeEntry]) -> dict[str, Any]:
         try:
             return await asyncio.to_thread(
-                plan_resume, self.authority, view.open, entries, actor=self.actor
+                plan_page_resume,
+                self.authority,
+                view.open,
+                entries,
+                actor=self.actor,
+                page=PageBinding.from_config(self.config),
+                plan=plan_resume,
             )
         except ResumeRejected:
             raise
@@ -323,18 +432,43 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
             return dict(super().get_schema_keys(config))
         keys = _SCHEMA_KEYS.get(self.graph)
         if keys is None:
-            keys = {name: list(found) for name, found in super().get_schema_keys(config).items()}
+            try:
+                listed = super().get_schema_keys(config)
+            except PydanticUserError:  # a typing.TypedDict state before Python 3.12, ...
+                listed = channel_schema_keys(self.graph, self.constant_schema_keys)
+            keys = {name: list(found) for name, found in listed.items()}
             _SCHEMA_KEYS[self.graph] = keys
         return {name: list(found) for name, found in keys.items()}
 
-    def get_stream_kwargs(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        # ag-ui-langgraph copies config["configurable"] (the authority, the thread id) into
-        # `context`; a graph without a context schema types it None, so every ToolRuntime
-        # tool logged pydantic serializer warnings, and nothing there reads it.
-        stream_kwargs: dict[str, Any] = super().get_stream_kwargs(*args, **kwargs)
-        if getattr(self.graph, "context_schema", None) is None:
-            stream_kwargs.pop("context", None)
-        return stream_kwargs
+    def _emit_interrupt_finish(
+        self, *, thread_id: str, run_id: str, lg_interrupts: list[Any]
+    ) -> list[BaseEvent]:
+        # ag-ui-langgraph's tail, without the legacy on_interrupt CUSTOM event for an AAIS
+        # approval: the approval is offered once, in the interrupt outcome, and answered
+        # through RunAgentInput.resume (a client acting on the event would answer through
+        # the refused forwardedProps.command).
+        events: list[BaseEvent] = super()._emit_interrupt_finish(
+            thread_id=thread_id, run_id=run_id, lg_interrupts=lg_interrupts
+        )
+        return [event for event in events if not _is_legacy_approval_event(event)]
+
+    async def _handle_stream_events(self, input: RunAgentInput) -> AsyncIterator[BaseEvent]:
+        # ag-ui-langgraph turns an exception of the run into RUN_ERROR without a code; an
+        # AAIS refusal inside the run (a request over a limit, a forbidden step) keeps its.
+        started = False
+        try:
+            async for event in super()._handle_stream_events(input):
+                started = started or getattr(event, "type", None) == EventType.RUN_STARTED
+                yield event
+        except Exception as error:
+            refused = run_error_for(error)
+            if refused is None:
+                raise
+            if not started:
+                yield RunStartedEvent(
+                    type=EventType.RUN_STARTED, thread_id=input.thread_id, run_id=input.run_id
+                )
+            yield refused
 
 
 #: ``forwardedProps`` keys (as ag-ui-langgraph reads them, snake_cased) that steer a run:
@@ -355,3 +489,28 @@ def _refusal(input: RunAgentInput, code: str, message: str) -> list[BaseEvent]:
         RunStartedEvent(type=EventType.RUN_STARTED, thread_id=input.thread_id, run_id=input.run_id),
         RunErrorEvent(type=EventType.RUN_ERROR, message=message, code=code),
     ]
+
+
+_REQUIRED = object()
+"""A setting :meth:`AAISLangGraphAgent.clone` has no default for."""
+
+
+def _keyword_parameters(init: Any) -> frozenset[str] | None:
+    """The names ``init`` takes by keyword; None when it takes any (``**kwargs``)."""
+    try:
+        parameters = inspect.signature(init).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind == inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return None
+    keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return frozenset(p.name for p in parameters if p.kind in keyword)
+
+
+def _is_legacy_approval_event(event: Any) -> bool:
+    # The event's value is the interrupt value as JSON text; its raw_event is the interrupt.
+    return (
+        getattr(event, "type", None) == EventType.CUSTOM
+        and getattr(event, "name", None) == LangGraphEventTypes.OnInterrupt.value
+        and is_approval_request(getattr(getattr(event, "raw_event", None), "value", None))
+    )

@@ -16,10 +16,15 @@ listens. A port already in use is one line of error (exit status 1), no tracebac
 only, ``--local-dev-login`` (every loopback client approves as one local
 developer); ``demo`` always uses the latter.
 
+Prometheus metrics are off unless asked for: ``--metrics`` serves ``/metrics`` on the
+API port behind the same login, ``--metrics-port PORT`` on a port of their own
+without one (bound to ``--metrics-host``, default loopback).
+
 ``serve`` accepts for ``pkg.module:attr``: a compiled graph (given the server's
-checkpointer when it has none; its own is kept otherwise), a ``StateGraph``
-builder (compiled with the server's checkpointer), or a callable taking
-``checkpointer=`` and returning either.
+checkpointer when it has none; one compiled with its own keeps it, and the command
+says so), a ``StateGraph`` builder (compiled with the server's checkpointer), or a
+callable taking ``checkpointer=`` and returning either. The graph is imported before
+any file is opened: a mistyped module or attribute is one line (exit status 1).
 """
 
 from __future__ import annotations
@@ -43,7 +48,10 @@ from aais_langgraph.cli import DB_ENV, add_db_option, chosen_db, escape
 from aais_langgraph.ledger import Ledger, is_postgres_url, open_ledger
 from aais_langgraph.threads import areconcile_checkpoints
 
-__all__ = ["load_graph", "main"]
+from .ledger_upkeep import add_upkeep_options, serving_upkeep, upkeep_of
+from .webhook_serving import serving_webhooks, webhook_worker
+
+__all__ = ["compiled_graph", "import_graph", "load_graph", "main"]
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -75,21 +83,60 @@ async def open_storage(db: str) -> AsyncIterator[tuple[Ledger, Any]]:
 
 def load_graph(spec: str, checkpointer: Any) -> Any:
     """Import ``pkg.module:attr`` and make a compiled graph of it (see the module doc)."""
-    from langgraph.pregel import Pregel
+    return compiled_graph(import_graph(spec), checkpointer, spec)
 
+
+def import_graph(spec: str) -> Any:
+    """The object ``pkg.module:attr`` names, imported from the working directory or
+    ``sys.path``; a malformed spec, a module that is not there or fails to import, and a
+    missing attribute are each one line (``SystemExit``), never a traceback."""
     module_name, colon, attribute = spec.partition(":")
     if not colon or not module_name or not attribute:
         raise SystemExit(f"aais-agui: expected module:attribute, got {spec!r}")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
-    target: Any = importlib.import_module(module_name)
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ModuleNotFoundError as missing:
+        if missing.name is not None and f"{module_name}.".startswith(f"{missing.name}."):
+            raise SystemExit(
+                f"aais-agui: no module named {missing.name!r} in {os.getcwd()} or on "
+                "sys.path; check the spelling, or run from the directory that holds it"
+            ) from None
+        raise SystemExit(f"aais-agui: importing {module_name!r} failed: {missing}") from None
+    except ImportError as failed:
+        raise SystemExit(f"aais-agui: importing {module_name!r} failed: {failed}") from None
+    path = module_name
     for part in attribute.split("."):
+        if not hasattr(target, part):
+            raise SystemExit(f"aais-agui: {path!r} has no attribute {part!r}")
         target = getattr(target, part)
+        path = f"{path}.{part}"
+    return target
+
+
+def compiled_graph(target: Any, checkpointer: Any, spec: str) -> Any:
+    """``target`` (a compiled graph, a ``StateGraph``, or a factory taking
+    ``checkpointer=``) as a compiled graph whose checkpoints go to ``checkpointer``,
+    unless it was compiled with a checkpointer of its own (said in one line)."""
+    from langgraph.pregel import Pregel
+
+    from .http.served_graph import refuse_sync_checkpointer
+
     for _ in range(2):
         if isinstance(target, Pregel):
-            if target.checkpointer is None:
+            own = target.checkpointer
+            if own is None or isinstance(own, bool):
                 return target.copy(update={"checkpointer": checkpointer})
-            print("aais-agui: the graph has its own checkpointer; --db holds only the ledger")
+            if own is not checkpointer:
+                try:
+                    refuse_sync_checkpointer(own, "graph.checkpointer")
+                except TypeError as error:
+                    raise SystemExit(f"aais-agui: {spec}: {error}") from None
+                print(
+                    f"aais-agui: {spec} has its own checkpointer ({type(own).__name__}); "
+                    "its checkpoints stay there and --db holds only the ledger"
+                )
             return target
         if callable(getattr(target, "compile", None)):
             return target.compile(checkpointer=checkpointer)
@@ -253,7 +300,10 @@ async def _run(args: argparse.Namespace, sock: socket.socket) -> None:
 
     async with open_storage(args.db) as (ledger, checkpointer):
         authority = ApprovalAuthority(ledger, authorizer=_authorizer(args))
+        webhooks = webhook_worker(authority, getattr(args, "access_policy", None))
         banner = [f"approvals  aais-langgraph --db {args.db} pending"]
+        if webhooks is not None:
+            banner.append(f"webhooks   {len(webhooks.subscriptions)} subscriptions (webhooks list)")
         if args.command == "demo":
             from .demo import DemoWorkspace, build_demo_agent
 
@@ -262,7 +312,7 @@ async def _run(args: argparse.Namespace, sock: socket.socket) -> None:
             banner.append(f"workspace  {workspace.root}")
             name = "aais-demo"
         else:
-            graph = load_graph(args.graph, checkpointer)
+            graph = compiled_graph(args.target, checkpointer, args.graph)
             name = args.graph.partition(":")[2] or "graph"
         # A ledger that lost requests runs are paused on (emptied, replaced) is said out loud.
         for problem in await areconcile_checkpoints(authority, checkpointer):
@@ -278,8 +328,28 @@ async def _run(args: argparse.Namespace, sock: socket.socket) -> None:
             authenticate=_authenticator(args),
             name=name,
             watch_decisions=not args.no_watch,
+            metrics=_metrics(args, authority, banner),
         )
-        await _serve(app, sock, args.host, banner)
+        async with serving_webhooks(webhooks), serving_upkeep(ledger, upkeep_of(args), banner):
+            await _serve(app, sock, args.host, banner)
+
+
+def _metrics(args: argparse.Namespace, authority: ApprovalAuthority, banner: list[str]) -> Any:
+    """``create_app``'s ``metrics``: on the API port (``--metrics``), else False; with
+    ``--metrics-port`` they are served on a port of their own (for the command's life)."""
+    if not args.metrics and args.metrics_port is None:
+        return False
+    from aais_langgraph.observability import ApprovalMetrics
+
+    metrics = ApprovalMetrics(authority)
+    if args.metrics_port is None:
+        banner.append("metrics    GET /metrics (authenticated like the API)")
+        return metrics
+    from .http.metrics import serve_metrics
+
+    listener = serve_metrics(metrics, host=args.metrics_host, port=args.metrics_port)
+    banner.append(f"metrics    {_url(args.metrics_host, listener.port)}metrics (no login)")
+    return False
 
 
 DEFAULT_DB = {"demo": "aais-demo.db", "serve": "aais-agui.db"}
@@ -315,6 +385,22 @@ def _parser() -> argparse.ArgumentParser:
             action="store_true",
             help="do not resume threads whose approvals another process decided",
         )
+        sub.add_argument(
+            "--metrics",
+            action="store_true",
+            help="serve Prometheus metrics at /metrics, authenticated like the API",
+        )
+        sub.add_argument(
+            "--metrics-port",
+            type=int,
+            metavar="PORT",
+            help="serve Prometheus metrics on this port instead, without authentication "
+            "(on --metrics-host; 0 picks one)",
+        )
+        sub.add_argument(
+            "--metrics-host", default="127.0.0.1", help="for --metrics-port; default 127.0.0.1"
+        )
+        add_upkeep_options(sub)
     demo.add_argument("--workspace", type=Path, help="where the demo's write_file may write")
     demo.set_defaults(
         token_env=None,
@@ -348,7 +434,8 @@ def _parser() -> argparse.ArgumentParser:
     policy.add_argument(
         "--access-policy",
         metavar="TOML",
-        help="who may see and decide what (default: every authenticated user, everything)",
+        help="who may see and decide what, and whom its [[webhooks]] tell "
+        "(default: every authenticated user, everything; no webhooks)",
     )
     policy.add_argument("--cedar-policies", metavar="FILE", help="decide access with Cedar")
     login.add_argument(
@@ -369,6 +456,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "serve needs a login: --jwt-issuer ISS (people), --token-env VAR (one trusted "
             "client), or on a laptop only --local-dev-login"
         )
+    if args.command == "serve":
+        # Before any file is opened: a mistyped module or attribute leaves nothing behind.
+        args.target = import_graph(args.graph)
     try:
         sock = bind_listener(args.host, args.port)
     except AddressInUse as error:

@@ -34,6 +34,7 @@ from aais_langgraph.protocol import (
     ApprovalDecided,
     ApprovalRequested,
     ApprovalResolved,
+    decision_note,
 )
 from aais_langgraph.threads import Cancellation, run_config
 
@@ -98,6 +99,8 @@ def _judge_entry(
     request = requested.request
     try:
         answer = parse_resume_entry(entry, request=request, pointer=f"/resume/{index}")
+        if isinstance(answer, ApprovalDecided):
+            decision_note(answer.decision)  # a bad reviewer note is refused before any record
     except AAISValidationError as error:
         raise ResumeRejected("aais.invalid_resume", f"resume[{index}]: {error}") from None
     now, expires_at = authority.clock(), authority.expiry_of(request)

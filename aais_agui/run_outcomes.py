@@ -1,4 +1,5 @@
-"""AG-UI 1.0 run outcomes ag-ui-langgraph does not give: ``cancelled``, and ``subagentRunId``.
+"""AG-UI 1.0 run outcomes ag-ui-langgraph does not give: ``cancelled``, ``subagentRunId``,
+and the AAIS code of a run that an AAIS refusal stopped.
 
 Both are read from what the approvals' ledger rows record about where they were
 raised (``context``: ``checkpoint_ns``, ``node``, ``tool_call_id``), never from
@@ -18,6 +19,10 @@ the client.
   cancelled tool calls' results, and the only messages the run added to the
   thread answer the tool calls those approvals gated. Anything more (an
   ``on_reject`` reply, the model running again) is a ``success``.
+- A run stopped by an AAIS refusal raised inside it (a request over a bound of
+  :class:`~aais_langgraph.authority.RequestLimits`, a forbidden step) ends with
+  ``RUN_ERROR`` whose ``code`` is the refusal's (``aais.limit_exceeded``,
+  ``aais.forbidden``), as the refusals before a run do.
 """
 
 from __future__ import annotations
@@ -27,10 +32,10 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ag_ui.core import BaseEvent, EventType, Interrupt, ResumeEntry
+from ag_ui.core import BaseEvent, EventType, Interrupt, ResumeEntry, RunErrorEvent
 from ag_ui.core.events import RunFinishedCancelledOutcome, RunFinishedInterruptOutcome
 
-from aais_langgraph.authority import ApprovalAuthority
+from aais_langgraph.authority import ApprovalAuthority, ForbiddenError, RequestLimitError
 from aais_langgraph.protocol import id_for
 
 from .mapping import METADATA_KEY, is_approval_request
@@ -41,6 +46,7 @@ __all__ = [
     "CancelWatch",
     "aattribute_interrupts",
     "acancel_watch",
+    "run_error_for",
     "settle_outcome",
     "speaks_cancelled",
     "subagent_run_id",
@@ -69,6 +75,18 @@ def speaks_cancelled(protocol_version: str | None) -> bool:
     the run on it), so they get ``success``, which is what such a run was before."""
     major, _, _ = (protocol_version or "").partition(".")
     return major.isdigit() and int(major) >= 1
+
+
+def run_error_for(error: BaseException) -> RunErrorEvent | None:
+    """The ``RUN_ERROR`` with the AAIS code for a refusal that stopped a run; None for any
+    other exception (ag-ui-langgraph reports it). The message never holds a value."""
+    if isinstance(error, RequestLimitError):
+        return RunErrorEvent(type=EventType.RUN_ERROR, message=str(error), code=error.code)
+    if isinstance(error, ForbiddenError):
+        return RunErrorEvent(
+            type=EventType.RUN_ERROR, message=f"forbidden: {error.reason}", code=error.code
+        )
+    return None
 
 
 def subagent_run_id(checkpoint_ns: str) -> str | None:

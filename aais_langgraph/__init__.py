@@ -28,7 +28,12 @@ from .gate import (
     requires_approval,
 )
 from .ledger import InMemoryLedger, Ledger, SqliteLedger
-from .protocol import AAISValidationError, ApprovalRequested, build_decision
+from .protocol import (
+    AAISValidationError,
+    ApprovalRequested,
+    build_decision,
+    build_decision_for_request,
+)
 from .threads import (
     Cancellation,
     ThreadDriver,
@@ -59,6 +64,7 @@ __all__ = [
     "arequest_approval",
     "aresume_with_decisions",
     "build_decision",
+    "build_decision_for_request",
     "pending_approvals",
     "request_approval",
     "requires_approval",

@@ -14,7 +14,7 @@ from elsewhere on the machine hits both sides alike:
   default SQLite ledger (fsync'd writes, as deployed) and in memory (the Cedar call
   against the bare authority work); aim <= 1.1x.
 
-Listings run on in-memory ledgers (the listing's cost is measured, not the disk).
+Listings run on in-memory ledgers and on SQLite files (the default deployment).
 """
 
 from __future__ import annotations
@@ -51,8 +51,12 @@ def action(kind: str, index: int) -> dict[str, Any]:
     }
 
 
-def filled(count: int, kinds: list[str], authorizer: Any = None) -> ApprovalAuthority:
-    authority = ApprovalAuthority(InMemoryLedger(), authorizer=authorizer)
+def filled(
+    count: int, kinds: list[str], authorizer: Any = None, ledger: Any = None
+) -> ApprovalAuthority:
+    authority = ApprovalAuthority(
+        ledger if ledger is not None else InMemoryLedger(), authorizer=authorizer
+    )
     for index in range(count):
         kind = kinds[index % len(kinds)]
         authority.request(
@@ -86,11 +90,13 @@ def interleaved(
 Row = tuple[str, float, float, list[float]]
 
 
-def listing_rows(rounds: int, repeats: int, size: int) -> list[Row]:
+def listing_rows(
+    rounds: int, repeats: int, size: int, ledger: Callable[[str], Any], label: str
+) -> list[Row]:
     rules = {"approvers": [{"kinds": ["kind.0"], "groups": ["team-0"]}], "default_approvers": ["x"]}
     policy = AccessPolicy.from_mapping({**rules, "requesters": {"view_own": False}})
-    small = filled(size // 10, ["kind.0"])
-    filtered = filled(size, KINDS, authorizer=policy)
+    small = filled(size // 10, ["kind.0"], ledger=ledger("small"))
+    filtered = filled(size, KINDS, authorizer=policy, ledger=ledger("filtered"))
     shown = pending_approvals(filtered, viewer=VIEWER).snapshot.pending
     assert len(shown) == size // 10, len(shown)
     assert len(pending_approvals(small).snapshot.pending) == size // 10
@@ -102,7 +108,12 @@ def listing_rows(rounds: int, repeats: int, size: int) -> list[Row]:
         repeats,
     )
     rows.append(
-        (f"listing {size // 10} of {size} for one user vs {size // 10}", base, gated, ratios)
+        (
+            f"listing {size // 10} of {size} for one user vs {size // 10}, {label}",
+            base,
+            gated,
+            ratios,
+        )
     )
     base, gated, ratios = interleaved(
         lambda: pending_approvals(filtered),
@@ -110,7 +121,9 @@ def listing_rows(rounds: int, repeats: int, size: int) -> list[Row]:
         rounds,
         repeats,
     )
-    rows.append((f"listing {size // 10} of {size} for one user vs all {size}", base, gated, ratios))
+    rows.append(
+        (f"listing {size // 10} of {size} for one vs all {size}, {label}", base, gated, ratios)
+    )
     return rows
 
 
@@ -149,8 +162,17 @@ def main() -> None:
             flush=True,
         )
 
-    for row in listing_rows(rounds, repeats, 10_000):
+    for row in listing_rows(rounds, repeats, 10_000, lambda _: InMemoryLedger(), "memory"):
         show(row, 1.5)
+    with tempfile.TemporaryDirectory() as folder:
+        for row in listing_rows(
+            rounds,
+            repeats,
+            10_000,
+            lambda name: SqliteLedger(Path(folder) / f"{name}.db"),
+            "SQLite",
+        ):
+            show(row, 1.5)
     show(decision_row(rounds, repeats * 40, lambda _: InMemoryLedger(), "memory"), 1.1)
     with tempfile.TemporaryDirectory() as folder:
         sqlite = decision_row(

@@ -1,6 +1,6 @@
 """Where an approval round trip's wall time goes, phase by phase, next to a bare one.
 
-Run through ``python benchmarks/bench_issue12.py --phases TRIPS [--memory]``. Unlike
+Run through ``python benchmarks/bench_approval_cost.py --phases TRIPS [--memory]``. Unlike
 ``--profile`` (cProfile, which inflates many small calls), every figure is wall time
 measured with ``perf_counter`` around one phase, median over ``TRIPS`` round trips,
 bare and gated trips alternating.
@@ -59,7 +59,7 @@ def phases(trips: int, *, kind: str = "sqlite") -> None:
     actor = bench_gate.ACTOR
     per_trip: defaultdict[str, list[float]] = defaultdict(list)
     with (
-        tempfile.TemporaryDirectory(prefix="bench_issue12_phases_") as tmp,
+        tempfile.TemporaryDirectory(prefix="bench_approval_cost_phases_") as tmp,
         bench_gate.backend(kind, Path(tmp)) as (saver, authority),
     ):
         gated = bench_gate.gated_graph(saver, authority)

@@ -1,6 +1,6 @@
 """Profile approval round trips: count what each one costs, then cProfile them.
 
-Run through ``python benchmarks/bench_issue12.py --profile TRIPS [--raw] [--top N]``.
+Run through ``python benchmarks/bench_approval_cost.py --profile TRIPS [--raw] [--top N]``.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def profile(trips: int, top: int, *, raw: bool = False) -> None:
 
     protocol_base.AAISModel.model_validate = classmethod(counted_validate)  # type: ignore[assignment,method-assign]
     with (
-        tempfile.TemporaryDirectory(prefix="bench_issue12_profile_") as tmp,
+        tempfile.TemporaryDirectory(prefix="bench_approval_cost_profile_") as tmp,
         bench_gate.backend("sqlite", Path(tmp)) as (saver, authority),
     ):
         graph = bench_gate.gated_graph(saver, authority)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# CI step (issue 13 §5): the AG-UI tests against the NEWEST ag-ui-langgraph on the index
+# CI step: the AG-UI tests against the NEWEST ag-ui-langgraph on the index
 # that the `server` extra allows (its requirement is read from pyproject.toml).
 #
-# `server` allows ag-ui-langgraph >=0.0.47,<0.1, and aais_agui overrides two private
+# `server` allows ag-ui-langgraph >=0.0.47,<0.1, and aais_agui overrides private
 # methods of it, so a user installing today may get a release we never ran. This step
 # builds a throwaway overlay environment (a venv that sees the active environment's
 # packages behind its own, see below), upgrades only ag-ui-langgraph there (plus what that

@@ -28,6 +28,7 @@ have_initdb() {
 missing=()
 have_initdb || missing+=(postgresql)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
+command -v curl >/dev/null 2>&1 || missing+=(curl)  # docs/serving.md's test drives curl
 if [ "${#missing[@]}" -gt 0 ]; then
     "${as_root[@]}" mkdir -p /etc/postgresql-common/createcluster.d
     echo "create_main_cluster = false" |

@@ -1,19 +1,29 @@
-"""The README's quickstart runs exactly as written."""
+"""The README's quickstart runs exactly as written, and its commands are the ones CI runs."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+CI = ROOT / ".ci" / "run"
+
+
+def _section(title: str) -> str:
+    text = README.read_text(encoding="utf-8")
+    assert f"\n## {title}\n" in text, f"README has no '## {title}' section"
+    return text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def _blocks(section: str, language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", section, re.DOTALL)
 
 
 def _quickstart() -> str:
-    text = README.read_text(encoding="utf-8")
-    section = text.split("## Quickstart", 1)[1]
-    match = re.search(r"```python\n(.*?)```", section, re.DOTALL)
-    assert match is not None, "README has no python block under Quickstart"
-    return match.group(1)
+    blocks = _blocks(_section("Quickstart"), "python")
+    assert blocks, "README has no python block under Quickstart"
+    return blocks[0]
 
 
 def test_readme_quickstart_runs_and_approves() -> None:
@@ -25,3 +35,25 @@ def test_readme_quickstart_runs_and_approves() -> None:
 
 def test_readme_quickstart_is_about_thirty_lines() -> None:
     assert len(_quickstart().strip().splitlines()) <= 45
+
+
+def test_install_and_test_commands_are_the_ones_ci_runs() -> None:
+    ci_lines = [line.strip() for line in CI.read_text(encoding="utf-8").splitlines()]
+    install = [b.strip() for b in _blocks(_section("Install"), "bash")]
+    assert "bash scripts/install.sh" in install
+    assert [b.strip() for b in _blocks(_section("Test"), "bash")] == ["python -m pytest"]
+    assert "bash scripts/install.sh" in ci_lines
+    assert "python -m pytest" in ci_lines
+
+
+def test_run_command_starts_the_demo() -> None:
+    assert _blocks(_section("Run the demo"), "bash")[0].strip() == "aais-agui demo"
+
+
+def test_relative_links_point_at_files_that_exist() -> None:
+    text = README.read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
+    local = [t for t in targets if "://" not in t and not t.startswith("mailto:")]
+    assert local, "README links to no repository file"
+    missing = [t for t in local if not (ROOT / t).exists()]
+    assert missing == []

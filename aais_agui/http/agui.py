@@ -58,6 +58,7 @@ def agui_router(
             message = f"{oversized}: ids are limited to {MAX_CLIENT_ID_LENGTH} characters"
             raise HTTPException(422, {"code": "agui.id_too_long", "message": message})
         runner = agent.with_actor(authenticated.principal)
+        runner.page_origin = request.headers.get("origin")  # checked by security.state_change
         encoder = EventEncoder(accept=request.headers.get("accept", "text/event-stream"))
 
         async def events() -> AsyncIterator[str]:

@@ -80,3 +80,5 @@ async def arecord_decision(
         ) from None
     except ForbiddenError as error:
         raise DecisionRefused(403, error.code, "/decision", error.reason) from None
+    except AAISValidationError as error:  # e.g. a reviewer note that is too long
+        raise DecisionRefused(422, "aais.invalid_envelope", error.pointer, str(error)) from None

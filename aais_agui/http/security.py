@@ -200,7 +200,8 @@ def local_development_authenticator(
         f"approves as '{actor_id}'. Never expose this server beyond localhost."
     )
     print(f"\n{'!' * 78}\n{message}\n{'!' * 78}\n", file=sys.stderr)
-    logger.warning(message)
+    if logger.hasHandlers():  # else logging's last resort would print it a second time
+        logger.warning(message)
     actor = Actor(
         id=actor_id,
         type="human",

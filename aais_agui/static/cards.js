@@ -36,11 +36,27 @@ function showPermissions(card, permissions) {
   notes.hidden = refused.length === 0;
 }
 
+// The reviewer's note goes with a denial (the aais-langgraph.org/note extension; the
+// authority checks its length and records it with the resolution).
+const NOTE_EXTENSION = "aais-langgraph.org/note";
+
+function noteFor(card, choice) {
+  const field = card.element.querySelector(".note textarea");
+  const note = field ? field.value.trim() : "";
+  return choice.decision === "deny" && note ? note : null;
+}
+
+function recordedText(outcome, note) {
+  return note ? `Recorded: ${outcome}, with your note: “${note}”.` : `Recorded: ${outcome}.`;
+}
+
 async function decide(card, choice) {
   const { request } = card;
   setCardBusy(card, true);
   setCardStatus(card, "Submitting your decision…");
   const envelope = decideApproval(request, choice, { actor: state.config.actor });
+  const note = noteFor(card, choice);
+  if (note) envelope.decision.extensions = { [NOTE_EXTENSION]: note };
   const interruptId = state.interrupts.get(request.id);
   if (interruptId && state.interrupts.size === 1 && !state.running) {
     // The chat's own run waits on this approval alone: answer it with an AG-UI resume.
@@ -48,7 +64,8 @@ async function decide(card, choice) {
     setChatStatus("Resuming the run…");
     const ok = await runAgent({ resume });
     if (ok) {
-      setCardStatus(card, choice.decision === "approve" ? "Approved." : "Denied.", "done");
+      const said = choice.decision === "approve" ? "Approved." : "Denied.";
+      setCardStatus(card, note ? `${said} Your note: “${note}”.` : said, "done");
     } else {
       setCardStatus(card, "The decision was not accepted; see the conversation.", "error");
       setCardBusy(card, false);
@@ -65,7 +82,8 @@ async function decide(card, choice) {
       setCardBusy(card, false);
       return;
     }
-    setCardStatus(card, `Recorded: ${outcome}. The run continues.`, "done");
+    const recorded = reply.resolution.extensions?.[NOTE_EXTENSION];
+    setCardStatus(card, `${recordedText(outcome, recorded)} The run continues.`, "done");
     if (state.interrupts.has(request.id)) followThread(request.id);
     return;
   }
@@ -84,7 +102,8 @@ async function decide(card, choice) {
       return;
     }
     const outcome = body.resolution.outcome;
-    setCardStatus(card, `Recorded: ${outcome}. The run continues.`, "done");
+    const recorded = body.resolution.extensions?.[NOTE_EXTENSION];
+    setCardStatus(card, `${recordedText(outcome, recorded)} The run continues.`, "done");
     if (state.interrupts.has(request.id)) followThread(request.id);
   } catch (error) {
     setCardStatus(card, `Could not submit: ${error.message}`, "error");
@@ -241,6 +260,15 @@ function buildCard(request) {
       scope.append(el("ul", "scope-lines"));
       choices.append(scope);
     }
+  }
+  if (request.choices.some((choice) => choice.decision === "deny")) {
+    const note = el("label", "note");
+    note.append(el("span", "", "Note for the agent (optional, sent with a denial)"));
+    const field = document.createElement("textarea");
+    field.maxLength = 1000;
+    field.rows = 2;
+    note.append(field);
+    choices.append(note);
   }
   explanationFor(request.id)
     .then((explained) => {

@@ -16,6 +16,7 @@ from .authorization import (
     Principal,
     Resource,
     Verb,
+    ViewSelector,
     checked_principal,
 )
 from .constraints import KNOWN_KEYS, constraints_match, explain_constraints
@@ -76,6 +77,7 @@ __all__ = [
     "Screening",
     "UnknownRequestError",
     "Verb",
+    "ViewSelector",
     "arun_lease",
     "checked_principal",
     "constraints_match",

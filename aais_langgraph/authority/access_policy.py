@@ -44,8 +44,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from ..ledger.selection import EVERY_ROW, ActionPattern, PendingSelection
 from ..protocol import Request, id_for
 from .authorization import ALLOWED, Permission, Principal, Resource, Verb
 
@@ -111,6 +112,8 @@ class AccessPolicy:
     requesters_cancel_own: bool = True
     revoke_groups: frozenset[str] = frozenset()
     reconcile_groups: frozenset[str] | None = None
+    deterministic: ClassVar[bool] = True
+    """Its answers depend only on the principal and the resource (it never changes)."""
 
     # -- loading -----------------------------------------------------------------------
 
@@ -127,6 +130,7 @@ class AccessPolicy:
             "requesters",
             "grants",
             "reconcile",
+            "webhooks",  # read by aais_langgraph.webhooks.load_webhooks, not by the policy
         }
         unknown = sorted(set(document) - known)
         if unknown:
@@ -219,6 +223,26 @@ class AccessPolicy:
             if rule.matches(kind, name, risk):
                 return rule
         return self.default_approvers
+
+    def view_selection(self, principal: Principal) -> PendingSelection:
+        """The pending rows that may hold what ``principal`` may view
+        (:class:`~.authorization.ViewSelector`): those of the rules admitting them (a
+        superset: an earlier rule may match first) and their own requests."""
+        if (
+            principal.id in self.administrators
+            or not self.administrator_groups.isdisjoint(principal.groups)
+            or not self.viewer_groups.isdisjoint(principal.groups)
+            or self.default_approvers.admits(principal)  # what no rule matches: anything
+        ):
+            return EVERY_ROW
+        return PendingSelection(
+            actions=tuple(
+                ActionPattern(rule.kinds, rule.names, rule.risk)
+                for rule in self.approvers
+                if rule.admits(principal)
+            ),
+            requester=principal.id if self.requesters_view_own else None,
+        )
 
     def _view(self, principal: Principal, resource: Resource) -> Permission:
         if not self.viewer_groups.isdisjoint(principal.groups):

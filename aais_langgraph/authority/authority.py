@@ -28,6 +28,9 @@ from ..ledger import (
     StoredRequest,
 )
 from ..ledger.executions import ExecutionChange
+from ..ledger.selection import PendingSelection
+from ..observability.signals import report_decision
+from ..observability.traces import DECIDE_SPAN, REQUEST_SPAN, requested_attributes, traced
 from ..protocol import (
     AAISValidationError,
     Action,
@@ -48,7 +51,8 @@ from ..protocol import (
     sha256_digest,
     utc_now,
 )
-from ..protocol.extensions import REQUESTER_EXTENSION, RESOLVED_BY_EXTENSION
+from ..protocol.extensions import NOTE_EXTENSION, REQUESTER_EXTENSION, RESOLVED_BY_EXTENSION
+from ..protocol.notes import decision_note
 from .authorization import (
     AllowAuthenticated,
     Authorizer,
@@ -58,6 +62,7 @@ from .authorization import (
     QuorumRule,
     Resource,
     Verb,
+    ViewSelector,
     approved_by_of,
     as_principal,
     checked_principal,
@@ -256,6 +261,17 @@ class ApprovalAuthority:
         if principal.administrator:
             return Permission(True)
         return self.authorizer.authorize(principal, verb, resource)
+
+    def view_selection(self, principal: Principal | None) -> PendingSelection | None:
+        """The pending rows a listing for ``principal`` reads (None: every row): what the
+        authorizer selects for them when it is a :class:`~.authorization.ViewSelector`."""
+        if principal is None or principal.administrator:
+            return None
+        authorizer = self.authorizer
+        if isinstance(authorizer, AllowAuthenticated) or not isinstance(authorizer, ViewSelector):
+            return None
+        selection = authorizer.view_selection(principal)
+        return None if selection.unbounded else selection
 
     def may_view(self, principal: Principal | None, request_id: str) -> bool:
         """Whether ``principal`` may see the request (None: a trusted caller sees all)."""
@@ -534,6 +550,7 @@ class ApprovalAuthority:
         )
         return self.add(requested, thread_id=thread_id, context=context)
 
+    @traced(REQUEST_SPAN, requested_attributes)
     def add(
         self,
         requested: ApprovalRequested | Mapping[str, Any] | str | bytes,
@@ -632,6 +649,7 @@ class ApprovalAuthority:
             in_run=False,
         )[0]
 
+    @traced(DECIDE_SPAN)
     def decide_claiming(
         self,
         decided: ApprovalDecided | Mapping[str, Any] | str | bytes,
@@ -654,6 +672,7 @@ class ApprovalAuthority:
         if not isinstance(decided, (str, bytes, bytearray)):
             check_size(envelope)  # text was bounded while parsing
         decision = envelope.decision
+        note = decision_note(decision)
         principal: Principal | None = None
         if actor is not None:
             recorded_actor = (
@@ -716,9 +735,12 @@ class ApprovalAuthority:
             sequence=0 if verdict.terminal else self.ledger.last_sequence(),
             decision=decision,
             stream=self.stream,
+            # Recorded (and audited) with the resolution it explains.
+            extensions={NOTE_EXTENSION: note} if note is not None and verdict.terminal else None,
         )
         if not verdict.terminal:
             self.ledger.append_audit("decided", rejection_audit(envelope, resolved))
+            report_decision(self, resolved, kind="rejected", request=request)
             return resolved, None
         grant = (
             grant_from_decision(request, decision, moment)
@@ -751,9 +773,11 @@ class ApprovalAuthority:
                 moment,
                 decision.id,
             ), None
-        return self._records.trust_resolution(
+        trusted = self._records.trust_resolution(
             recorded, resolved.model_copy(update={"sequence": recorded.envelope["sequence"]})
-        ), claimed
+        )
+        report_decision(self, trusted, kind="recorded", request=request)
+        return trusted, claimed
 
     def _replay(
         self,
@@ -765,11 +789,13 @@ class ApprovalAuthority:
     ) -> ApprovalResolved:
         """Same resolution for an identical decision, a ``conflict`` for any other."""
         if recorded_fingerprint == fingerprint:
+            report_decision(self, resolved, kind="replayed")
             return resolved
         conflict = conflict_envelope(
             resolved, now=now, sequence=self.ledger.last_sequence(), stream=self.stream
         )
         self.ledger.append_audit("conflict", resolution_audit(conflict, decision_id=decision_id))
+        report_decision(self, conflict, kind="rejected")
         return conflict
 
     def cancel(
@@ -810,6 +836,7 @@ class ApprovalAuthority:
             request_id, outcome="stale", message=MESSAGES["stale_action"], actor=SUPERSEDED
         )
 
+    @traced(DECIDE_SPAN)
     def _close(
         self,
         request_id: str,
@@ -828,7 +855,9 @@ class ApprovalAuthority:
             self._require(checked_principal(actor), "cancel", resource)
         existing = self.ledger.get_resolution(request_id)
         if existing is not None:
-            return self._records.resolution(existing)
+            kept = self._records.resolution(existing)
+            report_decision(self, kept, kind="replayed")
+            return kept
         request = requested.request
         now = self.clock()
         by = (
@@ -848,7 +877,7 @@ class ApprovalAuthority:
             )
             objection = self.policy.on_decision(request, cancel)
             if objection is not None:
-                return resolution_envelope(
+                refused = resolution_envelope(
                     request,
                     outcome="invalid",
                     message=objection[:2000] or "Refused by policy.",
@@ -856,6 +885,8 @@ class ApprovalAuthority:
                     sequence=self.ledger.last_sequence(),
                     stream=self.stream,
                 )
+                report_decision(self, refused, kind="rejected", request=request)
+                return refused
         resolved = resolution_envelope(
             request,
             outcome=outcome,
@@ -874,9 +905,11 @@ class ApprovalAuthority:
             )
         )
         if created:
-            return self._records.trust_resolution(
+            trusted = self._records.trust_resolution(
                 recorded, resolved.model_copy(update={"sequence": recorded.envelope["sequence"]})
             )
+            report_decision(self, trusted, kind="recorded", request=request)
+            return trusted
         return self._records.resolution(recorded)
 
     def cancel_session(self, session_id: str) -> list[ApprovalResolved]:

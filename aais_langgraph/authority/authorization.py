@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from ..ledger.selection import PendingSelection
 from ..protocol import Actor, Request
 from ..protocol.extensions import QUORUM_EXTENSION, REQUESTER_EXTENSION
 
@@ -41,9 +42,11 @@ __all__ = [
     "QuorumRule",
     "Resource",
     "Verb",
+    "ViewSelector",
     "approved_by_of",
     "as_principal",
     "checked_principal",
+    "is_deterministic",
     "requester_of",
 ]
 
@@ -164,8 +167,26 @@ class QuorumRule(Protocol):
 
 
 @runtime_checkable
+class ViewSelector(Protocol):
+    """An authorizer that can say, per principal, which pending requests may hold what they
+    may view (optional): listings for them then read only those rows. The selection must
+    be a superset of what :meth:`Authorizer.authorize` lets them ``view`` (every row
+    when unsure); the exact check still runs on each row read."""
+
+    def view_selection(self, principal: Principal) -> PendingSelection:
+        """The pending rows that may hold a request ``principal`` may view."""
+        ...
+
+
+@runtime_checkable
 class Authorizer(Protocol):
-    """Decides whether ``principal`` may ``verb`` ``resource``; must not raise for a refusal."""
+    """Decides whether ``principal`` may ``verb`` ``resource``; must not raise for a refusal.
+
+    An authorizer whose answers depend on nothing but the principal's id and groups and
+    the resource (no clock, no lookups, no state that changes) may say so with a class
+    attribute ``deterministic = True``: listings then remember its ``view`` answers per
+    principal and request, instead of asking again on every listing.
+    """
 
     def authorize(self, principal: Principal, verb: Verb, resource: Resource) -> Permission: ...
 
@@ -176,6 +197,11 @@ class AllowAuthenticated:
 
     def authorize(self, principal: Principal, verb: Verb, resource: Resource) -> Permission:
         return ALLOWED
+
+
+def is_deterministic(authorizer: Authorizer) -> bool:
+    """Whether ``authorizer`` declares its answers depend only on principal and resource."""
+    return getattr(authorizer, "deterministic", False) is True
 
 
 def check(authorizer: Authorizer, principal: Principal, verb: Verb, resource: Resource) -> None:

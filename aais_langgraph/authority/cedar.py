@@ -35,8 +35,10 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+from collections import OrderedDict
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import cedarpy
 
@@ -50,6 +52,9 @@ RISK_RANK = {"low": 0, "medium": 1, "high": 2, "critical": 3}
 class CedarAuthorizer:
     """An :class:`~.authorization.Authorizer` over a Cedar policy set (text or a file)."""
 
+    deterministic: ClassVar[bool] = True
+    """Its answers depend only on the principal, the resource and the fixed policy set."""
+
     def __init__(self, policies: str | None = None, *, path: str | Path | None = None) -> None:
         if (policies is None) == (path is None):
             raise ValueError("policies, path: give exactly one")
@@ -59,6 +64,8 @@ class CedarAuthorizer:
             parsed = json.loads(cedarpy.policies_to_json_str(text))
         except ValueError as error:
             raise ValueError(f"policies: Cedar cannot parse them ({error})") from None
+        self._principals: OrderedDict[tuple[str, frozenset[str]], cedarpy.Entities] = OrderedDict()
+        self._lock = threading.Lock()
         self._forbids = frozenset(
             policy_id
             for policy_id, policy in (parsed.get("staticPolicies") or {}).items()
@@ -67,19 +74,11 @@ class CedarAuthorizer:
 
     def authorize(self, principal: Principal, verb: Verb, resource: Resource) -> Permission:
         user = {"type": "User", "id": principal.id}
-        entities: list[dict[str, Any]] = [
-            {
-                "uid": user,
-                "attrs": {},
-                "parents": [{"type": "Group", "id": name} for name in sorted(principal.groups)],
-            },
-            *(
-                {"uid": {"type": "Group", "id": name}, "attrs": {}, "parents": []}
-                for name in sorted(principal.groups)
-            ),
-        ]
         target, attrs = _resource(resource)
-        entities.append({"uid": target, "attrs": attrs, "parents": []})
+        # The principal's entities are parsed once (per id and groups) and the resource's
+        # are added to them: Cedar parses only what changes per question.
+        delta = json.dumps([{"uid": target, "attrs": attrs, "parents": []}])
+        entities = self._principal_entities(principal).with_added_json_str(delta)
         own = resource.requester is not None and resource.requester == principal.id
         request = {
             "principal": user,
@@ -107,6 +106,36 @@ class CedarAuthorizer:
             return Permission(False, "refused by Cedar policy " + ", ".join(reasons))
         return Permission(False, f"no Cedar policy permits {verb} here")
 
+    def _principal_entities(self, principal: Principal) -> cedarpy.Entities:
+        """The parsed entities of ``principal``: a ``User`` in one ``Group`` per group."""
+        key = (principal.id, principal.groups)
+        with self._lock:
+            found = self._principals.get(key)
+            if found is not None:
+                self._principals.move_to_end(key)
+                return found
+        groups = sorted(principal.groups)
+        document = [
+            {
+                "uid": {"type": "User", "id": principal.id},
+                "attrs": {},
+                "parents": [{"type": "Group", "id": name} for name in groups],
+            },
+            *(
+                {"uid": {"type": "Group", "id": name}, "attrs": {}, "parents": []}
+                for name in groups
+            ),
+        ]
+        parsed = cedarpy.Entities.from_json_str(json.dumps(document))
+        with self._lock:
+            self._principals[key] = parsed
+            while len(self._principals) > _PRINCIPALS:
+                self._principals.popitem(last=False)
+        return parsed
+
+
+_PRINCIPALS = 1024
+"""Principals whose parsed entities are kept (the least recently asked about forgotten)."""
 
 _POLICY_NAME = re.compile(r"policy `([^`]*)`")
 

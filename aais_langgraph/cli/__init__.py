@@ -22,10 +22,11 @@ from typing import Literal, TextIO
 from ..authority import ApprovalAuthority, Principal, UnknownRequestError, explain_constraints
 from ..gate import reconcile_execution
 from ..ledger import AuditVerification, open_ledger
+from ..observability import decision_channel
 from ..protocol import Actor, DecisionKind, Scope, build_decision, id_for
 from ..protocol.patterns import DIGEST_PATTERN
 from ..threads import IntegrityProblem, reconcile_checkpoints, waiting_resumes
-from . import presenter, render
+from . import compact, presenter, render, webhooks, witness
 from .checkpoints import holds_checkpoints, open_checkpointer
 from .db_option import DB_ENV, add_db_option, chosen_db
 from .failures import report_failure
@@ -45,8 +46,18 @@ def _actor() -> Principal:
     return Principal(actor, administrator=True)
 
 
+_ASKS = " (asks y/N first; --yes skips)"
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="aais-langgraph", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="aais-langgraph",
+        description="Inspect and answer the approvals in a ledger (a SQLite file or a "
+        "PostgreSQL database), the one a server serving the graph uses.",
+        epilog="approve and deny show the request, and they and cancel ask y/N before they "
+        "submit anything (--yes skips the question; no answer submits nothing). A running "
+        "server resumes the paused run.",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("init", help="create the ledger (or migrate an older one)")
     pending = commands.add_parser("pending", help="list pending approvals")
@@ -57,13 +68,24 @@ def _parser() -> argparse.ArgumentParser:
         "ledger does not hold (default: --db itself, when it holds checkpoints)",
     )
     for name in ("show", "deny", "cancel"):
-        sub = commands.add_parser(name, help=f"{name} a request")
+        sub = commands.add_parser(name, help=f"{name} a request" + _ASKS * (name != "show"))
         sub.add_argument("request_id")
         if name != "show":
             sub.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    approve = commands.add_parser("approve", help="approve a request")
+    approve = commands.add_parser(
+        "approve",
+        help="approve a request" + _ASKS,
+        description="Show the request's complete values and what the scope covers, ask "
+        "y/N, then record the approval with the operating-system user as the actor. "
+        "Anything but y or yes (an empty line, no terminal) submits nothing: exit status 1.",
+    )
     approve.add_argument("request_id")
-    approve.add_argument("--scope", choices=("once", "session", "persistent"), default="once")
+    approve.add_argument(
+        "--scope",
+        choices=("once", "session", "persistent"),
+        default="once",
+        help="default once; session and persistent only when the request offers them",
+    )
     approve.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     commands.add_parser("unknown", help="list approved actions whose outcome is unknown")
     reconcile = commands.add_parser(
@@ -76,12 +98,22 @@ def _parser() -> argparse.ArgumentParser:
         "--retry", action="store_true", help="ask again: the run raises a fresh request"
     )
     presenter.add_parser(commands)
+    webhooks.add_parser(commands)
     commands.add_parser("grants", help="list grants")
     revoke = commands.add_parser("revoke", help="revoke a grant")
     revoke.add_argument("grant_id")
     commands.add_parser("expire", help="resolve overdue requests as expired")
+    compact.add_parser(commands)
     audit = commands.add_parser("audit", help="audit log")
-    audit.add_argument("audit_command", choices=("verify", "export"))
+    audit.add_argument("audit_command", choices=("verify", "export", "publish"))
+    audit.add_argument(
+        "--witness",
+        metavar="FILE|URL",
+        action="append",
+        default=[],
+        help="a witness of the tip (JSON-lines file or HTTP URL; repeatable): publish "
+        "appends the tip to it, verify checks for a rollback (exit 3) or a fork (exit 4)",
+    )
     audit.add_argument(
         "--expect-tip",
         metavar="N:HASH",
@@ -92,6 +124,7 @@ def _parser() -> argparse.ArgumentParser:
         [parser, *commands.choices.values()],
         f"SQLite file path or postgresql:// URL (default: ${DB_ENV})",
     )
+    webhooks.add_policy_option([parser, *commands.choices.values()])
     return parser
 
 
@@ -117,7 +150,9 @@ def _reconcile(authority: ApprovalAuthority, target: str, optional: bool) -> lis
 def _verification_line(result: AuditVerification) -> str:
     if result.ok:
         tip = "no tip" if result.tip is None else f"tip {result.tip[0]}:{result.tip[1]}"
-        return f"audit ok: {result.checked} entries, {tip}"
+        compacted = result.compacted
+        kept = "" if compacted is None else f" (entries {compacted[0]}..{compacted[1]} compacted)"
+        return f"audit ok: {result.checked} entries, {tip}{kept}"
     return f"audit FAILED at {result.table} {result.row_id}: {result.reason}"
 
 
@@ -218,6 +253,8 @@ def _run(
         return 1 if problems else 0
     if args.command in ("unknown", "reconcile"):
         return _executions(authority, args, stdout)
+    if args.command == "webhooks":
+        return webhooks.run(authority, args, stdout)
     if args.command == "show":
         requested = authority.get_request(args.request_id)
         if requested is None:
@@ -252,10 +289,16 @@ def _run(
         expired = authority.expire_due()
         stdout.write(f"{len(expired)} expired\n")
         return 0
+    if args.command == "compact":
+        return compact.run(authority, args, stdout)
+    if args.audit_command == "publish":
+        return witness.publish(authority, args.witness, stdout)
     if args.audit_command == "verify":
         result = authority.verify_audit(expected_tip=args.expect_tip)
         stdout.write(_verification_line(result) + "\n")
-        return 0 if result.ok else 1
+        if not result.ok:
+            return 1
+        return witness.verify(authority, args.witness, stdout)
     for entry in authority.ledger.audit_entries():
         record = {
             "index": entry.index,
@@ -273,19 +316,25 @@ def main(
     argv: Sequence[str] | None = None, *, stdin: TextIO | None = None, stdout: TextIO | None = None
 ) -> int:
     """Run the CLI; returns the exit status (0 ok, 1 refused or failed check, 2 bad input
-    or no usable ledger). Errors are one line on ``stdout``, never a traceback; bad
-    arguments are argparse's usage error (exit status 2)."""
+    or no usable ledger; ``audit verify --witness``: 3 a rollback, 4 a fork). Errors are
+    one line on ``stdout``, never a traceback; bad arguments are argparse's usage error
+    (exit status 2)."""
     parser = _parser()
     args = parser.parse_args(argv)
     args.db = chosen_db(args)
     if args.db is None:
         parser.error(f"no ledger: give --db PATH|URL or set {DB_ENV}")
     if args.command == "presenter":  # NDJSON on stdout: its errors go to stderr
-        return presenter.main(args, actor=_actor(), stdin=stdin, stdout=stdout)
+        with decision_channel("stdio"):
+            return presenter.main(args, actor=_actor(), stdin=stdin, stdout=stdout)
     out = stdout if stdout is not None else sys.stdout
     try:
         with open_ledger(args.db, create=args.command == "init") as ledger:
-            return _run(ApprovalAuthority(ledger), args, stdin or sys.stdin, out)
+            policy = getattr(args, "access_policy", None)
+            if (failed := webhooks.plan_from_policy(ledger, policy, out)) is not None:
+                return failed
+            with decision_channel("cli"):
+                return _run(ApprovalAuthority(ledger), args, stdin or sys.stdin, out)
     except Exception as error:
         status = report_failure(error, out)
         if status is None:

@@ -21,21 +21,44 @@ from .base import (
     StoredResolution,
 )
 from .crosscheck import verify_contents
+from .deliveries import Delivery, DeliveryPlan, DeliveryState, retry_delivery
 from .executions import Execution, ExecutionState
 from .integrity import LedgerIntegrityError
 from .memory import InMemoryLedger
 from .opening import NotALedgerError, is_postgres_url, open_ledger
 from .resume_work import ResumeWork, ResumeWorkState
+from .retention import CompactedRequestError, CompactionReport, RetentionPolicy
+from .selection import EVERY_ROW, ActionPattern, PendingSelection
 from .sqlite import SqliteLedger
+from .witness import (
+    FileWitness,
+    HttpWitness,
+    Witness,
+    WitnessCheck,
+    WitnessedTip,
+    WitnessError,
+    check_witnessed,
+    open_witness,
+    publish_tip,
+)
 
 __all__ = [
+    "EVERY_ROW",
     "GENESIS_HASH",
+    "ActionPattern",
     "AuditEntry",
     "AuditKind",
     "AuditVerification",
+    "CompactedRequestError",
+    "CompactionReport",
+    "Delivery",
+    "DeliveryPlan",
+    "DeliveryState",
     "Execution",
     "ExecutionState",
+    "FileWitness",
     "Grant",
+    "HttpWitness",
     "InMemoryLedger",
     "JsonDict",
     "Lease",
@@ -44,15 +67,25 @@ __all__ = [
     "LedgerIntegrityError",
     "NotALedgerError",
     "PendingRow",
+    "PendingSelection",
     "ResolutionWrite",
     "ResumeWork",
     "ResumeWorkState",
+    "RetentionPolicy",
     "SqliteLedger",
     "StoredRequest",
     "StoredResolution",
+    "Witness",
+    "WitnessCheck",
+    "WitnessError",
+    "WitnessedTip",
     "chain_hash",
+    "check_witnessed",
     "is_postgres_url",
     "open_ledger",
+    "open_witness",
+    "publish_tip",
+    "retry_delivery",
     "verify_audit",
     "verify_contents",
 ]

@@ -20,6 +20,7 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 from . import _rows as rows
+from . import deliveries as dl
 from . import executions as ex
 from . import resume_work as rw
 from ._counters import Counters, Cursor, Probe, Tip, sql_for
@@ -62,6 +63,30 @@ from .base import (
     StoredResolution,
 )
 from .integrity import LedgerIntegrityError, execution_vouched
+from .retention import (
+    CompactedRequestError,
+    CompactionReport,
+    RetentionPolicy,
+    keeps_all,
+    plan_compaction,
+)
+from .selection import PendingSelection, SelectionSubjects
+
+COMPACTED_QUERY = "SELECT 1 FROM aais_compacted_requests WHERE request_id = ?"
+INSERT_COMPACTED = "INSERT INTO aais_compacted_requests (request_id) VALUES (?)"
+OPEN_WORK_QUERY = (
+    "SELECT request_id FROM aais_resume_work WHERE state <> 'done' UNION "
+    "SELECT request_id FROM aais_deliveries WHERE state IN ('pending', 'dead')"
+)
+DELETE_FINISHED_DELIVERIES = (
+    "DELETE FROM aais_deliveries WHERE request_id = ? AND state NOT IN ('pending', 'dead')"
+)
+REVOUCH = {
+    "requested": "UPDATE aais_requests SET audit_index = ? WHERE request_id = ?",
+    "resolved": "UPDATE aais_resolutions SET audit_index = ? WHERE request_id = ?",
+    "granted": "UPDATE aais_grants SET audit_index = ? WHERE grant_id = ?",
+}
+"""Retention: a removed id's tombstone, and the rows a carried entry vouches for again."""
 
 
 class SqlBackend(Ledger):
@@ -76,6 +101,9 @@ class SqlBackend(Ledger):
     """The indexed expression that reads an audit payload's ``request_id``."""
     requester_subject: ClassVar[str]
     """The indexed expression that reads a request context's ``requester``."""
+    selection_subjects: ClassVar[SelectionSubjects | None] = None
+    """The indexed expressions a :class:`~.selection.PendingSelection` selects by (None:
+    the backend returns every pending row and the listing's exact check selects)."""
 
     # -- what a backend supplies ---------------------------------------------------
 
@@ -168,6 +196,8 @@ class SqlLedger(SqlBackend):
             existing = self._request(cur, fields.request_id)
             if existing is not None:  # a replay: no lock taken
                 return existing, False
+            if self._one(cur, COMPACTED_QUERY, (fields.request_id,)) is not None:
+                raise CompactedRequestError()
             # Another writer may have added it while we waited for the counters.
             again = (f"SELECT {REQUEST_COLUMNS} FROM aais_requests WHERE request_id = ?",)
             with self._counters(cur, (*again, (fields.request_id,))) as counters:
@@ -190,6 +220,7 @@ class SqlLedger(SqlBackend):
                 )
                 counters.insert_event(stored_envelope)
                 counters.insert(rows.INSERT_REQUEST, rows.request_row(stored))
+                self._record_deliveries(cur, "approval.requested", stored)
         return counters.settled(stored), True
 
     def get_request(self, request_id: str) -> StoredRequest | None:
@@ -229,10 +260,15 @@ class SqlLedger(SqlBackend):
         with self._read() as cur:
             return int(self._one(cur, sql, (session_id or requester, max(limit, 0)))[0])
 
-    def list_pending_rows(self, *, session_id: str | None = None) -> list[PendingRow]:
+    def list_pending_rows(
+        self, *, session_id: str | None = None, selection: PendingSelection | None = None
+    ) -> list[PendingRow]:
         sql, params = pending_query(
             REQUEST_COLUMNS, thread_id=None, session_id=session_id, expires_before=None, limit=None
         )
+        subjects = self.selection_subjects
+        if selection is not None and subjects is not None and not selection.unbounded:
+            sql, params = _selected_query(sql, params, subjects.terms(selection))
         with self._read() as cur:
             return [pending_row(row) for row in self._all(cur, sql, params)]
 
@@ -271,6 +307,11 @@ class SqlLedger(SqlBackend):
                 # "This thread must be resumed" commits with the answer, or not at all.
                 work = rw.new_resume_work(write.request_id, found[0], time.time())
                 self._run(cur, rw.UPSERT_RESUME_WORK, rw.resume_work_row(work))
+            if self.delivery_plan is not None:
+                # "This notification must be delivered" commits with the answer, too.
+                request = self._request(cur, write.request_id)
+                if request is not None:
+                    self._record_deliveries(cur, "approval.resolved", request)
             # Grants are only inserted under the counters' lock, so this check holds.
             probe = None
             if grant is not None:
@@ -366,14 +407,51 @@ class SqlLedger(SqlBackend):
             removed = int(self._run(cur, sql, (before_sequence,)).rowcount)
             if removed:
                 with self._counters(cur) as counters:
-                    counters.append_audit("compacted", compacted_audit(before_sequence, removed))
+                    # The floor the audit records is never past the sequences assigned: later
+                    # events must stay vouched for.
+                    floor = min(before_sequence, counters.last_sequence + 1)
+                    counters.append_audit("compacted", compacted_audit(floor, removed))
         return removed
+
+    def compact_history(self, policy: RetentionPolicy, *, now: float) -> CompactionReport:
+        # Unlike other writes, the counters are locked first: the plan must be made from a
+        # chain no one appends to. The rows it then deletes are resolved requests' rows,
+        # which no writer waiting for the counters holds.
+        with self._read() as cur:
+            resolved = int(self._one(cur, "SELECT COUNT(*) FROM aais_resolutions")[0])
+        if keeps_all(policy, resolved):
+            return CompactionReport()
+        with self._write() as cur, self._counters(cur) as counters:
+            open_work = [str(row[0]) for row in self._all(cur, OPEN_WORK_QUERY)]
+            plan = plan_compaction(self._contents(cur), open_work, policy, now=now)
+            if plan is None:
+                return CompactionReport()
+            for request_id in sorted(plan.removed):
+                for table in ("aais_requests", "aais_resolutions", "aais_grants"):
+                    self._run(cur, f"DELETE FROM {table} WHERE request_id = ?", (request_id,))
+                for table in ("aais_executions", "aais_resume_work"):
+                    self._run(cur, f"DELETE FROM {table} WHERE request_id = ?", (request_id,))
+                self._run(cur, DELETE_FINISHED_DELIVERIES, (request_id,))
+                self._run(cur, INSERT_COMPACTED, (request_id,))
+            self._run(cur, "DELETE FROM aais_events WHERE sequence < ?", (plan.before_sequence,))
+            for old in plan.carried:
+                entry = counters.append_audit(old.kind, old.payload)
+                revouch = REVOUCH.get(entry.kind)
+                if revouch is not None:
+                    key = "grant_id" if entry.kind == "granted" else "request_id"
+                    self._run(cur, revouch, (entry.index, entry.payload.get(key)))
+            counters.append_audit("compacted", plan.checkpoint())
+            self._run(cur, "DELETE FROM aais_audit WHERE idx < ?", (plan.cut,))
+        return plan.report()
 
     def contents(self) -> LedgerContents:
         with self._snapshot() as cur:
-            rows = {name: self._all(cur, sql) for name, sql in CONTENTS_QUERIES.items()}
-            sequences = self._all(cur, "SELECT request_id, sequence FROM aais_requests")
-            last_sequence, tip = self._read_counters(cur, lock=False)
+            return self._contents(cur)
+
+    def _contents(self, cur: Cursor) -> LedgerContents:
+        rows = {name: self._all(cur, sql) for name, sql in CONTENTS_QUERIES.items()}
+        sequences = self._all(cur, "SELECT request_id, sequence FROM aais_requests")
+        last_sequence, tip = self._read_counters(cur, lock=False)
         return LedgerContents(
             requests=[request_from_row(row) for row in rows["requests"]],
             resolutions=[resolution_from_row(row) for row in rows["resolutions"]],
@@ -522,6 +600,85 @@ class SqlLedger(SqlBackend):
                 self._run(cur, rw.UPSERT_RESUME_WORK, rw.resume_work_row(updated))
             return updated
 
+    # -- webhook deliveries --------------------------------------------------------
+
+    def _record_deliveries(self, cur: Cursor, notice: Any, request: StoredRequest) -> None:
+        """Record the deliveries the plan asks for inside the write transaction."""
+        if self.delivery_plan is None:
+            return
+        now = time.time()
+        for delivery in self.delivery_plan.deliveries(notice, request, now):
+            if delivery.coalesce_key is not None:
+                params = (now, delivery.subscription, delivery.coalesce_key, now)
+                self._run(cur, dl.COALESCE_DELIVERIES, (*params, delivery.delivery_id))
+            self._run(cur, dl.INSERT_DELIVERY, dl.delivery_row(delivery))
+
+    def _delivery(self, cur: Cursor, delivery_id: str, *, lock: bool = False) -> dl.Delivery | None:
+        sql = f"SELECT {dl.DELIVERY_COLUMNS} FROM aais_deliveries WHERE delivery_id = ?"
+        row = self._one(cur, sql + (self.for_update if lock else ""), (delivery_id,))
+        return None if row is None else dl.delivery_from_row(row)
+
+    def get_delivery(self, delivery_id: str) -> dl.Delivery | None:
+        with self._read() as cur:
+            return self._delivery(cur, delivery_id)
+
+    def list_deliveries(
+        self,
+        *,
+        states: tuple[dl.DeliveryState, ...] = ("pending", "dead"),
+        request_id: str | None = None,
+        limit: int | None = None,
+    ) -> list[dl.Delivery]:
+        marks = ", ".join("?" for _ in states) or "NULL"
+        sql = f"SELECT {dl.DELIVERY_COLUMNS} FROM aais_deliveries WHERE state IN ({marks})"
+        params: list[Any] = list(states)
+        if request_id is not None:
+            sql += " AND request_id = ?"
+            params.append(request_id)
+        sql += " ORDER BY next_at, delivery_id"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(max(limit, 0))
+        with self._read() as cur:
+            return [dl.delivery_from_row(row) for row in self._all(cur, sql, params)]
+
+    def claim_deliveries(
+        self,
+        holder: str,
+        *,
+        subscriptions: tuple[str, ...],
+        ttl: float,
+        now: float,
+        limit: int = 20,
+    ) -> list[dl.Delivery]:
+        check_ttl(ttl)
+        if not subscriptions:
+            return []
+        marks = ", ".join("?" for _ in subscriptions)
+        sql = (
+            f"SELECT {dl.DELIVERY_COLUMNS} FROM aais_deliveries WHERE state = 'pending' "
+            f"AND next_at <= ? AND claim_until <= ? AND subscription IN ({marks}) "
+            "ORDER BY next_at, delivery_id LIMIT ?"
+        )
+        claimed = []
+        with self._write(durable=False) as cur:
+            due = self._all(cur, sql, (now, now, *subscriptions, max(limit, 0)))
+            for row in due:
+                delivery = dl.delivery_from_row(row)
+                params = (holder, now + ttl, delivery.delivery_id, now, now)
+                # Another replica may have claimed it since the read: the row count says.
+                if self._run(cur, dl.CLAIM_DELIVERY, params).rowcount == 1:
+                    claimed.append(replace(delivery, claimed_by=holder, claim_until=now + ttl))
+        return claimed
+
+    def update_delivery(self, delivery_id: str, change: dl.DeliveryChange) -> dl.Delivery | None:
+        with self._write(durable=False) as cur:
+            current = self._delivery(cur, delivery_id, lock=True)
+            updated = change(current)
+            if updated is not None and updated != current:
+                self._run(cur, dl.UPSERT_DELIVERY, dl.delivery_row(updated))
+            return updated
+
     # -- execution records ---------------------------------------------------------
 
     def update_execution(
@@ -603,3 +760,24 @@ class SqlLedger(SqlBackend):
         with self._read() as cur:
             rows = self._all(cur, sql + " ORDER BY started_at, request_id", params)
         return [ex.execution_from_row(row) for row in rows]
+
+
+def _selected_query(
+    sql: str, params: list[Any], terms: list[tuple[str, list[Any]]]
+) -> tuple[str, list[Any]]:
+    """The pending listing ``sql`` cut to the rows any of ``terms`` selects: one arm per
+    term (each reads the index it selects by), their union in sequence order."""
+    if not terms:
+        return sql.replace(" ORDER BY sequence", " AND 1 = 0 ORDER BY sequence"), params
+    body = sql.replace(" ORDER BY sequence", "")
+    if len(terms) == 1:
+        condition, extra = terms[0]
+        return f"{body} AND ({condition}) ORDER BY sequence", [*params, *extra]
+    select = body.replace("SELECT ", "SELECT sequence AS listed_at, ", 1)
+    arms, values = [], []
+    for condition, extra in terms:
+        arms.append(f"{select} AND ({condition})")
+        values.extend([*params, *extra])
+    columns = body.split("SELECT ", 1)[1].split(" FROM ", 1)[0]
+    union = " UNION ".join(arms)
+    return f"SELECT {columns} FROM ({union}) AS selected ORDER BY listed_at", values

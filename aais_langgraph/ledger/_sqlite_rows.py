@@ -7,8 +7,16 @@ from __future__ import annotations
 
 import sqlite3
 
+from ..protocol.extensions import REQUESTER_EXTENSION
 from ._records import dump_json, load_json
-from ._rows import CONTENTS_QUERIES, VOUCH_COLUMNS, audit_from_row, backfill_audit_indexes
+from ._rows import (
+    CONTENTS_QUERIES,
+    REQUEST_COLUMNS,
+    VOUCH_COLUMNS,
+    audit_from_row,
+    backfill_audit_indexes,
+)
+from .selection import SelectionSubjects
 
 Conn = sqlite3.Connection | sqlite3.Cursor
 
@@ -47,6 +55,44 @@ PENDING_BOUND_DDL = (
     f"({REQUESTER_SUBJECT}) WHERE status = 'pending'",
 )
 """Pending requests by session and by requester: the bounds count them on each request."""
+
+
+def _envelope_member(path: str) -> str:
+    # A malformed envelope (a damaged file) reads as NULL instead of failing the listing.
+    return f"CASE WHEN json_valid(envelope) THEN json_extract(envelope, '{path}') END"
+
+
+VIEW_SUBJECTS = SelectionSubjects(
+    kind=_envelope_member("$.request.action.kind"),
+    name=_envelope_member("$.request.action.name"),
+    risk=_envelope_member("$.request.risk.level"),
+    requester=(
+        "coalesce("
+        + _envelope_member(f'$.request.extensions."{REQUESTER_EXTENSION}".id')
+        + ", CASE WHEN json_valid(context) THEN json_extract(context, '$.requester') END)"
+    ),
+)
+"""The expressions a viewer's listing selects pending rows by (:data:`PENDING_VIEW_DDL`)."""
+
+PENDING_VIEW_INDEXES = (
+    "aais_requests_pending_kinds",
+    "aais_requests_pending_names",
+    "aais_requests_pending_owners",
+)
+_LISTED = REQUEST_COLUMNS
+PENDING_VIEW_DDL = (
+    # By kind and by requester the index covers what a listing reads, as the pending index
+    # does: a viewer's rows are read from it alone, not looked up one by one in the table.
+    f"CREATE INDEX IF NOT EXISTS {PENDING_VIEW_INDEXES[0]} ON aais_requests "
+    f"({VIEW_SUBJECTS.kind}, sequence, {_LISTED}) WHERE status = 'pending'",
+    f"CREATE INDEX IF NOT EXISTS {PENDING_VIEW_INDEXES[1]} ON aais_requests "
+    f"({VIEW_SUBJECTS.name}, sequence) WHERE status = 'pending'",
+    f"CREATE INDEX IF NOT EXISTS {PENDING_VIEW_INDEXES[2]} ON aais_requests "
+    f"({VIEW_SUBJECTS.requester}, sequence, {_LISTED}) WHERE status = 'pending'",
+)
+"""Pending requests by action kind, by action name and by requester: a listing for one
+viewer reads the rows their rules select, not every pending row."""
+
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS aais_meta (
@@ -134,7 +180,13 @@ def migrate(conn: Conn, version: str | None) -> None:
         conn.execute("ALTER TABLE aais_executions ADD COLUMN mac TEXT")
     if version != str(SCHEMA_VERSION):
         set_meta(conn, "schema_version", str(SCHEMA_VERSION))
-    for statement in (*PENDING_INDEX_DDL, EXECUTION_AUDIT_DDL, *PENDING_BOUND_DDL, *THREADS_DDL):
+    for statement in (
+        *PENDING_INDEX_DDL,
+        EXECUTION_AUDIT_DDL,
+        *PENDING_BOUND_DDL,
+        *THREADS_DDL,
+        *PENDING_VIEW_DDL,
+    ):
         conn.execute(statement)
 
 
@@ -151,12 +203,14 @@ def is_current(conn: Conn) -> bool:
     """Whether the file holds this version's whole schema, so setup has nothing to do."""
     found = conn.execute(
         "SELECT COUNT(*) FROM sqlite_master WHERE (type = 'table' AND name IN "
-        f"('aais_meta', 'aais_executions', 'aais_resume_work', 'aais_threads')) "
+        "('aais_meta', 'aais_executions', 'aais_resume_work', 'aais_threads', "
+        "'aais_deliveries', 'aais_compacted_requests')) "
         f"OR (type = 'index' AND name IN ('{PENDING_INDEX}', '{EXECUTION_AUDIT_INDEX}', "
         "'aais_requests_pending_sessions', 'aais_requests_pending_requesters', "
-        "'aais_requests_thread'))"
+        f"'aais_requests_thread', {', '.join(repr(i) for i in PENDING_VIEW_INDEXES)}))"
     ).fetchone()[0]
-    return bool(found == 9 and meta(conn, "schema_version") == str(SCHEMA_VERSION))
+    expected = 11 + len(PENDING_VIEW_INDEXES)
+    return bool(found == expected and meta(conn, "schema_version") == str(SCHEMA_VERSION))
 
 
 def meta(conn: Conn, key: str) -> str | None:

@@ -8,13 +8,14 @@ separately recorded tip makes a truncated tail detectable too.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from aais_langgraph.protocol import AAISValidationError, canonical_json
 
 from .base import AuditEntry
+from .compaction import chain_start
 
 GENESIS_HASH = "sha256:" + "0" * 64
 """The ``prev_hash`` of the first entry (index 0)."""
@@ -52,6 +53,9 @@ class AuditVerification:
     table: str | None = None
     row_id: str | None = None
     tip: tuple[int, str] | None = None
+    compacted: tuple[int, int] | None = None
+    """The range of entry indexes retention removed, which a ``compacted`` checkpoint
+    entry vouches for (None: the chain starts at entry 0)."""
 
 
 def verify_audit(
@@ -59,29 +63,36 @@ def verify_audit(
     recorded_tip: tuple[int, str] | None,
     expected_tip: tuple[int, str] | None = None,
 ) -> AuditVerification:
-    """Recompute the chain from genesis and check it ends at the recorded tip.
+    """Recompute the chain from genesis or its checkpoint; check it ends at the recorded tip.
 
-    ``entries`` must be the whole chain in order, starting at index 0. The last
-    entry must equal ``recorded_tip`` (the ledger's separately stored tip), which
+    ``entries`` must be the whole chain in order, starting at index 0, or right after
+    the range the newest ``compacted`` checkpoint entry names, linked to the hash it
+    records (:mod:`.compaction`). The last entry must equal ``recorded_tip`` (the
+    ledger's separately stored tip), which
     detects a truncated tail. ``expected_tip`` is a tip the caller kept from an
     earlier moment (for example published elsewhere): the chain must still contain
     that exact entry, so a rewrite or truncation behind the caller's back fails even
     if the recorded tip was rewritten along with it. The chain may have grown since.
     """
-    prev_hash = GENESIS_HASH
-    expected_index = 0
+    chain = entries if isinstance(entries, Sequence) else list(entries)
+    start = chain_start(chain, GENESIS_HASH)
+    prev_hash = start.prev_hash
+    expected_index = start.index
     hash_at_expected_tip: str | None = None
-    for entry in entries:
+    if expected_tip is not None and start.compacted and expected_tip[0] == start.compacted[1]:
+        hash_at_expected_tip = start.prev_hash
+    for entry in chain:
         failure = _check_entry(entry, expected_index, prev_hash)
         if failure is not None:
-            return AuditVerification(False, expected_index, expected_index, failure)
+            checked_so_far = expected_index - start.index
+            return AuditVerification(False, checked_so_far, expected_index, failure)
         if expected_tip is not None and entry.index == expected_tip[0]:
             hash_at_expected_tip = entry.entry_hash
         prev_hash = entry.entry_hash
         expected_index += 1
 
-    checked = expected_index
-    last_index = checked - 1
+    checked = expected_index - start.index
+    last_index = expected_index - 1
     tip = (last_index, prev_hash) if checked else None
     tip_failure = _check_recorded_tip(last_index, prev_hash, recorded_tip)
     if tip_failure is not None:
@@ -98,6 +109,15 @@ def verify_audit(
                 "entries were truncated",
                 tip=tip,
             )
+        if start.compacted is not None and 0 <= index < start.compacted[1]:
+            return AuditVerification(
+                False,
+                checked,
+                index,
+                f"entry {index} was compacted away: check against a newer tip",
+                tip=tip,
+                compacted=start.compacted,
+            )
         if index >= 0 and hash_at_expected_tip != entry_hash:
             return AuditVerification(
                 False,
@@ -105,8 +125,9 @@ def verify_audit(
                 index,
                 f"entry {index} does not match the expected tip: the chain was rewritten",
                 tip=tip,
+                compacted=start.compacted,
             )
-    return AuditVerification(True, checked, tip=tip)
+    return AuditVerification(True, checked, tip=tip, compacted=start.compacted)
 
 
 def _check_entry(entry: AuditEntry, expected_index: int, prev_hash: str) -> str | None:

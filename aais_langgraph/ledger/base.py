@@ -28,9 +28,13 @@ from typing import (
     cast,
 )
 
+from .selection import PendingSelection, RowFacts
+
 if TYPE_CHECKING:
+    from .deliveries import Delivery, DeliveryChange, DeliveryPlan, DeliveryState
     from .executions import Execution, ExecutionChange, ExecutionState
     from .resume_work import ResumeWork, ResumeWorkChange, ResumeWorkState
+    from .retention import CompactionReport, RetentionPolicy
 
 JsonDict = dict[str, Any]
 P = ParamSpec("P")
@@ -309,10 +313,18 @@ class Ledger(ABC):
         ``requester`` member of their context), counting no further than ``limit``: an
         indexed read of at most ``limit`` rows, for bounds checked on every request."""
 
-    def list_pending_rows(self, *, session_id: str | None = None) -> list[PendingRow]:
+    def list_pending_rows(
+        self, *, session_id: str | None = None, selection: PendingSelection | None = None
+    ) -> list[PendingRow]:
         """:meth:`list_pending` as stored rows, JSON unparsed (for listings that remember
-        what they have seen; a backend storing text overrides this to skip the parsing)."""
-        return [PendingRow.of(stored) for stored in self.list_pending(session_id=session_id)]
+        what they have seen; a backend storing text overrides this to skip the parsing).
+
+        ``selection``: at least the rows it admits (a backend may return more, never
+        fewer; None: every row), so a listing for one viewer reads what they may see."""
+        rows = self.list_pending(session_id=session_id)
+        if selection is not None and not selection.unbounded:
+            rows = [s for s in rows if selection.admits(RowFacts.of(s.envelope, s.context))]
+        return [PendingRow.of(stored) for stored in rows]
 
     # -- resolutions ---------------------------------------------------------------
 
@@ -385,6 +397,13 @@ class Ledger(ABC):
         drops any is audited (``compacted``, naming ``before_sequence``) in the same
         transaction, so a ledger whose events were deleted does not look like one
         compacted."""
+
+    def compact_history(self, policy: RetentionPolicy, *, now: float) -> CompactionReport:
+        """Remove the resolved requests ``policy`` lets go, with their events, grants,
+        execution records, resume work and audit entries, in one transaction that appends
+        a ``compacted`` checkpoint so the chain left still verifies (see :mod:`.retention`:
+        what is still needed stays). A removed id can never be stored again."""
+        raise NotImplementedError("compact_history: this ledger backend cannot compact")
 
     @abstractmethod
     def append_audit(self, kind: AuditKind, payload: Mapping[str, Any]) -> AuditEntry:
@@ -473,6 +492,47 @@ class Ledger(ABC):
 
         Relaxed by default: a lost update only repeats an attempt, which is idempotent."""
 
+    # -- webhook deliveries (the runtime's, not AAIS's: see :mod:`.deliveries`) -------
+
+    delivery_plan: DeliveryPlan | None = None
+    """Which webhook deliveries a new request or resolution records in its own
+    transaction (None: none). Set per ledger object: every process writing to the
+    ledger whose writes should notify sets its own."""
+
+    def get_delivery(self, delivery_id: str) -> Delivery | None:
+        """The delivery with this ``webhook-id``, if recorded."""
+        raise NotImplementedError(f"{type(self).__name__} does not store webhook deliveries")
+
+    def list_deliveries(
+        self,
+        *,
+        states: tuple[DeliveryState, ...] = ("pending", "dead"),
+        request_id: str | None = None,
+        limit: int | None = None,
+    ) -> list[Delivery]:
+        """Deliveries in these states (default: those still open or given up), of one
+        request when given, in ``next_at`` order; cost O(open work) for open states."""
+        raise NotImplementedError(f"{type(self).__name__} does not store webhook deliveries")
+
+    def claim_deliveries(
+        self,
+        holder: str,
+        *,
+        subscriptions: tuple[str, ...],
+        ttl: float,
+        now: float,
+        limit: int = 20,
+    ) -> list[Delivery]:
+        """Claim up to ``limit`` due pending deliveries of these subscriptions for
+        ``holder`` until ``now + ttl`` (a claim another sender holds is skipped): the
+        claimed rows. Relaxed like a lease: a lost claim only sends again."""
+        raise NotImplementedError(f"{type(self).__name__} does not store webhook deliveries")
+
+    def update_delivery(self, delivery_id: str, change: DeliveryChange) -> Delivery | None:
+        """Apply ``change`` to the delivery atomically; the row after. Relaxed: a lost
+        update only sends again, with the same ``webhook-id``."""
+        raise NotImplementedError(f"{type(self).__name__} does not store webhook deliveries")
+
     # -- execution records (the runtime's, not AAIS's: see :mod:`.executions`) -------
 
     @abstractmethod
@@ -531,6 +591,7 @@ class Ledger(ABC):
     afirst_event_sequence = _twin(first_event_sequence)
     alast_sequence = _twin(last_sequence)
     acompact_events = _twin(compact_events)
+    acompact_history = _twin(compact_history)
     aappend_audit = _twin(append_audit)
     aaudit_entries = _twin(audit_entries)
     aaudit_tip = _twin(audit_tip)
@@ -547,6 +608,10 @@ class Ledger(ABC):
     aget_resume_work = _twin(get_resume_work)
     alist_resume_work = _twin(list_resume_work)
     aupdate_resume_work = _twin(update_resume_work)
+    aget_delivery = _twin(get_delivery)
+    alist_deliveries = _twin(list_deliveries)
+    aclaim_deliveries = _twin(claim_deliveries)
+    aupdate_delivery = _twin(update_delivery)
     aupdate_execution = _twin(update_execution)
     aget_execution = _twin(get_execution)
     aexecution_with_entry = _twin(execution_with_entry)

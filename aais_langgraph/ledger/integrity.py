@@ -18,6 +18,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from aais_langgraph.observability.signals import report_integrity_error
 from aais_langgraph.protocol import AAISValidationError, canonical_json
 
 from ._records import (
@@ -61,6 +62,7 @@ class LedgerIntegrityError(RuntimeError):
         self.table = table
         self.row_id = row_id
         self.reason = reason
+        report_integrity_error(table)  # counted where it is found (aais_integrity_errors)
 
 
 # -- seals ---------------------------------------------------------------------------

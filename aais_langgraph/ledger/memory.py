@@ -12,6 +12,7 @@ import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Mapping
 from dataclasses import replace
+from fnmatch import fnmatchcase
 from typing import Any
 
 from ._records import (
@@ -35,13 +36,28 @@ from .base import (
     Lease,
     Ledger,
     LedgerContents,
+    PendingRow,
     ResolutionWrite,
     StoredRequest,
     StoredResolution,
 )
+from .deliveries import Delivery, DeliveryChange, DeliveryState, coalesces
 from .executions import Execution, ExecutionChange, ExecutionState, execution_audit
 from .integrity import LedgerIntegrityError, execution_vouched
 from .resume_work import ResumeWork, ResumeWorkChange, ResumeWorkState, new_resume_work
+from .retention import (
+    CompactedRequestError,
+    CompactionReport,
+    RetentionPolicy,
+    keeps_all,
+    plan_compaction,
+)
+from .selection import ActionPattern, PendingSelection, RowFacts
+
+_INDEXES = ("session", "kind", "requester", "context")
+"""What pending requests are indexed by: session, action kind, requester (the selection's:
+the request's requester extension, else its context's) and the context's ``requester``
+(which the bounds count)."""
 
 
 class InMemoryLedger(Ledger):
@@ -52,6 +68,10 @@ class InMemoryLedger(Ledger):
         self._requests: dict[str, StoredRequest] = {}
         # Insertion order is sequence order: sequences are allocated under the lock.
         self._pending: dict[str, None] = {}
+        self._pending_facts: dict[str, RowFacts] = {}
+        self._pending_sequences: dict[str, int] = {}
+        self._pending_by: dict[str, dict[str, dict[str, None]]] = {i: {} for i in _INDEXES}
+        self._pending_rows: dict[str, PendingRow] = {}
         self._resolutions: dict[str, StoredResolution] = {}
         self._grants: dict[str, Grant] = {}
         self._event_sequences: list[int] = []
@@ -63,6 +83,8 @@ class InMemoryLedger(Ledger):
         self._execution_entries: dict[str, AuditEntry] = {}
         self._thread_owners: dict[str, str] = {}
         self._resume_work: dict[str, ResumeWork] = {}
+        self._compacted: set[str] = set()
+        self._deliveries: dict[str, Delivery] = {}
 
     # -- requests ------------------------------------------------------------------
 
@@ -81,6 +103,8 @@ class InMemoryLedger(Ledger):
             existing = self._requests.get(fields.request_id)
             if existing is not None:
                 return _copy_request(existing), False
+            if fields.request_id in self._compacted:
+                raise CompactedRequestError()
             sequence = self._last_sequence + 1
             stored_envelope = {**draft, "sequence": sequence}
             entry = next_audit_entry(
@@ -101,8 +125,10 @@ class InMemoryLedger(Ledger):
             )
             self._requests[fields.request_id] = stored
             self._pending[fields.request_id] = None
+            self._index_pending(stored, sequence)
             self._append_event(sequence, stored_envelope)
             self._audit.append(entry)
+            self._record_deliveries("approval.requested", stored)
             return _copy_request(stored), True
 
     def get_request(self, request_id: str) -> StoredRequest | None:
@@ -183,6 +209,7 @@ class InMemoryLedger(Ledger):
             self._append_event(sequence, resolved)
             self._requests[write.request_id] = replace(request, status="resolved")
             del self._pending[write.request_id]
+            self._unindex_pending(request)
             self._resolutions[write.request_id] = resolution
             if grant is not None:
                 self._grants[grant.grant_id] = replace(grant, audit_index=indexes["granted"])
@@ -191,6 +218,7 @@ class InMemoryLedger(Ledger):
                     write.request_id, request.thread_id, time.time()
                 )
             self._audit.extend(entries)
+            self._record_deliveries("approval.resolved", request)
             return _copy_resolution(resolution), True
 
     def get_resolution(self, request_id: str) -> StoredResolution | None:
@@ -205,18 +233,93 @@ class InMemoryLedger(Ledger):
     ) -> int:
         if (session_id is None) == (requester is None):
             raise ValueError("count_pending: give exactly one of session_id and requester")
+        index, value = ("session", session_id) if session_id is not None else ("context", requester)
         with self._lock:
-            wanted = session_id if session_id is not None else requester
-            found = 0
-            for request_id in self._pending:
-                if found >= limit:
-                    break
-                stored = self._requests[request_id]
-                if session_id is not None:
-                    found += stored.session_id == wanted
-                else:
-                    found += stored.context.get("requester") == wanted
-            return found
+            return max(0, min(limit, len(self._pending_by[index].get(value or "", ()))))
+
+    def list_pending_rows(
+        self, *, session_id: str | None = None, selection: PendingSelection | None = None
+    ) -> list[PendingRow]:
+        with self._lock:
+            if selection is not None and not selection.unbounded:
+                ids: Any = self._selected(selection)
+            elif session_id is not None:
+                ids = self._pending_by["session"].get(session_id, {})
+            else:
+                ids = self._pending
+            rows = []
+            for request_id in ids:
+                row = self._pending_rows.get(request_id)
+                if row is None:
+                    # A pending row never changes, so its text is made once.
+                    row = PendingRow.of(self._requests[request_id])
+                    self._pending_rows[request_id] = row
+                if session_id is None or row.session_id == session_id:
+                    rows.append(row)
+            return rows
+
+    def _selected(self, selection: PendingSelection) -> list[str]:
+        """The pending ids ``selection`` admits, in sequence order (under the lock)."""
+        sources: list[list[str]] = []
+        found: set[str] = set()
+        if selection.requester is not None:
+            sources.append(list(self._pending_by["requester"].get(selection.requester, ())))
+            found.update(sources[-1])
+        for pattern in selection.actions:
+            sources.append(self._matching(pattern, found))
+            found.update(sources[-1])
+        nonempty = [source for source in sources if source]
+        if len(nonempty) == 1:
+            return nonempty[0]  # one index's ids: in sequence order already
+        return sorted(found, key=self._pending_sequences.__getitem__)
+
+    def _matching(self, pattern: ActionPattern, found: set[str]) -> list[str]:
+        if pattern.kinds:
+            by_kind = self._pending_by["kind"]
+            kinds = [kind for kind in by_kind if any(fnmatchcase(kind, k) for k in pattern.kinds)]
+            if len(kinds) == 1:
+                candidates: list[str] = list(by_kind[kinds[0]])
+            else:  # several kinds' ids, merged back into sequence order
+                ids = [i for kind in kinds for i in by_kind[kind]]
+                candidates = sorted(ids, key=self._pending_sequences.__getitem__)
+            if not pattern.names and not pattern.risks:
+                return candidates
+        else:
+            candidates = list(self._pending)
+        matches = []
+        for request_id in candidates:
+            if request_id in found:
+                continue
+            facts = self._pending_facts[request_id]
+            if pattern.matches(facts.kind, facts.name, facts.risk):
+                matches.append(request_id)
+        return matches
+
+    def _index_keys(self, stored: StoredRequest, facts: RowFacts) -> list[tuple[str, str]]:
+        keys = [("session", stored.session_id), ("kind", facts.kind)]
+        if facts.requester is not None:
+            keys.append(("requester", facts.requester))
+        requester = stored.context.get("requester")
+        if isinstance(requester, str):
+            keys.append(("context", requester))
+        return keys
+
+    def _index_pending(self, stored: StoredRequest, sequence: int) -> None:
+        facts = RowFacts.of(stored.envelope, stored.context)
+        self._pending_facts[stored.request_id] = facts
+        self._pending_sequences[stored.request_id] = sequence
+        for index, value in self._index_keys(stored, facts):
+            self._pending_by[index].setdefault(value, {})[stored.request_id] = None
+
+    def _unindex_pending(self, stored: StoredRequest) -> None:
+        facts = self._pending_facts.pop(stored.request_id)
+        del self._pending_sequences[stored.request_id]
+        self._pending_rows.pop(stored.request_id, None)
+        for index, value in self._index_keys(stored, facts):
+            ids = self._pending_by[index][value]
+            del ids[stored.request_id]
+            if not ids:
+                del self._pending_by[index][value]
 
     def list_grants(
         self,
@@ -265,27 +368,83 @@ class InMemoryLedger(Ledger):
             del self._event_sequences[:cut]
             del self._events[:cut]
             if cut:
-                payload = compacted_audit(before_sequence, cut)
+                floor = min(before_sequence, self._last_sequence + 1)  # never past the events
+                payload = compacted_audit(floor, cut)
                 self._audit.append(next_audit_entry(self._tip(), "compacted", payload))
             return cut
 
+    def compact_history(self, policy: RetentionPolicy, *, now: float) -> CompactionReport:
+        with self._lock:
+            if keeps_all(policy, len(self._resolutions)):
+                return CompactionReport()
+            open_work = [w.request_id for w in self._resume_work.values() if w.state != "done"]
+            open_work += [
+                d.request_id for d in self._deliveries.values() if d.state in ("pending", "dead")
+            ]
+            plan = plan_compaction(self._contents(), open_work, policy, now=now)
+            if plan is None:
+                return CompactionReport()
+            for request_id in plan.removed:
+                for rows in (self._requests, self._resolutions, self._executions):
+                    rows.pop(request_id, None)
+                self._execution_entries.pop(request_id, None)
+                self._resume_work.pop(request_id, None)
+            for delivery_id, delivery in list(self._deliveries.items()):
+                # Deliveries still to be sent (or retried by hand) stay.
+                if delivery.request_id in plan.removed and delivery.state not in (
+                    "pending",
+                    "dead",
+                ):
+                    del self._deliveries[delivery_id]
+            for grant_id in plan.removed_grants:
+                del self._grants[grant_id]
+            self._compacted.update(plan.removed)
+            cut = bisect_left(self._event_sequences, plan.before_sequence)
+            del self._event_sequences[:cut]
+            del self._events[:cut]
+            for old in plan.carried:
+                entry = next_audit_entry(self._tip(), old.kind, old.payload)
+                self._audit.append(entry)
+                self._revouch(entry)
+            self._audit.append(next_audit_entry(self._tip(), "compacted", plan.checkpoint()))
+            self._audit = [entry for entry in self._audit if entry.index >= plan.cut]
+            return plan.report()
+
+    def _revouch(self, entry: AuditEntry) -> None:
+        """Point the row a carried ``entry`` vouches for at it (under the lock)."""
+        key = str(entry.payload.get("request_id"))
+        if entry.kind == "requested":
+            self._requests[key] = replace(self._requests[key], audit_index=entry.index)
+            self._pending_rows.pop(key, None)
+        elif entry.kind == "resolved":
+            self._resolutions[key] = replace(self._resolutions[key], audit_index=entry.index)
+        elif entry.kind == "granted":
+            grant_id = str(entry.payload.get("grant_id"))
+            self._grants[grant_id] = replace(self._grants[grant_id], audit_index=entry.index)
+        elif entry.kind == "execution":
+            self._execution_entries[key] = entry
+
     def contents(self) -> LedgerContents:
         with self._lock:
-            return LedgerContents(
-                requests=sorted(
-                    map(_copy_request, self._requests.values()),
-                    key=lambda stored: int(stored.envelope["sequence"]),
-                ),
-                resolutions=[
-                    _copy_resolution(self._resolutions[key]) for key in sorted(self._resolutions)
-                ],
-                grants=[_copy_grant(grant) for grant in self._grants.values()],
-                events=list(zip(self._event_sequences, _detached(self._events), strict=True)),
-                audit=[_copy_entry(entry) for entry in self._audit],
-                audit_tip=self._tip(),
-                last_sequence=self._last_sequence,
-                executions=[self._executions[key] for key in sorted(self._executions)],
-            )
+            return self._contents()
+
+    def _contents(self) -> LedgerContents:
+        """Every row and entry (the caller holds the lock)."""
+        return LedgerContents(
+            requests=sorted(
+                map(_copy_request, self._requests.values()),
+                key=lambda stored: int(stored.envelope["sequence"]),
+            ),
+            resolutions=[
+                _copy_resolution(self._resolutions[key]) for key in sorted(self._resolutions)
+            ],
+            grants=[_copy_grant(grant) for grant in self._grants.values()],
+            events=list(zip(self._event_sequences, _detached(self._events), strict=True)),
+            audit=[_copy_entry(entry) for entry in self._audit],
+            audit_tip=self._tip(),
+            last_sequence=self._last_sequence,
+            executions=[self._executions[key] for key in sorted(self._executions)],
+        )
 
     def append_audit(self, kind: AuditKind, payload: Mapping[str, Any]) -> AuditEntry:
         with self._lock:
@@ -295,7 +454,8 @@ class InMemoryLedger(Ledger):
 
     def audit_entries(self, *, after_index: int = -1, limit: int | None = None) -> list[AuditEntry]:
         with self._lock:
-            start = max(after_index + 1, 0)
+            first = self._audit[0].index if self._audit else 0  # retention removes a prefix
+            start = max(after_index + 1 - first, 0)
             stop = None if limit is None else start + max(limit, 0)
             return [_copy_entry(entry) for entry in self._audit[start:stop]]
 
@@ -391,6 +551,72 @@ class InMemoryLedger(Ledger):
             updated = change(self._resume_work.get(request_id))
             if updated is not None:
                 self._resume_work[request_id] = updated
+            return updated
+
+    # -- webhook deliveries --------------------------------------------------------
+
+    def _record_deliveries(self, notice: Any, request: StoredRequest) -> None:
+        """The deliveries the plan asks for with this write (under the lock)."""
+        if self.delivery_plan is None:
+            return
+        now = time.time()
+        for delivery in self.delivery_plan.deliveries(notice, request, now):
+            for earlier in list(self._deliveries.values()) if delivery.coalesce_key else ():
+                if coalesces(earlier, delivery, now):
+                    self._deliveries[earlier.delivery_id] = replace(
+                        earlier, state="coalesced", updated_at=now
+                    )
+            self._deliveries.setdefault(delivery.delivery_id, delivery)
+
+    def get_delivery(self, delivery_id: str) -> Delivery | None:
+        with self._lock:
+            return self._deliveries.get(delivery_id)
+
+    def list_deliveries(
+        self,
+        *,
+        states: tuple[DeliveryState, ...] = ("pending", "dead"),
+        request_id: str | None = None,
+        limit: int | None = None,
+    ) -> list[Delivery]:
+        with self._lock:
+            found = [
+                delivery
+                for delivery in self._deliveries.values()
+                if delivery.state in states and request_id in (None, delivery.request_id)
+            ]
+        found.sort(key=lambda delivery: (delivery.next_at, delivery.delivery_id))
+        return found if limit is None else found[: max(limit, 0)]
+
+    def claim_deliveries(
+        self,
+        holder: str,
+        *,
+        subscriptions: tuple[str, ...],
+        ttl: float,
+        now: float,
+        limit: int = 20,
+    ) -> list[Delivery]:
+        check_ttl(ttl)
+        with self._lock:
+            due = sorted(
+                (
+                    delivery
+                    for delivery in self._deliveries.values()
+                    if delivery.due(now) and delivery.subscription in subscriptions
+                ),
+                key=lambda delivery: (delivery.next_at, delivery.delivery_id),
+            )[: max(limit, 0)]
+            claimed = [replace(d, claimed_by=holder, claim_until=now + ttl) for d in due]
+            for delivery in claimed:
+                self._deliveries[delivery.delivery_id] = delivery
+            return claimed
+
+    def update_delivery(self, delivery_id: str, change: DeliveryChange) -> Delivery | None:
+        with self._lock:
+            updated = change(self._deliveries.get(delivery_id))
+            if updated is not None:
+                self._deliveries[delivery_id] = updated
             return updated
 
     # -- execution records ---------------------------------------------------------

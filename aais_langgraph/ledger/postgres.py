@@ -43,6 +43,7 @@ from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
 
 from . import _postgres_rows as db
+from . import deliveries as dl
 from . import executions as ex
 from . import resume_work as rw
 from ._counters import Counters, Cursor, Probe, Tip, sql_for
@@ -50,6 +51,7 @@ from ._postgres_server_counters import STAMP_FUNCTIONS, StampedCounters
 from ._records import request_fields
 from ._sql import SqlLedger
 from .base import ResolutionWrite, StoredRequest, StoredResolution
+from .retention import POSTGRES_COMPACTED_SCHEMA
 
 
 class PostgresLedger(SqlLedger):
@@ -118,6 +120,8 @@ class PostgresLedger(SqlLedger):
                 *db.SCHEMA,
                 *ex.POSTGRES_EXECUTIONS_SCHEMA,
                 *rw.POSTGRES_RESUME_WORK_SCHEMA,
+                *dl.POSTGRES_DELIVERIES_SCHEMA,
+                *POSTGRES_COMPACTED_SCHEMA,
                 *STAMP_FUNCTIONS,
             ):
                 cur.execute(statement)

@@ -19,10 +19,12 @@ from contextlib import closing, contextmanager
 from typing import Literal
 
 from . import _sqlite_rows as db
+from . import deliveries as dl
 from . import executions as ex
 from . import resume_work as rw
 from ._counters import Cursor, Tip
 from ._sql import SqlLedger
+from .retention import SQLITE_COMPACTED_SCHEMA
 
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
 
@@ -52,6 +54,7 @@ class SqliteLedger(SqlLedger):
 
     execution_subject = db.EXECUTION_SUBJECT
     requester_subject = db.REQUESTER_SUBJECT
+    selection_subjects = db.VIEW_SUBJECTS
 
     def __init__(
         self,
@@ -118,6 +121,8 @@ class SqliteLedger(SqlLedger):
                     *db.SCHEMA,
                     *ex.SQLITE_EXECUTIONS_SCHEMA,
                     *rw.SQLITE_RESUME_WORK_SCHEMA,
+                    *dl.SQLITE_DELIVERIES_SCHEMA,
+                    *SQLITE_COMPACTED_SCHEMA,
                 ):
                     cur.execute(statement)
                 cur.execute(

@@ -10,6 +10,7 @@ from .builders import (
     DEFAULT_CHOICES,
     DEFAULT_EXPIRY,
     build_decision,
+    build_decision_for_request,
     build_request,
     envelope_document,
     new_id,
@@ -35,6 +36,7 @@ from .ijson import (
     check_unique_keys,
     loads_strict,
 )
+from .notes import decision_note, note_of, with_note
 from .parsing import parse_envelope
 from .parts import (
     Action,
@@ -92,11 +94,13 @@ __all__ = [
     "Snapshot",
     "action_digest",
     "build_decision",
+    "build_decision_for_request",
     "build_request",
     "canonical_json",
     "check_ijson",
     "check_unique_keys",
     "decided_schema",
+    "decision_note",
     "envelope_document",
     "format_timestamp",
     "id_for",
@@ -104,9 +108,11 @@ __all__ = [
     "join_pointer",
     "loads_strict",
     "new_id",
+    "note_of",
     "parse_envelope",
     "parse_timestamp",
     "same_action",
     "sha256_digest",
     "utc_now",
+    "with_note",
 ]

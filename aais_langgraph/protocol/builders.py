@@ -142,8 +142,76 @@ def build_decision(
     stream: str | None = None,
     event_id: str | None = None,
 ) -> ApprovalDecided:
-    """Build an ``approval.decided`` envelope bound to ``requested`` by id and digest."""
+    """Build an ``approval.decided`` envelope bound to ``requested`` by id and digest.
+
+    ``requested`` is the whole ``approval.requested`` envelope (an interrupt's value,
+    ``metadata.aais`` of an AG-UI interrupt); for a request listed in a snapshot use
+    :func:`build_decision_for_request`. The other parameters are as there.
+    """
+    if isinstance(requested, Mapping) and "aais" not in requested and "action_digest" in requested:
+        raise AAISValidationError(
+            "/aais",
+            "Field required: this is a request, not an approval.requested envelope; "
+            "build its decision with build_decision_for_request",
+        )
     request = ApprovalRequested.from_data(requested).request
+    return _decided(
+        request, decision, actor, scope, decision_id, decided_at, sequence, stream, event_id
+    )
+
+
+def build_decision_for_request(
+    request: Request | Mapping[str, Any],
+    *,
+    decision: DecisionKind,
+    actor: Actor | Mapping[str, Any],
+    scope: Scope = "once",
+    decision_id: str | None = None,
+    decided_at: datetime | str | None = None,
+    sequence: int = 0,
+    stream: str | None = None,
+    event_id: str | None = None,
+) -> ApprovalDecided:
+    """Build an ``approval.decided`` envelope answering a request as a snapshot lists it.
+
+    ``request`` is one entry of ``snapshot.pending``: a :class:`Request` (from
+    ``pending_approvals(...).snapshot.pending`` or ``authority.snapshot()``) or its JSON
+    object (from ``GET /approvals/snapshot``). It is validated like any request (its
+    ``action_digest`` must match its ``action``); an error names the field, as
+    ``/request/<field>``, and never echoes a value.
+
+    - ``decision``, ``scope``: the answer, ``approve``/``deny``/``cancel`` and
+      ``once``/``session``/``persistent``; the authority resolves a pair the request
+      does not offer as ``invalid``.
+    - ``actor``: who decides; a served channel replaces it with its authenticated actor.
+    - ``decision_id``: default a fresh ``dec_...`` id; ``decided_at``: default now.
+    - ``sequence``, ``stream``, ``event_id``: the envelope header, as in
+      :func:`envelope_document`.
+    """
+    if isinstance(request, Mapping) and "request" in request and "action_digest" not in request:
+        raise AAISValidationError(
+            "/request",
+            "expected a request as a snapshot lists it, not an envelope; build the decision "
+            "of an approval.requested envelope with build_decision",
+        )
+    model = Request.from_data(request, pointer="/request")
+    return _decided(
+        model, decision, actor, scope, decision_id, decided_at, sequence, stream, event_id
+    )
+
+
+def _decided(
+    request: Request,
+    decision: DecisionKind,
+    actor: Actor | Mapping[str, Any],
+    scope: Scope,
+    decision_id: str | None,
+    decided_at: datetime | str | None,
+    sequence: int,
+    stream: str | None,
+    event_id: str | None,
+) -> ApprovalDecided:
+    """The ``approval.decided`` envelope bound to the validated ``request``."""
     _, moment = _moment(decided_at, "/decision/decided_at")
     body = {
         "id": decision_id or new_id("dec"),

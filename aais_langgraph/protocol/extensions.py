@@ -5,6 +5,8 @@ from __future__ import annotations
 __all__ = [
     "EXTENSION_NAMESPACE",
     "IN_REPLY_TO_EXTENSION",
+    "NOTE_EXTENSION",
+    "NOTE_MAX_LENGTH",
     "QUORUM_EXTENSION",
     "REQUESTER_EXTENSION",
     "RESOLVED_BY_EXTENSION",
@@ -33,3 +35,12 @@ QUORUM_EXTENSION = EXTENSION_NAMESPACE + "quorum"
 """Request extension of an action that needs several distinct approvers (SPEC §10: one
 request per approval needed, each bound to the same action digest): ``{"index": k,
 "of": n, "first_request_id": ..., "approved_by": [actor ids of approvals 1..k-1]}``."""
+
+NOTE_EXTENSION = EXTENSION_NAMESPACE + "note"
+"""Decision extension holding the reviewer's note (a string of 1 to
+:data:`NOTE_MAX_LENGTH` characters; AAIS 1.0 has no standard field for it). The
+authority checks it and copies it into the resolution's extensions, so it is recorded
+and audited with the resolution; a tool that opts in shows it to the model on a denial."""
+
+NOTE_MAX_LENGTH = 1000
+"""The longest reviewer note the authority records, in characters."""

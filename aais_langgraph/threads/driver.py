@@ -51,6 +51,7 @@ from ..gate.response import RejectedResumeError
 from ..gate.run_context import REQUESTER_KEY, find_authority
 from ..ledger import Lease, StoredRequest
 from ..ledger.resume_work import ResumeWork, attempt_change, settle_change
+from ..observability.traces import RESUME_SPAN, resumed_attributes, traced
 from ..protocol import Actor, ApprovalResolved, ApprovalSnapshot
 from ..protocol.extensions import EXTENSION_NAMESPACE
 from .answers import Answer, parse_answers, record_answers
@@ -174,6 +175,7 @@ class ThreadDriver:
         async with arun_lease(self.authority.ledger, thread_id, ttl=self.lease_ttl, wait=wait):
             yield LeasedThread(self.graph, driven, thread_id)
 
+    @traced(RESUME_SPAN, resumed_attributes)
     def drive(
         self,
         config: Mapping[str, Any] | None,
@@ -192,6 +194,7 @@ class ThreadDriver:
             self.settle_resumed(view, resume)
         return result
 
+    @traced(RESUME_SPAN, resumed_attributes)
     async def adrive(
         self,
         config: Mapping[str, Any] | None,
@@ -243,7 +246,12 @@ class ThreadDriver:
         its :data:`RESUMING_EXTENSION`; with ``viewer``, only what they may see
         (:func:`~.visibility.visible_snapshot`)."""
         snapshot = pending_snapshot(
-            self.authority, self.graph, session_id=session_id, now=now, reconcile=reconcile
+            self.authority,
+            self.graph,
+            session_id=session_id,
+            now=now,
+            reconcile=reconcile,
+            selection=self.authority.view_selection(viewer),
         )
         listed = with_resuming(snapshot, self.waiting_resumes(session_id=session_id))
         return visible_snapshot(self.authority, listed, viewer)
@@ -258,7 +266,12 @@ class ThreadDriver:
     ) -> ApprovalSnapshot:
         """Async twin of :meth:`pending_approvals`."""
         snapshot = await apending_snapshot(
-            self.authority, self.graph, session_id=session_id, now=now, reconcile=reconcile
+            self.authority,
+            self.graph,
+            session_id=session_id,
+            now=now,
+            reconcile=reconcile,
+            selection=self.authority.view_selection(viewer),
         )
         resuming = await asyncio.to_thread(self.waiting_resumes, session_id=session_id)
         listed = with_resuming(snapshot, resuming)

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from ..authority import ApprovalAuthority
-from ..ledger import PendingRow, StoredRequest
+from ..ledger import PendingRow, PendingSelection, StoredRequest
 from ..protocol import ApprovalSnapshot
 from .listing import Listing
 from .reconcile import (
@@ -33,6 +33,7 @@ def pending_snapshot(
     session_id: str | None = None,
     now: datetime | None = None,
     reconcile: bool = True,
+    selection: PendingSelection | None = None,
 ) -> ApprovalSnapshot:
     """``approval.snapshot`` of unexpired requests that are pending in the ledger *and*,
     when ``graph`` is given, still waited for by their thread
@@ -46,6 +47,9 @@ def pending_snapshot(
     read per thread that has any (``get_state`` only for a thread whose latest
     checkpoint lacks the request's interrupt), so this listing costs what is
     pending, not the history. ``now`` defaults to the authority's clock.
+    ``selection`` reads only the pending rows it admits (a superset of what one
+    viewer may see: :meth:`~aais_langgraph.authority.ApprovalAuthority.view_selection`);
+    the snapshot still holds every row read, for the caller's exact check to cut.
 
     With ``graph`` and ``reconcile`` (the default), the checkpointer is also read
     for runs paused on requests the ledger does not hold, or holds differently
@@ -58,7 +62,7 @@ def pending_snapshot(
     checkpointers are read in full once (cost follows their history), which
     ``reconcile=False`` skips, reporting nothing.
     """
-    listing = Listing.read(authority, session_id, now)
+    listing = Listing.read(authority, session_id, now, selection)
     if graph is None:
         return listing.snapshot(authority, session_id, None, [])
     saver = graph.checkpointer
@@ -82,9 +86,10 @@ async def apending_snapshot(
     session_id: str | None = None,
     now: datetime | None = None,
     reconcile: bool = True,
+    selection: PendingSelection | None = None,
 ) -> ApprovalSnapshot:
     """Async twin of :func:`pending_snapshot` (async checkpointers welcome)."""
-    listing = await asyncio.to_thread(Listing.read, authority, session_id, now)
+    listing = await asyncio.to_thread(Listing.read, authority, session_id, now, selection)
     if graph is None:
         return await asyncio.to_thread(listing.snapshot, authority, session_id, None, [])
     saver = graph.checkpointer

@@ -23,7 +23,7 @@ from weakref import WeakKeyDictionary
 
 from ..authority import ApprovalAuthority
 from ..authority.resolutions import snapshot_of
-from ..ledger import LedgerIntegrityError, PendingRow, StoredRequest
+from ..ledger import LedgerIntegrityError, PendingRow, PendingSelection, StoredRequest
 from ..protocol import AAISValidationError, ApprovalRequested, ApprovalSnapshot
 from .reconcile import INTEGRITY_ERRORS_EXTENSION, IntegrityProblem
 
@@ -31,6 +31,10 @@ __all__ = ["Listing"]
 
 _Vouched = ApprovalRequested | str
 """A row's validated envelope, or why the ledger does not vouch for it."""
+
+_MERGED_LIMIT = 50_000
+"""Rows remembered from partial listings (one session's, one viewer's) before what no
+listing of everything has pruned is forgotten: a bound, not a size to reach."""
 
 _LOCK = threading.Lock()
 _SEEN: WeakKeyDictionary[ApprovalAuthority, dict[PendingRow, _Vouched]] = WeakKeyDictionary()
@@ -62,34 +66,46 @@ class Listing:
 
     @classmethod
     def read(
-        cls, authority: ApprovalAuthority, session_id: str | None, now: datetime | None
+        cls,
+        authority: ApprovalAuthority,
+        session_id: str | None,
+        now: datetime | None,
+        selection: PendingSelection | None = None,
     ) -> Listing:
+        """The pending rows of ``session_id`` (None: all sessions) that ``selection``
+        admits (None: every row; a superset of what one viewer may see), as of ``now``."""
         as_of = authority.ledger.last_sequence()
         moment = now if now is not None else authority.clock()
+        whole = session_id is None and selection is None
         with _LOCK:
             seen = _SEEN.get(authority, {})
-        kept: dict[PendingRow, _Vouched] = {}
+        kept: dict[PendingRow, _Vouched] = {}  # a whole listing's rows; a part's new ones
         listing = cls(as_of, moment, [], {})
         # The indexed expiry column is the envelope's ``expires_at`` in epoch seconds.
         at = moment.timestamp()
-        for row in authority.ledger.list_pending_rows(session_id=session_id):
+        for row in authority.ledger.list_pending_rows(session_id=session_id, selection=selection):
             if row.expires_at is not None and at >= row.expires_at:
                 listing.expired[row.request_id] = row  # not shown, so not vouched for either
                 continue
             found = seen.get(row)
             if found is None:
-                found = _vouch(authority, row)
-            kept[row] = found
+                found = kept[row] = _vouch(authority, row)
+            elif whole:
+                kept[row] = found
             if isinstance(found, str):
                 listing.refused.append(IntegrityProblem(row.thread_id or "", row.request_id, found))
             elif row.expires_at is not None or moment < authority.expiry_of(found.request):
                 listing.rows.append(row)
                 listing.requests[row.request_id] = found
         with _LOCK:
-            if session_id is None:  # all that is pending: forget the rows resolved since
-                _SEEN[authority] = kept
-            else:  # one session's: keep what the others' listings worked out
-                _SEEN[authority] = {**_SEEN.get(authority, {}), **kept}
+            if whole:
+                _SEEN[authority] = kept  # all that is pending: forget the rows resolved since
+            elif kept:  # a part: add what it worked out to what the others did, within a bound
+                current = _SEEN.setdefault(authority, {})
+                if len(current) + len(kept) > _MERGED_LIMIT:
+                    _SEEN[authority] = kept
+                else:
+                    current.update(kept)
         return listing
 
     def refused_ids(self) -> set[str]:

@@ -18,11 +18,15 @@ not visible is left out entirely: no id, no count, no placeholder.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from ..authority import AllowAuthenticated, ApprovalAuthority, Principal
+from ..authority.authorization import is_deterministic
 from ..authority.resolutions import UNKNOWN_EXECUTIONS_EXTENSION
 from ..protocol import ApprovalSnapshot, Request
 
@@ -42,16 +46,20 @@ def _trusted(authority: ApprovalAuthority, viewer: Principal | None) -> bool:
 def visible_snapshot(
     authority: ApprovalAuthority, snapshot: ApprovalSnapshot, viewer: Principal | None
 ) -> ApprovalSnapshot:
-    """``snapshot`` with only what ``viewer`` may see (unchanged for a trusted caller)."""
+    """``snapshot`` with only what ``viewer`` may see (unchanged for a trusted caller).
+
+    With a deterministic authorizer (``deterministic = True``: see
+    :class:`~aais_langgraph.authority.Authorizer`) each request's answer is remembered per
+    viewer, for the requests of their last listing."""
     if _trusted(authority, viewer):
         return snapshot
     assert viewer is not None
-    pending = [
-        request for request in snapshot.snapshot.pending if _may_view(authority, viewer, request)
-    ]
-    shown = {request.id for request in pending}
+    pending = _visible_requests(authority, viewer, snapshot.snapshot.pending)
+    if pending is snapshot.snapshot.pending and not snapshot.extensions:
+        return snapshot  # all of it is visible: nothing to cut
     extensions: dict[str, Any] | None = None
     if snapshot.extensions:
+        shown = {request.id for request in pending}
         extensions = {}
         for key, value in snapshot.extensions.items():
             if isinstance(value, list):
@@ -73,6 +81,59 @@ def visible_snapshot(
 def _may_view(authority: ApprovalAuthority, viewer: Principal, request: Request) -> bool:
     # The requester travels on the request (the authority adds it from the context).
     return authority.permits(viewer, "view", authority.request_resource(request)).allowed
+
+
+_ViewerKey = tuple[object, str, frozenset[str]]
+"""An authorizer and a viewer's id and groups: what its answers depend on."""
+
+_VIEWERS = 256
+"""Viewers whose answers are remembered per authority (the least recent forgotten)."""
+
+
+@dataclass
+class _Answers:
+    """One viewer's answers for the requests of their last listing (by id, in order)."""
+
+    ids: list[str]
+    visible: dict[str, bool]
+    everything: bool
+    """Whether they may view every one of them."""
+
+
+_LOCK = threading.Lock()
+_ANSWERS: WeakKeyDictionary[ApprovalAuthority, OrderedDict[_ViewerKey, _Answers]] = (
+    WeakKeyDictionary()
+)
+
+
+def _visible_requests(
+    authority: ApprovalAuthority, viewer: Principal, pending: list[Request]
+) -> list[Request]:
+    if not is_deterministic(authority.authorizer):
+        return [request for request in pending if _may_view(authority, viewer, request)]
+    key: _ViewerKey = (authority.authorizer, viewer.id, viewer.groups)
+    with _LOCK:
+        viewers = _ANSWERS.setdefault(authority, OrderedDict())
+        last = viewers.get(key)
+    # A request's id names one vouched envelope, so its answer cannot change.
+    ids = [request.id for request in pending]
+    answers = last
+    if last is None or last.ids != ids:  # the listing changed: ask about what is new
+        known = {} if last is None else last.visible
+        visible: dict[str, bool] = {}
+        for request_id, request in zip(ids, pending, strict=True):
+            found = known.get(request_id)
+            visible[request_id] = _may_view(authority, viewer, request) if found is None else found
+        answers = _Answers(ids, visible, all(visible.values()))
+    assert answers is not None
+    with _LOCK:
+        viewers[key] = answers  # only this listing's requests: bounded by what is pending
+        viewers.move_to_end(key)
+        while len(viewers) > _VIEWERS:
+            viewers.popitem(last=False)
+    if answers.everything:
+        return pending
+    return [request for request in pending if answers.visible[request.id]]
 
 
 class EventFilter:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..protocol.notes import NOTE_EXTENSION, NOTE_MAX_LENGTH, note_of, with_note
 from .call_gate import (
     EDIT_EXTENSION,
     EDITABLE_EXTENSION,
@@ -15,6 +16,7 @@ from .call_gate import (
     ToolCallGate,
 )
 from .config import (
+    STOP_LABEL,
     InterruptOn,
     SessionScopeDeriver,
     ToolApprovalConfig,
@@ -26,6 +28,14 @@ from .declared import ACTION_KIND, TOOL_ACTION_METADATA, ToolAction
 from .describe import describe_tool_call
 from .edits import aedit_tool_call, edit_tool_call
 from .messages import EDIT_NOTICE
+from .page_tools import (
+    PAGE_BINDING_KEY,
+    PAGE_TOOL_EXTENSION,
+    PageBinding,
+    PageToolGate,
+    page_tool_arguments,
+    registry_revision,
+)
 from .tool_node import ApprovalToolNode, pending_tool_calls, route_tool_calls, tool_call_router
 
 if TYPE_CHECKING:
@@ -36,11 +46,18 @@ __all__ = [
     "EDITABLE_EXTENSION",
     "EDIT_EXTENSION",
     "EDIT_NOTICE",
+    "NOTE_EXTENSION",
+    "NOTE_MAX_LENGTH",
+    "PAGE_BINDING_KEY",
+    "PAGE_TOOL_EXTENSION",
+    "STOP_LABEL",
     "TOOL_ACTION_METADATA",
     "TOOL_CALL_ID_EXTENSION",
     "ApprovalMiddleware",
     "ApprovalToolNode",
     "InterruptOn",
+    "PageBinding",
+    "PageToolGate",
     "SessionScopeDeriver",
     "ToolAction",
     "ToolApprovalConfig",
@@ -51,9 +68,13 @@ __all__ = [
     "command_session_scope",
     "describe_tool_call",
     "edit_tool_call",
+    "note_of",
+    "page_tool_arguments",
     "pending_tool_calls",
+    "registry_revision",
     "route_tool_calls",
     "tool_call_router",
+    "with_note",
 ]
 
 

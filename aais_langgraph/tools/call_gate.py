@@ -10,8 +10,9 @@ each step is idempotent:
    Otherwise ``when`` is asked once, policy and grants are consulted, and a
    request carrying the exact arguments is stored before anyone can see it.
 2. :func:`~aais_langgraph.gate.request_approval` pauses until it resolves.
-3. A cancellation that an edit superseded continues with the edited request,
-   which needs its own approval (see :mod:`.edits`).
+3. A cancellation that an edit superseded continues with the edited request:
+   approved by the editor in the same action, or waiting for its own approval
+   (see :mod:`.edits`).
 4. Only an approval whose digest equals the digest of the call about to run,
    recomputed right before it runs (arguments, and the kind and resource the
    tool declares, see :mod:`.declared`), executes it; every other outcome returns an
@@ -46,6 +47,7 @@ from ..protocol import (
 from ..protocol.builders import DEFAULT_RISK
 from ..protocol.extensions import EXTENSION_NAMESPACE, REQUESTER_EXTENSION
 from ..protocol.extensions import TOOL_CALL_ID_EXTENSION as TOOL_CALL_ID_EXTENSION
+from ..protocol.notes import note_of
 from .config import ToolCallDescriber, ToolRule, offered_for
 from .declared import declared_action, declares_same
 from .describe import summary_for
@@ -98,6 +100,42 @@ def requester_extension(requester: str | None) -> dict[str, Any]:
     return {REQUESTER_EXTENSION: {"id": requester}} if requester else {}
 
 
+def call_key(request: ToolCallRequest, coordinates: RunCoordinates) -> str:
+    """The stable key of a gated call: its id, or, for a call the model sent with an empty
+    id, its place in the model's message (``<message id>#<index>``), or failing that its task.
+
+    The key matches the requests raised for one call across resumes and state edits; a
+    call without any id (None) cannot have its result matched to it and is refused.
+    """
+    call = request.tool_call
+    call_id = call.get("id")
+    if call_id is None:
+        raise ValueError(
+            f"Tool call `{call['name']}` has no ID, so its approval and its result can't be "
+            "matched to it. Make sure the chat model returns tool call IDs."
+        )
+    if call_id:
+        return call_id
+    state = request.state
+    messages = state.get("messages") if isinstance(state, Mapping) else None
+    for message in reversed(messages or []):
+        calls = getattr(message, "tool_calls", None)
+        if not calls:
+            continue
+        same = [
+            index
+            for index, other in enumerate(calls)
+            if not other.get("id")
+            and other["name"] == call["name"]
+            and other["args"] == call["args"]
+        ]
+        if len(same) == 1 and getattr(message, "id", None):
+            return f"{message.id}#{same[0]}"
+        break
+    # Identical calls without ids in one message: only their tasks tell them apart.
+    return f"task:{coordinates.checkpoint_ns}"
+
+
 class ToolCallGate:
     """Asks for approval of gated tool calls and runs only approved ones."""
 
@@ -147,7 +185,7 @@ class ToolCallGate:
                     asked = peek_coordinates().request_id
         except ExecutionUnknownError as unknown:
             return not_run_message(request.tool_call, "unknown", unknown.request_id)
-        checked = self._checked(request, gated, resolved)
+        checked = self._checked(request, gated, resolved, rule)
         if isinstance(checked, ToolMessage):
             return checked
         key = key_of(asked, resolved)
@@ -180,7 +218,7 @@ class ToolCallGate:
                     asked = peek_coordinates().request_id
         except ExecutionUnknownError as unknown:
             return not_run_message(request.tool_call, "unknown", unknown.request_id)
-        checked = self._checked(request, gated, resolved)
+        checked = self._checked(request, gated, resolved, rule)
         if isinstance(checked, ToolMessage):
             return checked
         key = key_of(asked, resolved)
@@ -199,13 +237,8 @@ class ToolCallGate:
     ) -> GatedCall | None:
         """The call's standing at the gate; None when ``when`` lets it run ungated."""
         call = request.tool_call
-        call_id = call.get("id")
-        if not call_id:
-            raise ValueError(
-                f"tool call to {call['name']!r}: a gated call needs an id so its approval "
-                "and its result can be matched to it"
-            )
         coordinates = peek_coordinates()
+        call_id = call_key(request, coordinates)
         stored = authority.get_stored_request(coordinates.request_id)
         if stored is not None:
             # The request stands as raised: its summary, and no second opinion from `when`.
@@ -252,7 +285,7 @@ class ToolCallGate:
             request_id=coordinates.request_id,
             created_at=authority.clock(),
             extensions={
-                TOOL_CALL_ID_EXTENSION: call_id,
+                TOOL_CALL_ID_EXTENSION: call["id"],  # as the model sent it, to pair the result
                 EDITABLE_EXTENSION: rule.editable,
                 **requester_extension(coordinates.requester),
                 **({} if quorum is None else quorum.extension()),
@@ -290,7 +323,7 @@ class ToolCallGate:
 
     @staticmethod
     def _checked(
-        request: ToolCallRequest, gated: GatedCall, resolved: ApprovalResolved
+        request: ToolCallRequest, gated: GatedCall, resolved: ApprovalResolved, rule: ToolRule
     ) -> ToolCallRequest | ToolMessage:
         """Time of use: the call to run, with exactly the approved name and arguments."""
         call = request.tool_call
@@ -298,7 +331,8 @@ class ToolCallGate:
         if state is not None:
             return not_run_message(call, state, resolved.resolution.request_id, resolved)
         if not resolved.approved:
-            return refusal_message(call, resolved)
+            note = note_of(resolved) if rule.reviewer_note else None
+            return refusal_message(call, resolved, note=note)
         arguments = gated.action.to_json()["arguments"]  # a fresh copy nobody else holds
         current = Action.from_data({**gated.action.to_json(), "arguments": arguments})
         if (

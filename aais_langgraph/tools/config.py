@@ -20,8 +20,9 @@ from ..protocol import AAISValidationError, Action, Choice, Presentation, Risk, 
 if TYPE_CHECKING:
     from langgraph.prebuilt.tool_node import ToolCallRequest
 
-ToolCallDescriber = Callable[["ToolCallRequest"], str]
-"""Makes the ``action.summary`` a human reads: given the tool call request, return text."""
+ToolCallDescriber = Callable[..., str]
+"""Makes the ``action.summary`` a human reads: given the tool call request, return text.
+A HumanInTheLoopMiddleware describer, ``(tool_call, state, runtime)``, works as it is."""
 
 ToolCallPredicate = Callable[["ToolCallRequest"], bool]
 """``when``: True to ask a human about this call, False to let it run ungated."""
@@ -31,6 +32,13 @@ SessionScopeDeriver = Callable[["ToolCallRequest"], Union[Mapping[str, Any], Non
 session* choice offered for it, or None to offer none (see :func:`command_session_scope`)."""
 
 AllowedDecision = Literal["approve", "reject", "edit"]
+
+ALL_DECISIONS: tuple[AllowedDecision, ...] = ("approve", "edit", "reject")
+"""What ``True`` allows, and the default of a config without ``allowed_decisions``."""
+
+STOP_LABEL = "Cancel: do not run this call"
+"""Label of the cancel choice offered when ``allowed_decisions`` has no ``reject``
+(AAIS requires every request to offer a deny or cancel choice)."""
 
 _RISK_LEVELS = ("low", "medium", "high", "critical")
 _KNOWN_KEYS = frozenset(
@@ -44,6 +52,7 @@ _KNOWN_KEYS = frozenset(
         "when",
         "presentation",
         "idempotent",
+        "reviewer_note",
         "args_schema",  # accepted for HumanInTheLoopMiddleware configs; unused there too
     }
 )
@@ -52,11 +61,14 @@ _KNOWN_KEYS = frozenset(
 class ToolApprovalConfig(TypedDict, total=False):
     """Approval settings for one tool (every key optional).
 
-    - ``allowed_decisions``: subset of ``"approve"``, ``"reject"``, ``"edit"``
-      (HumanInTheLoopMiddleware's names; ``"respond"`` has no AAIS meaning and is
-      refused). ``approve`` offers *approve once*, ``reject`` offers *deny*, ``edit``
-      lets a reviewer supersede the call with edited arguments (see
-      :func:`~aais_langgraph.tools.edit_tool_call`). Default: all three.
+    - ``allowed_decisions``: a non-empty subset of ``"approve"``, ``"reject"``,
+      ``"edit"`` (HumanInTheLoopMiddleware's names; ``"respond"`` has no AAIS meaning
+      and is refused). ``approve`` offers *approve once*, ``reject`` offers *deny*,
+      ``edit`` lets a reviewer run the call with edited arguments in one action (see
+      :func:`~aais_langgraph.tools.edit_tool_call`). An AAIS request always lets the
+      reviewer stop the call: without ``reject`` it offers a *cancel* choice instead
+      (labelled :data:`STOP_LABEL`), which resolves ``cancelled`` and runs nothing.
+      Default: all three.
     - ``choices``: the exact AAIS choices to offer, replacing those derived from
       ``allowed_decisions`` (must include a deny or cancel).
     - ``session_scope``: scope constraints for an extra *approve for this session*
@@ -79,6 +91,11 @@ class ToolApprovalConfig(TypedDict, total=False):
       because it deduplicates on :func:`~aais_langgraph.gate.approval_key`. After a
       crash while it ran, it is run again; by default (False) it is not, and the
       model is told its outcome is unknown.
+    - ``reviewer_note``: True to pass a reviewer's note on a denial to the model in
+      the denial ``ToolMessage`` (HumanInTheLoopMiddleware's reject ``message``). The
+      note travels in the decision (:func:`~aais_langgraph.protocol.with_note`), bounded to
+      :data:`~aais_langgraph.protocol.extensions.NOTE_MAX_LENGTH` characters, and is
+      recorded in the resolution; by default (False) the model gets the fixed text.
     - ``args_schema``: accepted and ignored, as HumanInTheLoopMiddleware does.
     """
 
@@ -91,6 +108,7 @@ class ToolApprovalConfig(TypedDict, total=False):
     when: ToolCallPredicate
     presentation: Presentation | Mapping[str, Any]
     idempotent: bool
+    reviewer_note: bool
     args_schema: Mapping[str, Any]
 
 
@@ -111,6 +129,7 @@ class ToolRule:
     presentation: Presentation | None = None
     session_scope: SessionScopeDeriver | None = None
     idempotent: bool = False
+    reviewer_note: bool = False
 
     def choices_for(self, request: ToolCallRequest, action: Action) -> tuple[Choice, ...] | None:
         """The choices to offer for this call (None: leave them to the policy).
@@ -214,13 +233,15 @@ def _expiry(tool: str, value: Any) -> timedelta:
 
 def _choices(tool: str, config: Mapping[str, Any]) -> tuple[tuple[Choice, ...] | None, bool]:
     """The offered choices (None: leave them to the policy) and whether edits are allowed."""
-    allowed = list(config.get("allowed_decisions", ("approve", "reject", "edit")))
-    unknown = sorted(set(allowed) - {"approve", "reject", "edit"})
+    allowed = list(config.get("allowed_decisions", ALL_DECISIONS))
+    unknown = sorted(set(allowed) - set(ALL_DECISIONS))
     if unknown:
         raise ValueError(
             f"interrupt_on[{tool!r}].allowed_decisions: unsupported {unknown}; AAIS offers "
             "approve and deny (reject), and edits supersede the request"
         )
+    if not allowed:
+        raise ValueError(f"interrupt_on[{tool!r}].allowed_decisions: name at least one decision")
     if not {"allowed_decisions", "choices", "session_scope"} & set(config):
         return None, True
     if "choices" in config:
@@ -241,6 +262,8 @@ def _choices(tool: str, config: Mapping[str, Any]) -> tuple[tuple[Choice, ...] |
             )
         if "reject" in allowed:
             choices.append(Choice(decision="deny", scope="once", label="Deny"))
+        else:
+            choices.append(Choice(decision="cancel", scope="once", label=STOP_LABEL))
     if not any(choice.decision in ("deny", "cancel") for choice in choices):
         raise ValueError(f"interrupt_on[{tool!r}]: the choices must offer deny or cancel")
     return tuple(choices), "edit" in allowed
@@ -262,8 +285,10 @@ def rule_for(tool: str, entry: bool | Mapping[str, Any]) -> ToolRule | None:
             raise ValueError(f"interrupt_on[{tool!r}].{key}: expected a callable")
     scope = config.get("session_scope")
     idempotent = config.get("idempotent", False)
-    if not isinstance(idempotent, bool):
-        raise ValueError(f"interrupt_on[{tool!r}].idempotent: expected True or False")
+    reviewer_note = config.get("reviewer_note", False)
+    for key, flag in (("idempotent", idempotent), ("reviewer_note", reviewer_note)):
+        if not isinstance(flag, bool):
+            raise ValueError(f"interrupt_on[{tool!r}].{key}: expected True or False")
     try:
         choices, editable = _choices(tool, config)
         risk = _risk(tool, config["risk"]) if "risk" in config else None
@@ -287,7 +312,22 @@ def rule_for(tool: str, entry: bool | Mapping[str, Any]) -> ToolRule | None:
         presentation=presentation,
         session_scope=None if isinstance(scope, Mapping) else scope,
         idempotent=idempotent,
+        reviewer_note=reviewer_note,
     )
+
+
+def normalised(interrupt_on: InterruptOn) -> dict[str, dict[str, Any]]:
+    """``interrupt_on`` as HumanInTheLoopMiddleware normalises it: gated tools only, each
+    a config with its ``allowed_decisions`` spelled out (``True``: all three)."""
+    shown: dict[str, dict[str, Any]] = {}
+    for tool, entry in interrupt_on.items():
+        if entry is False:
+            continue
+        config: dict[str, Any] = {} if entry is True else dict(entry)
+        allowed = config.get("allowed_decisions", ALL_DECISIONS)
+        config["allowed_decisions"] = list(allowed)
+        shown[tool] = config
+    return shown
 
 
 def rules_from(interrupt_on: InterruptOn) -> dict[str, ToolRule]:

@@ -1,39 +1,48 @@
 """Edits by supersession: AAIS has no approve-with-edits, so an edit replaces the request.
 
-The answer format is a call, not a resume value::
+One reviewer action edits and approves (HumanInTheLoopMiddleware's ``edit``)::
 
-    successor = edit_tool_call(graph, config, request_id, {"to": "bob@example.com"},
-                               actor=reviewer, action_digest=shown_digest)
-    resume_with_decisions(graph, config,
-                          build_decision(successor, decision="approve", actor=reviewer),
-                          actor=reviewer)
+    edit_tool_call(graph, config, request_id, {"to": "bob@example.com"},
+                   actor=reviewer, action_digest=shown_digest)
 
 Under the thread's run lease, :func:`edit_tool_call`:
 
 1. checks the request is a pending tool-call request of this thread, still
    paused in the graph, that offered edits (and, if ``action_digest`` is given,
-   that it is the action the editor saw);
+   that it is the action the editor saw), and that the editor may cancel it and
+   (with ``approve``, the default) approve its successor, before anything changes;
 2. cancels it (``cancelled``, "Superseded by an edited request.");
 3. stores the successor request: same tool, origin, risk and choices, the edited
    arguments (so a new digest), a fresh expiry of the same length, and the
    extension ``aais-langgraph.org/edit`` = ``{"supersedes", "edited_by"}``;
-4. resumes the run, which pauses again on the successor.
+4. with ``approve``, records the editor's *approve once* of the successor (an
+   ordinary decision: judged, authorized and audited as any other);
+5. resumes the run, which runs the edited call (or, with ``approve=False``, pauses
+   on the successor until someone approves it).
 
-The original call never runs; the edited one runs only once the successor is
-approved, through the same digest checks as any call. Replaying the same edit
-returns the same successor; a different edit of a superseded request is refused.
+The original call never runs; the edited one runs only through the same digest
+checks as any call. Replaying the same edit returns the same successor; a
+different edit of a superseded request is refused.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
 from ..authority import DEFAULT_LEASE_TTL, ApprovalAuthority, UnknownRequestError
-from ..authority.authorization import requester_of
+from ..authority.authorization import (
+    ForbiddenError,
+    Principal,
+    as_principal,
+    checked_principal,
+    requester_of,
+)
 from ..gate.run_context import RunCoordinates, find_authority
 from ..ledger import StoredRequest
 from ..protocol import (
@@ -41,12 +50,15 @@ from ..protocol import (
     Action,
     Actor,
     ApprovalRequested,
+    Choice,
+    Request,
+    build_decision,
     build_request,
     canonical_json,
     parse_timestamp,
     same_action,
 )
-from ..threads.driver import adrive, drive
+from ..threads.driver import ThreadDriver
 from ..threads.runs import DEFAULT_LEASE_WAIT, thread_of
 from ..threads.views import ThreadView
 from .call_gate import (
@@ -88,17 +100,51 @@ def _successor_coordinates(stored: StoredRequest) -> RunCoordinates:
     )
 
 
+def _successor_choices(original: Request, action: Action) -> list[Choice]:
+    """The successor's choices: the original's that cover the edited action, plus *approve
+    once* when the original offered no approval (edits were its only way to run)."""
+    choices = list(offered_for(original.choices, action))
+    if not any(choice.decision == "approve" for choice in choices):
+        choices.insert(0, Choice(decision="approve", scope="once", label="Approve once"))
+    return choices
+
+
+def _may_approve(
+    authority: ApprovalAuthority, editor: Principal, thread_id: str, successor: Request
+) -> None:
+    """Refuse (before anything changes) an editor who may not approve the successor."""
+    principal = checked_principal(editor)
+    if principal is None:
+        return
+    resource = replace(
+        authority.request_resource(successor, decision="approve"), thread_id=thread_id
+    )
+    permission = authority.permits(principal, "decide", resource)
+    if not permission.allowed:
+        raise ForbiddenError("decide", permission.reason)
+
+
+def _approve(authority: ApprovalAuthority, successor: ApprovalRequested, editor: Principal) -> None:
+    """Record the editor's *approve once* of the successor, unless it already resolved."""
+    if authority.get_resolution(successor.request.id) is not None:
+        return
+    decided = build_decision(successor, decision="approve", scope="once", actor=editor.actor)
+    authority.decide(decided, actor=editor)
+
+
 def _supersede(
     authority: ApprovalAuthority,
     thread_id: str,
     request_id: str,
     arguments: Mapping[str, Any],
-    editor: Actor,
+    editor: Principal,
     shown_digest: str | None,
     summary: str | None,
     interrupts: Mapping[str, str],
+    approve: bool,
 ) -> tuple[ApprovalRequested, dict[str, Any]]:
-    """Cancel the request and store its successor; returns it and the resume map."""
+    """Cancel the request, store its successor and (``approve``) approve it; returns the
+    successor and the resume map."""
     stored = _editable(authority, thread_id, request_id)
     original = ApprovalRequested.from_data(stored.envelope).request
     if shown_digest is not None and not same_action(original.action_digest, shown_digest):
@@ -119,6 +165,9 @@ def _supersede(
         successor = ApprovalRequested.from_data(existing.envelope)
         if canonical_json(successor.request.action.arguments) != canonical_json(action.arguments):
             raise AAISValidationError("/request_id", "already superseded by a different edit")
+        if approve:
+            _may_approve(authority, editor, thread_id, successor.request)
+            _approve(authority, successor, editor)
         return successor, {}
     recorded = authority.get_resolution(request_id)
     if recorded is not None:
@@ -128,44 +177,52 @@ def _supersede(
     interrupt_id = interrupts.get(request_id)
     if interrupt_id is None:
         raise AAISValidationError("/request_id", "the call is no longer waiting in this thread")
-    cancelled = authority.cancel(request_id, reason=EDIT_REASON, actor=editor)
-    if cancelled.resolution.outcome != "cancelled":
-        raise AAISValidationError("/request_id", "resolved before the edit could supersede it")
     lifetime = (
         parse_timestamp(original.expires_at) - parse_timestamp(original.created_at)
         if original.expires_at is not None
         else authority.default_expiry
     )
     tool_call_id = str((original.extensions or {})[TOOL_CALL_ID_EXTENSION])
+    # The call's stable key (its id, or its place for a call sent with an empty id).
+    call_key = str(stored.context.get("tool_call_id", tool_call_id))
     requester = requester_of(original) or stored.context.get("requester")
     requester = requester if isinstance(requester, str) else None
     requested = build_request(
         action,
         origin=original.origin,
         risk=original.risk,
-        choices=offered_for(original.choices, action),
+        choices=_successor_choices(original, action),
         request_id=coordinates.request_id,
         created_at=authority.clock(),
         expires_in=max(lifetime, timedelta(seconds=1)),
         extensions={
             TOOL_CALL_ID_EXTENSION: tool_call_id,
             EDITABLE_EXTENSION: True,
-            EDIT_EXTENSION: {"supersedes": request_id, "edited_by": editor.to_json()},
+            EDIT_EXTENSION: {"supersedes": request_id, "edited_by": editor.actor.to_json()},
             # The edited call is still the run's: it keeps its requester.
             **requester_extension(requester),
         },
     )
+    # Every refusal comes before anything changes: the original stays answerable.
+    authority.require(editor, "cancel", request_id, decision="cancel")
+    if approve:
+        _may_approve(authority, editor, thread_id, requested.request)
+    cancelled = authority.cancel(request_id, reason=EDIT_REASON, actor=editor)
+    if cancelled.resolution.outcome != "cancelled":
+        raise AAISValidationError("/request_id", "resolved before the edit could supersede it")
     successor = authority.add(
         requested,
         thread_id=thread_id,
         context=request_context(
             coordinates,
-            tool_call_id,
+            call_key,
             supersedes=request_id,
-            edited_by=editor.id,
+            edited_by=editor.actor.id,
             **({"requester": requester} if requester else {}),
         ),
     )
+    if approve:
+        _approve(authority, successor, editor)
     return successor, {interrupt_id: cancelled.to_json()}
 
 
@@ -174,11 +231,12 @@ def _edit_plan(
     thread_id: str,
     request_id: str,
     arguments: Mapping[str, Any],
-    actor: Actor | Mapping[str, Any],
+    actor: Principal | Actor | Mapping[str, Any],
     shown_digest: str | None,
     summary: str | None,
+    approve: bool,
 ) -> Callable[[ThreadView], tuple[dict[str, Any], ApprovalRequested]]:
-    editor = Actor.from_data(actor, pointer="/actor")
+    editor = as_principal(actor)
 
     def plan(view: ThreadView) -> tuple[dict[str, Any], ApprovalRequested]:
         successor, resume = _supersede(
@@ -190,10 +248,23 @@ def _edit_plan(
             shown_digest,
             summary,
             view.interrupts,
+            approve,
         )
         return resume, successor
 
     return plan
+
+
+def _recorded(
+    authority: ApprovalAuthority, successor: ApprovalRequested, view: ThreadView
+) -> dict[str, Any]:
+    """The resume map handing the paused successor its recorded resolution (empty if it
+    is not waiting or not resolved)."""
+    interrupt_id = view.interrupts.get(successor.request.id)
+    recorded = authority.get_resolution(successor.request.id)
+    if interrupt_id is None or recorded is None:
+        return {}
+    return {interrupt_id: recorded.to_json()}
 
 
 def edit_tool_call(
@@ -202,32 +273,61 @@ def edit_tool_call(
     request_id: str,
     arguments: Mapping[str, Any],
     *,
-    actor: Actor | Mapping[str, Any],
+    actor: Principal | Actor | Mapping[str, Any],
     authority: ApprovalAuthority | None = None,
     action_digest: str | None = None,
     summary: str | None = None,
+    approve: bool = True,
     context: Any = None,
     lease_ttl: float = DEFAULT_LEASE_TTL,
     lease_wait: float = DEFAULT_LEASE_WAIT,
 ) -> ApprovalRequested:
-    """Supersede a paused tool call with edited ``arguments``; returns the new request.
+    """Run a paused tool call with edited ``arguments``, in one reviewer action.
 
-    ``actor`` is the authenticated editor, recorded on the successor.
-    ``action_digest`` (recommended) is the digest the editor was shown; a
-    mismatch refuses the edit. ``summary`` replaces the default summary of the
-    edited call. Raises :class:`~aais_langgraph.AAISValidationError` (value-free)
-    when the request cannot be edited; nothing changes then.
+    Supersedes the request with one for the edited call and, with ``approve``, approves
+    that one as ``actor``; then resumes the run, which runs the edited call. Returns the
+    successor request. An approval the policy objects to is not recorded: the successor
+    then waits, pending, like any request.
+
+    Args:
+        graph: The compiled graph whose thread is paused on the call.
+        config: The run config naming the thread.
+        request_id: The pending tool-call request to edit.
+        arguments: The edited arguments (all of them; they replace the model's).
+        actor: The authenticated editor (a principal, an actor, or its JSON), recorded
+            on the successor and as the approver; authorization applies to both the
+            cancel of the original and the approval of the successor.
+        authority: The approval authority (default: found in ``config`` or ``context``).
+        action_digest: The digest the editor was shown (recommended); a mismatch
+            refuses the edit.
+        summary: Replaces the default summary of the edited call.
+        approve: False to only propose the edit: the successor then waits for its own
+            approval, by anyone who may give it.
+        context: The runtime context passed to the graph.
+        lease_ttl: Seconds the thread's run lease lives without renewal.
+        lease_wait: Seconds to wait for another holder of the lease.
+
+    Raises :class:`~aais_langgraph.AAISValidationError` (value-free) when the request
+    cannot be edited and :class:`~aais_langgraph.authority.ForbiddenError` when the
+    editor may not do it; nothing changes then.
     """
     found = find_authority(authority, config, context=context)
-    return drive(
-        graph,
-        config,
-        _edit_plan(found, thread_of(config), request_id, arguments, actor, action_digest, summary),
-        authority=found,
-        context=context,
-        lease_ttl=lease_ttl,
-        lease_wait=lease_wait,
+    plan = _edit_plan(
+        found, thread_of(config), request_id, arguments, actor, action_digest, summary, approve
     )
+    driver = ThreadDriver(graph, found, lease_ttl=lease_ttl, lease_wait=lease_wait)
+    with driver.leased(config) as thread:
+        view = thread.view()
+        resume, successor = plan(view)
+        thread.resume(resume, context)
+        driver.settle_resumed(view, resume)
+        if approve:
+            # The run now waits on the successor, which already holds its approval.
+            paused = thread.view()
+            follow = _recorded(found, successor, paused)
+            thread.resume(follow, context)
+            driver.settle_resumed(paused, follow)
+    return successor
 
 
 async def aedit_tool_call(
@@ -236,22 +336,29 @@ async def aedit_tool_call(
     request_id: str,
     arguments: Mapping[str, Any],
     *,
-    actor: Actor | Mapping[str, Any],
+    actor: Principal | Actor | Mapping[str, Any],
     authority: ApprovalAuthority | None = None,
     action_digest: str | None = None,
     summary: str | None = None,
+    approve: bool = True,
     context: Any = None,
     lease_ttl: float = DEFAULT_LEASE_TTL,
     lease_wait: float = DEFAULT_LEASE_WAIT,
 ) -> ApprovalRequested:
     """Async twin of :func:`edit_tool_call`."""
     found = find_authority(authority, config, context=context)
-    return await adrive(
-        graph,
-        config,
-        _edit_plan(found, thread_of(config), request_id, arguments, actor, action_digest, summary),
-        authority=found,
-        context=context,
-        lease_ttl=lease_ttl,
-        lease_wait=lease_wait,
+    plan = _edit_plan(
+        found, thread_of(config), request_id, arguments, actor, action_digest, summary, approve
     )
+    driver = ThreadDriver(graph, found, lease_ttl=lease_ttl, lease_wait=lease_wait)
+    async with driver.aleased(config) as thread:
+        view = await thread.aview()
+        resume, successor = await asyncio.to_thread(plan, view)
+        await thread.aresume(resume, context)
+        await asyncio.to_thread(driver.settle_resumed, view, resume)
+        if approve:
+            paused = await thread.aview()
+            follow = await asyncio.to_thread(_recorded, found, successor, paused)
+            await thread.aresume(follow, context)
+            await asyncio.to_thread(driver.settle_resumed, paused, follow)
+    return successor

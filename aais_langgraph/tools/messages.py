@@ -1,7 +1,11 @@
 """What the model is told about a gated call: refusals it can act on, and edit notices.
 
 Every text here is value-free: it names the tool, the outcome and the request
-id, never an argument value, so it is safe in transcripts and logs.
+id, never an argument value, so it is safe in transcripts and logs. The one
+exception is a reviewer's note on a denial, shown only for a tool configured with
+``reviewer_note=True``. A denial reads as HumanInTheLoopMiddleware's reject, and
+every refusal carries its ``additional_kwargs`` markers (``lc_source``,
+``lc_data``: not sent to the model); the AAIS resolution is in ``artifact["aais"]``.
 """
 
 from __future__ import annotations
@@ -23,11 +27,20 @@ EDIT_NOTICE = (
 )
 """Default text put before the result of a call that ran with edited arguments."""
 
+DECISION_SOURCE = "hitl_interrupt_decision"
+"""``additional_kwargs["lc_source"]`` of a message written in place of a tool's result
+(HumanInTheLoopMiddleware's value, so code that reads it keeps working)."""
+
+DENIED = (
+    "User rejected the tool call for `{tool}` with id {call_id}. The tool was not executed. "
+    "Do not retry this tool call unless the user explicitly requests it."
+)
+"""What the model reads for a denied call (HumanInTheLoopMiddleware's reject text)."""
+
+DENIED_WITH_NOTE = "User rejected the tool call for `{tool}` with reason: {note}"
+"""What the model reads for a denied call with a reviewer's note, when the tool opts in."""
+
 _REFUSALS: dict[str, str] = {
-    "denied": (
-        "The reviewer denied this call to '{tool}'; it was not executed. Do not retry it "
-        "unless the user asks you to."
-    ),
     "cancelled": (
         "The approval request for this call to '{tool}' was cancelled; it was not executed. "
         "Do not retry it unless the user asks you to."
@@ -51,32 +64,44 @@ _REFUSALS: dict[str, str] = {
 }
 
 
-def _blocked(call: ToolCall, content: str, resolved: ApprovalResolved | None) -> ToolMessage:
+def _blocked(
+    call: ToolCall, content: str, resolved: ApprovalResolved | None, *, refused: bool = True
+) -> ToolMessage:
     artifact = None if resolved is None else {"aais": resolved.to_json()}
+    markers = {"lc_source": DECISION_SOURCE, "lc_data": {"decision": "reject"}}
     return ToolMessage(
         content=content,
         name=call["name"],
         tool_call_id=call["id"] or "",
         status="error",
         artifact=artifact,
+        additional_kwargs=markers if refused else {},
     )
 
 
-def refusal_message(call: ToolCall, resolved: ApprovalResolved) -> ToolMessage:
+def refusal_message(
+    call: ToolCall, resolved: ApprovalResolved, *, note: str | None = None
+) -> ToolMessage:
     """The error ``ToolMessage`` for any outcome other than an approval.
 
-    The recorded ``approval.resolved`` envelope travels in ``artifact["aais"]``
-    (not shown to the model) for presenters and audits.
+    ``note`` is the reviewer's note on a denial (only for a tool that opted in). The
+    recorded ``approval.resolved`` envelope travels in ``artifact["aais"]`` (not shown
+    to the model) for presenters and audits.
     """
     outcome = resolved.resolution.outcome
-    template = _REFUSALS.get(outcome, _REFUSALS["invalid"])
-    content = template.format(tool=call["name"])
     if EXTENSION_NAMESPACE + "policy" in (resolved.resolution.extensions or {}):
         # Settled by policy, not by a person: policy reasons are value-free by contract.
         content = (
             f"Policy does not allow this call to '{call['name']}'; it was not executed. "
             f"Reason: {resolved.resolution.message}"
         )
+    elif outcome == "denied":
+        template = DENIED if note is None else DENIED_WITH_NOTE
+        return _blocked(
+            call, template.format(tool=call["name"], call_id=call["id"], note=note), resolved
+        )
+    else:
+        content = _REFUSALS.get(outcome, _REFUSALS["invalid"]).format(tool=call["name"])
     return _blocked(
         call, f"{content} (approval request {resolved.resolution.request_id})", resolved
     )
@@ -104,7 +129,7 @@ def not_run_message(
 ) -> ToolMessage:
     """An approved call the gate did not run after a crash: its outcome is unknown or known."""
     content = _NOT_RUN.get(state, _NOT_RUN["unknown"]).format(tool=call["name"])
-    return _blocked(call, f"{content} (approval request {request_id})", resolved)
+    return _blocked(call, f"{content} (approval request {request_id})", resolved, refused=False)
 
 
 def time_of_use_message(call: ToolCall, request_id: str) -> ToolMessage:
@@ -124,18 +149,19 @@ def unpresentable_message(call: ToolCall, reason: str) -> ToolMessage:
 
 
 def _noticed(message: ToolMessage, notice: str) -> ToolMessage:
+    """``message`` with ``notice`` first, once (a retried handler may return it again), in
+    the shape of its content: text before text, a plain string before plain strings, else
+    a text block."""
     content: Any = message.content
     if isinstance(content, str):
+        if notice in content:
+            return message
         updated: Any = f"{notice}\n\n{content}" if content else notice
     else:
-        block: Any = (
-            notice
-            if all(isinstance(b, str) for b in content)
-            else {
-                "type": "text",
-                "text": notice,
-            }
-        )
+        if any(notice in str(block) for block in content):
+            return message
+        plain = bool(content) and all(isinstance(b, str) for b in content)
+        block: Any = notice if plain else {"type": "text", "text": notice}
         updated = [block, *content]
     return message.model_copy(update={"content": updated})
 

@@ -4,8 +4,8 @@ A drop-in for ``HumanInTheLoopMiddleware``: same ``interrupt_on`` shape, but
 each gated call raises its own AAIS request (``create_agent`` already sends each
 tool call to its own task), decisions bind by request id and digest, and a
 ``when`` predicate is asked once per call. Answer with
-:func:`~aais_langgraph.threads.resume_with_decisions`; supersede a call with edited
-arguments with :func:`~aais_langgraph.tools.edit_tool_call`.
+:func:`~aais_langgraph.threads.resume_with_decisions`; run a call with edited
+arguments, in one reviewer action, with :func:`~aais_langgraph.tools.edit_tool_call`.
 
 Needs the ``langchain`` extra.
 """
@@ -22,7 +22,7 @@ from langgraph.types import Command
 
 from ..authority import ApprovalAuthority
 from .call_gate import ToolCallGate
-from .config import InterruptOn, ToolCallDescriber, rules_from
+from .config import InterruptOn, ToolCallDescriber, normalised, rules_from
 from .messages import EDIT_NOTICE
 
 
@@ -55,6 +55,17 @@ class ApprovalMiddleware(AgentMiddleware):
             graph_id=graph_id,
             edit_notice=edit_notice,
         )
+        self._interrupt_on = normalised(interrupt_on)
+
+    @property
+    def interrupt_on(self) -> dict[str, dict[str, Any]]:
+        """The gated tools and their configs, normalised as HumanInTheLoopMiddleware's
+        ``interrupt_on`` is (``False`` entries dropped, ``allowed_decisions`` spelled
+        out). A copy: changing it changes nothing."""
+        return {
+            tool: {**config, "allowed_decisions": list(config["allowed_decisions"])}
+            for tool, config in self._interrupt_on.items()
+        }
 
     def wrap_tool_call(
         self,

@@ -86,23 +86,41 @@ def test_the_agent_still_overrides_exactly_these_methods() -> None:
         "run",
         "_interrupts_to_agui",
         "_build_command_from_agui_resume",
-        "get_stream_kwargs",
+        "_emit_interrupt_finish",
+        "_handle_stream_events",
         "get_schema_keys",
     }
 
 
-def test_stream_kwargs_seam_passes_configurable_as_context() -> None:
-    # AAISLangGraphAgent.get_stream_kwargs drops `context` for graphs without a context schema.
-    assert _parameters(LangGraphAgent.get_stream_kwargs)[:2] == [
+def test_interrupt_finish_seam_sends_the_legacy_event_as_a_custom_event() -> None:
+    # AAISLangGraphAgent._emit_interrupt_finish drops the on_interrupt event of approvals.
+    assert _parameters(LangGraphAgent._emit_interrupt_finish) == [
+        ("self", "POSITIONAL_OR_KEYWORD", inspect.Parameter.empty),
+        ("thread_id", "KEYWORD_ONLY", inspect.Parameter.empty),
+        ("run_id", "KEYWORD_ONLY", inspect.Parameter.empty),
+        ("lg_interrupts", "KEYWORD_ONLY", inspect.Parameter.empty),
+    ]
+    finish = inspect.getsource(LangGraphAgent._emit_interrupt_finish)
+    assert "name=LangGraphEventTypes.OnInterrupt.value" in finish
+    assert "value=dump_json_safe(raw.value)" in finish and "raw_event=raw," in finish
+
+
+def test_run_streams_through_the_handle_stream_events_seam() -> None:
+    # AAISLangGraphAgent._handle_stream_events gives an AAIS refusal inside a run its code.
+    assert _parameters(LangGraphAgent._handle_stream_events) == [
         ("self", "POSITIONAL_OR_KEYWORD", inspect.Parameter.empty),
         ("input", "POSITIONAL_OR_KEYWORD", inspect.Parameter.empty),
     ]
-    assert "kwargs['context'] = base_context" in inspect.getsource(LangGraphAgent.get_stream_kwargs)
-    assert "self.get_stream_kwargs(" in inspect.getsource(LangGraphAgent.prepare_stream)
+    assert "self._handle_stream_events(input.model_copy(" in inspect.getsource(LangGraphAgent.run)
 
 
 def test_overrides_keep_the_seam_signatures() -> None:
-    for name in ("_interrupts_to_agui", "_build_command_from_agui_resume"):
+    for name in (
+        "_interrupts_to_agui",
+        "_build_command_from_agui_resume",
+        "_emit_interrupt_finish",
+        "_handle_stream_events",
+    ):
         ours = [p[:2] for p in _parameters(getattr(AAISLangGraphAgent, name))]
         theirs = [p[:2] for p in _parameters(getattr(LangGraphAgent, name))]
         assert ours == theirs, name

@@ -1,13 +1,12 @@
-"""A user agent whose tools take ``ToolRuntime``, served by ``create_app``: no serializer warnings.
+"""A user agent whose tools take ``ToolRuntime``, served by ``create_app``: the runtime is stock's.
 
-ag-ui-langgraph passed ``config["configurable"]`` as the run's ``context``; with no context
-schema, LangChain's ``ToolRuntime`` typed it ``None`` and pydantic warned on every tool call
-(``PydanticSerializationUnexpectedValue ... field_name='context'``).
+ag-ui-langgraph passes ``config["configurable"]`` (the thread id included) as the run's
+``context``; the served agent keeps that, so a tool reads the same ``runtime.context``
+behind ``create_app`` as behind a stock ``LangGraphAgent``.
 """
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import httpx
@@ -24,6 +23,7 @@ from .conftest import ALICE
 from .http_support import agui_run, serve
 
 SEEN: list[str] = []
+CONTEXTS: list[Any] = []
 
 
 @tool
@@ -31,6 +31,7 @@ def which_thread(runtime: ToolRuntime) -> str:
     """Say which thread this is."""
     thread_id = str(runtime.config.get("configurable", {}).get("thread_id"))
     SEEN.append(thread_id)
+    CONTEXTS.append(runtime.context)
     return thread_id
 
 
@@ -39,7 +40,7 @@ class ScriptedModel(FakeMessagesListChatModel):
         return self
 
 
-def test_a_tool_runtime_tool_runs_behind_create_app_without_serializer_warnings() -> None:
+def test_a_tool_runtime_tool_gets_stock_runtime_context_behind_create_app() -> None:
     model = ScriptedModel(
         responses=[
             AIMessage(content="", tool_calls=[{"name": "which_thread", "args": {}, "id": "c1"}]),
@@ -52,16 +53,14 @@ def test_a_tool_runtime_tool_runs_behind_create_app_without_serializer_warnings(
         authority=ApprovalAuthority(),
         authenticate=bearer_token_authenticator({"alice-token": ALICE}),
     )
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        with (
-            serve(app) as url,
-            httpx.Client(
-                base_url=url, headers={"Authorization": "Bearer alice-token"}, timeout=30
-            ) as client,
-        ):
-            events = agui_run(client, "/agent", run_agent_input("runtime-thread", text="hi"))
+    with (
+        serve(app) as url,
+        httpx.Client(
+            base_url=url, headers={"Authorization": "Bearer alice-token"}, timeout=30
+        ) as client,
+    ):
+        events = agui_run(client, "/agent", run_agent_input("runtime-thread", text="hi"))
     assert events[-1]["type"] == "RUN_FINISHED"
-    assert SEEN == ["runtime-thread"]  # the tool still gets its runtime
-    serializer = [w for w in caught if "serializer" in str(w.message).lower()]
-    assert serializer == [], [str(w.message)[:300] for w in serializer]
+    assert SEEN == ["runtime-thread"]  # the tool gets its runtime
+    [context] = CONTEXTS
+    assert isinstance(context, dict) and context["thread_id"] == "runtime-thread"

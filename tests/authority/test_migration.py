@@ -24,6 +24,8 @@ def make_version_1(state: Tampered) -> None:
             "CREATE INDEX aais_requests_pending ON aais_requests (sequence) "
             "WHERE status = 'pending'"
         )
+        for index in ("kinds", "names", "owners"):  # nor by what a viewer's listing selects
+            state.raw(f"DROP INDEX aais_requests_pending_{index}")
     for table in TABLES:
         state.raw(f"ALTER TABLE {table} DROP COLUMN audit_index")
         state.raw(f"ALTER TABLE {table} DROP COLUMN mac")

@@ -2,7 +2,7 @@
 
 Served by ``aais-agui serve long_value_graph:builder --local-dev-login``; the
 ``command`` argument is ``echo`` + 5,000 ``A`` + ``; TAIL-rm -rf ~``, the shape
-of issue 10's report, and ``script`` is 200 short lines.
+of a reported attack, and ``script`` is 200 short lines.
 """
 
 from __future__ import annotations

@@ -96,7 +96,7 @@ def test_inbox_page_approves_across_a_restart(tmp_path: Path) -> None:
 
 
 def test_inbox_shows_the_end_of_a_long_argument(tmp_path: Path) -> None:
-    """Issue 10: a 5 KB argument hid `; TAIL-rm -rf ~` below its scroll box."""
+    """A 5 KB argument once hid `; TAIL-rm -rf ~` below its scroll box."""
     node = _require_tools()
     here = Path(__file__).resolve().parent
     args = ["serve", "long_value_graph:builder", "--local-dev-login", "--port", "0"]

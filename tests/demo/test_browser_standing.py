@@ -1,4 +1,4 @@
-"""Issue 13 §7 in Chromium: revoke a session grant in the inbox; the next matching action asks."""
+"""In Chromium: revoke a session grant in the inbox; the next matching action asks."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Two Chromium tabs of the inbox follow the authority over the WebSocket profile (issue 15).
+"""Two Chromium tabs of the inbox follow the authority over the WebSocket profile.
 
 Runs paused over AG-UI appear live in both tabs; a decision made elsewhere (the
 CLI) and one made in the first tab (a frame on its WebSocket) leave both tabs

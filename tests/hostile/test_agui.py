@@ -272,7 +272,7 @@ CASES: list[Case] = [
         "oversized thread id",
         lambda t: dict(resume(t.one, entry(t.one)), threadId="t" * 5000),
     ),
-    # -- issue 10 §1: every other channel into the graph, duplicate keys, raw envelopes --
+    # -- every other channel into the graph, duplicate keys, raw envelopes --
     *[
         Case(
             f"forwardedProps.command.resume naming alice ({form})",

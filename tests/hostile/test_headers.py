@@ -45,6 +45,9 @@ ROUTES = {
     ("POST", "/approvals/{request_id}/decisions"),
     ("GET", "/approvals/events"),
     ("GET", "/approvals/csrf"),
+    ("GET", "/favicon.ico"),
+    ("GET", "/inbox/webhooks"),
+    ("POST", "/inbox/webhooks/{delivery_id}/retry"),
 }
 
 #: Every WebSocket route of ``create_app`` (fuzzed in ``test_websocket.py``).
@@ -121,6 +124,7 @@ def _path(template: str, paused: Paused) -> str:
         "{request_id}": paused.request_ids[0],
         "{thread_id}": paused.thread_id,
         "{grant_id}": "grt_no_such_grant",
+        "{delivery_id}": "whd_no_such_delivery",
     }
     for key, value in filled.items():
         template = template.replace(key, value)
@@ -171,7 +175,7 @@ def test_no_header_or_query_value_is_a_server_error(site: Site, route: tuple[str
         query=st.dictionaries(st.sampled_from(QUERY), header_values, max_size=2),
         authenticated=st.booleans(),
     )
-    # Issue 10: str.isdigit() took superscripts that int() refuses (a 500 on /approvals/events).
+    # str.isdigit() takes superscripts that int() refuses (a 500 on /approvals/events).
     @example(headers={"last-event-id": "\xb2"}, query={}, authenticated=True)
     @example(headers={}, query={"after": "\xb9\xb2\xb3"}, authenticated=True)
     @example(headers={"host": "[::1].evil.com:1", "origin": "null"}, query={}, authenticated=True)

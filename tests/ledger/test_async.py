@@ -8,7 +8,15 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from aais_langgraph.ledger import AuditEntry, Ledger, LedgerContents, ResumeWork, verify_audit
+from aais_langgraph.ledger import (
+    AuditEntry,
+    Ledger,
+    LedgerContents,
+    ResumeWork,
+    RetentionPolicy,
+    verify_audit,
+)
+from aais_langgraph.ledger.deliveries import retry_change
 from aais_langgraph.ledger.executions import claim_change
 from aais_langgraph.ledger.resume_work import attempt_change
 
@@ -129,6 +137,11 @@ def _steps() -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
         ("requests_of_thread", ("thr_1",), {}),
         ("list_executions", (), {"states": ("executing",)}),
         ("unknown_executions", (), {"now": 4.0}),
+        ("claim_deliveries", ("sender",), {"subscriptions": ("ops",), "ttl": 5.0, "now": 4.0}),
+        ("get_delivery", ("msg_1",), {}),
+        ("update_delivery", ("msg_1", retry_change(4.0)), {}),
+        ("list_deliveries", (), {"states": ("dead",)}),
+        ("compact_history", (RetentionPolicy(keep_last=0),), {"now": 10.0}),
     ]
 
 

@@ -345,5 +345,8 @@ def test_a_file_with_the_narrower_pending_index_gets_the_covering_one(sqlite_pat
         "aais_requests_pending_sessions",
         "aais_requests_pending_requesters",
         "aais_requests_thread",
+        "aais_requests_pending_kinds",
+        "aais_requests_pending_names",
+        "aais_requests_pending_owners",
     }
     assert after == before and [row.request_id for row in after] == ["apr_open"]

@@ -135,7 +135,8 @@ async def test_denial_never_reaches_the_mcp_server(notes, authority) -> None:
     assert resolved.resolution.outcome == "denied"
     assert writes(notes) == [] and not (notes / "todo.md").exists()
     refusal = (await tool_answers(agent))["c_write"]
-    assert refusal.status == "error" and "denied" in text_of(refusal)
+    assert refusal.status == "error" and "rejected" in text_of(refusal)
+    assert refusal.artifact["aais"]["resolution"]["outcome"] == "denied"
 
 
 async def test_forged_digest_never_reaches_the_mcp_server_and_the_approval_stays(

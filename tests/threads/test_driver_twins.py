@@ -248,6 +248,7 @@ def test_edit_tool_call_twins_agree_and_find_the_authority_in_the_context() -> N
             "actor": HUMAN,
             "action_digest": original.action_digest,
             "context": context,
+            "approve": False,
         }
         if use_async:
             successor = run(

@@ -58,7 +58,8 @@ def test_denied_call_tells_the_model_and_agent_carries_on(recorder, saver, autho
     answer(agent, thread(), authority, (pending(agent, thread())["c1"], "deny"))
     message = tool_messages(agent, thread())["c1"]
     assert message.status == "error"
-    assert "denied" in message.content and "not executed" in message.content
+    assert message.content.startswith("User rejected the tool call for `send_email`")
+    assert "not executed" in message.content
     assert message.artifact["aais"]["resolution"]["outcome"] == "denied"
     assert recorder.count("send_email") == 0
     assert agent.get_state(thread()).values["messages"][-1].content == "All done."

@@ -74,6 +74,7 @@ def test_an_edited_call_keeps_the_declared_kind_and_resource() -> None:
         actor=ALICE,
         authority=authority,
         action_digest=original["action_digest"],
+        approve=False,
     )
     waiting = pending(agent, thread())["c1"]
     action = waiting["request"]["action"]

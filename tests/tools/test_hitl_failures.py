@@ -148,7 +148,7 @@ def test_flipping_when_cannot_turn_a_denial_into_an_execution(recorder, saver, a
     ask["now"] = False
     answer(agent, thread(), authority, (shown, "deny"))
     assert recorder.runs == []
-    assert "denied" in tool_messages(agent, thread())["c1"].content
+    assert "rejected" in tool_messages(agent, thread())["c1"].content
     stored = authority.get_stored_request(shown["request"]["id"])
     assert stored is not None and stored.context["when"] is True
 

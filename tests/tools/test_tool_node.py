@@ -63,7 +63,7 @@ def test_denied_call_gets_an_error_tool_message(recorder, saver, authority) -> N
     graph = graph_for(recorder, saver, authority, interrupt_on={"send_email": True})
     graph.invoke({"messages": [HumanMessage("go")]}, thread())
     answer(graph, thread(), authority, (pending(graph, thread())["c1"], "deny"))
-    assert "denied" in refusal(graph).content
+    assert "rejected" in refusal(graph).content
     assert recorder.count("send_email") == 0
 
 
@@ -105,6 +105,7 @@ def test_call_changed_after_it_was_shown_is_stale(recorder, saver, authority) ->
 def test_time_of_use_check_refuses_an_approval_for_other_arguments(recorder, authority) -> None:
     """A resolution whose digest is not the digest of the call about to run never runs it."""
     from aais_langgraph.tools.call_gate import GatedCall, ToolCallGate
+    from aais_langgraph.tools.config import rule_for
 
     graph = graph_for(recorder, InMemorySaver(), authority, interrupt_on={"send_email": True})
     graph.invoke({"messages": [HumanMessage("go")]}, thread())
@@ -116,7 +117,9 @@ def test_time_of_use_check_refuses_an_approval_for_other_arguments(recorder, aut
     class Request:
         tool_call = {"name": "send_email", "args": {"to": "eve@example.com"}, "id": "c1"}
 
-    checked = ToolCallGate._checked(Request(), GatedCall(other), approved)  # type: ignore[arg-type]
+    rule = rule_for("send_email", True)
+    assert rule is not None
+    checked = ToolCallGate._checked(Request(), GatedCall(other), approved, rule)  # type: ignore[arg-type]
     assert isinstance(checked, ToolMessage) and checked.status == "error"
     assert "changed after it was shown" in checked.content
 

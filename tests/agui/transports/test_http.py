@@ -415,7 +415,7 @@ def test_agui_resume_with_a_tampered_digest_is_a_run_error(
     assert site.effects.list(thread_id) == []
 
 
-# -- bounds on client input (issue 10 §6) ----------------------------------------------
+# -- bounds on client input -------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
-"""Benchmark: every row of issue 12's table, each next to its baseline, in one run.
+"""Benchmark: what an approval costs, every row next to its baseline, in one run.
 
-Run with ``python benchmarks/bench_issue12.py`` (``--quick``: about two minutes;
+Run with ``python benchmarks/bench_approval_cost.py`` (``--quick``: about two minutes;
 ``--only ROW`` to run some rows; ``--profile``/``--phases TRIPS`` to look inside
 one round trip instead). It reuses the pieces of ``bench_gate.py``,
 ``bench_distributed.py`` and ``bench_agui.py``; every gated figure is measured
@@ -337,11 +337,11 @@ def main() -> None:
         return
     quick = args.quick
     print(
-        f"bench_issue12{' --quick' if quick else ''}: ratio = gated / baseline, "
+        f"bench_approval_cost{' --quick' if quick else ''}: ratio = gated / baseline, "
         "median (min-max) over interleaved rounds"
     )
     print(f"{'row':<50}{'baseline':>10}{'gated':>10} {'unit':<6}{'ratio':>7}  (min-max)     aim")
-    scratch = Path(tempfile.mkdtemp(prefix="bench_issue12_"))
+    scratch = Path(tempfile.mkdtemp(prefix="bench_approval_cost_"))
     try:
         gate_rows(args.only, scratch, batches=6 if quick else 40, size=10)
         if "inbox" in args.only:

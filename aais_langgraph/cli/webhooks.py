@@ -1,0 +1,104 @@
+"""``aais-langgraph webhooks list|retry``: the ledger's webhook deliveries that wait or gave up.
+
+``list`` shows the deliveries still pending and the dead ones (``--state`` picks
+others); ``retry ID`` hands a dead delivery back to the senders (``retry --dead``:
+every dead one). A running server sends it again, with the same ``webhook-id``.
+
+``--access-policy FILE`` (any command) makes the command's own writes (an
+approval, a cancel, an expiry) record the notices of the file's ``[[webhooks]]``,
+as a server given the same file does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any, TextIO
+
+from ..authority import ApprovalAuthority
+from ..ledger import Delivery, DeliveryState, Ledger, retry_delivery
+from .render import escape
+
+__all__ = ["add_parser", "add_policy_option", "plan_from_policy", "run"]
+
+_STATES: tuple[DeliveryState, ...] = ("pending", "delivered", "dead", "coalesced", "skipped")
+
+
+def add_parser(commands: Any) -> None:
+    """Register the ``webhooks`` subcommand on the CLI's subparsers."""
+    sub = commands.add_parser("webhooks", help="webhook deliveries: list, retry dead ones")
+    action = sub.add_subparsers(dest="webhooks_command", required=True)
+    listing = action.add_parser("list", help="pending and dead deliveries")
+    listing.add_argument(
+        "--state",
+        action="append",
+        choices=_STATES,
+        help="these states only (repeatable; default: pending and dead)",
+    )
+    retry = action.add_parser("retry", help="send a dead delivery again")
+    target = retry.add_mutually_exclusive_group(required=True)
+    target.add_argument("delivery_id", nargs="?", help="its webhook-id (msg_...)")
+    target.add_argument("--dead", action="store_true", help="every dead delivery")
+
+
+def add_policy_option(parsers: Any) -> None:
+    """Add ``--access-policy`` to the command's parser and each subcommand's."""
+    for parser in parsers:
+        parser.add_argument(
+            "--access-policy",
+            metavar="TOML",
+            default=argparse.SUPPRESS,
+            help="record the notices of this file's [[webhooks]] with this command's writes",
+        )
+
+
+def plan_from_policy(ledger: Ledger, path: str | None, out: TextIO) -> int | None:
+    """Set the ledger to record the deliveries of the subscriptions in ``path`` (if any);
+    None, or exit status 2 after one line naming a bad setting or an unreadable file."""
+    if path is None:
+        return None
+    from ..webhooks import SubscriptionPlan, load_webhooks
+
+    try:
+        subscriptions = load_webhooks(path)
+    except (ValueError, OSError) as error:
+        out.write(f"error: access policy: {error}\n")
+        return 2
+    if subscriptions:
+        ledger.delivery_plan = SubscriptionPlan(subscriptions)
+    return None
+
+
+def delivery_line(delivery: Delivery) -> str:
+    """One delivery as a line: id, subscription, notice, request, state, attempts, error."""
+    error = "" if delivery.last_error is None else f"  {escape(delivery.last_error)}"
+    return (
+        f"{delivery.delivery_id}  {escape(delivery.subscription)}  {delivery.notice}  "
+        f"{escape(delivery.request_id)}  {delivery.state}  attempts {delivery.attempts}{error}"
+    )
+
+
+def run(authority: ApprovalAuthority, args: argparse.Namespace, stdout: TextIO) -> int:
+    """Run ``webhooks list`` or ``webhooks retry``; the exit status."""
+    ledger = authority.ledger
+    if args.webhooks_command == "list":
+        states = tuple(args.state) if args.state else ("pending", "dead")
+        found = ledger.list_deliveries(states=states)
+        for delivery in found:
+            stdout.write(delivery_line(delivery) + "\n")
+        dead = sum(1 for delivery in found if delivery.state == "dead")
+        stdout.write(f"{len(found)} deliveries, {dead} dead\n")
+        return 0
+    targets = (
+        [delivery.delivery_id for delivery in ledger.list_deliveries(states=("dead",))]
+        if args.dead
+        else [args.delivery_id]
+    )
+    retried = 0
+    for delivery_id in targets:
+        retried += retry_delivery(ledger, delivery_id, now=time.time()) is not None
+    if not args.dead and retried == 0:
+        stdout.write("no dead delivery with that id\n")
+        return 1
+    stdout.write(f"{retried} handed back to the senders\n")
+    return 0

@@ -1,0 +1,31 @@
+"""Signed webhooks as durable work: subscriptions, bodies, and the sender.
+
+A subscription (a ``[[webhooks]]`` table of the access-policy file, or
+:class:`WebhookSubscription` in code) is told about new requests, resolutions and
+requests that expire soon. :class:`SubscriptionPlan`, set on the ledger with
+``ledger.delivery_plan``, records each delivery in the same transaction
+as the request or resolution that causes it; :class:`WebhookWorker` signs and
+sends them (Standard Webhooks), retried with backoff across restarts and
+replicas until delivered or dead (:mod:`aais_langgraph.ledger.deliveries`).
+Needs the ``notify`` extra.
+"""
+
+from .formats import aais_body, slack_body
+from .subscriptions import (
+    SubscriptionPlan,
+    WebhookSubscription,
+    load_webhooks,
+    webhooks_from_mapping,
+)
+from .worker import WebhookWorker, signed_headers
+
+__all__ = [
+    "SubscriptionPlan",
+    "WebhookSubscription",
+    "WebhookWorker",
+    "aais_body",
+    "load_webhooks",
+    "signed_headers",
+    "slack_body",
+    "webhooks_from_mapping",
+]

@@ -1,0 +1,81 @@
+"""What a webhook POST carries: the AAIS envelope in a Standard Webhooks body, or Slack JSON.
+
+- :func:`aais_body` (``format = "aais"``): ``{"type", "timestamp", "data"}`` as the
+  Standard Webhooks spec recommends, with ``data`` the AAIS envelope itself
+  (``approval.requested`` or ``approval.resolved``; ``approval.expiring`` carries the
+  ``approval.requested`` envelope of the request about to expire). The envelope is
+  the one presenters see: secrets are already opaque references (SPEC's redaction).
+- :func:`slack_body` (``format = "slack"``): a Slack incoming-webhook message with
+  the summary, the risk, the outcome and a link to the inbox; the action's
+  arguments only when the subscription allows them.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any
+
+from ..ledger.deliveries import DeliveryNotice
+from ..protocol import ApprovalRequested, ApprovalResolved, format_timestamp
+
+__all__ = ["aais_body", "slack_body"]
+
+_ARGUMENTS_SHOWN = 1500
+"""How many characters of the arguments a Slack message shows at most."""
+
+
+def aais_body(
+    notice: DeliveryNotice,
+    requested: ApprovalRequested,
+    resolved: ApprovalResolved | None,
+    now: float,
+) -> dict[str, Any]:
+    """The Standard Webhooks body of ``notice``: its type, the moment, the AAIS envelope."""
+    envelope = resolved if notice == "approval.resolved" and resolved is not None else requested
+    return {
+        "type": notice,
+        "timestamp": format_timestamp(datetime.fromtimestamp(now, tz=timezone.utc)),
+        "data": envelope.model_dump(mode="json", exclude_none=True),
+    }
+
+
+def slack_body(
+    notice: DeliveryNotice,
+    requested: ApprovalRequested,
+    resolved: ApprovalResolved | None,
+    *,
+    inbox_url: str | None,
+    include_arguments: bool,
+) -> dict[str, Any]:
+    """A Slack incoming-webhook message for ``notice`` (``text`` plus ``blocks``)."""
+    request = requested.request
+    summary = _escape(request.action.summary)
+    risk = request.risk.level
+    if notice == "approval.requested":
+        headline = f"Approval requested ({risk} risk): {summary}"
+    elif notice == "approval.expiring":
+        headline = f"Approval expires soon ({risk} risk): {summary}"
+    else:
+        outcome = resolved.resolution.outcome if resolved is not None else "resolved"
+        headline = f"Approval {outcome} ({risk} risk): {summary}"
+    lines = [headline, f"`{_escape(request.action.kind)}` `{_escape(request.action.name)}`"]
+    if include_arguments:
+        shown = json.dumps(request.action.arguments, ensure_ascii=False, sort_keys=True)
+        if len(shown) > _ARGUMENTS_SHOWN:
+            shown = shown[:_ARGUMENTS_SHOWN] + "…"
+        lines.append(f"```{_escape(shown.replace('```', '` ` `'))}```")
+    if inbox_url:
+        lines.append(f"<{_escape(inbox_url)}|Open the approval inbox>")
+    text = "\n".join(lines)
+    return {
+        "text": headline,
+        "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": text}}],
+    }
+
+
+def _escape(text: str) -> str:
+    """``text`` safe in Slack mrkdwn: its control characters (line breaks included)
+    shown as spaces, and ``&``, ``<``, ``>`` escaped as Slack asks."""
+    plain = "".join(" " if ord(char) < 32 or 127 <= ord(char) < 160 else char for char in text)
+    return plain.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

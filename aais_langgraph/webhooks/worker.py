@@ -1,0 +1,279 @@
+"""The webhook sender: claims the ledger's due deliveries, signs them and POSTs them.
+
+Any process serving the graph may run a :class:`WebhookWorker` (``aais-agui serve``
+does, for the subscriptions of its ``--access-policy`` file). Each pass claims due
+deliveries for a short while (``claim_ttl``), so two replicas do not both send one;
+a sender that dies mid-delivery leaves its claim to expire and another sends it
+again with the same ``webhook-id`` (at least once: receivers drop duplicates by id).
+
+One attempt, in order: the request as the ledger vouches for it (gone: skipped);
+an expiry notice for a request no longer pending, or past its expiry, is skipped;
+the subscription's principal must be allowed to ``view`` the request, and with
+``groups`` one of the groups must be allowed to decide it (else skipped); then the
+body (:mod:`.formats`) is signed per Standard Webhooks (``webhook-id``,
+``webhook-timestamp``, ``webhook-signature``, with the ``standardwebhooks``
+library) and POSTed. A 2xx answer delivers it; anything else backs off
+(``retry_base`` doubling up to ``retry_max``) until ``max_attempts``, then it is
+``dead`` and waits for ``aais-langgraph webhooks retry``. Errors are recorded as a
+status code or an error type, never a URL (a Slack URL is itself a secret) or a value.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from datetime import datetime, timezone
+from typing import Any
+
+import httpx
+from standardwebhooks.webhooks import Webhook
+
+from ..authority import ApprovalAuthority, Principal
+from ..ledger import LedgerIntegrityError
+from ..ledger.deliveries import (
+    Delivery,
+    DeliveryChange,
+    delivered_change,
+    failed_change,
+    skipped_change,
+)
+from ..observability import delivery_span
+from ..observability.traces import SpanNotes
+from ..protocol import Actor, id_for
+from .formats import aais_body, slack_body
+from .subscriptions import WebhookSubscription
+
+__all__ = ["WebhookWorker", "signed_headers"]
+
+logger = logging.getLogger(__name__)
+
+_RESULTS = {"pending": "failed", "dead": "dead", "delivered": "delivered", "skipped": "skipped"}
+"""The span's result for the state an attempt left the delivery in."""
+
+
+def signed_headers(secret: str, webhook_id: str, body: str, *, now: float) -> dict[str, str]:
+    """The Standard Webhooks headers of one attempt: its id, its moment, its signature."""
+    moment = datetime.fromtimestamp(now, tz=timezone.utc)
+    return {
+        "webhook-id": webhook_id,
+        "webhook-timestamp": str(int(now)),
+        "webhook-signature": Webhook(secret).sign(webhook_id, moment, body),
+    }
+
+
+class WebhookWorker:
+    """Delivers the ledger's due webhook deliveries for ``subscriptions``.
+
+    Args:
+        authority: The authority whose ledger holds the deliveries; its authorizer
+            decides what each subscription's principal may view.
+        subscriptions: The receivers (their names match the deliveries' ``subscription``).
+        holder: Who claims deliveries (default: host, process and a random part).
+        claim_ttl: Seconds a claim holds; longer than ``timeout``.
+        timeout: Seconds one POST may take (a slow receiver counts as failed).
+        retry_base: Seconds before the second attempt; doubles per failure.
+        retry_max: The longest wait between attempts.
+        batch: Deliveries claimed per pass at most.
+        poll_interval: Seconds between passes of :meth:`run`.
+        concurrency: Deliveries in flight at once.
+    """
+
+    def __init__(
+        self,
+        authority: ApprovalAuthority,
+        subscriptions: Iterable[WebhookSubscription],
+        *,
+        holder: str | None = None,
+        claim_ttl: float = 30.0,
+        timeout: float = 10.0,
+        retry_base: float = 1.0,
+        retry_max: float = 300.0,
+        batch: int = 20,
+        poll_interval: float = 0.5,
+        concurrency: int = 8,
+    ) -> None:
+        if not 0 < timeout < claim_ttl:
+            raise ValueError("timeout: must be positive and shorter than claim_ttl")
+        self.authority = authority
+        self.subscriptions = {item.name: item for item in subscriptions}
+        self.holder = holder or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.claim_ttl = claim_ttl
+        self.timeout = timeout
+        self.retry_base = retry_base
+        self.retry_max = retry_max
+        self.batch = batch
+        self.poll_interval = poll_interval
+        self.concurrency = concurrency
+        self._client = httpx.Client(timeout=timeout, follow_redirects=False)
+
+    def close(self) -> None:
+        """Close the HTTP connections."""
+        self._client.close()
+
+    # -- one pass ----------------------------------------------------------------------
+
+    def claim(self, *, limit: int | None = None) -> list[Delivery]:
+        """Claim due deliveries of this worker's subscriptions (at most ``limit``)."""
+        return self.authority.ledger.claim_deliveries(
+            self.holder,
+            subscriptions=tuple(sorted(self.subscriptions)),
+            ttl=self.claim_ttl,
+            now=time.time(),
+            limit=self.batch if limit is None else limit,
+        )
+
+    def deliver_due(self) -> list[Delivery]:
+        """One pass: claim what is due and attempt each; the rows after the attempts."""
+        claimed = self.claim()
+        if not claimed:
+            return []
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(claimed))) as pool:
+            settled = list(pool.map(self.deliver, claimed))
+        return [item for item in settled if item is not None]
+
+    async def adeliver_due(self) -> list[Delivery]:
+        """Async twin of :meth:`deliver_due` (runs it in a worker thread)."""
+        return await asyncio.to_thread(self.deliver_due)
+
+    def deliver(self, delivery: Delivery) -> Delivery | None:
+        """One attempt of a claimed delivery, in an ``aais.delivery`` span; the row after it."""
+        with delivery_span(
+            delivery_id=delivery.delivery_id,
+            event_type=delivery.notice,
+            attempt=delivery.attempts + 1,
+            request_id=delivery.request_id,
+        ) as notes:
+            change = self._attempt(delivery, notes)
+            after = self.authority.ledger.update_delivery(delivery.delivery_id, change)
+            result = "error" if after is None else _RESULTS.get(after.state, after.state)
+            notes.set("aais.delivery.result", result)
+        return after
+
+    def _attempt(self, delivery: Delivery, notes: SpanNotes) -> DeliveryChange:
+        now = time.time()
+        subscription = self.subscriptions.get(delivery.subscription)
+        if subscription is None:  # pragma: no cover - claims name known subscriptions only
+            return skipped_change("the subscription is no longer configured", now)
+        try:
+            body = self._body(subscription, delivery, now)
+        except _Skipped as skipped:
+            return skipped_change(skipped.reason, now)
+        except LedgerIntegrityError:
+            return self._failed(subscription, delivery, "the ledger does not vouch for the request")
+        headers = {"content-type": "application/json", "user-agent": "aais-langgraph-webhooks"}
+        if subscription.secret:
+            headers.update(signed_headers(subscription.secret, delivery.delivery_id, body, now=now))
+        else:
+            headers["webhook-id"] = delivery.delivery_id
+        try:
+            answer = self._client.post(subscription.url, content=body.encode(), headers=headers)
+        except httpx.HTTPError as error:
+            return self._failed(subscription, delivery, type(error).__name__)
+        notes.set("aais.delivery.status_code", answer.status_code)
+        if 200 <= answer.status_code < 300:
+            return delivered_change(time.time())
+        return self._failed(subscription, delivery, f"HTTP {answer.status_code}")
+
+    def _failed(
+        self, subscription: WebhookSubscription, delivery: Delivery, error: str
+    ) -> DeliveryChange:
+        now = time.time()
+        wait = min(self.retry_base * 2 ** min(delivery.attempts, 30), self.retry_max)
+        logger.info("webhook %s: attempt failed (%s)", subscription.name, error)
+        return failed_change(
+            self.holder,
+            error,
+            now,
+            retry_at=now + wait,
+            max_attempts=subscription.max_attempts,
+        )
+
+    def _body(self, subscription: WebhookSubscription, delivery: Delivery, now: float) -> str:
+        """The JSON text to send; :class:`_Skipped` says why there is none."""
+        authority = self.authority
+        requested = authority.get_request(delivery.request_id)
+        if requested is None:
+            raise _Skipped("the request is no longer stored")
+        resolved = authority.get_resolution(delivery.request_id)
+        if delivery.notice == "approval.expiring":
+            if resolved is not None:
+                raise _Skipped("the request was resolved before it expired")
+            if authority.expiry_of(requested.request).timestamp() <= now:
+                raise _Skipped("the request expired before the notice was sent")
+        if not authority.may_view(subscription.principal, delivery.request_id):
+            raise _Skipped("the subscription's principal may not view the request")
+        if subscription.groups and not self._decided_by_groups(subscription, requested.request):
+            raise _Skipped("none of the subscription's groups decides the request")
+        if subscription.format == "slack":
+            payload = slack_body(
+                delivery.notice,
+                requested,
+                resolved,
+                inbox_url=subscription.inbox_url,
+                include_arguments=subscription.include_arguments,
+            )
+        else:
+            payload = aais_body(delivery.notice, requested, resolved, now)
+        return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+
+    def _decided_by_groups(self, subscription: WebhookSubscription, request: Any) -> bool:
+        resource = self.authority.request_resource(request, decision="approve")
+        member = Actor(id=id_for(f"webhook-{subscription.name}-member"), type="human")
+        return any(
+            self.authority.permits(Principal(member, groups=frozenset({group})), "decide", resource)
+            for group in sorted(subscription.groups)
+        )
+
+    # -- in the background -------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Claim and send until cancelled; up to ``concurrency`` deliveries in flight."""
+        in_flight: set[asyncio.Future[Any]] = set()
+        while True:
+            try:
+                room = self.concurrency - len(in_flight)
+                if room > 0:
+                    for delivery in await asyncio.to_thread(
+                        self.claim, limit=min(room, self.batch)
+                    ):
+                        task = asyncio.ensure_future(asyncio.to_thread(self.deliver, delivery))
+                        in_flight.add(task)
+                        task.add_done_callback(in_flight.discard)
+                        task.add_done_callback(_log_failure)
+            except Exception:
+                logger.exception("webhook worker: reading the ledger failed; retrying")
+            await asyncio.sleep(self.poll_interval)
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[WebhookWorker]:
+        """Run :meth:`run` in the background for the duration of the block."""
+        task = asyncio.create_task(self.run(), name="aais-webhook-worker")
+        try:
+            yield self
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            self.close()
+
+
+class _Skipped(Exception):
+    """A delivery not to be sent, and why (words that hold no value)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _log_failure(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        logger.error(
+            "webhook worker: a delivery attempt failed: %s", type(task.exception()).__name__
+        )

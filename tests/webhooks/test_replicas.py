@@ -1,0 +1,57 @@
+"""Replicas sharing one Postgres ledger send each notice once, whoever wrote it."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from datetime import timedelta
+
+from aais_langgraph.authority import ApprovalAuthority
+from aais_langgraph.ledger.postgres import PostgresLedger
+from aais_langgraph.webhooks import SubscriptionPlan, WebhookSubscription, WebhookWorker
+
+from .receivers import SECRET, Receiver
+
+
+def test_three_replicas_on_postgres_send_each_notice_once(postgres_url: str) -> None:
+    with Receiver() as receiver:
+        sub = WebhookSubscription(
+            name="ops", url=receiver.url, secret=SECRET, notices=frozenset({"approval.requested"})
+        )
+        with ExitStack() as stack:
+            opened = [
+                stack.enter_context(PostgresLedger.from_conn_string(postgres_url)) for _ in range(3)
+            ]
+            opened[0].setup()
+            workers = []
+            for ledger in opened:
+                ledger.delivery_plan = SubscriptionPlan([sub])
+                authority = ApprovalAuthority(ledger)
+                workers.append(WebhookWorker(authority, [sub], timeout=2.0, claim_ttl=10.0))
+
+            def write(index: int) -> None:  # each replica writes some of the requests
+                workers[index % 3].authority.request(
+                    {"kind": "tool_call", "name": "deploy", "summary": "Deploy", "arguments": {}},
+                    origin={"harness": "tests", "session_id": "s"},
+                    request_id=f"apr_{index}",
+                    thread_id=f"thr_{index}",
+                    expires_in=timedelta(hours=1),
+                )
+
+            with ThreadPoolExecutor(6) as pool:
+                list(pool.map(write, range(45)))
+
+            def drain(worker: WebhookWorker) -> int:
+                sent = 0
+                for _ in range(100):
+                    sent += len(worker.deliver_due())
+                    if not worker.authority.ledger.list_deliveries(states=("pending",)):
+                        break
+                return sent
+
+            with ThreadPoolExecutor(3) as pool:
+                attempts = sum(pool.map(drain, workers))
+            for worker in workers:
+                worker.close()
+    assert attempts == 45
+    assert len(receiver.bodies) == 45 and receiver.duplicates == 0

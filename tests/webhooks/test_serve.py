@@ -1,0 +1,69 @@
+"""``aais-agui serve --access-policy FILE`` sends the file's webhooks while it serves."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+
+from aais_agui import run_agent_input
+from aais_langgraph import build_decision
+from demo.support import JSON_HEADERS, agui_run, interrupts_of, running, wait_for
+
+from .receivers import SECRET, Receiver, free_port
+
+GRAPHS = Path(__file__).resolve().parents[1] / "demo"  # tiny_graph.py
+TOKEN = {"Authorization": "Bearer s3cret"}
+
+
+def test_serve_signs_and_sends_the_policy_files_webhooks(tmp_path: Path) -> None:
+    down = free_port()
+    policy = tmp_path / "policy.toml"
+    policy.write_text(
+        "[[webhooks]]\n"
+        'name = "ops"\n'
+        'url = "{live}"\n'
+        'secret_env = "OPS_SECRET"\n'
+        'notices = ["approval.requested", "approval.resolved"]\n'
+        "\n[[webhooks]]\n"
+        'name = "gone"\n'
+        f'url = "http://127.0.0.1:{down}/hook"\n'
+        'secret_env = "OPS_SECRET"\n'
+        'notices = ["approval.requested"]\n'
+        "max_attempts = 1\n"
+    )
+    with Receiver() as receiver:
+        policy.write_text(policy.read_text().replace("{live}", receiver.url))
+        args = ["serve", "tiny_graph:make_graph", "--port", "0", "--db", str(tmp_path / "app.db")]
+        args += ["--token-env", "AAIS_TEST_TOKEN", "--access-policy", str(policy)]
+        env = {"AAIS_TEST_TOKEN": "s3cret", "OPS_SECRET": SECRET}
+        with (
+            running(args, cwd=GRAPHS, env=env) as server,
+            httpx.Client(base_url=server.url, timeout=30, headers=TOKEN) as client,
+        ):
+            [interrupt] = interrupts_of(agui_run(client, run_agent_input("t-1", text="delete it")))
+            requested = interrupt["metadata"]["aais"]
+            wait_for(lambda: len(receiver.bodies) == 1, what="the requested notice")
+            decided = build_decision(
+                requested, decision="approve", actor={"id": "x", "type": "human"}
+            )
+            answer = client.post(
+                f"/approvals/{requested['request']['id']}/decisions",
+                content=json.dumps(decided.to_json()),
+                headers=JSON_HEADERS,
+            )
+            assert answer.status_code == 200, answer.text
+            wait_for(lambda: len(receiver.bodies) == 2, what="the resolved notice")
+
+            listed = wait_for(
+                lambda: client.get("/inbox/webhooks").json()["deliveries"] or None,
+                what="the dead delivery",
+            )
+            assert [(d["subscription"], d["state"]) for d in listed] == [("gone", "dead")]
+            assert str(down) not in json.dumps(listed)  # never the receiver's URL
+
+    bodies = list(receiver.bodies.values())
+    assert [body["type"] for body in bodies] == ["approval.requested", "approval.resolved"]
+    assert bodies[0]["data"]["request"]["id"] == requested["request"]["id"]
+    assert receiver.rejected == 0

@@ -5,17 +5,24 @@
 request and resolution its ledger writes, and runs a
 :class:`~aais_langgraph.webhooks.WebhookWorker` while it serves. Replicas given
 the same file share the work: each delivery is claimed by one sender at a time.
+``create_app(..., webhooks=...)`` does the same for subscriptions given in code
+(:func:`with_webhooks`).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import TYPE_CHECKING, Any
 
 from aais_langgraph.authority import ApprovalAuthority
 
-__all__ = ["serving_webhooks", "webhook_worker"]
+if TYPE_CHECKING:
+    from aais_langgraph.webhooks import WebhookSubscription, WebhookWorker
+
+__all__ = ["serving_webhooks", "webhook_worker", "with_webhooks"]
+
+Lifespan = Callable[[Any], AbstractAsyncContextManager[None]]
 
 
 def webhook_worker(authority: ApprovalAuthority, policy_path: str | None) -> Any:
@@ -44,3 +51,43 @@ async def serving_webhooks(worker: Any) -> AsyncIterator[None]:
         return
     async with worker.running():
         yield
+
+
+def with_webhooks(
+    lifespan: Lifespan | None,
+    authority: ApprovalAuthority,
+    webhooks: Iterable[WebhookSubscription] | WebhookWorker | None,
+) -> Lifespan | None:
+    """``lifespan`` with the sender for ``webhooks`` running around it, and the ledger of
+    ``authority`` set to record their deliveries (``lifespan`` itself when there are none).
+
+    ``webhooks`` is a list of subscriptions (a worker with the default settings is made
+    each time the app starts) or a :class:`~aais_langgraph.webhooks.WebhookWorker` of
+    ``authority`` (closed when the app stops); ValueError names a worker of another.
+    """
+    if webhooks is None:
+        return lifespan
+    from aais_langgraph.webhooks import SubscriptionPlan, WebhookWorker
+
+    given = None
+    if isinstance(webhooks, WebhookWorker):
+        if webhooks.authority is not authority:
+            raise ValueError("webhooks: the worker must send for the app's authority")
+        given, subscriptions = webhooks, list(webhooks.subscriptions.values())
+    else:
+        subscriptions = list(webhooks)
+    if not subscriptions:
+        return lifespan
+    authority.ledger.delivery_plan = SubscriptionPlan(subscriptions)
+
+    @asynccontextmanager
+    async def sending(app: Any) -> AsyncIterator[None]:
+        worker = given if given is not None else WebhookWorker(authority, subscriptions)
+        async with worker.running():
+            if lifespan is None:
+                yield
+            else:
+                async with lifespan(app):
+                    yield
+
+    return sending

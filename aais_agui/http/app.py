@@ -8,9 +8,9 @@ existing app on their own (:func:`~aais_agui.http.agui.agui_router`,
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Collection, Mapping
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, HTTPException, Request, Response
 from fastapi.responses import JSONResponse
@@ -21,6 +21,7 @@ from aais_langgraph.threads import DEFAULT_LEASE_WAIT
 from aais_langgraph.tools import PageToolGate
 
 from ..agent import AAISLangGraphAgent
+from ..webhook_serving import with_webhooks
 from .agui import agui_router
 from .approvals import approvals_router
 from .channels import DecisionChannelMiddleware
@@ -33,6 +34,9 @@ from .served_graph import check_takes_checkpointer, opens_checkpointer, served_g
 from .standing import standing_router
 from .watcher import watcher_lifespan
 from .websocket import websocket_router
+
+if TYPE_CHECKING:
+    from aais_langgraph.webhooks import WebhookSubscription, WebhookWorker
 
 
 def create_app(
@@ -58,6 +62,7 @@ def create_app(
     websocket_max_age: float | None = None,
     page_tools: PageToolGate | None = None,
     metrics: bool | ApprovalMetrics = False,
+    webhooks: Iterable[WebhookSubscription] | WebhookWorker | None = None,
 ) -> FastAPI:
     """An ASGI app serving ``graph`` over AG-UI at ``path`` plus the AAIS profile.
 
@@ -101,6 +106,11 @@ def create_app(
     authenticated like the API (an :class:`~aais_langgraph.observability.ApprovalMetrics`
     may be passed instead; it needs the ``metrics`` extra). Off by default; see
     :mod:`aais_agui.http.metrics` for serving them on a port of their own.
+
+    ``webhooks`` (subscriptions, or a :class:`~aais_langgraph.webhooks.WebhookWorker`
+    of ``authority``; needs the ``notify`` extra) sets the ledger to record their
+    deliveries with each request and resolution and runs the sender while the app
+    serves, as ``aais-agui serve --access-policy`` does.
     """
     guard_server_logs()
     security = Security(
@@ -167,6 +177,7 @@ def create_app(
     else:
         served = served_graph(graph, checkpointer)
         lifespan = watching(served)
+    lifespan = with_webhooks(lifespan, authority, webhooks)
     app = FastAPI(
         title="aais-agui",
         description="AG-UI endpoint with AAIS approvals",

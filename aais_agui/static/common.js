@@ -66,11 +66,27 @@ export function headers(extra = {}) {
   return sent;
 }
 
-export async function getJSON(path) {
-  const response = await fetch(href(path), { headers: headers(), credentials: "same-origin" });
+// A refused request throws an Error with the server's message and the HTTP `status`.
+async function answered(response) {
   const body = await response.json().catch(() => ({}));
-  if (!response.ok) throw new Error(body?.error?.message || `HTTP ${response.status}`);
+  if (!response.ok) {
+    throw Object.assign(new Error(body?.error?.message || `HTTP ${response.status}`), { status: response.status });
+  }
   return body;
+}
+
+export async function getJSON(path) {
+  return answered(await fetch(href(path), { headers: headers(), credentials: "same-origin" }));
+}
+
+/** POST `payload` as JSON, with the CSRF header (a state change). */
+export async function postJSON(path, payload = {}) {
+  return answered(await fetch(href(path), {
+    method: "POST",
+    credentials: "same-origin",
+    headers: headers({ "Content-Type": "application/json" }),
+    body: JSON.stringify(payload),
+  }));
 }
 
 export function approvalsPath(suffix) {

@@ -1,8 +1,9 @@
 // What stands: live session/persistent grants with their constraints explained and a revoke
-// button (SPEC §9), and recent resolutions with the audit chain's verify status.
+// button (SPEC §9), recent resolutions with the audit chain's verify status, and webhook
+// notifications that could not be delivered, with a retry.
 // Untrusted text goes through el()/appendVisible only.
 
-import { $, el, getJSON, headers, href } from "./common.js";
+import { $, el, getJSON, postJSON } from "./common.js";
 
 function who(actor) {
   if (!actor) return "the authority";
@@ -14,14 +15,7 @@ async function revoke(grant, button, status) {
   button.disabled = true;
   status.textContent = "Revoking…";
   try {
-    const response = await fetch(href(`inbox/grants/${encodeURIComponent(grant.grant_id)}/revoke`), {
-      method: "POST",
-      credentials: "same-origin",
-      headers: headers({ "Content-Type": "application/json" }),
-      body: "{}",
-    });
-    const body = await response.json().catch(() => ({}));
-    if (!response.ok) throw new Error(body?.error?.message || `HTTP ${response.status}`);
+    await postJSON(`inbox/grants/${encodeURIComponent(grant.grant_id)}/revoke`);
     status.textContent = "Revoked.";
     await refreshStanding();
   } catch (error) {
@@ -90,8 +84,87 @@ export async function refreshStanding() {
   }
 }
 
+// Webhook deliveries: dead ones with a retry, and those failing and retrying. The list names
+// the subscription, the notice, the request id, the attempts and the error as recorded (a
+// status code or an error type); the server never sends the receiver's URL.
+const handedBack = new Set(); // ids retried from this page, forgotten once no longer listed
+
+function deliveryState(delivery) {
+  if (delivery.state === "dead") return ["dead", "Gave up"];
+  if (handedBack.has(delivery.delivery_id) && delivery.attempts === 0) return ["handed-back", "Handed back"];
+  return ["retrying", "Retrying"];
+}
+
+async function retry(delivery, button, status) {
+  button.disabled = true;
+  status.textContent = "Handing it back…";
+  try {
+    await postJSON(`inbox/webhooks/${encodeURIComponent(delivery.delivery_id)}/retry`);
+    handedBack.add(delivery.delivery_id);
+    await refreshNotifications();
+  } catch (error) {
+    status.textContent = `Not retried: ${error.message}`;
+    button.disabled = false;
+  }
+}
+
+function deliveryItem(delivery) {
+  const [kind, label] = deliveryState(delivery);
+  const item = el("li", `delivery delivery-${kind}`);
+  item.dataset.deliveryId = delivery.delivery_id;
+  item.dataset.state = delivery.state;
+  const head = el("div", "delivery-head");
+  head.append(el("strong", "", delivery.subscription), el("code", "notice", delivery.notice),
+    el("span", `delivery-state state-${kind}`, label));
+  const attempts = delivery.attempts === 1 ? "1 failed attempt" : `${delivery.attempts} failed attempts`;
+  const when = {
+    dead: attempts,
+    retrying: `${attempts} · next try ${new Date(delivery.next_at * 1000).toLocaleTimeString()}`,
+    "handed-back": "waiting for the sender",
+  }[kind];
+  const meta = el("p", "delivery-meta", `Request ${delivery.request_id} · ${when}`);
+  item.append(head, meta);
+  if (delivery.last_error) {
+    const error = el("p", "delivery-error", "Last error: ");
+    error.append(el("code", "", delivery.last_error));
+    item.append(error);
+  }
+  if (delivery.state === "dead") {
+    const status = el("span", "delivery-status");
+    status.setAttribute("role", "status");
+    const button = el("button", "retry", "Retry");
+    button.type = "button";
+    button.addEventListener("click", () => retry(delivery, button, status));
+    item.append(button, status);
+  }
+  return item;
+}
+
+// Hidden when nothing failed, when this server has no such endpoint (404), and when this
+// user may not see it (403).
+export async function refreshNotifications() {
+  const panel = $("notifications");
+  try {
+    const { deliveries } = await getJSON("inbox/webhooks");
+    const listed = new Set(deliveries.map((delivery) => delivery.delivery_id));
+    for (const id of handedBack) if (!listed.has(id)) handedBack.delete(id);
+    const shown = deliveries.filter(
+      (delivery) => delivery.state === "dead" || delivery.attempts > 0 || handedBack.has(delivery.delivery_id),
+    );
+    $("delivery-list").replaceChildren(...shown.map(deliveryItem));
+    $("notifications-status").textContent = "";
+    panel.hidden = shown.length === 0;
+  } catch (error) {
+    if (error.status === 403 || error.status === 404) panel.hidden = true;
+    else $("notifications-status").textContent = `Could not refresh: ${error.message}`;
+  }
+  document.body.dataset.notificationsReady = "true";
+}
+
 export function watchStanding() {
   document.addEventListener("aais:resolved", () => refreshStanding());
   setInterval(refreshStanding, 15000);
+  setInterval(refreshNotifications, 15000);
+  refreshNotifications();
   return refreshStanding();
 }

@@ -679,6 +679,31 @@ class SqlLedger(SqlBackend):
                 self._run(cur, dl.UPSERT_DELIVERY, dl.delivery_row(updated))
             return updated
 
+    def delivery_cursor(self, subscription: str) -> int | None:
+        with self._read() as cur:
+            row = self._one(cur, dl.SELECT_CURSOR, (subscription,))
+        return None if row is None else int(row[0])
+
+    def advance_delivery_cursor(
+        self,
+        subscription: str,
+        *,
+        start: int | None,
+        to: int,
+        deliveries: Sequence[dl.Delivery] = (),
+        now: float,
+    ) -> bool:
+        with self._write() as cur:
+            if start is None:
+                moved = self._run(cur, dl.START_CURSOR, (subscription, to, now)).rowcount == 1
+            else:
+                params = (to, now, subscription, start)
+                moved = self._run(cur, dl.MOVE_CURSOR, params).rowcount == 1
+            if moved:
+                for delivery in deliveries:
+                    self._run(cur, dl.INSERT_DELIVERY, dl.delivery_row(delivery))
+            return moved
+
     # -- execution records ---------------------------------------------------------
 
     def update_execution(

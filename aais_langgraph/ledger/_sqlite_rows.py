@@ -204,12 +204,12 @@ def is_current(conn: Conn) -> bool:
     found = conn.execute(
         "SELECT COUNT(*) FROM sqlite_master WHERE (type = 'table' AND name IN "
         "('aais_meta', 'aais_executions', 'aais_resume_work', 'aais_threads', "
-        "'aais_deliveries', 'aais_compacted_requests')) "
+        "'aais_deliveries', 'aais_delivery_cursors', 'aais_compacted_requests')) "
         f"OR (type = 'index' AND name IN ('{PENDING_INDEX}', '{EXECUTION_AUDIT_INDEX}', "
         "'aais_requests_pending_sessions', 'aais_requests_pending_requesters', "
         f"'aais_requests_thread', {', '.join(repr(i) for i in PENDING_VIEW_INDEXES)}))"
     ).fetchone()[0]
-    expected = 11 + len(PENDING_VIEW_INDEXES)
+    expected = 12 + len(PENDING_VIEW_INDEXES)
     return bool(found == expected and meta(conn, "schema_version") == str(SCHEMA_VERSION))
 
 

@@ -15,7 +15,7 @@ import asyncio
 import json
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import (
     TYPE_CHECKING,
@@ -533,6 +533,26 @@ class Ledger(ABC):
         update only sends again, with the same ``webhook-id``."""
         raise NotImplementedError(f"{type(self).__name__} does not store webhook deliveries")
 
+    def delivery_cursor(self, subscription: str) -> int | None:
+        """The sequence up to which ``subscription``'s deliveries were made from the
+        event stream (None: its cursor has not started)."""
+        raise NotImplementedError(f"{type(self).__name__} does not store webhook deliveries")
+
+    def advance_delivery_cursor(
+        self,
+        subscription: str,
+        *,
+        start: int | None,
+        to: int,
+        deliveries: Sequence[Delivery] = (),
+        now: float,
+    ) -> bool:
+        """Move ``subscription``'s cursor from ``start`` (None: start it) to ``to`` and
+        record those of ``deliveries`` not recorded yet (one already recorded, by its id,
+        stays as it is), in one transaction. False, and nothing written, when the cursor
+        is no longer at ``start`` (another sender moved it first)."""
+        raise NotImplementedError(f"{type(self).__name__} does not store webhook deliveries")
+
     # -- execution records (the runtime's, not AAIS's: see :mod:`.executions`) -------
 
     @abstractmethod
@@ -612,6 +632,8 @@ class Ledger(ABC):
     alist_deliveries = _twin(list_deliveries)
     aclaim_deliveries = _twin(claim_deliveries)
     aupdate_delivery = _twin(update_delivery)
+    adelivery_cursor = _twin(delivery_cursor)
+    aadvance_delivery_cursor = _twin(advance_delivery_cursor)
     aupdate_execution = _twin(update_execution)
     aget_execution = _twin(get_execution)
     aexecution_with_entry = _twin(execution_with_entry)

@@ -20,6 +20,13 @@ so a receiver drops the duplicates an at-least-once delivery can bring.
 
 The transitions are pure functions; a backend reads the row, applies one under
 its write lock and stores the result (:meth:`Ledger.update_delivery`).
+
+A writer that does not know the subscriptions (no ``delivery_plan``) records no
+delivery; the sender catches up from the event stream instead. Each subscription
+has a cursor in ``aais_delivery_cursors``: the sequence up to which its
+deliveries were made from the events. Moving it and recording the deliveries it
+passes happen in one transaction, and only from the sequence read before
+(:meth:`Ledger.advance_delivery_cursor`), so replicas never both move it.
 """
 
 from __future__ import annotations
@@ -37,8 +44,10 @@ __all__ = [
     "DELIVERY_COLUMNS",
     "DELIVERY_NOTICES",
     "INSERT_DELIVERY",
+    "MOVE_CURSOR",
     "POSTGRES_DELIVERIES_SCHEMA",
     "SQLITE_DELIVERIES_SCHEMA",
+    "START_CURSOR",
     "Delivery",
     "DeliveryChange",
     "DeliveryNotice",
@@ -283,6 +292,20 @@ CLAIM_DELIVERY = (
 )
 """Claim one due delivery; a row count of 0 means another sender has it."""
 
+START_CURSOR = (
+    "INSERT INTO aais_delivery_cursors (subscription, sequence, updated_at) "
+    "VALUES (?, ?, ?) ON CONFLICT (subscription) DO NOTHING"
+)
+"""Start a subscription's cursor; a row count of 0 means another sender started it."""
+
+MOVE_CURSOR = (
+    "UPDATE aais_delivery_cursors SET sequence = ?, updated_at = ? "
+    "WHERE subscription = ? AND sequence = ?"
+)
+"""Move a cursor from the sequence read before; a row count of 0 means another sender did."""
+
+SELECT_CURSOR = "SELECT sequence FROM aais_delivery_cursors WHERE subscription = ?"
+
 _STATES = "('pending', 'delivered', 'dead', 'coalesced', 'skipped')"
 _INDEXES = (
     # Only open work is indexed: picking up due work costs what waits, not the history.
@@ -311,9 +334,14 @@ SQLITE_DELIVERIES_SCHEMA = (
         created_at REAL NOT NULL,
         updated_at REAL NOT NULL
     ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS aais_delivery_cursors (
+        subscription TEXT PRIMARY KEY,
+        sequence INTEGER NOT NULL,
+        updated_at REAL NOT NULL
+    ) WITHOUT ROWID""",
     *_INDEXES,
 )
-"""The SQLite table (created by ``setup()``; an older ledger file gains it there)."""
+"""The SQLite tables (created by ``setup()``; an older ledger file gains it there)."""
 
 POSTGRES_DELIVERIES_SCHEMA = (
     f"""CREATE TABLE IF NOT EXISTS aais_deliveries (
@@ -332,9 +360,14 @@ POSTGRES_DELIVERIES_SCHEMA = (
         created_at DOUBLE PRECISION NOT NULL,
         updated_at DOUBLE PRECISION NOT NULL
     )""",
+    """CREATE TABLE IF NOT EXISTS aais_delivery_cursors (
+        subscription TEXT PRIMARY KEY,
+        sequence BIGINT NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL
+    )""",
     *_INDEXES,
 )
-"""The Postgres table (created by ``setup()``; an older schema gains it there)."""
+"""The Postgres tables (created by ``setup()``; an older schema gains it there)."""
 
 
 def delivery_from_row(row: tuple[Any, ...]) -> Delivery:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from bisect import bisect_left, bisect_right
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from fnmatch import fnmatchcase
 from typing import Any
@@ -85,6 +85,7 @@ class InMemoryLedger(Ledger):
         self._resume_work: dict[str, ResumeWork] = {}
         self._compacted: set[str] = set()
         self._deliveries: dict[str, Delivery] = {}
+        self._delivery_cursors: dict[str, int] = {}
 
     # -- requests ------------------------------------------------------------------
 
@@ -618,6 +619,27 @@ class InMemoryLedger(Ledger):
             if updated is not None:
                 self._deliveries[delivery_id] = updated
             return updated
+
+    def delivery_cursor(self, subscription: str) -> int | None:
+        with self._lock:
+            return self._delivery_cursors.get(subscription)
+
+    def advance_delivery_cursor(
+        self,
+        subscription: str,
+        *,
+        start: int | None,
+        to: int,
+        deliveries: Sequence[Delivery] = (),
+        now: float,
+    ) -> bool:
+        with self._lock:
+            if self._delivery_cursors.get(subscription) != start:
+                return False
+            self._delivery_cursors[subscription] = to
+            for delivery in deliveries:
+                self._deliveries.setdefault(delivery.delivery_id, delivery)
+            return True
 
     # -- execution records ---------------------------------------------------------
 

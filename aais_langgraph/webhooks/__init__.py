@@ -6,7 +6,9 @@ requests that expire soon. :class:`SubscriptionPlan`, set on the ledger with
 ``ledger.delivery_plan``, records each delivery in the same transaction
 as the request or resolution that causes it; :class:`WebhookWorker` signs and
 sends them (Standard Webhooks), retried with backoff across restarts and
-replicas until delivered or dead (:mod:`aais_langgraph.ledger.deliveries`).
+replicas until delivered or dead (:mod:`aais_langgraph.ledger.deliveries`),
+and records those a writer without the plan missed from the event stream
+(:mod:`.catch_up`).
 Needs the ``notify`` extra.
 """
 

@@ -1,7 +1,9 @@
 """The webhook sender: claims the ledger's due deliveries, signs them and POSTs them.
 
 Any process serving the graph may run a :class:`WebhookWorker` (``aais-agui serve``
-does, for the subscriptions of its ``--access-policy`` file). Each pass claims due
+does, for the subscriptions of its ``--access-policy`` file). Each pass first
+records the deliveries a writer without the subscriptions missed, from the event
+stream after each subscription's cursor (:mod:`.catch_up`), then claims due
 deliveries for a short while (``claim_ttl``), so two replicas do not both send one;
 a sender that dies mid-delivery leaves its claim to expire and another sends it
 again with the same ``webhook-id`` (at least once: receivers drop duplicates by id).
@@ -48,6 +50,7 @@ from ..ledger.deliveries import (
 from ..observability import delivery_span
 from ..observability.traces import SpanNotes
 from ..protocol import Actor, id_for
+from .catch_up import catch_up
 from .formats import aais_body, slack_body
 from .subscriptions import WebhookSubscription
 
@@ -84,6 +87,7 @@ class WebhookWorker:
         batch: Deliveries claimed per pass at most.
         poll_interval: Seconds between passes of :meth:`run`.
         concurrency: Deliveries in flight at once.
+        catch_up_limit: Events read per subscription and pass when catching up.
     """
 
     def __init__(
@@ -99,6 +103,7 @@ class WebhookWorker:
         batch: int = 20,
         poll_interval: float = 0.5,
         concurrency: int = 8,
+        catch_up_limit: int = 500,
     ) -> None:
         if not 0 < timeout < claim_ttl:
             raise ValueError("timeout: must be positive and shorter than claim_ttl")
@@ -112,6 +117,7 @@ class WebhookWorker:
         self.batch = batch
         self.poll_interval = poll_interval
         self.concurrency = concurrency
+        self.catch_up_limit = catch_up_limit
         self._client = httpx.Client(timeout=timeout, follow_redirects=False)
 
     def close(self) -> None:
@@ -130,8 +136,18 @@ class WebhookWorker:
             limit=self.batch if limit is None else limit,
         )
 
+    def catch_up(self) -> int:
+        """Record the deliveries of the events after each subscription's cursor (those a
+        writer without the subscriptions did not record); how many were recorded."""
+        ledger = self.authority.ledger
+        return sum(catch_up(ledger, item, limit=self.catch_up_limit) for item in self._sorted())
+
+    def _sorted(self) -> list[WebhookSubscription]:
+        return [self.subscriptions[name] for name in sorted(self.subscriptions)]
+
     def deliver_due(self) -> list[Delivery]:
-        """One pass: claim what is due and attempt each; the rows after the attempts."""
+        """One pass: catch up, claim what is due and attempt each; the rows after the attempts."""
+        self.catch_up()
         claimed = self.claim()
         if not claimed:
             return []
@@ -238,6 +254,10 @@ class WebhookWorker:
         """Claim and send until cancelled; up to ``concurrency`` deliveries in flight."""
         in_flight: set[asyncio.Future[Any]] = set()
         while True:
+            try:
+                await asyncio.to_thread(self.catch_up)
+            except Exception:
+                logger.exception("webhook worker: catching up from the events failed; retrying")
             try:
                 room = self.concurrency - len(in_flight)
                 if room > 0:

@@ -141,6 +141,9 @@ def _steps() -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
         ("get_delivery", ("msg_1",), {}),
         ("update_delivery", ("msg_1", retry_change(4.0)), {}),
         ("list_deliveries", (), {"states": ("dead",)}),
+        ("advance_delivery_cursor", ("ops",), {"start": None, "to": 1, "now": 4.0}),
+        ("advance_delivery_cursor", ("ops",), {"start": 0, "to": 2, "now": 4.0}),
+        ("delivery_cursor", ("ops",), {}),
         ("compact_history", (RetentionPolicy(keep_last=0),), {"now": 10.0}),
     ]
 

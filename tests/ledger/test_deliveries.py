@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from aais_langgraph.ledger import Ledger
@@ -183,3 +185,30 @@ def _later() -> float:
     import time
 
     return time.time() + 1.0
+
+
+def test_a_delivery_cursor_moves_only_from_where_it_was_read(ledger: Ledger) -> None:
+    requested = request_envelope("apr_1")
+    ledger.add_request(requested, thread_id="thr_1")
+    [stored] = ledger.list_pending()
+    [notice, _] = plan().deliveries("approval.requested", stored, 1.0)
+    assert ledger.delivery_cursor("ops") is None
+    assert ledger.advance_delivery_cursor("ops", start=None, to=0, now=1.0)
+    assert not ledger.advance_delivery_cursor("ops", start=None, to=5, now=1.0)
+
+    assert ledger.advance_delivery_cursor("ops", start=0, to=1, deliveries=[notice], now=2.0)
+    again = replace(notice, delivery_id=delivery_id_for("ops", "approval.resolved", "apr_1"))
+    assert not ledger.advance_delivery_cursor("ops", start=0, to=1, deliveries=[again], now=3.0)
+    assert ledger.delivery_cursor("ops") == 1
+    assert [d.delivery_id for d in ledger.list_deliveries()] == [notice.delivery_id]
+
+
+def test_a_delivery_already_recorded_stays_as_it_is(ledger: Ledger) -> None:
+    ledger.delivery_plan = plan()
+    ledger.add_request(request_envelope("apr_1"), thread_id="thr_1")
+    [stored] = ledger.list_pending()
+    before = sorted(ledger.list_deliveries(), key=lambda d: d.delivery_id)
+    later = plan().deliveries("approval.requested", stored, before[0].created_at + 60)
+    ledger.advance_delivery_cursor("ops", start=None, to=0, now=1.0)
+    assert ledger.advance_delivery_cursor("ops", start=0, to=1, deliveries=later, now=2.0)
+    assert sorted(ledger.list_deliveries(), key=lambda d: d.delivery_id) == before

@@ -1,4 +1,4 @@
-"""``aais-agui serve --access-policy FILE`` sends the file's webhooks while it serves."""
+"""Servers send webhooks: ``aais-agui serve --access-policy``, ``create_app(webhooks=...)``."""
 
 from __future__ import annotations
 
@@ -6,12 +6,19 @@ import json
 from pathlib import Path
 
 import httpx
+from fastapi.testclient import TestClient
+from langgraph.checkpoint.memory import InMemorySaver
 
-from aais_agui import run_agent_input
+from aais_agui import bearer_token_authenticator, create_app, run_agent_input
 from aais_langgraph import build_decision
+from aais_langgraph.authority import ApprovalAuthority
+from aais_langgraph.ledger import SqliteLedger
+from aais_langgraph.webhooks import WebhookSubscription
 from demo.support import JSON_HEADERS, agui_run, interrupts_of, running, wait_for
+from demo.tiny_graph import builder
 
 from .receivers import SECRET, Receiver, free_port
+from .test_delivery import ask
 
 GRAPHS = Path(__file__).resolve().parents[1] / "demo"  # tiny_graph.py
 TOKEN = {"Authorization": "Bearer s3cret"}
@@ -67,3 +74,36 @@ def test_serve_signs_and_sends_the_policy_files_webhooks(tmp_path: Path) -> None
     assert [body["type"] for body in bodies] == ["approval.requested", "approval.resolved"]
     assert bodies[0]["data"]["request"]["id"] == requested["request"]["id"]
     assert receiver.rejected == 0
+
+
+def test_an_app_made_with_webhooks_sends_them_while_it_serves(tmp_path: Path) -> None:
+    path = tmp_path / "app.db"
+    ledger = SqliteLedger(path)
+    other = SqliteLedger(path)  # another process's writer: it knows no subscriptions
+    try:
+        with Receiver() as receiver:
+            ops = WebhookSubscription(
+                name="ops",
+                url=receiver.url,
+                secret=SECRET,
+                notices=frozenset({"approval.requested"}),
+            )
+            app = create_app(
+                builder,
+                authority=ApprovalAuthority(ledger),
+                authenticate=bearer_token_authenticator({"s3cret": {"id": "x", "type": "human"}}),
+                checkpointer=InMemorySaver(),
+                webhooks=[ops],
+            )
+            with TestClient(app, headers=TOKEN) as client:
+                [interrupt] = interrupts_of(agui_run(client, run_agent_input("t-1", text="go")))
+                wait_for(lambda: len(receiver.bodies) == 1, what="the app's requested notice")
+                ask(ApprovalAuthority(other), "apr_elsewhere")
+                wait_for(lambda: len(receiver.bodies) == 2, what="the other writer's notice")
+
+        asked = [body["data"]["request"]["id"] for body in receiver.bodies.values()]
+        assert asked == [interrupt["metadata"]["aais"]["request"]["id"], "apr_elsewhere"]
+        assert receiver.rejected == 0 and receiver.duplicates == 0
+    finally:
+        ledger.close()
+        other.close()

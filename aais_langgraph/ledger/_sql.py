@@ -34,6 +34,7 @@ from ._records import (
     requested_audit,
     resolution_audits,
     revoked_audit,
+    selected_pending_query,
     with_sequence,
 )
 from ._rows import (
@@ -263,12 +264,19 @@ class SqlLedger(SqlBackend):
     def list_pending_rows(
         self, *, session_id: str | None = None, selection: PendingSelection | None = None
     ) -> list[PendingRow]:
-        sql, params = pending_query(
-            REQUEST_COLUMNS, thread_id=None, session_id=session_id, expires_before=None, limit=None
-        )
         subjects = self.selection_subjects
         if selection is not None and subjects is not None and not selection.unbounded:
-            sql, params = _selected_query(sql, params, subjects.terms(selection))
+            sql, params = selected_pending_query(
+                REQUEST_COLUMNS, session_id=session_id, terms=subjects.terms(selection)
+            )
+        else:
+            sql, params = pending_query(
+                REQUEST_COLUMNS,
+                thread_id=None,
+                session_id=session_id,
+                expires_before=None,
+                limit=None,
+            )
         with self._read() as cur:
             return [pending_row(row) for row in self._all(cur, sql, params)]
 
@@ -785,24 +793,3 @@ class SqlLedger(SqlBackend):
         with self._read() as cur:
             rows = self._all(cur, sql + " ORDER BY started_at, request_id", params)
         return [ex.execution_from_row(row) for row in rows]
-
-
-def _selected_query(
-    sql: str, params: list[Any], terms: list[tuple[str, list[Any]]]
-) -> tuple[str, list[Any]]:
-    """The pending listing ``sql`` cut to the rows any of ``terms`` selects: one arm per
-    term (each reads the index it selects by), their union in sequence order."""
-    if not terms:
-        return sql.replace(" ORDER BY sequence", " AND 1 = 0 ORDER BY sequence"), params
-    body = sql.replace(" ORDER BY sequence", "")
-    if len(terms) == 1:
-        condition, extra = terms[0]
-        return f"{body} AND ({condition}) ORDER BY sequence", [*params, *extra]
-    select = body.replace("SELECT ", "SELECT sequence AS listed_at, ", 1)
-    arms, values = [], []
-    for condition, extra in terms:
-        arms.append(f"{select} AND ({condition})")
-        values.extend([*params, *extra])
-    columns = body.split("SELECT ", 1)[1].split(" FROM ", 1)[0]
-    union = " UNION ".join(arms)
-    return f"SELECT {columns} FROM ({union}) AS selected ORDER BY listed_at", values

@@ -18,9 +18,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from aais_langgraph.observability.signals import report_integrity_error
-from aais_langgraph.protocol import AAISValidationError, canonical_json
-
+from ..observability.signals import report_integrity_error
+from ..protocol import AAISValidationError, canonical_json
 from ._records import (
     dump_json,
     granted_audit,

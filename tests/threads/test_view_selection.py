@@ -21,9 +21,8 @@ from aais_langgraph.ledger import (
     PendingSelection,
     SqliteLedger,
 )
-from aais_langgraph.ledger._records import pending_query
+from aais_langgraph.ledger._records import selected_pending_query
 from aais_langgraph.ledger._rows import REQUEST_COLUMNS
-from aais_langgraph.ledger._sql import _selected_query
 from aais_langgraph.ledger._sqlite_rows import VIEW_SUBJECTS
 from aais_langgraph.ledger.selection import RowFacts
 from aais_langgraph.protocol import Actor
@@ -198,10 +197,9 @@ def test_a_listing_for_a_narrow_viewer_reads_through_the_kind_index(tmp_path: Pa
     connection = sqlite3.connect(tmp_path / "ledger.db")
     try:
         ledger.list_pending_rows(selection=selection)  # the indexes exist once set up
-        sql, params = pending_query(
-            REQUEST_COLUMNS, thread_id=None, session_id=None, expires_before=None, limit=None
+        sql, params = selected_pending_query(
+            REQUEST_COLUMNS, session_id=None, terms=VIEW_SUBJECTS.terms(selection)
         )
-        sql, params = _selected_query(sql, params, VIEW_SUBJECTS.terms(selection))
         traced = [row[3] for row in connection.execute("EXPLAIN QUERY PLAN " + sql, params)]
     finally:
         connection.close()

@@ -303,13 +303,17 @@ def _transaction(conn: psycopg.Connection[Any]) -> Iterator[db.Cursor]:
 
 def _roll_back(conn: psycopg.Connection[Any], pipeline: psycopg.Pipeline) -> None:
     """End a failed pipelined transaction: the statement that failed has raised (or
-    the block did); sync past the skipped rest, then roll back (a no-op warning if
-    a failed ``COMMIT`` already ended it). The block's own error is the one raised."""
+    the block did); sync past the skipped rest, then roll back (nothing to do if a
+    failed ``COMMIT`` already ended it). The block's own error is the one raised.
+
+    ``Connection.rollback`` also forgets the connection's prepared statements: the
+    server skipped every message after the failure, a statement psycopg meant to
+    prepare there included, so a plain ``ROLLBACK`` would leave the next use of that
+    statement naming one the server never made."""
     with suppress(psycopg.Error):
         pipeline.sync()
     with suppress(psycopg.Error):  # a lost connection: the pool replaces it
-        conn.execute("ROLLBACK")
-        pipeline.sync()
+        conn.rollback()
 
 
 _READ_COUNTERS = "SELECT last_sequence, audit_tip_index, audit_tip_hash FROM aais_meta"

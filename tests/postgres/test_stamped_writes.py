@@ -120,3 +120,29 @@ def test_an_appended_entry_comes_back_as_stored(postgres_url: str, kind: str) ->
         entry = ledger.append_audit(kind, {"request_id": "apr_1", "sequence": -(2**52)})
         assert ledger.audit_entries()[-1] == entry
         assert entry.index == 1 and entry.payload["sequence"] == -(2**52)
+
+
+def test_a_connection_keeps_writing_after_a_refused_pipelined_write(postgres_url: str) -> None:
+    # A refused write aborts its pipeline before the statements queued after the
+    # failing one are parsed. psycopg prepares a statement on its fifth use: one
+    # it meant to prepare there must not be taken for prepared on the next writes.
+    rounds = 8
+    with PostgresLedger.from_conn_string(postgres_url, pool_size=1) as ledger:
+        ledger.setup()
+        requests = [request_envelope(f"apr_{n}") for n in range(rounds + 1)]
+        for requested in requests:
+            ledger.add_request(requested)
+        first, *rest = requests
+        ledger.record_resolution(approval(first, grant=grant_for(first, grant_id="grt_1")))
+        for requested in rest:
+            with pytest.raises(ValueError, match="grant: a grant with this id"):
+                ledger.record_resolution(
+                    approval(requested, grant=grant_for(requested, grant_id="grt_1"))
+                )
+            ledger.record_resolution(approval(requested))
+        for n in range(rounds):
+            ledger.add_request(request_envelope(f"apr_more_{n}"))
+        contents = ledger.contents()
+        assert len(contents.resolutions) == rounds + 1
+        assert len(contents.requests) == 2 * rounds + 1
+        assert verify_audit(contents.audit, contents.audit_tip).ok

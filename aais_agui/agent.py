@@ -36,6 +36,7 @@ gates accept only resolutions the authority already recorded.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 import time
@@ -77,6 +78,7 @@ from aais_langgraph.threads import DEFAULT_LEASE_WAIT, ThreadDriver, ThreadView
 from aais_langgraph.tools import PageBinding, PageToolGate
 
 from .frontend_tools import arelay_for, held, page_binding, plan_page_resume, with_page
+from .local_runs import local_runs
 from .mapping import is_approval_request, request_to_interrupt
 from .reoffer import reoffer_events
 from .resume_plan import ResumeRejected, plan_resume, served_config
@@ -166,6 +168,7 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
         self.lease_wait = lease_wait
         self.actor: Principal | Actor | Mapping[str, Any] | None = None
         self._planned_resume: dict[str, Any] | None = None
+        self._mapped: dict[str, tuple[Any, Interrupt]] = {}
         self.page_tools = page_tools
         self.page_origin: str | None = None
         """The page origin of this agent's runs (the request's ``Origin`` header)."""
@@ -246,6 +249,7 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
         """Run or resume one thread under its run lease; a refused resume is ``RUN_ERROR``,
         followed by a run that offers the still-open interrupts again (:mod:`.reoffer`)."""
         self._planned_resume = None
+        self._mapped = {}
         steering = steering_props(input.forwarded_props)
         if steering:
             for event in _refusal(
@@ -285,7 +289,10 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
             # The driver's lease and view; ag-ui-langgraph's run (which streams) invokes the
             # graph with the planned map through _build_command_from_agui_resume.
             config = {"configurable": {**self.config["configurable"], "thread_id": input.thread_id}}
-            async with self.driver.aleased(config) as thread:
+            async with (
+                local_runs(self.authority.ledger).driving(input.thread_id),
+                self.driver.aleased(config) as thread,
+            ):
                 watch = None
                 view = await thread.aview()
                 relay = await arelay_for(self.page_tools, self.graph, self.authority, config)
@@ -305,7 +312,7 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
                         # Answered elsewhere and not resumed yet (a crash, a busy lease):
                         # resume with the recorded answers instead of offering them again.
                         await thread.aresume(recorded)
-                        await asyncio.to_thread(self.driver.settle_resumed, view, recorded)
+                        thread.finish(view, recorded)
                         async for event in held(relay, await self._after_recorded(input, config)):
                             yield await aattribute_interrupts(event, self.authority)
                         return
@@ -313,7 +320,7 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
                 async for event in settle_outcome(streamed, watch, self.graph, config):
                     yield await aattribute_interrupts(event, self.authority)
                 if self._planned_resume:
-                    await asyncio.to_thread(self.driver.settle_resumed, view, self._planned_resume)
+                    thread.finish(view, self._planned_resume)
                 elif view.interrupts:
                     # A new run on a paused thread (an edited or regenerated message forks
                     # it) may leave requests behind that nothing will answer (SPEC §11).
@@ -325,7 +332,8 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
                 # The expiry was recorded: continue the thread past it now (its resume
                 # work would, later), then offer what it waits for next.
                 try:
-                    await self.driver.aresume_resolved(input.thread_id, lease_wait=0)
+                    async with local_runs(self.authority.ledger).driving(input.thread_id):
+                        await self.driver.aresume_resolved(input.thread_id, lease_wait=0)
                 except LeaseHeldError:
                     logger.info("an expired request's thread is busy; its resume work stays due")
             for event in await reoffer_events(
@@ -413,10 +421,20 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
         mapped: list[Interrupt] = []
         for raw in lg_interrupts:
             if is_approval_request(raw.value):
-                mapped.append(request_to_interrupt(raw.value, interrupt_id=raw.id))
+                mapped.append(self._approval_interrupt(raw))
             else:
                 mapped.extend(super()._interrupts_to_agui([raw]))
         return mapped
+
+    def _approval_interrupt(self, raw: Any) -> Interrupt:
+        # ag-ui-langgraph maps a run's interrupts more than once (its reconciliation and
+        # its tail); the envelope is validated and its response schema built once per
+        # run, and each caller gets its own copy (ag-ui-langgraph sets fields on them).
+        found = self._mapped.get(raw.id)
+        if found is None or found[0] is not raw.value:
+            found = (raw.value, request_to_interrupt(raw.value, interrupt_id=raw.id))
+            self._mapped[raw.id] = found
+        return found[1].model_copy()
 
     def _build_command_from_agui_resume(
         self, entries: list[ResumeEntry], *, open_interrupts: list[Interrupt] | None = None
@@ -495,6 +513,7 @@ _REQUIRED = object()
 """A setting :meth:`AAISLangGraphAgent.clone` has no default for."""
 
 
+@functools.lru_cache(maxsize=64)
 def _keyword_parameters(init: Any) -> frozenset[str] | None:
     """The names ``init`` takes by keyword; None when it takes any (``**kwargs``)."""
     try:

@@ -15,11 +15,13 @@ Rows:
   SqliteLedger on files, ``synchronous=FULL``; InMemorySaver + InMemoryLedger).
 - ``grant``: an action a standing grant covers vs the same node ungated (SQLite).
 - ``inbox``: ``pending_approvals`` (default: reconciled) with 10k vs 1k paused
-  threads (``--quick``: 2k vs 200), 5x resolved history each; rounds alternate
-  the two sizes.
+  threads (``--quick``: 2k vs 200; ``--inbox-sizes SMALL LARGE``), 5x resolved
+  history each (``--inbox-history X``); rounds alternate the two sizes. Seeding is
+  not timed; ``--seed-dir DIR`` keeps the seeded files there and reuses them.
 - ``distributed``: N approvals answered concurrently, Postgres with 2 replica
   processes vs SQLite with 1 (throwaway cluster, as in the tests; rounds
-  alternate the backends, a fresh database each round).
+  alternate the backends, a fresh database each round): approvals/s, and CPU per
+  approval across every process, the server's included (``pg_scale.py``).
 - ``agui``: one AG-UI run of the gated demo graph (the pausing run, and the
   answering run) vs a plain ag-ui-langgraph run, sequential runs alternating.
 """
@@ -36,6 +38,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -110,9 +113,12 @@ def gate_rows(rows: list[str], directory: Path, *, batches: int, size: int) -> N
 # -- pending_approvals -------------------------------------------------------------------
 
 
-def inbox_row(directory: Path, *, small: int, large: int, rounds: int) -> None:
+def inbox_row(directory: Path, *, small: int, large: int, rounds: int, history: int = 5) -> None:
     """Seed both inboxes once (not timed), then time the two listings alternately."""
-    with seeded_inbox(directory, small) as list_small, seeded_inbox(directory, large) as list_large:
+    with (
+        seeded_inbox(directory, small, history) as list_small,
+        seeded_inbox(directory, large, history) as list_large,
+    ):
         list_small()
         list_large()
         smalls: list[float] = []
@@ -124,57 +130,45 @@ def inbox_row(directory: Path, *, small: int, large: int, rounds: int) -> None:
                 fn()
                 into.append(time.perf_counter() - start)
     ratios = [b / a for a, b in zip(smalls, larges, strict=True)]
+    shape = "" if history == 5 else f", {history}x history"
     show(
         f"pending_approvals {large // 1000 if large >= 1000 else large}"
-        f"{'k' if large >= 1000 else ''} vs {small} paused",
+        f"{'k' if large >= 1000 else ''} vs {small} paused{shape}",
         "ms",
         statistics.median(smalls) * 1e3,
         statistics.median(larges) * 1e3,
         spread(ratios),
-        f"<= {large / small * 1.1:.0f}x, large <= {large / 20_000:.2f} s",
+        f"<= {large / small * 1.05:.1f}x" + (", large <= 0.10 s" if large == 10_000 else ""),
     )
 
 
+def inbox_file(pending: int, history: int = 5) -> str:
+    """The name of the seeded inbox of ``pending`` paused threads (see :func:`seeded_inbox`)."""
+    return f"inbox13-{pending}.db" if history == 5 else f"inbox13-{pending}-h{history}.db"
+
+
 @contextmanager
-def seeded_inbox(directory: Path, pending: int) -> Iterator[Callable[[], Any]]:
+def seeded_inbox(directory: Path, pending: int, history: int = 5) -> Iterator[Callable[[], Any]]:
+    """A listing of ``pending`` paused threads with ``history`` x resolved history. The file
+    (:func:`inbox_file`, in ``directory``) is reused when present: seed once, list often."""
     import sqlite3
 
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    from aais_langgraph import (
-        ApprovalAuthority,
-        ApprovalRequested,
-        SqliteLedger,
-        build_decision,
-        pending_approvals,
-    )
+    from aais_langgraph import ApprovalAuthority, SqliteLedger, pending_approvals
 
-    path = directory / f"inbox12-{pending}.db"
+    path = directory / inbox_file(pending, history)
+    if not path.exists():
+        seeding = path.with_name(f"{path.name}.seeding")
+        for stale in directory.glob(f"{seeding.name}*"):
+            stale.unlink()
+        _seed(seeding, pending, history)
+        seeding.rename(path)  # only a complete seed is reused: an interrupted one starts over
     conn = sqlite3.connect(path, check_same_thread=False)
-    conn.execute("PRAGMA synchronous = OFF")  # seeding speed only; reads are timed
     saver = SqliteSaver(conn)
-    saver.setup()
     with SqliteLedger.from_path(path, synchronous="OFF") as ledger:
-        ledger.setup()
         authority = ApprovalAuthority(ledger)
         graph = bench_gate.gated_graph(saver, authority)
-        history = 5 * pending
-        for i in range(pending):  # finished threads: resolved history in the checkpointer too
-            config = {"configurable": {"thread_id": f"done-{i}"}}
-            paused = graph.invoke({"command": f"ls {i}"}, config)
-            requested = ApprovalRequested.from_data(paused["__interrupt__"][0].value)
-            decided = build_decision(requested, decision="deny", actor=bench_gate.ACTOR)
-            bench_gate.resume_with_decisions(
-                graph, config, decided, actor=bench_gate.ACTOR, authority=authority
-            )
-        for i in range(history - pending):  # the rest: resolved ledger requests, no thread
-            requested = authority.request(
-                bench_gate.shell_action(f"cat {i}"),
-                origin={"harness": "bench", "session_id": f"s{i}"},
-            )
-            authority.decide(build_decision(requested, decision="approve", actor=bench_gate.ACTOR))
-        for i in range(pending):
-            graph.invoke({"command": f"ls {i}"}, {"configurable": {"thread_id": f"wait-{i}"}})
 
         def listing() -> Any:
             shown = pending_approvals(authority, graph)
@@ -185,30 +179,73 @@ def seeded_inbox(directory: Path, pending: int) -> Iterator[Callable[[], Any]]:
     conn.close()
 
 
+def _seed(path: Path, pending: int, history: int) -> None:
+    """Seed ``path``: ``pending`` paused threads; ``history`` x resolved history (up to
+    ``pending`` finished threads, the rest ledger requests without a thread)."""
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from aais_langgraph import ApprovalAuthority, ApprovalRequested, SqliteLedger, build_decision
+
+    conn = sqlite3.connect(path, check_same_thread=False)
+    conn.execute("PRAGMA synchronous = OFF")  # seeding speed only; reads are timed
+    saver = SqliteSaver(conn)
+    saver.setup()
+    with SqliteLedger.from_path(path, synchronous="OFF") as ledger:
+        ledger.setup()
+        # Requests that outlive the seed, so a reused file lists all of them.
+        authority = ApprovalAuthority(ledger, default_expiry=timedelta(days=3650))
+        graph = bench_gate.gated_graph(saver, authority)
+        resolved = history * pending
+        for i in range(min(pending, resolved)):  # finished threads: in the checkpointer too
+            config = {"configurable": {"thread_id": f"done-{i}"}}
+            paused = graph.invoke({"command": f"ls {i}"}, config)
+            requested = ApprovalRequested.from_data(paused["__interrupt__"][0].value)
+            decided = build_decision(requested, decision="deny", actor=bench_gate.ACTOR)
+            bench_gate.resume_with_decisions(
+                graph, config, decided, actor=bench_gate.ACTOR, authority=authority
+            )
+        for i in range(resolved - pending):  # the rest: resolved ledger requests, no thread
+            requested = authority.request(
+                bench_gate.shell_action(f"cat {i}"),
+                origin={"harness": "bench", "session_id": f"s{i}"},
+            )
+            authority.decide(build_decision(requested, decision="approve", actor=bench_gate.ACTOR))
+        for i in range(pending):
+            graph.invoke({"command": f"ls {i}"}, {"configurable": {"thread_id": f"wait-{i}"}})
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+
+
 # -- distributed -------------------------------------------------------------------------
 
 
 def distributed_row(directory: Path, *, count: int, rounds: int, concurrency: int) -> None:
+    import pg_scale
+
     postgres: list[float] = []
     sqlite: list[float] = []
-    with bench_distributed.throwaway_postgres() as url:
-        base_url = url.rsplit("/", 1)[0]
+    cpu: dict[str, list[float]] = {"postgres": [], "sqlite": []}
+    locks: list[float] = []
+    with bench_distributed.throwaway_cluster() as cluster:
         for index in range(rounds):
             order = ["postgres", "sqlite"] if index % 2 == 0 else ["sqlite", "postgres"]
             for kind in order:
                 name = f"{kind}{index}"
                 if kind == "postgres":
-                    db = _create_database(base_url, f"bench{index}")
-                    result = bench_distributed.scenario(
-                        name, db, directory, count=count, replicas=2, concurrency=concurrency
+                    result = pg_scale.postgres_round(
+                        cluster, f"bench{index}", directory, count, concurrency
                     )
                     postgres.append(result["throughput"])
+                    locks.append(result["server"]["answer"]["lock_share"])
                 else:
                     db = str(directory / f"dist-{index}.db")
                     result = bench_distributed.scenario(
                         name, db, directory, count=count, replicas=1, concurrency=concurrency
                     )
                     sqlite.append(result["throughput"])
+                cpu[kind].append(pg_scale.cpu_ms_per_approval(result))
                 if result["lost"] or result["doubled"] or result["errors"]:
                     raise SystemExit(f"{name}: lost/doubled/errors {result}")
     ratios = [p / s for p, s in zip(postgres, sqlite, strict=True)]
@@ -224,14 +261,19 @@ def distributed_row(directory: Path, *, count: int, rounds: int, concurrency: in
         f"{'':<44}postgres {min(postgres):.0f}-{max(postgres):.0f}/s, "
         f"sqlite {min(sqlite):.0f}-{max(sqlite):.0f}/s"
     )
-
-
-def _create_database(base_url: str, name: str) -> str:
-    import psycopg
-
-    with psycopg.connect(f"{base_url}/postgres", autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return f"{base_url}/{name}"
+    cpu_ratios = [p / s for p, s in zip(cpu["postgres"], cpu["sqlite"], strict=True)]
+    show(
+        "CPU/approval: Postgres all processes vs SQLite",
+        "ms",
+        statistics.median(cpu["sqlite"]),
+        statistics.median(cpu["postgres"]),
+        spread(cpu_ratios),
+        "<= 1.3x",
+    )
+    print(
+        f"{'':<44}lock-wait share of active backends {100 * statistics.median(locks):.1f}%"
+        f" ({100 * min(locks):.1f}-{100 * max(locks):.1f}%), aim <= 5%"
+    )
 
 
 # -- AG-UI -------------------------------------------------------------------------------
@@ -328,6 +370,25 @@ def main() -> None:
         "--phases", type=int, metavar="TRIPS", help="wall time of each round-trip phase instead"
     )
     parser.add_argument("--memory", action="store_true", help="phases: InMemorySaver + ledger")
+    parser.add_argument(
+        "--inbox-sizes",
+        nargs=2,
+        type=int,
+        metavar=("SMALL", "LARGE"),
+        help="inbox: paused threads of the two listings (default 1000 10000; quick 200 2000)",
+    )
+    parser.add_argument(
+        "--inbox-history",
+        type=int,
+        default=5,
+        metavar="X",
+        help="inbox: resolved history per paused thread (default 5)",
+    )
+    parser.add_argument(
+        "--seed-dir",
+        type=Path,
+        help="inbox: keep the seeded files here and reuse them (seeding 100k takes a while)",
+    )
     args = parser.parse_args()
     if args.profile:
         profile(args.profile, args.top, raw=args.raw)
@@ -345,8 +406,16 @@ def main() -> None:
     try:
         gate_rows(args.only, scratch, batches=6 if quick else 40, size=10)
         if "inbox" in args.only:
-            small, large = (200, 2000) if quick else (1000, 10_000)
-            inbox_row(scratch, small=small, large=large, rounds=4 if quick else 7)
+            small, large = args.inbox_sizes or ((200, 2000) if quick else (1000, 10_000))
+            seeds = args.seed_dir or scratch
+            seeds.mkdir(parents=True, exist_ok=True)
+            inbox_row(
+                seeds,
+                small=small,
+                large=large,
+                rounds=4 if quick else 7,
+                history=args.inbox_history,
+            )
         if "distributed" in args.only:
             distributed_row(
                 scratch, count=150 if quick else 1000, rounds=2 if quick else 3, concurrency=8

@@ -78,9 +78,13 @@ def interleaved(
     baseline: Callable[[], Any], subject: Callable[[], Any], rounds: int, repeats: int
 ) -> tuple[float, float, list[float]]:
     base, gated, ratios = [], [], []
-    for _ in range(rounds):
-        b = timed(baseline, repeats)
-        g = timed(subject, repeats)
+    for index in range(rounds):  # the order flips every round
+        if index % 2 == 0:
+            b = timed(baseline, repeats)
+            g = timed(subject, repeats)
+        else:
+            g = timed(subject, repeats)
+            b = timed(baseline, repeats)
         base.append(b)
         gated.append(g)
         ratios.append(g / b)

@@ -19,7 +19,9 @@ replicas, releases them together and times every ``resume_with_decisions`` call
 (lease, judgement, ledger write, graph resume, the action, the checkpoint).
 Afterwards it checks: zero lost (every request resolved ``approved``, every
 thread finished, nothing left pending) and zero doubled (the action ran exactly
-once per request: it appends ``request_id`` to an O_APPEND log).
+once per request: it appends ``request_id`` to an O_APPEND log). Each replica also
+reports its CPU seconds in each phase (``os.times``); ``pg_scale.py`` adds the
+server's and compares them.
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -174,14 +176,21 @@ def replica(job: dict[str, Any]) -> None:
         print("ready", flush=True)
         if sys.stdin.readline().strip() != "go":
             raise SystemExit("no go")
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), process_cpu_seconds()
         threads = [threading.Thread(target=presenter) for _ in range(concurrency)]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
-        wall = time.perf_counter() - started
-    print(json.dumps({"latencies": latencies, "errors": errors, "wall": wall}), flush=True)
+        wall, cpu = time.perf_counter() - started, process_cpu_seconds() - cpu
+    report = {"latencies": latencies, "errors": errors, "wall": wall, "cpu": cpu}
+    print(json.dumps(report), flush=True)
+
+
+def process_cpu_seconds() -> float:
+    """User + system CPU seconds of this process (every thread) so far."""
+    times = os.times()
+    return times.user + times.system
 
 
 def run_replicas(jobs: list[dict[str, Any]], timeout: float) -> tuple[float, list[dict[str, Any]]]:
@@ -228,15 +237,28 @@ def run_replicas(jobs: list[dict[str, Any]], timeout: float) -> tuple[float, lis
 
 
 def scenario(
-    name: str, db: str, folder: Path, *, count: int, replicas: int, concurrency: int
+    name: str,
+    db: str,
+    folder: Path,
+    *,
+    count: int,
+    replicas: int,
+    concurrency: int,
+    around_phase: Callable[[str], AbstractContextManager[Any]] = nullcontext,
 ) -> dict[str, Any]:
+    """Pause ``count`` threads, then answer them from ``replicas`` processes (timed);
+    ``around_phase("pause")`` and ``around_phase("answer")`` are entered around each
+    phase's replicas (a probe)."""
     effects = str(folder / f"{name}-effects.log")
     with backend(db, setup=True):
         pass
     thread_ids = [f"{name}-{i:05d}" for i in range(count)]
     shares = [thread_ids[r::replicas] for r in range(replicas)]
     base = {"db": db, "effects": effects, "concurrency": concurrency}
-    run_replicas([{**base, "phase": "pause", "items": share} for share in shares], 900)
+    with around_phase("pause"):
+        _, paused = run_replicas(
+            [{**base, "phase": "pause", "items": share} for share in shares], 900
+        )
 
     with backend(db) as (saver, authority):
         graph = build_graph(saver, authority, effects)
@@ -255,7 +277,8 @@ def scenario(
     jobs = [
         {**base, "phase": "answer", "items": [[t, by_thread[t]] for t in share]} for share in shares
     ]
-    wall, reports = run_replicas(jobs, 900)
+    with around_phase("answer"):
+        wall, reports = run_replicas(jobs, 900)
 
     latencies = sorted(x for report in reports for x in report["latencies"])
     errors = [e for report in reports for e in report["errors"]]
@@ -281,6 +304,10 @@ def scenario(
         "p50_ms": 1000 * statistics.median(latencies),
         "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
         "max_ms": 1000 * latencies[-1],
+        "cpu_s": {
+            "pause": sum(report["cpu"] for report in paused),
+            "answer": sum(report["cpu"] for report in reports),
+        },
         "lost": len(request_ids - set(ran)) + still_pending + unfinished + unresolved,
         "doubled": sum(1 for n in ran.values() if n > 1),
         "errors": errors[:5],
@@ -292,7 +319,8 @@ def _request_of(decided: dict[str, Any]) -> str:
 
 
 @contextmanager
-def throwaway_postgres() -> Iterator[str]:
+def throwaway_cluster() -> Iterator[Any]:
+    """The tests' throwaway server (``support.pg_cluster.PostgresCluster``), started."""
     sys.path.insert(0, str(ROOT / "tests"))
     from support.pg_cluster import PostgresCluster, find_bindir
 
@@ -302,9 +330,15 @@ def throwaway_postgres() -> Iterator[str]:
     cluster = PostgresCluster(bindir)
     try:
         cluster.start()
-        yield cluster.create_database("bench")
+        yield cluster
     finally:
         cluster.stop()
+
+
+@contextmanager
+def throwaway_postgres() -> Iterator[str]:
+    with throwaway_cluster() as cluster:
+        yield cluster.create_database("bench")
 
 
 def main() -> None:

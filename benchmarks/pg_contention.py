@@ -25,12 +25,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import psycopg
 
 import bench_distributed
+from proc_cpu import cpu_seconds
 from support import pg_cluster
 
 
 def sample_waits(
-    url: str, stop: threading.Event, into: Counter[str], holders: Counter[str]
+    url: str,
+    stop: threading.Event,
+    into: Counter[str],
+    holders: Counter[str] | None = None,
+    *,
+    own_cpu: list[float] | None = None,
 ) -> None:
+    """Until ``stop``: every 5 ms, count backends in a transaction by wait event and
+    query into ``into``, and what the backends others wait on do into ``holders``.
+    ``own_cpu`` receives the CPU seconds of the sampler's own backend at the end
+    (to take out of a measurement of the server's CPU)."""
     with psycopg.connect(url, autocommit=True) as conn:
         while not stop.is_set():
             # A backend idle in a transaction is waiting on its client (the Python
@@ -45,6 +55,9 @@ def sample_waits(
             ).fetchall()
             for event, query in rows:
                 into[f"{event:<28} {query}"] += 1
+            if holders is None:
+                time.sleep(0.005)
+                continue
             # What the backends that others wait on are doing at that moment.
             blockers = conn.execute(
                 "SELECT CASE WHEN b.state = 'active' THEN coalesce(b.wait_event_type, 'CPU')"
@@ -57,6 +70,15 @@ def sample_waits(
             for event, query in blockers:
                 holders[f"{event:<28} {query}"] += 1
             time.sleep(0.005)
+        if own_cpu is not None:
+            own_cpu.append(cpu_seconds(conn.info.backend_pid))
+
+
+def lock_wait_share(waits: Counter[str]) -> float:
+    """The fraction of active-backend samples waiting on a lock (``wait_event_type`` Lock)."""
+    active = {k: n for k, n in waits.items() if not k.startswith("Client:IdleIn")}
+    locked = sum(n for k, n in active.items() if k.startswith("Lock:"))
+    return locked / (sum(active.values()) or 1)
 
 
 def main() -> None:
@@ -120,10 +142,9 @@ def main() -> None:
         total = sum(waits.values()) or 1
         for key, n in waits.most_common(15):
             print(f"  {n / total:>6.1%}  {key}")
-        active = {k: n for k, n in waits.items() if not k.startswith("Client:IdleIn")}
-        locked = sum(n for k, n in active.items() if k.startswith("Lock:"))
+        locked = sum(n for k, n in waits.items() if k.startswith("Lock:"))
         print(
-            f"\nwaiting on a lock: {locked / (sum(active.values()) or 1):.1%} of active"
+            f"\nwaiting on a lock: {lock_wait_share(waits):.1%} of active"
             f" backend samples, {locked / total:.1%} of those in a transaction"
         )
         print("\nwhat the backends others wait on are doing (5 ms samples)")

@@ -21,6 +21,7 @@ def profile(trips: int, top: int, *, raw: bool = False) -> None:
     import cProfile
     import pstats
     import threading
+    import traceback
     from collections import Counter
 
     import pydantic
@@ -50,7 +51,20 @@ def profile(trips: int, top: int, *, raw: bool = False) -> None:
     SqliteLedger._write = counted_write  # type: ignore[method-assign]
     counting(SqliteLedger, "_snapshot", "ledger snapshot reads")
     counting(SqliteLedger, "_read", "ledger single reads")
-    counting(threading.Thread, "start", "threads started")
+    start = threading.Thread.start
+
+    def counted_start(self: threading.Thread) -> None:
+        # Who asked for the thread: the innermost caller outside the standard library.
+        callers = [
+            frame.filename
+            for frame in traceback.extract_stack()[:-1]
+            if "site-packages" in frame.filename or "aais_langgraph" in frame.filename
+        ]
+        ours = bool(callers) and "aais_langgraph" in callers[-1]
+        counts["threads started by aais_langgraph" if ours else "threads started by LangGraph"] += 1
+        start(self)
+
+    threading.Thread.start = counted_start  # type: ignore[method-assign]
     counting(pydantic.TypeAdapter, "__init__", "TypeAdapters (interrupt() makes one)")
     counting(pydantic.TypeAdapter, "json_schema", "JSON Schemas generated")
     validate = pydantic.BaseModel.model_validate.__func__  # type: ignore[attr-defined]
@@ -91,6 +105,7 @@ def profile(trips: int, top: int, *, raw: bool = False) -> None:
             trip(i)
         profiler.disable()
         wall = time.perf_counter() - started
+    counts.setdefault("threads started by aais_langgraph", 0)
     how = "Command(resume=decided)" if raw else "resume_with_decisions"
     print(
         f"profile: {trips} SQLite approval round trips ({how}), "

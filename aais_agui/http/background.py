@@ -16,6 +16,8 @@ from typing import Any
 from aais_langgraph.authority import DEFAULT_LEASE_TTL, ApprovalAuthority, LeaseHeldError
 from aais_langgraph.threads import DEFAULT_LEASE_WAIT, ThreadDriver
 
+from ..local_runs import local_runs
+
 __all__ = ["BackgroundResumes", "aresume_recorded"]
 
 logger = logging.getLogger(__name__)
@@ -73,7 +75,8 @@ class BackgroundResumes:
         if stored is None or stored.thread_id is None:
             return
         try:
-            await self.driver.aresume_resolved(stored.thread_id)
+            async with local_runs(self.authority.ledger).driving(stored.thread_id):
+                await self.driver.aresume_resolved(stored.thread_id)
         except LeaseHeldError:
             logger.info("background resume: the thread is busy; its resume work stays due")
         except Exception:

@@ -12,7 +12,9 @@
   ``approval.resolved`` is resumed at once, and a ledger written before resume
   work existed is caught up at startup;
 - every ``orphan_interval`` seconds it cancels the pending requests their thread no
-  longer waits on (a forked or regenerated run left them behind, SPEC §11).
+  longer waits on (a forked or regenerated run left them behind, SPEC §11); a thread
+  a run of this process drives is left for the next pass, and a request younger than
+  a minute for a later one.
 
 Resuming is idempotent, so a thread this process already resumed (its decisions
 endpoint, an AG-UI resume) is only looked at, never run twice.
@@ -35,7 +37,13 @@ from aais_langgraph.authority import DEFAULT_LEASE_TTL, ApprovalAuthority, Lease
 from aais_langgraph.gate import ExecutionUnknownError
 from aais_langgraph.threads import DEFAULT_LEASE_WAIT, ThreadDriver, aresolved_threads
 
+from ..local_runs import local_runs
+
 logger = logging.getLogger(__name__)
+
+
+ORPHAN_GRACE = 60.0
+"""Seconds a request must have existed before the sweep may take it for an orphan."""
 
 
 class DecisionWatcher:
@@ -75,7 +83,10 @@ class DecisionWatcher:
 
     async def settle(self, thread_id: str) -> list[str]:
         """Resume ``thread_id`` if it waits on a resolved request; returns the resumed ids.
-        A thread that cannot be resumed now keeps its resume work due (see :meth:`due`)."""
+        A thread that cannot be resumed now keeps its resume work due (see :meth:`due`).
+        A thread a run of this process drives is looked at once that run ends
+        (:mod:`aais_agui.local_runs`)."""
+        await local_runs(self.authority.ledger).finished(thread_id)
         view = await self.driver.aview(thread_id)
         resolved = [rid for rid in view.interrupts if await self.authority.aget_resolution(rid)]
         if not resolved:
@@ -99,6 +110,20 @@ class DecisionWatcher:
         report = await self.driver.aresume_due()
         self.resumed.extend(report.resumed)
         return report.resumed
+
+    async def cancel_orphans(self) -> None:
+        """Cancel the pending requests their thread no longer waits on, but for threads a
+        run of this process drives now (:mod:`aais_agui.local_runs`): their turn is the
+        next pass; and never a request younger than :data:`ORPHAN_GRACE` (a run of
+        another replica may have recorded it before its checkpoint shows the task)."""
+        runs = local_runs(self.authority.ledger)
+        if not runs.driven():
+            await self.driver.acancel_orphans(settled_for=ORPHAN_GRACE)
+            return
+        pending = await asyncio.to_thread(self.authority.ledger.list_pending)
+        for thread_id in sorted({stored.thread_id for stored in pending if stored.thread_id}):
+            if not runs.is_driving(thread_id):
+                await self.driver.acancel_orphans(thread_id=thread_id, settled_for=ORPHAN_GRACE)
 
     def _schedule(self, thread_id: str) -> None:
         """Settle the thread in its own task; a thread already being settled goes again."""
@@ -131,7 +156,7 @@ class DecisionWatcher:
                     await self.due()
                 if time.monotonic() >= self._orphans_at:
                     self._orphans_at = time.monotonic() + self.orphan_interval
-                    await self.driver.acancel_orphans()
+                    await self.cancel_orphans()
             except Exception:
                 logger.exception("decision watcher: reading the ledger failed; retrying")
             await asyncio.sleep(self.poll_interval)

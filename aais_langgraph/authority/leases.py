@@ -16,7 +16,7 @@ import asyncio
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 
 from ..ledger import Lease, Ledger
@@ -148,12 +148,15 @@ def run_lease(
     ttl: float = DEFAULT_LEASE_TTL,
     wait: float = 0.0,
     holder: str | None = None,
+    done: Sequence[str] = (),
 ) -> Iterator[Lease]:
     """Hold ``thread_id``'s lease for the block, or raise :class:`LeaseHeldError`.
 
     ``wait`` seconds are spent retrying while another holder has it. The lease
     is renewed while the block runs and expires ``ttl`` seconds after the last
-    renewal, so a crashed holder blocks no one for longer than ``ttl``.
+    renewal, so a crashed holder blocks no one for longer than ``ttl``. ``done``
+    (a list the block may append to) names the requests whose resume work the
+    block finished: marked done in the release's write.
     """
     name = holder or new_holder()
     deadline = time.monotonic() + wait
@@ -171,7 +174,7 @@ def run_lease(
         yield lease
     finally:
         renewer.stop()
-        ledger.release_lease(thread_id, name)
+        ledger.release_lease(thread_id, name, done=tuple(done))
 
 
 @asynccontextmanager
@@ -182,6 +185,7 @@ async def arun_lease(
     ttl: float = DEFAULT_LEASE_TTL,
     wait: float = 0.0,
     holder: str | None = None,
+    done: Sequence[str] = (),
 ) -> AsyncIterator[Lease]:
     """Async twin of :func:`run_lease` (renewed from a thread, so a blocked loop keeps it)."""
     name = holder or new_holder()
@@ -200,4 +204,4 @@ async def arun_lease(
         yield lease
     finally:
         renewer.stop()
-        await ledger.arelease_lease(thread_id, name)
+        await ledger.arelease_lease(thread_id, name, done=tuple(done))

@@ -7,7 +7,8 @@ range, never silently at run time.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import json
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 TESTED_RANGE = "langgraph >=1.2,<1.3 (tested with 1.2.24)"
@@ -32,10 +33,15 @@ __all__ = [
     "RESUME_MAP_KEY",
     "SCRATCHPAD_KEY",
     "TESTED_RANGE",
+    "InterruptRow",
     "StoredWrite",
+    "ainterrupt_bytes",
+    "alatest_interrupt_rows",
+    "interrupt_bytes",
     "interrupt_id_for",
     "interrupt_will_pause",
     "latest_interrupt_blobs",
+    "latest_interrupt_rows",
     "latest_interrupt_writes",
     "load_write",
     "mark_invalid_resume",
@@ -147,6 +153,85 @@ def latest_interrupt_blobs(checkpointer: Any) -> list[tuple[str, str, bytes]] | 
             _LATEST_INTERRUPTS, (INTERRUPT,)
         ).fetchall()
     return rows
+
+
+_LATEST_INTERRUPT_ROWS = """
+SELECT w.thread_id, w.checkpoint_id, w.rowid, w.type, length(w.value) FROM writes AS w
+JOIN (SELECT thread_id, MAX(checkpoint_id) AS checkpoint_id FROM checkpoints
+      WHERE checkpoint_ns = '' GROUP BY thread_id) AS latest
+  ON w.thread_id = latest.thread_id AND w.checkpoint_id = latest.checkpoint_id
+WHERE w.checkpoint_ns = '' AND w.channel = ?
+"""
+""":data:`_LATEST_INTERRUPTS` without the values: what identifies each write."""
+
+_ROWS_BYTES = "SELECT rowid, value FROM writes WHERE rowid IN (SELECT value FROM json_each(?))"
+
+InterruptRow = tuple[str, str, int, str, int]
+"""``(thread_id, checkpoint_id, rowid, type, size)`` of a stored interrupt write.
+
+``SqliteSaver`` writes a changed write as a new row (``INSERT OR REPLACE`` deletes the
+old one), and checkpoint ids are never reused, so a row id met before in the same
+checkpoint, with the same type and size, holds the bytes read then."""
+
+
+def latest_interrupt_rows(checkpointer: Any) -> list[InterruptRow] | None:
+    """What identifies each interrupt write in every thread's latest root checkpoint, in
+    one query that reads no value (:func:`interrupt_bytes` reads those a caller has not
+    met); None for a checkpointer other than ``SqliteSaver``."""
+    saver = _sqlite_saver(checkpointer)
+    if saver is None:
+        return None
+    with saver.cursor(transaction=False) as cur:
+        rows: list[InterruptRow] = cur.execute(_LATEST_INTERRUPT_ROWS, (INTERRUPT,)).fetchall()
+    return rows
+
+
+def interrupt_bytes(checkpointer: Any, rowids: Collection[int]) -> dict[int, bytes]:
+    """Row id -> the bytes of each stored write ``rowids`` names that is still there."""
+    saver = _sqlite_saver(checkpointer)
+    if saver is None or not rowids:
+        return {}
+    with saver.cursor(transaction=False) as cur:
+        found = cur.execute(_ROWS_BYTES, (json.dumps(sorted(rowids)),)).fetchall()
+    return {int(rowid): bytes(value) for rowid, value in found}
+
+
+async def alatest_interrupt_rows(checkpointer: Any) -> list[InterruptRow] | None:
+    """:func:`latest_interrupt_rows` for LangGraph's ``AsyncSqliteSaver`` (None for others)."""
+    saver = _async_sqlite_saver(checkpointer)
+    if saver is None:
+        return None
+    await saver.setup()
+    async with saver.lock, saver.conn.execute(_LATEST_INTERRUPT_ROWS, (INTERRUPT,)) as cur:
+        rows = await cur.fetchall()
+    return [tuple(row) for row in rows]
+
+
+async def ainterrupt_bytes(checkpointer: Any, rowids: Collection[int]) -> dict[int, bytes]:
+    """:func:`interrupt_bytes` for ``AsyncSqliteSaver``."""
+    saver = _async_sqlite_saver(checkpointer)
+    if saver is None or not rowids:
+        return {}
+    params = (json.dumps(sorted(rowids)),)
+    async with saver.lock, saver.conn.execute(_ROWS_BYTES, params) as cur:
+        found = await cur.fetchall()
+    return {int(rowid): bytes(value) for rowid, value in found}
+
+
+def _async_sqlite_saver(checkpointer: Any) -> Any | None:
+    try:
+        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    except ImportError:  # pragma: no cover - the sqlite checkpointer is optional
+        return None
+    return checkpointer if type(checkpointer) is AsyncSqliteSaver else None
+
+
+def _sqlite_saver(checkpointer: Any) -> Any | None:
+    try:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+    except ImportError:  # pragma: no cover - the sqlite checkpointer is optional
+        return None
+    return checkpointer if type(checkpointer) is SqliteSaver else None
 
 
 def load_write(checkpointer: Any, write: StoredWrite) -> Any:

@@ -44,13 +44,26 @@ Template = list[Piece]
 event ``e``, ``i<k>``/``p<k>``/``h<k>`` index, previous and own hash of entry ``k``."""
 
 STAMP_FUNCTIONS = (
+    # plpgsql, not SQL: its loop has no query to plan, where a SQL function's is planned
+    # again in every transaction that calls it.
     """CREATE OR REPLACE FUNCTION aais_fill(tpl jsonb, vals jsonb) RETURNS text
-    LANGUAGE sql IMMUTABLE AS $$
-        SELECT string_agg(
-            CASE WHEN jsonb_typeof(p) = 'string' THEN p #>> '{}'
-                 ELSE (vals -> (p ->> 'v'))::text END, '' ORDER BY n)
-        FROM jsonb_array_elements(tpl) WITH ORDINALITY AS t(p, n)
-    $$""",
+    LANGUAGE plpgsql IMMUTABLE STRICT AS $$
+    DECLARE
+        out text := '';
+        p jsonb;
+    BEGIN
+        FOR i IN 0 .. jsonb_array_length(tpl) - 1 LOOP
+            p := tpl -> i;
+            IF jsonb_typeof(p) = 'string' THEN
+                out := out || (p #>> '{}');
+            ELSE
+                out := out || (vals -> (p ->> 'v'))::text;
+            END IF;
+        END LOOP;
+        RETURN out;
+    END $$""",
+    # The counters' row is locked first and held to COMMIT: everything after the lock
+    # is as little server work as the rows allow (no statement for a table with no rows).
     """CREATE OR REPLACE FUNCTION aais_stamp(job jsonb) RETURNS jsonb
     LANGUAGE plpgsql AS $$
     DECLARE
@@ -62,61 +75,75 @@ STAMP_FUNCTIONS = (
         h text;
         a jsonb;
         n integer := (job ->> 'n')::integer;
+        digests jsonb := job -> 'digests';
+        audits jsonb := job -> 'audits';
     BEGIN
         SELECT last_sequence, audit_tip_index, audit_tip_hash INTO m FROM aais_meta FOR UPDATE;
         IF NOT FOUND THEN
             RAISE EXCEPTION 'the ledger schema is missing its meta row; call setup() first';
         END IF;
-        IF n > 0 THEN
-            SELECT vals || jsonb_object_agg('s' || i, m.last_sequence + 1 + i) INTO vals
-              FROM generate_series(0, n - 1) AS i;
-        END IF;
-        FOR a IN SELECT value FROM jsonb_array_elements(job -> 'digests')
-                WITH ORDINALITY AS t(value, o) ORDER BY o LOOP
-            vals := vals || jsonb_build_object('d' || k, 'sha256:' || encode(
-                sha256(convert_to(aais_fill(a, vals), 'UTF8')), 'hex'));
-            k := k + 1;
+        FOR i IN 0 .. n - 1 LOOP
+            vals := vals || jsonb_build_object('s' || i, m.last_sequence + 1 + i);
         END LOOP;
-        k := 0;
+        FOR e IN 0 .. jsonb_array_length(digests) - 1 LOOP
+            vals := vals || jsonb_build_object('d' || e, 'sha256:' || encode(
+                sha256(convert_to(aais_fill(digests -> e, vals), 'UTF8')), 'hex'));
+        END LOOP;
         first_idx := coalesce(m.audit_tip_index + 1, 0);
         prev := coalesce(m.audit_tip_hash, job ->> 'genesis');
-        FOR a IN SELECT value FROM jsonb_array_elements(job -> 'audits')
-                WITH ORDINALITY AS t(value, o) ORDER BY o LOOP
-            vals := vals || jsonb_build_object('i' || k, first_idx + k, 'p' || k, prev);
+        k := jsonb_array_length(audits);
+        FOR e IN 0 .. k - 1 LOOP
+            a := audits -> e;
+            vals := vals || jsonb_build_object('i' || e, first_idx + e, 'p' || e, prev);
             h := 'sha256:' || encode(
                 sha256(convert_to(aais_fill(a -> 'c', vals) || prev, 'UTF8')), 'hex');
-            vals := vals || jsonb_build_object('h' || k, h);
+            vals := vals || jsonb_build_object('h' || e, h);
             prev := h;
-            k := k + 1;
         END LOOP;
-        INSERT INTO aais_audit (idx, kind, occurred_at, payload, prev_hash, entry_hash)
-            SELECT first_idx + t.o - 1, t.e ->> 'k', t.e ->> 'o', aais_fill(t.e -> 'x', vals),
-                   vals ->> ('p' || (t.o - 1)), vals ->> ('h' || (t.o - 1))
-            FROM jsonb_array_elements(job -> 'audits') WITH ORDINALITY AS t(e, o);
-        INSERT INTO aais_events (sequence, envelope)
-            SELECT (vals ->> (r -> 'sequence' ->> 'v'))::bigint,
-                   aais_fill(r -> 'envelope' -> 'x', vals)
-            FROM jsonb_array_elements(job -> 'aais_events') AS r;
-        INSERT INTO aais_requests (request_id, sequence, session_id, thread_id, expires_at,
-                                   status, envelope, context, audit_index, mac)
-            SELECT p.request_id, (vals ->> (r -> 'sequence' ->> 'v'))::bigint, p.session_id,
-                   p.thread_id, p.expires_at, p.status, aais_fill(r -> 'envelope' -> 'x', vals),
-                   p.context, (vals ->> (r -> 'audit_index' ->> 'v'))::bigint, p.mac
-            FROM jsonb_array_elements(job -> 'aais_requests') AS r,
-                 jsonb_populate_record(NULL::aais_requests,
-                                       r - 'sequence' - 'envelope' - 'audit_index') AS p;
-        INSERT INTO aais_resolutions (request_id, envelope, decision_fingerprint, audit_index, mac)
-            SELECT p.request_id, aais_fill(r -> 'envelope' -> 'x', vals), p.decision_fingerprint,
-                   (vals ->> (r -> 'audit_index' ->> 'v'))::bigint, p.mac
-            FROM jsonb_array_elements(job -> 'aais_resolutions') AS r,
-                 jsonb_populate_record(NULL::aais_resolutions, r - 'envelope' - 'audit_index') AS p;
-        INSERT INTO aais_grants (grant_id, request_id, scope, session_id, action_name, constraints,
-                                 created_at, expires_at, revoked_at, audit_index, mac)
-            SELECT p.grant_id, p.request_id, p.scope, p.session_id, p.action_name, p.constraints,
-                   p.created_at, p.expires_at, p.revoked_at,
-                   (vals ->> (r -> 'audit_index' ->> 'v'))::bigint, p.mac
-            FROM jsonb_array_elements(job -> 'aais_grants') AS r,
-                 jsonb_populate_record(NULL::aais_grants, r - 'audit_index') AS p;
+        IF k > 0 THEN
+            INSERT INTO aais_audit (idx, kind, occurred_at, payload, prev_hash, entry_hash)
+                SELECT first_idx + t.o - 1, t.e ->> 'k', t.e ->> 'o',
+                       aais_fill(t.e -> 'x', vals),
+                       vals ->> ('p' || (t.o - 1)), vals ->> ('h' || (t.o - 1))
+                FROM jsonb_array_elements(audits) WITH ORDINALITY AS t(e, o);
+        END IF;
+        IF jsonb_array_length(job -> 'aais_events') > 0 THEN
+            INSERT INTO aais_events (sequence, envelope)
+                SELECT (vals ->> (r -> 'sequence' ->> 'v'))::bigint,
+                       aais_fill(r -> 'envelope' -> 'x', vals)
+                FROM jsonb_array_elements(job -> 'aais_events') AS r;
+        END IF;
+        IF jsonb_array_length(job -> 'aais_requests') > 0 THEN
+            INSERT INTO aais_requests (request_id, sequence, session_id, thread_id, expires_at,
+                                       status, envelope, context, audit_index, mac)
+                SELECT p.request_id, (vals ->> (r -> 'sequence' ->> 'v'))::bigint,
+                       p.session_id, p.thread_id, p.expires_at, p.status,
+                       aais_fill(r -> 'envelope' -> 'x', vals), p.context,
+                       (vals ->> (r -> 'audit_index' ->> 'v'))::bigint, p.mac
+                FROM jsonb_array_elements(job -> 'aais_requests') AS r,
+                     jsonb_populate_record(NULL::aais_requests,
+                                           r - 'sequence' - 'envelope' - 'audit_index') AS p;
+        END IF;
+        IF jsonb_array_length(job -> 'aais_resolutions') > 0 THEN
+            INSERT INTO aais_resolutions (request_id, envelope, decision_fingerprint,
+                                          audit_index, mac)
+                SELECT p.request_id, aais_fill(r -> 'envelope' -> 'x', vals),
+                       p.decision_fingerprint,
+                       (vals ->> (r -> 'audit_index' ->> 'v'))::bigint, p.mac
+                FROM jsonb_array_elements(job -> 'aais_resolutions') AS r,
+                     jsonb_populate_record(NULL::aais_resolutions,
+                                           r - 'envelope' - 'audit_index') AS p;
+        END IF;
+        IF jsonb_array_length(job -> 'aais_grants') > 0 THEN
+            INSERT INTO aais_grants (grant_id, request_id, scope, session_id, action_name,
+                                     constraints, created_at, expires_at, revoked_at,
+                                     audit_index, mac)
+                SELECT p.grant_id, p.request_id, p.scope, p.session_id, p.action_name,
+                       p.constraints, p.created_at, p.expires_at, p.revoked_at,
+                       (vals ->> (r -> 'audit_index' ->> 'v'))::bigint, p.mac
+                FROM jsonb_array_elements(job -> 'aais_grants') AS r,
+                     jsonb_populate_record(NULL::aais_grants, r - 'audit_index') AS p;
+        END IF;
         UPDATE aais_meta SET
             last_sequence = m.last_sequence + n,
             audit_tip_index = CASE WHEN k > 0 THEN first_idx + k - 1 ELSE m.audit_tip_index END,

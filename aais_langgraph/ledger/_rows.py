@@ -117,23 +117,44 @@ def request_from_row(row: tuple[Any, ...]) -> StoredRequest:
     )
 
 
-@_readable("aais_requests")
-def pending_row(row: tuple[Any, ...]) -> PendingRow:
-    """A pending request row of :data:`REQUEST_COLUMNS`, its JSON columns left as text."""
-    request_id, envelope, session_id, expires_at, _status, thread_id, context, *vouch = row
-    audit_index, mac = vouch
-    if not isinstance(envelope, str) or not isinstance(context, str):
-        raise TypeError("a JSON column that is not text")
-    return PendingRow(
-        request_id,
-        envelope,
-        session_id,
-        None if expires_at is None else float(expires_at),
-        thread_id,
-        context,
-        None if audit_index is None else int(audit_index),
-        mac,
-    )
+PENDING_COLUMNS = (
+    "request_id, envelope, session_id, expires_at, thread_id, context, audit_index, mac"
+)
+"""The columns of a :class:`~.base.PendingRow`, in its order (read from the covering index)."""
+
+
+class PendingRows:
+    """The pending rows a ledger handed out last, so a row read again with the same
+    content (every column equal) is handed out as the same object: a listing then
+    compares rows by identity, and keeps nothing new alive for an unchanged row.
+    Values are as stored (the listing checks the types of a row it has not seen)."""
+
+    _LIMIT = 50_000
+    """Rows remembered from partial listings before what no whole listing has pruned is
+    forgotten: a bound, not a size to reach."""
+
+    def __init__(self) -> None:
+        self._last: dict[Any, PendingRow] = {}
+
+    def of(self, fetched: Iterable[tuple[Any, ...]], *, whole: bool) -> list[PendingRow]:
+        """``fetched`` rows of :data:`PENDING_COLUMNS`; ``whole``: every pending row (what
+        is remembered is then exactly these)."""
+        last = self._last
+        now: dict[Any, PendingRow] = {}
+        rows: list[PendingRow] = []
+        for raw in fetched:
+            row = last.get(raw[0])
+            if row is None or row != raw:
+                row = now[raw[0]] = PendingRow._make(raw)
+            elif whole:
+                now[raw[0]] = row
+            rows.append(row)
+        if whole:
+            self._last = now
+        elif now:
+            merged = {**last, **now}
+            self._last = merged if len(merged) <= self._LIMIT else now
+        return rows
 
 
 @_readable("aais_resolutions")

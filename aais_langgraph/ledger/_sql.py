@@ -12,6 +12,7 @@ from there to the ``COMMIT``.
 
 from __future__ import annotations
 
+import functools
 import time
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
@@ -40,13 +41,14 @@ from ._records import (
 from ._rows import (
     CONTENTS_QUERIES,
     GRANT_COLUMNS,
+    PENDING_COLUMNS,
     REQUEST_COLUMNS,
     RESOLUTION_COLUMNS,
+    PendingRows,
     audit_from_row,
     event_from_row,
     grant_from_row,
     json_object,
-    pending_row,
     request_from_row,
     resolution_from_row,
 )
@@ -130,11 +132,11 @@ class SqlBackend(Ledger):
     def _write_counters(self, cur: Cursor, last_sequence: int, tip: Tip) -> None:
         """Store both counters (inside the transaction that read them locked)."""
 
-    def _write_batched(self) -> AbstractContextManager[Cursor]:
-        """A durable write transaction whose statements the backend may send together
-        (a fetch waits for what is queued before it) with the ``COMMIT`` after the last
-        one; errors surface by its end. The writes that lock the counters use it."""
-        return self._write()
+    def _write_batched(self, *, durable: bool = True) -> AbstractContextManager[Cursor]:
+        """A write transaction (as :meth:`_write`) whose statements the backend may send
+        together (a fetch waits for what is queued before it) with the ``COMMIT`` after
+        the last one; errors surface by its end. The writes that lock the counters use it."""
+        return self._write(durable=durable)
 
     def _counters(self, cur: Cursor, probe: Probe | None = None) -> Counters:
         """The counters of one write transaction (a backend may stamp them at commit)."""
@@ -267,18 +269,23 @@ class SqlLedger(SqlBackend):
         subjects = self.selection_subjects
         if selection is not None and subjects is not None and not selection.unbounded:
             sql, params = selected_pending_query(
-                REQUEST_COLUMNS, session_id=session_id, terms=subjects.terms(selection)
+                PENDING_COLUMNS, session_id=session_id, terms=subjects.terms(selection)
             )
         else:
             sql, params = pending_query(
-                REQUEST_COLUMNS,
+                PENDING_COLUMNS,
                 thread_id=None,
                 session_id=session_id,
                 expires_before=None,
                 limit=None,
             )
         with self._read() as cur:
-            return [pending_row(row) for row in self._all(cur, sql, params)]
+            fetched = self._all(cur, sql, params)
+        return self._pending_rows.of(fetched, whole=session_id is None and selection is None)
+
+    @functools.cached_property
+    def _pending_rows(self) -> PendingRows:
+        return PendingRows()
 
     # -- resolutions ---------------------------------------------------------------
 
@@ -539,8 +546,14 @@ class SqlLedger(SqlBackend):
             updated = self._run(cur, rows.RENEW_LEASE, params).rowcount
         return lease if updated == 1 else None
 
-    def release_lease(self, thread_id: str, holder: str) -> bool:
+    def release_lease(self, thread_id: str, holder: str, *, done: Sequence[str] = ()) -> bool:
         with self._write(durable=False) as cur:
+            settle = rw.settle_change("done", time.time())
+            for request_id in done:
+                current = self._resume_work(cur, request_id, lock=True)
+                updated = settle(current)
+                if updated is not None and updated != current:
+                    self._run(cur, rw.UPSERT_RESUME_WORK, rw.resume_work_row(updated))
             return bool(self._run(cur, rows.RELEASE_LEASE, (thread_id, holder)).rowcount == 1)
 
     def get_lease(self, thread_id: str) -> Lease | None:
@@ -717,7 +730,7 @@ class SqlLedger(SqlBackend):
     def update_execution(
         self, request_id: str, change: ex.ExecutionChange, *, durable: bool = True
     ) -> ex.Execution | None:
-        with self._write(durable=durable) as cur:
+        with self._write_batched(durable=durable) as cur:
             updated, stored = self._change_execution(cur, request_id, change)
             if stored is not None:
                 with self._counters(cur) as counters:

@@ -450,8 +450,10 @@ class Ledger(ABC):
         """Extend our unexpired lease; None if we no longer hold it."""
 
     @abstractmethod
-    def release_lease(self, thread_id: str, holder: str) -> bool:
-        """Release our lease; False if we did not hold it."""
+    def release_lease(self, thread_id: str, holder: str, *, done: Sequence[str] = ()) -> bool:
+        """Release our lease; False if we did not hold it. ``done`` names requests whose
+        resume work a run on the thread just finished: marked done in the same write
+        (whether or not the lease was still ours), one transaction instead of two."""
 
     @abstractmethod
     def get_lease(self, thread_id: str) -> Lease | None:

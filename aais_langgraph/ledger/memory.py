@@ -44,7 +44,13 @@ from .base import (
 from .deliveries import Delivery, DeliveryChange, DeliveryState, coalesces
 from .executions import Execution, ExecutionChange, ExecutionState, execution_audit
 from .integrity import LedgerIntegrityError, execution_vouched
-from .resume_work import ResumeWork, ResumeWorkChange, ResumeWorkState, new_resume_work
+from .resume_work import (
+    ResumeWork,
+    ResumeWorkChange,
+    ResumeWorkState,
+    new_resume_work,
+    settle_change,
+)
 from .retention import (
     CompactedRequestError,
     CompactionReport,
@@ -262,16 +268,18 @@ class InMemoryLedger(Ledger):
     def _selected(self, selection: PendingSelection) -> list[str]:
         """The pending ids ``selection`` admits, in sequence order (under the lock)."""
         sources: list[list[str]] = []
-        found: set[str] = set()
+        found: set[str] = set()  # the ids of every source but the last (what to skip)
         if selection.requester is not None:
             sources.append(list(self._pending_by["requester"].get(selection.requester, ())))
-            found.update(sources[-1])
         for pattern in selection.actions:
+            if sources:
+                found.update(sources[-1])
             sources.append(self._matching(pattern, found))
-            found.update(sources[-1])
         nonempty = [source for source in sources if source]
         if len(nonempty) == 1:
             return nonempty[0]  # one index's ids: in sequence order already
+        if sources:
+            found.update(sources[-1])
         return sorted(found, key=self._pending_sequences.__getitem__)
 
     def _matching(self, pattern: ActionPattern, found: set[str]) -> list[str]:
@@ -486,8 +494,13 @@ class InMemoryLedger(Ledger):
             self._leases[thread_id] = lease
             return lease
 
-    def release_lease(self, thread_id: str, holder: str) -> bool:
+    def release_lease(self, thread_id: str, holder: str, *, done: Sequence[str] = ()) -> bool:
         with self._lock:
+            settle = settle_change("done", time.time())
+            for request_id in done:
+                work = settle(self._resume_work.get(request_id))
+                if work is not None:
+                    self._resume_work[request_id] = work
             current = self._leases.get(thread_id)
             if current is None or current.holder != holder:
                 return False

@@ -255,21 +255,27 @@ class PostgresLedger(SqlLedger):
             yield cur
 
     @contextmanager
-    def _write_batched(self) -> Iterator[db.Cursor]:
+    def _write_batched(self, *, durable: bool = True) -> Iterator[db.Cursor]:
         """:meth:`_write` in pipeline mode: statements queue until a fetch or the end,
         and the ``COMMIT`` goes out in the same round trip as the last writes, so the
         counters' lock is released without waiting on this client (see
         :mod:`._counters`). ``BEGIN``/``COMMIT`` are sent by hand: psycopg's
         ``transaction()`` syncs the pipeline before its ``COMMIT``, one more round
-        trip under the lock. A connection outside autocommit takes :meth:`_write`."""
+        trip under the lock. A connection outside autocommit takes :meth:`_write`.
+        ``durable=False`` as for :meth:`_write` (execution marks come this way: they are
+        audited, so they take the counters)."""
         with self._connection() as conn:
             if not conn.autocommit or not psycopg.Pipeline.is_supported():
                 with _transaction(conn) as cur:
+                    if not durable:
+                        cur.execute("SET LOCAL synchronous_commit TO OFF")
                     yield cur
                 return
             with conn.pipeline() as pipeline, conn.cursor(row_factory=tuple_row) as cur:
                 cur.execute("BEGIN")
                 try:
+                    if not durable:
+                        cur.execute("SET LOCAL synchronous_commit TO OFF")
                     yield cur
                     cur.execute("COMMIT")
                     pipeline.sync()

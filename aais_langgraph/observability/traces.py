@@ -101,13 +101,13 @@ _tracers: list[Tracer] = []
 
 
 def _tracer() -> Tracer | None:
-    """This library's tracer (the API's proxy until an SDK is configured, then the SDK's)."""
-    if _tracers:
-        return _tracers[0]
+    """This library's tracer, or None while no SDK is configured: the API alone records
+    nothing, so no span is started (a tracer provider set later is found then)."""
     api = _trace_api()
-    if api is None:
+    if api is None or isinstance(api.get_tracer_provider(), api.ProxyTracerProvider):
         return None
-    _tracers.append(cast("Tracer", api.get_tracer(TRACER_NAME)))
+    if not _tracers:
+        _tracers.append(cast("Tracer", api.get_tracer(TRACER_NAME)))
     return _tracers[0]
 
 
@@ -161,6 +161,8 @@ def traced(name: str, describe: Describe | None = None) -> Callable[[F], F]:
 
             @functools.wraps(function)
             async def run_async(*args: Any, **kwargs: Any) -> Any:
+                if _tracer() is None:
+                    return await function(*args, **kwargs)
                 with span(name) as notes:
                     result = await function(*args, **kwargs)
                     _describe(notes, describe, args, kwargs, result)
@@ -170,6 +172,8 @@ def traced(name: str, describe: Describe | None = None) -> Callable[[F], F]:
 
         @functools.wraps(function)
         def run(*args: Any, **kwargs: Any) -> Any:
+            if _tracer() is None:
+                return function(*args, **kwargs)
             with span(name) as notes:
                 result = function(*args, **kwargs)
                 _describe(notes, describe, args, kwargs, result)

@@ -15,7 +15,6 @@ anchored for JSON Schema.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from .builders import AAIS_VERSION
@@ -24,61 +23,58 @@ from .parts import Request
 from .patterns import EXTENSION_KEY_PATTERN, ID_PATTERN, MAX_ID_LENGTH, schema_pattern
 from .timestamps import RFC3339_PATTERN
 
-ID_SCHEMA: dict[str, Any] = {
-    "type": "string",
-    "minLength": 1,
-    "maxLength": MAX_ID_LENGTH,
-    "pattern": schema_pattern(ID_PATTERN),
-}
-TIMESTAMP_SCHEMA: dict[str, Any] = {
-    "type": "string",
-    "format": "date-time",
-    "pattern": schema_pattern(RFC3339_PATTERN),
-}
-EXTENSIONS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "propertyNames": {"pattern": schema_pattern(EXTENSION_KEY_PATTERN, whole=False)},
-}
-ACTOR_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["id", "type"],
-    "properties": {
-        "id": ID_SCHEMA,
-        "type": {"enum": ["human", "policy"]},
-        "display_name": {"type": "string", "minLength": 1, "maxLength": 200},
-        "authenticated_by": {"type": "string", "minLength": 1, "maxLength": 200},
-    },
-    "additionalProperties": False,
-}
+_ID_PATTERN = schema_pattern(ID_PATTERN)
+_TIMESTAMP_PATTERN = schema_pattern(RFC3339_PATTERN)
+_EXTENSION_KEY_PATTERN = schema_pattern(EXTENSION_KEY_PATTERN, whole=False)
+
+# Every schema below is built from fresh literals on each call, so a caller may change
+# the document it got without changing the next one (and nothing needs a deep copy).
+
+
+def _id() -> dict[str, Any]:
+    return {"type": "string", "minLength": 1, "maxLength": MAX_ID_LENGTH, "pattern": _ID_PATTERN}
+
+
+def _timestamp() -> dict[str, Any]:
+    return {"type": "string", "format": "date-time", "pattern": _TIMESTAMP_PATTERN}
+
+
+def _extensions() -> dict[str, Any]:
+    return {"type": "object", "propertyNames": {"pattern": _EXTENSION_KEY_PATTERN}}
+
+
+def _actor() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "required": ["id", "type"],
+        "properties": {
+            "id": _id(),
+            "type": {"enum": ["human", "policy"]},
+            "display_name": {"type": "string", "minLength": 1, "maxLength": 200},
+            "authenticated_by": {"type": "string", "minLength": 1, "maxLength": 200},
+        },
+        "additionalProperties": False,
+    }
 
 
 def envelope_schema(kind: str, member: str, body: dict[str, Any]) -> dict[str, Any]:
     """An AAIS envelope of type ``kind`` whose payload ``member`` matches ``body``; a
-    fresh document every time (the shared parts above are copied, so a caller may
-    change what it got without changing the next one)."""
-    return _fresh(
-        {
-            "type": "object",
-            "required": ["aais", "type", "id", "occurred_at", "sequence", member],
-            "properties": {
-                "aais": {"const": AAIS_VERSION},
-                "type": {"const": kind},
-                "id": ID_SCHEMA,
-                "occurred_at": TIMESTAMP_SCHEMA,
-                "sequence": {"type": "integer", "minimum": 0, "maximum": MAX_SAFE_INTEGER},
-                "stream": ID_SCHEMA,
-                "extensions": EXTENSIONS_SCHEMA,
-                member: body,
-            },
-            "additionalProperties": False,
-        }
-    )
-
-
-def _fresh(document: dict[str, Any]) -> dict[str, Any]:
-    """A deep copy of a JSON document (the C encoder and decoder: the fastest copy)."""
-    copied: dict[str, Any] = json.loads(json.dumps(document))
-    return copied
+    fresh document every time, holding ``body`` itself."""
+    return {
+        "type": "object",
+        "required": ["aais", "type", "id", "occurred_at", "sequence", member],
+        "properties": {
+            "aais": {"const": AAIS_VERSION},
+            "type": {"const": kind},
+            "id": _id(),
+            "occurred_at": _timestamp(),
+            "sequence": {"type": "integer", "minimum": 0, "maximum": MAX_SAFE_INTEGER},
+            "stream": _id(),
+            "extensions": _extensions(),
+            member: body,
+        },
+        "additionalProperties": False,
+    }
 
 
 def decided_schema(request: Request) -> dict[str, Any]:
@@ -95,14 +91,14 @@ def decided_schema(request: Request) -> dict[str, Any]:
             "actor",
         ],
         "properties": {
-            "id": ID_SCHEMA,
+            "id": _id(),
             "request_id": {"const": request.id},
             "action_digest": {"const": request.action_digest},
-            "decided_at": TIMESTAMP_SCHEMA,
+            "decided_at": _timestamp(),
             "decision": {"enum": sorted({c.decision for c in request.choices})},
             "scope": {"enum": sorted({c.scope for c in request.choices})},
-            "actor": ACTOR_SCHEMA,
-            "extensions": EXTENSIONS_SCHEMA,
+            "actor": _actor(),
+            "extensions": _extensions(),
         },
         "oneOf": [
             {

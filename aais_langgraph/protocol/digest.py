@@ -33,9 +33,10 @@ def _plain(value: Any) -> bool:
     """True when ``json`` writes ``value`` exactly as RFC 8785 does, several times faster.
 
     That holds for plain dicts, lists, strings, booleans, null and integers in the
-    I-JSON range, with ASCII object keys: no floats (RFC 8785 writes numbers the
-    ECMAScript way), and for ASCII keys order by code point is order by UTF-16
-    code unit. Both escape only ``"``, ``\\`` and control characters, in the same
+    I-JSON range, with ASCII object keys (for those, order by code point is order by
+    UTF-16 code unit). It holds for the floats :func:`_positional` admits too: RFC
+    8785 writes numbers the ECMAScript way, which for them is Python's shortest
+    ``repr``. Both escape only ``"``, ``\\`` and control characters, in the same
     forms. Anything else (and deep or cyclic nesting) goes to ``rfc8785``;
     ``tests/protocol/test_canonical_fast_path.py`` checks the two agree.
     """
@@ -48,6 +49,8 @@ def _plain_at(value: Any, depth: int) -> bool:
         return True
     if kind is int:
         return bool(-MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER)
+    if kind is float:
+        return _positional(value)
     if depth >= _PLAIN_DEPTH:
         return False
     if kind is dict:
@@ -60,6 +63,14 @@ def _plain_at(value: Any, depth: int) -> bool:
     if kind is list:
         return all(type(child) is str or _plain_at(child, depth + 1) for child in value)
     return False
+
+
+def _positional(value: float) -> bool:
+    """True for a float both ECMAScript and ``repr`` write as the same shortest digits
+    without an exponent: not integral (``repr`` adds ``.0``), and from 1e-4 (where
+    ``repr`` starts writing exponents) up to 1e16 (every float beyond 2**52 is
+    integral anyway). Timestamps in epoch seconds are such floats."""
+    return 1e-4 <= abs(value) < 1e16 and not value.is_integer()
 
 
 def _canonical(value: Any, pointer: str) -> bytes:

@@ -31,7 +31,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -52,12 +52,12 @@ from ..gate.run_context import REQUESTER_KEY, find_authority
 from ..ledger import Lease, StoredRequest
 from ..ledger.resume_work import ResumeWork, attempt_change, settle_change
 from ..observability.traces import RESUME_SPAN, resumed_attributes, traced
-from ..protocol import Actor, ApprovalResolved, ApprovalSnapshot
+from ..protocol import Actor, ApprovalResolved, ApprovalSnapshot, parse_timestamp
 from ..protocol.extensions import EXTENSION_NAMESPACE
 from .answers import Answer, parse_answers, record_answers
 from .inbox import apending_snapshot, pending_snapshot
 from .recovery import astranded_threads, stranded_threads
-from .runs import DEFAULT_LEASE_WAIT, LeasedThread, run_config, thread_of
+from .runs import DEFAULT_LEASE_WAIT, LeasedThread, resumed_requests, run_config, thread_of
 from .views import ThreadView
 from .visibility import visible_snapshot
 
@@ -157,8 +157,10 @@ class ThreadDriver:
         thread_id = thread_of(driven)
         driven = _acting_for(driven, lambda: self.authority.ledger.thread_owner(thread_id))
         wait = self.lease_wait if lease_wait is None else lease_wait
-        with run_lease(self.authority.ledger, thread_id, ttl=self.lease_ttl, wait=wait):
-            yield LeasedThread(self.graph, driven, thread_id)
+        finished: list[str] = []
+        ledger = self.authority.ledger
+        with run_lease(ledger, thread_id, ttl=self.lease_ttl, wait=wait, done=finished):
+            yield LeasedThread(self.graph, driven, thread_id, finished)
 
     @asynccontextmanager
     async def aleased(
@@ -172,8 +174,10 @@ class ThreadDriver:
             owner = await self.authority.ledger.athread_owner(thread_id)
         driven = _acting_for(driven, lambda: owner)
         wait = self.lease_wait if lease_wait is None else lease_wait
-        async with arun_lease(self.authority.ledger, thread_id, ttl=self.lease_ttl, wait=wait):
-            yield LeasedThread(self.graph, driven, thread_id)
+        finished: list[str] = []
+        ledger = self.authority.ledger
+        async with arun_lease(ledger, thread_id, ttl=self.lease_ttl, wait=wait, done=finished):
+            yield LeasedThread(self.graph, driven, thread_id, finished)
 
     @traced(RESUME_SPAN, resumed_attributes)
     def drive(
@@ -186,12 +190,13 @@ class ThreadDriver:
     ) -> T:
         """Under the thread's lease: read its checkpoint, ``plan`` the resume map (empty:
         nothing is invoked), invoke; returns what ``plan`` returned with the map. The
-        resume work of every request the thread was resumed with is then done."""
+        resume work of every request the thread was resumed with is then done (marked
+        in the lease's release)."""
         with self.leased(config, lease_wait=lease_wait) as thread:
             view = thread.view()
             resume, result = plan(view)
             thread.resume(resume, context)
-            self.settle_resumed(view, resume)
+            thread.finish(view, resume)
         return result
 
     @traced(RESUME_SPAN, resumed_attributes)
@@ -209,18 +214,16 @@ class ThreadDriver:
             view = await thread.aview()
             resume, result = await asyncio.to_thread(plan, view)
             await thread.aresume(resume, context)
-            await asyncio.to_thread(self.settle_resumed, view, resume)
+            thread.finish(view, resume)
         return result
 
     def settle_resumed(self, view: ThreadView, resume: Mapping[str, Any]) -> None:
         """Mark done the resume work of the requests a run on ``view`` was just resumed
-        with (:meth:`drive` does; so do callers that hold the lease and invoke)."""
-        if not resume:
-            return
+        with, in writes of their own (:meth:`drive` leaves it to the lease's release
+        instead, see :meth:`LeasedThread.finish`)."""
         now = time.time()
-        for request_id, interrupt_id in view.interrupts.items():
-            if interrupt_id in resume:
-                self.authority.ledger.update_resume_work(request_id, settle_change("done", now))
+        for request_id in resumed_requests(view, resume):
+            self.authority.ledger.update_resume_work(request_id, settle_change("done", now))
 
     # -- reading ------------------------------------------------------------------
 
@@ -461,34 +464,51 @@ class ThreadDriver:
         except LeaseHeldError:
             logger.info("a busy thread is resumed later, from its resume work")
 
-    def cancel_orphans(self, *, thread_id: str | None = None) -> list[ApprovalResolved]:
+    def cancel_orphans(
+        self, *, thread_id: str | None = None, settled_for: float = 0.0
+    ) -> list[ApprovalResolved]:
         """Cancel the pending requests (of one thread, or all) whose thread no longer waits
         on them: a forked or regenerated run left them behind. SPEC §11: a run's
         cancellation resolves its pending requests ``cancelled``; the resolution names
         ``aais-langgraph.run_moved_on``. A request whose task is still live (stored, not
-        yet paused on) is left alone."""
+        yet paused on) is left alone.
+
+        ``settled_for``: a request created less than that many seconds ago (by the
+        authority's clock) is left for a later sweep. A gate records its request before
+        LangGraph has stored the checkpoint that shows its task, so a sweep of every
+        thread (another process's, say) must not judge a request of that moment."""
         cancelled: list[ApprovalResolved] = []
+        recorded_by = self._recorded_by(settled_for)
         for thread, stored in _pending_by_thread(self.authority, thread_id).items():
             view = self.view(thread)
             if not view.known:  # not this graph's thread: another graph may wait on it
                 continue
             for item in stored:
-                if not view.waiting(item):
+                if _created_at(item) <= recorded_by and not view.waiting(item):
                     cancelled.append(self._orphaned(item.request_id))
         return cancelled
 
-    async def acancel_orphans(self, *, thread_id: str | None = None) -> list[ApprovalResolved]:
+    async def acancel_orphans(
+        self, *, thread_id: str | None = None, settled_for: float = 0.0
+    ) -> list[ApprovalResolved]:
         """Async twin of :meth:`cancel_orphans`."""
         cancelled: list[ApprovalResolved] = []
+        recorded_by = self._recorded_by(settled_for)
         pending = await asyncio.to_thread(_pending_by_thread, self.authority, thread_id)
         for thread, stored in pending.items():
             view = await self.aview(thread)
             if not view.known:  # not this graph's thread: another graph may wait on it
                 continue
             for item in stored:
-                if not await view.awaiting(item):
+                if _created_at(item) <= recorded_by and not await view.awaiting(item):
                     cancelled.append(await asyncio.to_thread(self._orphaned, item.request_id))
         return cancelled
+
+    def _recorded_by(self, settled_for: float) -> datetime:
+        """The latest creation time of a request a sweep may judge."""
+        if not 0 <= settled_for < float("inf"):
+            raise ValueError("settled_for: expected a finite number of seconds, at least 0")
+        return self.authority.clock() - timedelta(seconds=settled_for)
 
     def _orphaned(self, request_id: str) -> ApprovalResolved:
         return self.authority.cancel(
@@ -588,6 +608,11 @@ class ThreadDriver:
                 item.request_id, attempt_change(cause, now, retry_at=retry_at)
             )
             report.deferred.append(item.request_id)
+
+
+def _created_at(stored: StoredRequest) -> datetime:
+    """When a stored request was created (its envelope's ``created_at``)."""
+    return parse_timestamp(stored.envelope["request"]["created_at"], "/request/created_at")
 
 
 def _pending_by_thread(

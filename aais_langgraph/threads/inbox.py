@@ -15,6 +15,7 @@ from .reconcile import (
     IntegrityProblem,
     Paused,
     apaused_requests,
+    areconcile_rows,
     interrupted_by_thread,
     paused_requests,
     problems_in,
@@ -56,11 +57,12 @@ def pending_snapshot(
     (an emptied, replaced or edited ledger): they are not listed as pending but
     reported in the snapshot's ``aais-langgraph.org/integrity_errors`` extension
     (``thread_id``, ``request_id``, ``reason``), so no paused approval vanishes
-    silently. With ``SqliteSaver`` that is one query over each thread's latest
-    checkpoint, whose interrupts also serve the waiting rule (with or without
-    ``reconcile``), and a write seen before is not deserialized again; other
-    checkpointers are read in full once (cost follows their history), which
-    ``reconcile=False`` skips, reporting nothing.
+    silently. With ``SqliteSaver`` (and ``AsyncSqliteSaver`` in the async twin) that is
+    one query over each thread's latest checkpoint, whose interrupts also serve the
+    waiting rule (with or without ``reconcile``); the bytes of a write are read and
+    deserialized only when it is new to this process. Other checkpointers are read in
+    full once (cost follows their history), which ``reconcile=False`` skips,
+    reporting nothing.
     """
     listing = Listing.read(authority, session_id, now, selection)
     if graph is None:
@@ -95,7 +97,7 @@ async def apending_snapshot(
     saver = graph.checkpointer
     found: tuple[list[IntegrityProblem], Interrupted] | None = None
     if saver is not None:
-        found = await asyncio.to_thread(reconcile_rows, authority, saver, *_known(listing))
+        found = await areconcile_rows(authority, saver, *_known(listing))
     if found is None and reconcile and saver is not None:
         paused = await apaused_requests(saver)
         found = await asyncio.to_thread(_reconciled, authority, listing, paused)
@@ -112,9 +114,9 @@ async def apending_snapshot(
 def _known(listing: Listing) -> tuple[dict[str, PendingRow], set[str]]:
     """The pending rows read (listed or expired) by request id, and the ids of the rows
     reported already."""
-    return {**listing.expired, **{row.request_id: row for row in listing.rows}}, (
-        listing.refused_ids()
-    )
+    known = dict(zip(listing.requests, listing.rows, strict=True))  # in step, by id
+    known.update(listing.expired)
+    return known, listing.refused_ids()
 
 
 def _reconciled(

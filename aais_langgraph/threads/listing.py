@@ -5,9 +5,11 @@ A listing reads the pending rows in one query with their JSON still text
 the same content (every column equal) reuses what was worked out for it then: the
 validated envelope of a row the audit entry (and seal) vouches for, or why it does
 not. Only new rows are parsed, vouched for and validated, so a listing costs one
-query and a dictionary lookup per unchanged row. What is remembered is what the
-last listing of all sessions held (and what one-session listings added since), so
-it is bounded by what is pending.
+query, and per unchanged row a lookup by its id and a comparison of its columns
+with those remembered (no hashing of its text); the remembered row stands in for
+the one just read, so a listing keeps nothing new alive for what it met before.
+What is remembered is what the last listing of all sessions held (and what
+one-session listings added since), so it is bounded by what is pending.
 
 A row the audit does not vouch for is left out and reported as an
 :class:`~.reconcile.IntegrityProblem`: the inbox never shows a request the gate
@@ -36,8 +38,33 @@ _MERGED_LIMIT = 50_000
 """Rows remembered from partial listings (one session's, one viewer's) before what no
 listing of everything has pruned is forgotten: a bound, not a size to reach."""
 
+_Seen = dict[str, tuple[PendingRow, _Vouched]]
+"""Request id -> the row last read under it and what was worked out for that row."""
+
 _LOCK = threading.Lock()
-_SEEN: WeakKeyDictionary[ApprovalAuthority, dict[PendingRow, _Vouched]] = WeakKeyDictionary()
+_SEEN: WeakKeyDictionary[ApprovalAuthority, _Seen] = WeakKeyDictionary()
+
+
+_UNREADABLE = "the ledger does not vouch for it: it cannot be read (a malformed column)"
+
+
+def _readable(row: PendingRow) -> bool:
+    """Whether every column of a row not seen before holds a value of its type (the
+    ledger reads columns as stored; a row equal to one remembered was checked then)."""
+    return (
+        type(row.request_id) is str
+        and type(row.envelope_text) is str
+        and type(row.context_text) is str
+        and type(row.session_id) is str
+        and (row.expires_at is None or type(row.expires_at) in (float, int))
+        and (row.thread_id is None or type(row.thread_id) is str)
+        and (row.audit_index is None or type(row.audit_index) is int)
+        and (row.mac is None or type(row.mac) is str)
+    )
+
+
+def _thread_of(row: PendingRow) -> str:
+    return row.thread_id if type(row.thread_id) is str else ""
 
 
 def _vouch(authority: ApprovalAuthority, row: PendingRow) -> _Vouched:
@@ -48,7 +75,7 @@ def _vouch(authority: ApprovalAuthority, row: PendingRow) -> _Vouched:
     except AAISValidationError as error:  # vouched for, yet not valid: a recomputed chain
         return f"its envelope is not a valid request (at {error.pointer or '/'})"
     except (ValueError, TypeError):
-        return "the ledger does not vouch for it: it cannot be read (a malformed column)"
+        return _UNREADABLE
 
 
 @dataclass
@@ -79,24 +106,34 @@ class Listing:
         whole = session_id is None and selection is None
         with _LOCK:
             seen = _SEEN.get(authority, {})
-        kept: dict[PendingRow, _Vouched] = {}  # a whole listing's rows; a part's new ones
+        kept: _Seen = {}  # a whole listing's rows; a part's new ones
         listing = cls(as_of, moment, [], {})
         # The indexed expiry column is the envelope's ``expires_at`` in epoch seconds.
         at = moment.timestamp()
+        rows, requests = listing.rows, listing.requests
         for row in authority.ledger.list_pending_rows(session_id=session_id, selection=selection):
-            if row.expires_at is not None and at >= row.expires_at:
-                listing.expired[row.request_id] = row  # not shown, so not vouched for either
+            request_id = row.request_id
+            entry = seen.get(request_id)
+            if entry is not None and (entry[0] is row or entry[0] == row):
+                row = entry[0]  # the row remembered stands in for the equal one just read
+            elif not _readable(row):
+                listing.refused.append(IntegrityProblem(_thread_of(row), request_id, _UNREADABLE))
                 continue
-            found = seen.get(row)
-            if found is None:
-                found = kept[row] = _vouch(authority, row)
+            else:
+                entry = None
+            if row.expires_at is not None and at >= row.expires_at:
+                listing.expired[request_id] = row  # not shown, so not vouched for either
+                continue
+            if entry is None:
+                entry = kept[request_id] = (row, _vouch(authority, row))
             elif whole:
-                kept[row] = found
+                kept[request_id] = entry
+            found = entry[1]
             if isinstance(found, str):
-                listing.refused.append(IntegrityProblem(row.thread_id or "", row.request_id, found))
+                listing.refused.append(IntegrityProblem(row.thread_id or "", request_id, found))
             elif row.expires_at is not None or moment < authority.expiry_of(found.request):
-                listing.rows.append(row)
-                listing.requests[row.request_id] = found
+                rows.append(row)
+                requests[request_id] = found
         with _LOCK:
             if whole:
                 _SEEN[authority] = kept  # all that is pending: forget the rows resolved since

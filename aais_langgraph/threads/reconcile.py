@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from weakref import WeakKeyDictionary
@@ -20,7 +20,11 @@ from weakref import WeakKeyDictionary
 from ..authority import ApprovalAuthority
 from ..gate.seams import (
     INTERRUPT_CHANNEL,
-    latest_interrupt_blobs,
+    InterruptRow,
+    ainterrupt_bytes,
+    alatest_interrupt_rows,
+    interrupt_bytes,
+    latest_interrupt_rows,
     latest_interrupt_writes,
     load_write,
 )
@@ -32,6 +36,7 @@ __all__ = [
     "INTEGRITY_ERRORS_EXTENSION",
     "IntegrityProblem",
     "areconcile_checkpoints",
+    "areconcile_rows",
     "reconcile_checkpoints",
     "reconcile_rows",
 ]
@@ -194,19 +199,66 @@ def _problems(
 # -- the inbox's reconciliation: each stored write worked out once per process ----------
 
 
+_Write = tuple[str, int, str, int, tuple[str, ...]]
+"""A stored interrupt write as met before: its checkpoint id, row id, serializer type and
+size, and the ids of the AAIS requests in it."""
+
+
 @dataclass
 class _WritesSeen:
-    """What earlier listings worked out from a checkpointer's interrupt writes (keyed by
-    their bytes, entries reused as they are: a listing allocates little for what it met)."""
+    """What earlier listings worked out from a checkpointer's interrupt writes, by thread
+    (entries reused as they are: a listing allocates little for what it met)."""
 
-    ids: dict[bytes, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
-    """Stored bytes -> their serializer type and the ids of the AAIS requests in them."""
-    agreed: dict[PendingRow, bytes] = field(default_factory=dict)
-    """Ledger row -> the stored write whose copy of the request is the row's."""
+    writes: dict[str, list[_Write]] = field(default_factory=dict)
+    """Thread id -> the interrupt writes of its latest checkpoint."""
+    agreed: dict[str, tuple[PendingRow, _Write]] = field(default_factory=dict)
+    """Request id -> the ledger row and the stored write whose copy of the request is the
+    row's."""
 
 
 _LOCK = threading.Lock()
 _SEEN: WeakKeyDictionary[Any, _WritesSeen] = WeakKeyDictionary()
+
+
+def _matched(seen: _WritesSeen, stored: list[InterruptRow]) -> list[_Write | None]:
+    """For each row read, the write ``seen`` holds for its thread with the same checkpoint,
+    row id, type and size (None: a write not met, whose bytes are to be read)."""
+    writes = seen.writes
+    found: list[_Write | None] = []
+    for row in stored:
+        match = None
+        for write in writes.get(row[0], ()):
+            if (
+                write[1] == row[2]
+                and write[0] == row[1]
+                and write[2] == row[3]
+                and write[3] == row[4]
+            ):
+                match = write
+                break
+        found.append(match)
+    return found
+
+
+def _keep(now: _WritesSeen, thread_id: str, write: _Write, known: list[_Write] | None) -> None:
+    """Remember ``write`` for ``thread_id``; a thread whose one write is the one it held
+    before keeps the same list."""
+    listed = now.writes.get(thread_id)
+    if listed is None:
+        one = known is not None and len(known) == 1 and known[0] is write
+        now.writes[thread_id] = known if one and known is not None else [write]
+        return
+    if listed is known:
+        listed = now.writes[thread_id] = list(known)  # never change what ``seen`` holds
+    listed.append(write)
+
+
+def _unmet(stored: list[InterruptRow], matched: list[_Write | None]) -> list[int]:
+    """The row ids of the writes not met before."""
+    return [row[2] for row, write in zip(stored, matched, strict=True) if write is None]
+
+
+_Found = tuple[list[IntegrityProblem], dict[str, tuple[str, ...]]]
 
 
 def reconcile_rows(
@@ -214,46 +266,141 @@ def reconcile_rows(
     checkpointer: Any,
     rows: Mapping[str, PendingRow],
     skip: set[str],
-) -> tuple[list[IntegrityProblem], dict[str, tuple[str, ...]]] | None:
+) -> _Found | None:
     """The problems of the runs paused in each thread's latest checkpoint against the
     ledger (``rows``, by request id, are pending rows read already; others are read; ``skip``
     names requests reported already), and thread id -> the request ids each is paused on.
 
-    ``SqliteSaver`` only (None for others: :func:`paused_requests`): one query, and a
-    write whose bytes were read before is not deserialized again, nor compared again
-    with a row (every column equal) it agreed with. What is remembered is what the
-    last call met, so it is bounded by what is paused.
+    ``SqliteSaver`` only (None for others: :func:`paused_requests`): one query for what
+    identifies the writes, and one for the bytes of those not met before (LangGraph
+    stores a changed write as a new row: :data:`~aais_langgraph.gate.seams.InterruptRow`);
+    a write met before is not read or deserialized again, nor compared again with a row
+    (every column equal) it agreed with. What is remembered is what the last call met
+    (ids, not bytes), so it is bounded by what is paused.
     """
-    stored = latest_interrupt_blobs(checkpointer)
+    stored = latest_interrupt_rows(checkpointer)
     if stored is None:
         return None
-    with _LOCK:
-        seen = _SEEN.get(checkpointer) or _WritesSeen()
-    now = _WritesSeen()
-    decoded: dict[bytes, dict[str, Mapping[str, Any]]] = {}
+    seen = _seen(checkpointer)
+    matched = _matched(seen, stored)
+    fresh = interrupt_bytes(checkpointer, _unmet(stored, matched))
+    return _reconciled_rows(
+        authority,
+        checkpointer,
+        seen,
+        stored,
+        matched,
+        fresh,
+        rows,
+        skip,
+        lambda rowid: interrupt_bytes(checkpointer, (rowid,)).get(rowid),
+    )
 
-    def envelopes(kind: str, value: bytes) -> dict[str, Mapping[str, Any]]:
-        if value not in decoded:
-            decoded[value] = _requests_in(load_write(checkpointer, (kind, value)))
-        return decoded[value]
+
+async def areconcile_rows(
+    authority: ApprovalAuthority,
+    checkpointer: Any,
+    rows: Mapping[str, PendingRow],
+    skip: set[str],
+) -> _Found | None:
+    """:func:`reconcile_rows` on an event loop, for ``SqliteSaver`` (in a worker thread)
+    and ``AsyncSqliteSaver`` (its queries on the loop, the rest in a worker thread)."""
+    stored = await alatest_interrupt_rows(checkpointer)
+    if stored is None:
+        return await asyncio.to_thread(reconcile_rows, authority, checkpointer, rows, skip)
+    seen = _seen(checkpointer)
+    matched = _matched(seen, stored)
+    fresh = await ainterrupt_bytes(checkpointer, _unmet(stored, matched))
+    loop = asyncio.get_running_loop()
+
+    def read_bytes(rowid: int) -> bytes | None:  # in the worker thread, on the loop's saver
+        read = ainterrupt_bytes(checkpointer, (rowid,))
+        return asyncio.run_coroutine_threadsafe(read, loop).result().get(rowid)
+
+    return await asyncio.to_thread(
+        _reconciled_rows,
+        authority,
+        checkpointer,
+        seen,
+        stored,
+        matched,
+        fresh,
+        rows,
+        skip,
+        read_bytes,
+    )
+
+
+def _seen(checkpointer: Any) -> _WritesSeen:
+    with _LOCK:
+        return _SEEN.get(checkpointer) or _WritesSeen()
+
+
+def _reconciled_rows(
+    authority: ApprovalAuthority,
+    checkpointer: Any,
+    seen: _WritesSeen,
+    stored: list[InterruptRow],
+    matched: list[_Write | None],
+    fresh: dict[int, bytes],
+    rows: Mapping[str, PendingRow],
+    skip: set[str],
+    read_bytes: Callable[[int], bytes | None],
+) -> _Found:
+    now = _WritesSeen()
+
+    def envelopes(kind: str, rowid: int) -> dict[str, Mapping[str, Any]]:
+        # Each write's bytes are dropped once read, and its requests once compared, so a
+        # first listing never holds every write at once.
+        value = fresh.pop(rowid, None)
+        if value is None:  # met before, and its row disagrees now: read it again
+            value = read_bytes(rowid)
+        # A write gone since the first query holds nothing: its thread moved on.
+        return {} if value is None else _requests_in(load_write(checkpointer, (kind, value)))
 
     problems: list[IntegrityProblem] = []
     interrupted: dict[str, tuple[str, ...]] = {}
-    for thread_id, kind, value in stored:
-        entry = seen.ids.get(value)
-        if entry is None or entry[0] != kind:
-            entry = (kind, tuple(envelopes(kind, value)))
-        now.ids[value] = entry
-        ids = entry[1]
+    seen_writes, now_writes, seen_agreed, now_agreed = (
+        seen.writes,
+        now.writes,
+        seen.agreed,
+        now.agreed,
+    )
+    for (thread_id, checkpoint_id, rowid, kind, size), write in zip(stored, matched, strict=True):
+        copies: dict[str, Mapping[str, Any]] | None = None
+        if write is None:
+            copies = envelopes(kind, rowid)
+            write = (checkpoint_id, rowid, kind, size, tuple(copies))
+        known = seen_writes.get(thread_id)
+        if (
+            thread_id not in now_writes
+            and known is not None
+            and len(known) == 1
+            and known[0] is write
+        ):
+            now_writes[thread_id] = known  # the one write it held before: the same list
+        else:
+            _keep(now, thread_id, write, known)
+        ids = write[4]
         interrupted[thread_id] = interrupted[thread_id] + ids if thread_id in interrupted else ids
         for request_id in ids:
-            row = rows.get(request_id)
             if request_id in skip:
                 continue
-            if row is not None and seen.agreed.get(row) == value:
-                now.agreed[row] = value
+            row = rows.get(request_id)
+            agreed = seen_agreed.get(request_id)
+            if (
+                row is not None
+                and agreed is not None
+                and agreed[1] is write
+                and (agreed[0] is row or agreed[0] == row)
+            ):
+                now_agreed[request_id] = agreed
                 continue
-            checkpoint_copy = envelopes(kind, value)[request_id]
+            if copies is None:
+                copies = envelopes(kind, rowid)
+            checkpoint_copy = copies.get(request_id)
+            if checkpoint_copy is None:
+                continue  # the write is gone since the query: its thread moved on
             if row is None:  # resolved, another session's, or not held
                 held = authority.ledger.get_request(request_id)
                 if held is None:
@@ -263,7 +410,7 @@ def reconcile_rows(
             elif _differs(row.parsed().envelope, checkpoint_copy):
                 problems.append(IntegrityProblem(thread_id, request_id, DIFFERS))
             else:
-                now.agreed[row] = value
+                now.agreed[request_id] = (row, write)
     with _LOCK:
         _SEEN[checkpointer] = now
     return sorted(problems, key=lambda p: (p.thread_id, p.request_id)), interrupted

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -150,16 +150,31 @@ async def awaiting_among(
     return waiting
 
 
+def resumed_requests(view: ThreadView, resume: Mapping[str, Any]) -> list[str]:
+    """The requests whose interrupts on ``view`` the ``resume`` map answers."""
+    return [request_id for request_id, interrupt in view.interrupts.items() if interrupt in resume]
+
+
 @dataclass(frozen=True)
 class LeasedThread:
-    """A thread whose run lease this process holds: read it, then resume it."""
+    """A thread whose run lease this process holds: read it, then resume it.
+
+    ``finished`` collects the requests whose resume work a run on it finished
+    (:meth:`finish`): their work is marked done when the lease is released, in the
+    release's own write."""
 
     graph: Any
     config: RunnableConfig
     thread_id: str
+    finished: list[str] = field(default_factory=list)
 
     def view(self) -> ThreadView:
         return read_view(self.graph, self.config)
+
+    def finish(self, view: ThreadView, resume: Mapping[str, Any]) -> None:
+        """The run on ``view`` was resumed with ``resume``: the resume work of the
+        requests it answered is done (marked when the lease is released)."""
+        self.finished.extend(resumed_requests(view, resume))
 
     async def aview(self) -> ThreadView:
         return await aread_view(self.graph, self.config)

@@ -121,14 +121,20 @@ class ThreadView:
         return namespace.split("|")[0] in self.live_tasks
 
 
+_NO_CHECKPOINT = ThreadView(interrupts={}, open={}, live_tasks_of=frozenset, known=False)
+"""The view of a thread the checkpointer holds nothing of (what ``get_state`` says of it)."""
+
+
 def read_view(graph: Any, config: RunnableConfig) -> ThreadView:
     """The :class:`ThreadView` of the thread ``config`` names: from its latest checkpoint
-    tuple when that holds interrupts (one read), else from ``get_state``."""
+    tuple when that holds interrupts (one read; none stored: nothing to wait on), else
+    from ``get_state``."""
     saver = checkpointer_of(graph)
     if saver is not None:
-        view = ThreadView.of_checkpoint(
-            saver.get_tuple(config), functools.partial(graph.get_state, config)
-        )
+        found = saver.get_tuple(config)
+        if found is None:
+            return _NO_CHECKPOINT
+        view = ThreadView.of_checkpoint(found, functools.partial(graph.get_state, config))
         if view is not None:
             return view
     return ThreadView.of(graph.get_state(config))
@@ -140,9 +146,10 @@ async def aread_view(graph: Any, config: RunnableConfig) -> ThreadView:
     ``get_state``, for the drivers' plans, which run in a worker thread."""
     saver = checkpointer_of(graph)
     if saver is not None:
-        view = ThreadView.of_checkpoint(
-            await saver.aget_tuple(config), functools.partial(graph.get_state, config)
-        )
+        found = await saver.aget_tuple(config)
+        if found is None:
+            return _NO_CHECKPOINT
+        view = ThreadView.of_checkpoint(found, functools.partial(graph.get_state, config))
         if view is not None:
 
             async def alive() -> frozenset[str]:

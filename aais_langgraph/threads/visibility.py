@@ -18,6 +18,7 @@ not visible is left out entirely: no id, no count, no placeholder.
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -92,10 +93,13 @@ _VIEWERS = 256
 
 @dataclass
 class _Answers:
-    """One viewer's answers for the requests of their last listing (by id, in order)."""
+    """One viewer's answers for the requests of their last listing (in order)."""
 
-    ids: list[str]
+    requests: list[Request]
+    """The validated requests listed (the listing's own models: a listing of the same
+    rows hands out the same objects, so comparing them is a pass of identity checks)."""
     visible: dict[str, bool]
+    """Request id -> whether they may view it."""
     everything: bool
     """Whether they may view every one of them."""
 
@@ -116,15 +120,14 @@ def _visible_requests(
         viewers = _ANSWERS.setdefault(authority, OrderedDict())
         last = viewers.get(key)
     # A request's id names one vouched envelope, so its answer cannot change.
-    ids = [request.id for request in pending]
     answers = last
-    if last is None or last.ids != ids:  # the listing changed: ask about what is new
+    if last is None or not _same_objects(last.requests, pending):  # ask about what is new
         known = {} if last is None else last.visible
         visible: dict[str, bool] = {}
-        for request_id, request in zip(ids, pending, strict=True):
-            found = known.get(request_id)
-            visible[request_id] = _may_view(authority, viewer, request) if found is None else found
-        answers = _Answers(ids, visible, all(visible.values()))
+        for request in pending:
+            found = known.get(request.id)
+            visible[request.id] = _may_view(authority, viewer, request) if found is None else found
+        answers = _Answers(list(pending), visible, all(visible.values()))
     assert answers is not None
     with _LOCK:
         viewers[key] = answers  # only this listing's requests: bounded by what is pending
@@ -134,6 +137,11 @@ def _visible_requests(
     if answers.everything:
         return pending
     return [request for request in pending if answers.visible[request.id]]
+
+
+def _same_objects(before: list[Request], now: list[Request]) -> bool:
+    """Whether ``now`` holds the very objects ``before`` held, in the same order."""
+    return len(before) == len(now) and all(map(operator.is_, before, now))
 
 
 class EventFilter:

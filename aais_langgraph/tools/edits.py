@@ -320,13 +320,13 @@ def edit_tool_call(
         view = thread.view()
         resume, successor = plan(view)
         thread.resume(resume, context)
-        driver.settle_resumed(view, resume)
+        thread.finish(view, resume)
         if approve:
             # The run now waits on the successor, which already holds its approval.
             paused = thread.view()
             follow = _recorded(found, successor, paused)
             thread.resume(follow, context)
-            driver.settle_resumed(paused, follow)
+            thread.finish(paused, follow)
     return successor
 
 
@@ -355,10 +355,10 @@ async def aedit_tool_call(
         view = await thread.aview()
         resume, successor = await asyncio.to_thread(plan, view)
         await thread.aresume(resume, context)
-        await asyncio.to_thread(driver.settle_resumed, view, resume)
+        thread.finish(view, resume)
         if approve:
             paused = await thread.aview()
             follow = await asyncio.to_thread(_recorded, found, successor, paused)
             await thread.aresume(follow, context)
-            await asyncio.to_thread(driver.settle_resumed, paused, follow)
+            thread.finish(paused, follow)
     return successor

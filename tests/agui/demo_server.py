@@ -1,6 +1,6 @@
-"""Serve the demo graph on loopback with the SQLite defaults (for the Node client tests).
+"""Serve the demo graph on loopback with the SQLite defaults (the Node client tests, bench_agui.py).
 
-    python tests/agui/demo_server.py --dir DIR --port PORT [--auth local|token]
+    python tests/agui/demo_server.py --dir DIR --port PORT [--auth local|token [--requesters K]]
         [--plain [--schema-keys-once]]
 
 Checkpoints go to DIR/checkpoints.db (LangGraph ``AsyncSqliteSaver``), the
@@ -8,7 +8,10 @@ approval ledger to DIR/ledger.db, executed side effects to DIR/effects.db.
 ``--plain`` serves the same graph without approvals through the stock
 ag-ui-langgraph endpoint (the benchmark's baseline); ``--schema-keys-once`` makes
 that agent work out the graph's schema keys once, as ``aais_agui`` does, so the
-comparison isolates the approval layer.
+comparison isolates the approval layer. ``--auth token`` takes ``AAIS_AGUI_TOKEN`` as the
+bearer token of the actor ``node-client``; ``--requesters K`` adds ``TOKEN.1`` ..
+``TOKEN.{K-1}`` for the actors ``node-client-1`` .. (many people's threads, each held
+to the request limits on their own).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ async def main() -> None:
     parser.add_argument("--dir", required=True, type=Path)
     parser.add_argument("--port", required=True, type=int)
     parser.add_argument("--auth", choices=["local", "token"], default="local")
+    parser.add_argument("--requesters", type=int, default=1)
     parser.add_argument("--plain", action="store_true")
     parser.add_argument("--schema-keys-once", action="store_true")
     args = parser.parse_args()
@@ -51,7 +55,10 @@ async def main() -> None:
         authenticate = local_development_authenticator()
     else:
         token = os.environ["AAIS_AGUI_TOKEN"]
-        authenticate = bearer_token_authenticator({token: {"id": "node-client", "type": "human"}})
+        actors: dict[str, Any] = {token: {"id": "node-client", "type": "human"}}
+        for i in range(1, args.requesters):
+            actors[f"{token}.{i}"] = {"id": f"node-client-{i}", "type": "human"}
+        authenticate = bearer_token_authenticator(actors)
     async with AsyncSqliteSaver.from_conn_string(str(args.dir / "checkpoints.db")) as saver:
         graph = build_demo_graph(EffectLog(args.dir / "effects.db"), saver)
         app = create_app(graph, authority=authority, authenticate=authenticate)
@@ -76,7 +83,7 @@ async def serve_plain(folder: Path, port: int, *, schema_keys_once: bool = False
         graph = build_demo_graph(EffectLog(folder / "effects.db"), saver, gated=False)
         app = FastAPI()
         kind = SchemaKeysOnce if schema_keys_once else LangGraphAgent
-        agent = kind(name="plain", graph=graph, emit_raw_events=False)
+        agent = kind(name="plain", graph=graph)  # the stock event flags, as create_app
         add_langgraph_fastapi_endpoint(app, agent, path="/agent")
         config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
         await uvicorn.Server(config).serve()

@@ -246,3 +246,21 @@ def test_the_timestamp_pattern_is_the_parser(text: str) -> None:
 
 def test_requested_fixture_is_the_servers_view() -> None:
     assert ApprovalRequested.from_data(REQUESTED).to_json() == REQUESTED
+
+
+def test_a_served_schema_changed_by_its_reader_leaves_the_next_one_unchanged() -> None:
+    requested = ApprovalRequested.from_data(REQUESTED)
+    first = request_to_interrupt(requested, interrupt_id=INTERRUPT_ID).response_schema
+    expected = json.dumps(first, sort_keys=True)
+    assert isinstance(first, dict)
+    stack: list[Any] = [first]
+    while stack:  # change every object and array of the first document in place
+        item = stack.pop()
+        children = list(item.values()) if isinstance(item, dict) else list(item)
+        stack.extend(child for child in children if isinstance(child, (dict, list)))
+        if isinstance(item, dict):
+            item["changed"] = True
+        else:
+            item.append("changed")
+    second = request_to_interrupt(requested, interrupt_id=INTERRUPT_ID).response_schema
+    assert json.dumps(second, sort_keys=True) == expected

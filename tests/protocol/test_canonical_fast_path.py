@@ -14,8 +14,9 @@ from aais_langgraph.protocol import AAISValidationError, canonical_json
 
 from .strategies import MAX_SAFE_INTEGER, json_values
 
-# Values the json writer takes (no floats), with the characters where the two
-# writers could differ: controls, quotes, escapes, separators, astral keys.
+# Values the json writer takes, with the characters where the two writers could
+# differ (controls, quotes, escapes, separators, astral keys) and floats on both
+# sides of the range it writes (integral ones, exponents, epoch timestamps).
 tricky = st.text(
     st.one_of(
         st.characters(exclude_categories=("Cs",)),
@@ -23,8 +24,20 @@ tricky = st.text(
     ),
     max_size=8,
 )
+floats = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.floats(1e-5, 1e-3) | st.floats(1e15, 1e17) | st.floats(1e9, 3e9),
+    st.integers(-(2**60), 2**60).map(float),
+    st.sampled_from([1e-4, -1e-4, 0.1, 0.3, 5e-324, 1e16 - 2, 2.0**52 + 0.5, 1e21]),
+)
 plain_values: st.SearchStrategy[Any] = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(-MAX_SAFE_INTEGER, MAX_SAFE_INTEGER), tricky),
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-MAX_SAFE_INTEGER, MAX_SAFE_INTEGER),
+        floats,
+        tricky,
+    ),
     lambda children: st.one_of(
         st.lists(children, max_size=4), st.dictionaries(tricky, children, max_size=4)
     ),
@@ -32,7 +45,7 @@ plain_values: st.SearchStrategy[Any] = st.recursive(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=1500, deadline=None)
 @given(st.one_of(plain_values, json_values))
 def test_canonical_json_is_rfc8785(value: Any) -> None:
     assert canonical_json(value) == rfc8785.dumps(value)
@@ -43,6 +56,7 @@ def test_canonical_json_is_rfc8785(value: Any) -> None:
     [
         {"\U0001f600": 1, "\ufb01": 2},  # UTF-16 order differs from code point order
         {"b": [1, {"a": 2.5}]},  # a float anywhere
+        {"at": 1764612345.123456, "ttl": 0.0001, "big": 9007199254740991.5},
         {"a": 1.0, "b": -0.0},
         {"é": "x", "e": "y"},
         ["\u2028\u2029", "\x00\x1f\x7f", '"\\/'],

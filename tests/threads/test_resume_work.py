@@ -352,3 +352,36 @@ def test_a_graph_never_settles_or_cancels_another_graphs_thread(
     report_b = ThreadDriver(graph_b, memory_backend.authority).resume_due(now=time.time() + 60)
     assert report_b.resumed == [waiting]
     assert effects.ran == ["ls -la"]
+
+
+@pytest.mark.parametrize("twin", ["sync", "async"])
+async def test_a_request_just_recorded_is_not_taken_for_an_orphan_within_the_grace(
+    memory_backend: Backend, effects: Effects, twin: str
+) -> None:
+    """A gate records its request before LangGraph has stored the checkpoint that shows
+    its task; another process's sweep in that moment sees a thread that does not wait on
+    it. A request younger than ``settled_for`` seconds is not cancelled."""
+    graph, _ = _pause(memory_backend, effects)
+    authority = memory_backend.authority
+    raced = authority.request(
+        {"kind": "process.exec", "name": "shell.exec", "summary": "Run ls", "arguments": {}},
+        origin={"harness": "tests", "session_id": "t-1"},
+        thread_id="t-1",
+        context={"checkpoint_ns": "act:not-stored-yet", "node": "act", "call_index": 0},
+    )
+    driver = ThreadDriver(graph, authority)
+
+    async def sweep(settled_for: float) -> list[str]:
+        if twin == "sync":
+            found = driver.cancel_orphans(settled_for=settled_for)
+        else:
+            found = await driver.acancel_orphans(settled_for=settled_for)
+        return [resolved.resolution.request_id for resolved in found]
+
+    assert await sweep(60.0) == []
+    memory_backend.clock.advance(59)
+    assert await sweep(60.0) == []
+    assert authority.get_resolution(raced.request.id) is None
+    memory_backend.clock.advance(2)
+    assert await sweep(60.0) == [raced.request.id]
+    assert authority.get_resolution(raced.request.id).resolution.outcome == "cancelled"  # type: ignore[union-attr]

@@ -550,10 +550,7 @@ class SqlLedger(SqlBackend):
         with self._write(durable=False) as cur:
             settle = rw.settle_change("done", time.time())
             for request_id in done:
-                current = self._resume_work(cur, request_id, lock=True)
-                updated = settle(current)
-                if updated is not None and updated != current:
-                    self._run(cur, rw.UPSERT_RESUME_WORK, rw.resume_work_row(updated))
+                self._change_resume_work(cur, request_id, settle)
             return bool(self._run(cur, rows.RELEASE_LEASE, (thread_id, holder)).rowcount == 1)
 
     def get_lease(self, thread_id: str) -> Lease | None:
@@ -615,11 +612,17 @@ class SqlLedger(SqlBackend):
         self, request_id: str, change: rw.ResumeWorkChange, *, durable: bool = False
     ) -> rw.ResumeWork | None:
         with self._write(durable=durable) as cur:
-            current = self._resume_work(cur, request_id, lock=True)
-            updated = change(current)
-            if updated is not None and updated != current:
-                self._run(cur, rw.UPSERT_RESUME_WORK, rw.resume_work_row(updated))
-            return updated
+            return self._change_resume_work(cur, request_id, change)
+
+    def _change_resume_work(
+        self, cur: Cursor, request_id: str, change: rw.ResumeWorkChange
+    ) -> rw.ResumeWork | None:
+        """Apply ``change`` to the request's resume work inside a write transaction."""
+        current = self._resume_work(cur, request_id, lock=True)
+        updated = change(current)
+        if updated is not None and updated != current:
+            self._run(cur, rw.UPSERT_RESUME_WORK, rw.resume_work_row(updated))
+        return updated
 
     # -- webhook deliveries --------------------------------------------------------
 

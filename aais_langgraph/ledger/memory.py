@@ -498,9 +498,7 @@ class InMemoryLedger(Ledger):
         with self._lock:
             settle = settle_change("done", time.time())
             for request_id in done:
-                work = settle(self._resume_work.get(request_id))
-                if work is not None:
-                    self._resume_work[request_id] = work
+                self._change_resume_work(request_id, settle)
             current = self._leases.get(thread_id)
             if current is None or current.holder != holder:
                 return False
@@ -562,10 +560,14 @@ class InMemoryLedger(Ledger):
         self, request_id: str, change: ResumeWorkChange, *, durable: bool = False
     ) -> ResumeWork | None:
         with self._lock:
-            updated = change(self._resume_work.get(request_id))
-            if updated is not None:
-                self._resume_work[request_id] = updated
-            return updated
+            return self._change_resume_work(request_id, change)
+
+    def _change_resume_work(self, request_id: str, change: ResumeWorkChange) -> ResumeWork | None:
+        """Apply ``change`` to the request's resume work (the caller holds the lock)."""
+        updated = change(self._resume_work.get(request_id))
+        if updated is not None:
+            self._resume_work[request_id] = updated
+        return updated
 
     # -- webhook deliveries --------------------------------------------------------
 

@@ -39,9 +39,9 @@ import asyncio
 import functools
 import inspect
 import logging
-import time
 import weakref
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 from ag_ui.core import (
@@ -70,6 +70,7 @@ from aais_langgraph.authority import (
     LeaseHeldError,
     Principal,
     RequestLimitError,
+    ThreadAccess,
     checked_principal,
 )
 from aais_langgraph.gate import REQUESTER_KEY
@@ -84,6 +85,7 @@ from .reoffer import reoffer_events
 from .resume_plan import ResumeRejected, plan_resume, served_config
 from .run_outcomes import aattribute_interrupts, acancel_watch, run_error_for, settle_outcome
 from .state_keys import channel_schema_keys
+from .thread_views import ThreadEventFilter
 
 logger = logging.getLogger(__name__)
 
@@ -262,21 +264,12 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
                 yield event
             return
         principal = checked_principal(self.actor)
-        seen = await asyncio.to_thread(self.authority.may_view_thread, principal, input.thread_id)
-        if not seen.allowed:
+        access = await self.authority.athread_access(principal, input.thread_id)
+        if not access.visible:
             # Another person's thread: no byte of it (messages, interrupts) is sent.
-            for event in _refusal(input, FORBIDDEN, f"forbidden: {seen.reason}"):
+            for event in _refusal(input, FORBIDDEN, THREAD_REFUSED):
                 yield event
             return
-        if principal is not None:  # the first run records who started the thread
-            owner = await self.authority.ledger.aown_thread(
-                input.thread_id, principal.id, now=time.time()
-            )
-            # Requests the run raises are asked for the person who started the thread,
-            # even when someone else (an approver) resumes it.
-            current: Any = self.config
-            configurable = {**current["configurable"], REQUESTER_KEY: owner}
-            self.config = {**current, "configurable": configurable}
         if self.page_tools is not None:
             try:
                 page = page_binding(input, origin=self.page_origin, gate=self.page_tools)
@@ -295,6 +288,27 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
             ):
                 watch = None
                 view = await thread.aview()
+                if principal is not None:
+                    sent = await self._sender(principal, input, view, config, access)
+                    if sent is None:  # a reconnect by someone who may not post: nothing runs
+                        visible = ThreadEventFilter(access, self.authority, principal)
+                        for event in await self._after_recorded(input, config):
+                            shown = await visible.afilter(
+                                await aattribute_interrupts(event, self.authority)
+                            )
+                            if shown is not None:
+                                yield shown
+                        return
+                    sender, access = sent
+                    if sender is not None:
+                        # The run acts for who sent it: the author of the message it runs,
+                        # or of the one whose run an answer continues.
+                        current: Any = self.config
+                        configurable = {**current["configurable"], REQUESTER_KEY: sender}
+                        self.config = {**current, "configurable": configurable}
+                        config = {"configurable": {**configurable, "thread_id": input.thread_id}}
+                        thread = replace(thread, config=self.driver.run_config(config))
+                visible = ThreadEventFilter(access, self.authority, principal)
                 relay = await arelay_for(self.page_tools, self.graph, self.authority, config)
                 if input.resume:
                     watch = await acancel_watch(
@@ -314,11 +328,19 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
                         await thread.aresume(recorded)
                         thread.finish(view, recorded)
                         async for event in held(relay, await self._after_recorded(input, config)):
-                            yield await aattribute_interrupts(event, self.authority)
+                            shown = await visible.afilter(
+                                await aattribute_interrupts(event, self.authority)
+                            )
+                            if shown is not None:
+                                yield shown
                         return
                 streamed = held(relay, super().run(input))
                 async for event in settle_outcome(streamed, watch, self.graph, config):
-                    yield await aattribute_interrupts(event, self.authority)
+                    shown = await visible.afilter(
+                        await aattribute_interrupts(event, self.authority)
+                    )
+                    if shown is not None:
+                        yield shown
                 if self._planned_resume:
                     thread.finish(view, self._planned_resume)
                 elif view.interrupts:
@@ -336,6 +358,7 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
                         await self.driver.aresume_resolved(input.thread_id, lease_wait=0)
                 except LeaseHeldError:
                     logger.info("an expired request's thread is busy; its resume work stays due")
+            visible = ThreadEventFilter(access, self.authority, principal)
             for event in await reoffer_events(
                 self.graph,
                 self.authority,
@@ -344,11 +367,16 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
                 configurable=self.config["configurable"],
                 to_agui=self._interrupts_to_agui,
             ):
-                yield await aattribute_interrupts(event, self.authority)
+                shown = await visible.afilter(await aattribute_interrupts(event, self.authority))
+                if shown is not None:
+                    yield shown
         except LeaseHeldError:
             for event in _refusal(
                 input, "aais.thread_busy", "another run is driving this thread; retry shortly"
             ):
+                yield event
+        except _PostRefused:
+            for event in _refusal(input, FORBIDDEN, THREAD_REFUSED):
                 yield event
         except (RequestLimitError, ForbiddenError) as error:
             # Raised by a resume with recorded answers, outside ag-ui-langgraph's run.
@@ -359,6 +387,58 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
                 type=EventType.RUN_STARTED, thread_id=input.thread_id, run_id=input.run_id
             )
             yield refused
+
+    async def _sender(
+        self,
+        principal: Principal,
+        input: RunAgentInput,
+        view: ThreadView,
+        config: Mapping[str, Any],
+        access: ThreadAccess,
+    ) -> tuple[str | None, ThreadAccess] | None:
+        """Who the run acts for, and the viewer's access after their post; None for a
+        reconnect by someone who may see the thread but not post to it (it is served
+        from the checkpoint, running nothing). Raises :class:`ForbiddenError` for a post
+        they may not make, before anything is recorded or run.
+
+        An answer (``resume``) continues the run of whoever sent it. Any other run posts
+        to the thread: its sender must be allowed to ``start`` (a new thread) or
+        ``post``, and becomes who the thread's runs act for when the run brings a
+        message the thread does not hold yet."""
+        record = access.record
+        if input.resume:
+            return (None if record is None else record.sender), access
+        adds = await self._adds_message(input, config)
+        try:
+            posted = await self.authority.apost_to_thread(
+                principal, input.thread_id, exists=view.known, record=adds
+            )
+        except ForbiddenError:
+            if not adds and access.visible and record is not None:
+                return None
+            raise _PostRefused() from None
+        if posted is None:
+            return None, access
+        if adds or record is None:
+            access = await self.authority.athread_access(principal, input.thread_id)
+        return posted.sender, access
+
+    async def _adds_message(self, input: RunAgentInput, config: Mapping[str, Any]) -> bool:
+        """Whether ``input`` brings a message the thread does not hold yet (a new or edited
+        user message, or any message of a thread without them): what makes a run a post."""
+        sent = [m for m in input.messages or () if m.role not in ("tool", "system")]
+        if not sent:
+            return False
+        state = await self.graph.aget_state({"configurable": dict(config["configurable"])})
+        values = state.values if isinstance(state.values, Mapping) else {}
+        held = {getattr(m, "id", None): m for m in values.get("messages") or ()}
+        for message in sent:
+            known = held.get(message.id)
+            if known is None:
+                return True
+            if message.role == "user" and _text_of(message.content) != _text_of(known.content):
+                return True
+        return False
 
     def _recorded_answers(self, view: ThreadView) -> dict[str, Any]:
         """Interrupt id -> recorded resolution, for the open interrupts already answered."""
@@ -500,6 +580,29 @@ def steering_props(forwarded_props: Any) -> list[str]:
     if not isinstance(forwarded_props, Mapping):
         return []
     return [key for key in forwarded_props if camel_to_snake(str(key)) in STEERING_PROPS]
+
+
+class _PostRefused(Exception):
+    """The sender may not start or post to the thread; nothing was recorded or run."""
+
+
+THREAD_REFUSED = "forbidden: you may not post to or see this thread"
+"""The one refusal of a thread: the same for one nobody may start, someone else's, or one
+hidden from the caller, so the message tells no one which."""
+
+
+def _text_of(content: Any) -> str:
+    """A message's text, for telling an edited message from the stored one."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            str(part.get("text", ""))
+            if isinstance(part, Mapping)
+            else str(getattr(part, "text", ""))
+            for part in content
+        )
+    return "" if content is None else str(content)
 
 
 def _refusal(input: RunAgentInput, code: str, message: str) -> list[BaseEvent]:

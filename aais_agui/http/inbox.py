@@ -13,7 +13,9 @@
   not see;
 - ``GET /inbox/threads/{thread_id}`` -> a thread's messages (AG-UI shape), its
   open approval interrupts and whether its run has settled, so the chat can
-  follow a run that another presenter resumed.
+  follow a run that another presenter resumed; cut to what the signed-in user may
+  see (:mod:`aais_agui.thread_views`), and for a thread they may not see at all,
+  the answer an unknown thread gets.
 
 Everything but the static files needs an authenticated actor.
 """
@@ -28,9 +30,10 @@ from ag_ui_langgraph.utils import langchain_messages_to_agui
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import Response
 
-from aais_langgraph.authority import FORBIDDEN, ApprovalAuthority, Verb, explain_constraints
+from aais_langgraph.authority import HIDDEN_REQUEST, ApprovalAuthority, Verb, explain_constraints
 from aais_langgraph.threads import ThreadView
 
+from ..thread_views import visible_messages
 from .limits import MAX_CLIENT_ID_LENGTH, id_too_long
 from .security import Security
 
@@ -147,23 +150,31 @@ def inbox_router(
     async def thread(thread_id: str, request: Request) -> dict[str, Any]:
         viewer = (await security.actor(request)).principal
         _check_id("thread_id", thread_id)
-        seen = await asyncio.to_thread(authority.may_view_thread, viewer, thread_id)
-        if not seen.allowed:
-            raise HTTPException(403, {"code": FORBIDDEN, "message": seen.reason})
+        access = await authority.athread_access(viewer, thread_id)
+        if not access.visible:
+            # Answered as a thread nobody started: whether it exists is not told.
+            return {"thread_id": thread_id, "messages": [], "interrupts": [], "settled": True}
         state = await graph.aget_state({"configurable": {"thread_id": thread_id}})
         values = state.values if isinstance(state.values, dict) else {}
-        messages = langchain_messages_to_agui(list(values.get("messages") or []))
+        messages = visible_messages(
+            langchain_messages_to_agui(list(values.get("messages") or [])), access
+        )
         waiting = ThreadView.of(state).interrupts
+        interrupts: list[dict[str, Any]] = []
+        for request_id, interrupt_id in waiting.items():
+            if access.trusted or request_id in access.shown:
+                interrupts.append({"interrupt_id": interrupt_id, "request_id": request_id})
+            elif access.content:
+                interrupts.append(
+                    {"interrupt_id": interrupt_id, "request_id": None, "summary": HIDDEN_REQUEST}
+                )
         return {
             "thread_id": thread_id,
             "messages": [
                 message.model_dump(mode="json", by_alias=True, exclude_none=True)
                 for message in messages
             ],
-            "interrupts": [
-                {"interrupt_id": interrupt_id, "request_id": request_id}
-                for request_id, interrupt_id in waiting.items()
-            ],
+            "interrupts": interrupts,
             "settled": bool(state.interrupts) or not state.next,
         }
 

@@ -29,6 +29,7 @@ from .limits import RequestLimitError, RequestLimits
 from .policy import ApprovalPolicy, AskEveryTime, PolicyVerdict
 from .resolutions import DEFAULT_STREAM
 from .screening import EventPage, Screening
+from .thread_access import HIDDEN_REQUEST, ThreadAccess
 
 if TYPE_CHECKING:
     from .cedar import CedarAuthorizer
@@ -50,6 +51,7 @@ __all__ = [
     "DEFAULT_LEASE_TTL",
     "DEFAULT_STREAM",
     "FORBIDDEN",
+    "HIDDEN_REQUEST",
     "KNOWN_KEYS",
     "TERMINAL",
     "AccessPolicy",
@@ -75,6 +77,7 @@ __all__ = [
     "RequestLimits",
     "Resource",
     "Screening",
+    "ThreadAccess",
     "UnknownRequestError",
     "Verb",
     "ViewSelector",

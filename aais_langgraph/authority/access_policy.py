@@ -30,6 +30,25 @@ ids, never code::
     [reconcile]
     groups = ["sre"]                      # default: those who may decide the request
 
+    [threads]
+    start_groups = ["*"]                  # who may start a thread (default: anyone)
+    post_groups = ["support"]             # who may post to anyone's thread (take it over)
+    view_groups = ["support-leads"]       # who may read anyone's thread
+
+    [[services]]                          # machine identities (actors of type "policy")
+    users = ["prometheus"]
+    scopes = ["metrics"]                  # "metrics": scrape /metrics; "read": view all
+
+A thread belongs to who started it: they post to it and read it; so do the
+``post_groups`` (who may also read it), the ``view_groups`` and ``viewer_groups``
+(read only), and anyone who posted to it once (read only, after they lose the right
+to post). Others who may view one of its requests follow that request only: never
+the thread's messages or state. A run acts for whoever posted the message it runs
+(its requests are theirs: separation of duties, limits and grants apply to them).
+
+A service may only do what its scopes name, whatever its groups; one no
+``[[services]]`` entry names may do nothing. Administrators may do everything.
+
 A rule's ``groups`` and ``users`` may view, approve, deny and cancel the requests
 it matches. With ``quorum = n`` the action runs only after n distinct members
 approved it: the gate asks n times, one request each (SPEC §10), nobody approves
@@ -48,7 +67,7 @@ from typing import Any, ClassVar
 
 from ..ledger.selection import EVERY_ROW, ActionPattern, PendingSelection
 from ..protocol import Request, id_for
-from .authorization import ALLOWED, Permission, Principal, Resource, Verb
+from .authorization import ALLOWED, Permission, Principal, Resource, Verb, is_service
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -59,6 +78,11 @@ __all__ = ["AccessPolicy", "ApproverRule", "load_access_policy"]
 
 RISK_ORDER = ("low", "medium", "high", "critical")
 ANYONE = "*"
+SCOPES: dict[str, frozenset[str]] = {
+    "metrics": frozenset({"metrics"}),
+    "read": frozenset({"view"}),
+}
+"""What each service scope lets a machine identity do (the verbs it is asked about)."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +136,11 @@ class AccessPolicy:
     requesters_cancel_own: bool = True
     revoke_groups: frozenset[str] = frozenset()
     reconcile_groups: frozenset[str] | None = None
+    thread_start_groups: frozenset[str] = frozenset({ANYONE})
+    thread_post_groups: frozenset[str] = frozenset()
+    thread_view_groups: frozenset[str] = frozenset()
+    service_verbs: frozenset[tuple[str, str]] = frozenset()
+    """(service actor id, verb) for each verb its scopes allow (:data:`SCOPES`)."""
     deterministic: ClassVar[bool] = True
     """Its answers depend only on the principal and the resource (it never changes)."""
 
@@ -130,6 +159,8 @@ class AccessPolicy:
             "requesters",
             "grants",
             "reconcile",
+            "threads",
+            "services",
             "webhooks",  # read by aais_langgraph.webhooks.load_webhooks, not by the policy
         }
         unknown = sorted(set(document) - known)
@@ -145,6 +176,7 @@ class AccessPolicy:
         requesters = _table(document, "requesters", {"view_own", "cancel_own"})
         grants = _table(document, "grants", {"revoke_groups"})
         reconcile = _table(document, "reconcile", {"groups"})
+        threads = _table(document, "threads", {"start_groups", "post_groups", "view_groups"})
         return cls(
             approvers=tuple(_rule(rule, index) for index, rule in enumerate(rules)),
             default_approvers=ApproverRule(
@@ -162,15 +194,27 @@ class AccessPolicy:
             reconcile_groups=(
                 _names(reconcile["groups"], "reconcile.groups") if "groups" in reconcile else None
             ),
+            thread_start_groups=_names(
+                threads.get("start_groups", [ANYONE]), "threads.start_groups"
+            ),
+            thread_post_groups=_names(threads.get("post_groups", []), "threads.post_groups"),
+            thread_view_groups=_names(threads.get("view_groups", []), "threads.view_groups"),
+            service_verbs=_services(document.get("services", [])),
         )
 
     # -- the question ------------------------------------------------------------------
 
     def authorize(self, principal: Principal, verb: Verb, resource: Resource) -> Permission:
-        if principal.id in self.administrators or not self.administrator_groups.isdisjoint(
-            principal.groups
-        ):
+        if self._administers(principal):
             return ALLOWED
+        if is_service(principal):
+            if (principal.id, verb) in self.service_verbs:
+                return ALLOWED
+            return Permission(False, f"no scope of this service allows {verb} ([[services]])")
+        if verb == "metrics":
+            return ALLOWED
+        if verb in ("start", "post") or (verb == "view" and _is_thread(resource)):
+            return self._thread(principal, verb, resource)
         if verb == "view":
             return self._view(principal, resource)
         request = resource.request
@@ -210,6 +254,39 @@ class AccessPolicy:
             return ALLOWED
         return Permission(False, "you may not reconcile this outcome (reconcile.groups)")
 
+    def _administers(self, principal: Principal) -> bool:
+        return principal.id in self.administrators or not self.administrator_groups.isdisjoint(
+            principal.groups
+        )
+
+    def _thread(self, principal: Principal, verb: Verb, resource: Resource) -> Permission:
+        """Who may start, post to and read a thread (see the module docs)."""
+        groups = principal.groups
+        if verb == "start":
+            if ANYONE in self.thread_start_groups or not groups.isdisjoint(
+                self.thread_start_groups
+            ):
+                return ALLOWED
+            return Permission(False, "you may not start a thread (threads.start_groups)")
+        own = resource.owner is not None and resource.owner == principal.id
+        takes_over = not groups.isdisjoint(self.thread_post_groups)
+        if verb == "post":
+            if own or takes_over:
+                return ALLOWED
+            return Permission(
+                False, "only who started this thread may post to it (threads.post_groups)"
+            )
+        if (
+            own
+            or takes_over
+            or principal.id in resource.participants
+            or (self.requesters_view_own and principal.id in resource.requesters)
+            or not groups.isdisjoint(self.thread_view_groups)
+            or not groups.isdisjoint(self.viewer_groups)
+        ):
+            return ALLOWED
+        return Permission(False, "you may not see this thread")
+
     def rule_for(self, request: Request) -> ApproverRule:
         """The first approver rule matching ``request``, else the default approvers."""
         return self._rule(request.action.kind, request.action.name, request.risk.level)
@@ -228,9 +305,12 @@ class AccessPolicy:
         """The pending rows that may hold what ``principal`` may view
         (:class:`~.authorization.ViewSelector`): those of the rules admitting them (a
         superset: an earlier rule may match first) and their own requests."""
+        if is_service(principal) and not self._administers(principal):
+            if (principal.id, "view") in self.service_verbs:
+                return EVERY_ROW
+            return PendingSelection(actions=(), requester=None)
         if (
-            principal.id in self.administrators
-            or not self.administrator_groups.isdisjoint(principal.groups)
+            self._administers(principal)
             or not self.viewer_groups.isdisjoint(principal.groups)
             or self.default_approvers.admits(principal)  # what no rule matches: anything
         ):
@@ -254,10 +334,6 @@ class AccessPolicy:
             if self.requesters_view_own and resource.requester == principal.id:
                 return ALLOWED
             return Permission(False, "you may not see this request")
-        if resource.thread_id is not None:
-            if self.requesters_view_own and principal.id in resource.requesters:
-                return ALLOWED
-            return Permission(False, "you may not see this thread")
         if resource.grant_id is not None:
             return Permission(False, "you may not see this grant")
         return Permission(False, "you may not see this")
@@ -306,6 +382,32 @@ def _users(value: Any, where: str) -> frozenset[str]:
     provider's ``auth0|alice``) in its :func:`~aais_langgraph.protocol.id_for` form, as
     the JWT login records it."""
     return frozenset(id_for(name) for name in _names(value, where))
+
+
+def _is_thread(resource: Resource) -> bool:
+    return resource.request is None and resource.thread_id is not None
+
+
+def _services(value: Any) -> frozenset[tuple[str, str]]:
+    """``[[services]]``: (actor id, verb) for each verb a service's scopes allow."""
+    if not isinstance(value, list):
+        raise ValueError("services: must be an array of tables ([[services]])")
+    found: set[tuple[str, str]] = set()
+    for index, entry in enumerate(value):
+        where = f"services[{index}]"
+        if not isinstance(entry, Mapping):
+            raise ValueError(f"{where}: must be a table")
+        unknown = sorted(set(entry) - {"users", "scopes"})
+        if unknown:
+            raise ValueError(f"{where}.{unknown[0]}: not a setting of a service")
+        users = _users(entry.get("users", []), f"{where}.users")
+        scopes = _names(entry.get("scopes", []), f"{where}.scopes")
+        if not users:
+            raise ValueError(f"{where}.users: names no service")
+        if not scopes <= set(SCOPES):
+            raise ValueError(f"{where}.scopes: each must be one of {sorted(SCOPES)}")
+        found.update((user, verb) for user in users for scope in scopes for verb in SCOPES[scope])
+    return frozenset(found)
 
 
 def _flag(table: Mapping[str, Any], key: str, where: str) -> bool:

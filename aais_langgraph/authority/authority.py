@@ -13,6 +13,7 @@ thread (the ledger call inside is blocking I/O).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
@@ -26,6 +27,7 @@ from ..ledger import (
     Ledger,
     ResolutionWrite,
     StoredRequest,
+    ThreadRecord,
 )
 from ..ledger.executions import ExecutionChange
 from ..ledger.selection import PendingSelection
@@ -86,9 +88,13 @@ from .resolutions import (
     snapshot_of,
 )
 from .screening import EventPage, Screening, standing_resolution
+from .thread_access import ThreadAccess
 from .vouch import VouchedRecords
 
 Clock = Callable[[], datetime]
+
+THREAD_REQUESTS = 100_000
+"""The most requests of one thread :meth:`ApprovalAuthority.thread_access` reads."""
 
 EXPIRY: dict[str, str] = {
     "id": "aais-langgraph.expiry",
@@ -303,31 +309,84 @@ class ApprovalAuthority:
         request = self._records.request(stored)[1].request
         self._require(principal, verb, self.resource_of(stored, request, decision=decision))
 
-    def may_view_thread(self, principal: Principal | None, thread_id: str) -> Permission:
-        """Whether ``principal`` may see the thread (its messages, runs and reconnects):
-        who started it, who may see any of its requests, or anyone the authorizer lets
-        see threads. A thread nobody started here and with no requests is not refused
-        (a new thread; its first run records who started it)."""
-        if (
-            principal is None
-            or principal.administrator
-            or isinstance(self.authorizer, AllowAuthenticated)
-        ):
-            return Permission(True)
-        owner = self.ledger.thread_owner(thread_id)
-        stored = self.ledger.requests_of_thread(thread_id, limit=200)
-        resources = [self.resource_of(row, self._records.request(row)[1].request) for row in stored]
-        requesters = {owner} if owner is not None else set()
-        requesters.update(r.requester for r in resources if r.requester is not None)
-        thread = Resource(thread_id=thread_id, requesters=frozenset(requesters))
-        if owner is None and not stored:
-            return Permission(True)
-        permission = self.permits(principal, "view", thread)
-        if permission.allowed:
-            return permission
-        if any(self.permits(principal, "view", item).allowed for item in resources):
-            return Permission(True)
-        return permission
+    def thread_resource(
+        self,
+        thread_id: str,
+        record: ThreadRecord | None,
+        requesters: frozenset[str] = frozenset(),
+    ) -> Resource:
+        """What an access to a thread is asked about: who started it, who posted to it, and
+        the requesters of its requests."""
+        participants = frozenset() if record is None else record.participants
+        return Resource(
+            thread_id=thread_id,
+            owner=None if record is None else record.owner,
+            participants=participants,
+            requesters=requesters | participants,
+        )
+
+    def thread_access(self, principal: Principal | None, thread_id: str) -> ThreadAccess:
+        """What ``principal`` may see of the thread (:class:`~.thread_access.ThreadAccess`):
+        its content when the authorizer lets them ``view`` the thread, and each of its
+        requests they may ``view``. None or an administrator: everything."""
+        record = self.ledger.thread_record(thread_id)
+        if principal is None or principal.administrator:
+            return ThreadAccess.everything(thread_id, record)
+        rows = self.ledger.requests_of_thread(thread_id, limit=THREAD_REQUESTS)
+        resources = [
+            (row, self.resource_of(row, self._records.request(row)[1].request)) for row in rows
+        ]
+        requesters = frozenset(r.requester for _, r in resources if r.requester is not None)
+        seen = self.permits(principal, "view", self.thread_resource(thread_id, record, requesters))
+        shown: set[str] = set()
+        hidden: set[str] = set()
+        hidden_calls: set[str] = set()
+        for row, resource in resources:
+            if self.permits(principal, "view", resource).allowed:
+                shown.add(row.request_id)
+                continue
+            hidden.add(row.request_id)
+            call = row.context.get("tool_call_id")
+            if isinstance(call, str):
+                hidden_calls.add(call)
+        return ThreadAccess(
+            thread_id,
+            record,
+            content=seen.allowed,
+            shown=frozenset(shown),
+            hidden=frozenset(hidden),
+            hidden_tool_calls=frozenset(hidden_calls),
+            refusal=seen,
+        )
+
+    def post_to_thread(
+        self, principal: Principal | None, thread_id: str, *, exists: bool, record: bool = True
+    ) -> ThreadRecord | None:
+        """Check that ``principal`` may start (a new thread) or post to (continue) the
+        thread, then record the post: its runs act for them from now on. ``exists``: the
+        graph holds a checkpoint of the thread (one nobody started through a channel,
+        such as an in-process run, is not new); ``record=False``: a run that brings no
+        new message (it continues what is there), checked as a post but not recorded as
+        one. Raises :class:`ForbiddenError` with nothing recorded; returns the thread's
+        record (None for a trusted caller, who posts as nobody)."""
+        checked = checked_principal(principal)
+        if checked is None:
+            return None
+        now = time.time()
+        found = self.ledger.thread_record(thread_id)
+        new = (
+            found is None and not exists and not self.ledger.requests_of_thread(thread_id, limit=1)
+        )
+        if new:
+            self._require(checked, "start", self.thread_resource(thread_id, None))
+            found = self.ledger.post_to_thread(thread_id, checked.id, now=now, start=True)
+            if found.owner == checked.id:
+                return found
+            # Someone else started it a moment ago: posting to it is asked about instead.
+        self._require(checked, "post", self.thread_resource(thread_id, found))
+        if found is not None and not record:
+            return found
+        return self.ledger.post_to_thread(thread_id, checked.id, now=now)
 
     def _require(self, principal: Principal | None, verb: Verb, resource: Resource) -> None:
         if principal is None:
@@ -339,9 +398,14 @@ class ApprovalAuthority:
     # -- screening ------------------------------------------------------------------
 
     def screen(
-        self, action: Action | Mapping[str, Any], *, origin: Origin | Mapping[str, Any]
+        self,
+        action: Action | Mapping[str, Any],
+        *,
+        origin: Origin | Mapping[str, Any],
+        requester: str | None = None,
     ) -> Screening:
-        """Ask the policy, then the grants, whether ``action`` needs a human at all."""
+        """Ask the policy, then the grants, whether ``action`` needs a human at all
+        (``requester``: who the run acts for; a grant covers only their runs)."""
         action_model = Action.from_data(action, pointer="/action")
         origin_model = Origin.from_data(origin, pointer="/origin")
         verdict = self.policy.on_request(action_model, origin_model)
@@ -356,7 +420,7 @@ class ApprovalAuthority:
                 self, action_model, outcome=outcome, message=reason, grant=None
             )
             return Screening(resolved, verdict)
-        grant = self.match_grant(action_model, origin_model)
+        grant = self.match_grant(action_model, origin_model, requester=requester)
         if grant is not None:
             resolved = standing_resolution(
                 self,
@@ -376,15 +440,28 @@ class ApprovalAuthority:
         origin: Origin | Mapping[str, Any],
         *,
         now: datetime | None = None,
+        requester: str | None = None,
     ) -> Grant | None:
-        """A live grant covering ``action`` in ``origin``'s session, if any."""
+        """A live grant covering ``action`` in ``origin``'s session for a run acting for
+        ``requester``, if any: a grant made for one person's request covers only runs
+        acting for that person (a run sent by someone else asks again)."""
         return find_grant(
             self.ledger,
             Action.from_data(action, pointer="/action"),
             Origin.from_data(origin, pointer="/origin"),
             now=now if now is not None else self.clock(),
             vouch=self._records.grant,
+            granted_for=self._granted_for,
+            requester=requester,
         )
+
+    def _granted_for(self, grant: Grant) -> str | None:
+        """Who the request that made ``grant`` acted for (None: nobody named)."""
+        stored = self.ledger.get_request(grant.request_id)
+        if stored is None:
+            return None
+        request = self._records.request(stored)[1].request
+        return self.resource_of(stored, request).requester
 
     def list_grants(
         self, *, session_id: str | None = None, include_revoked: bool = False
@@ -933,8 +1010,9 @@ class ApprovalAuthority:
         action: Action | Mapping[str, Any],
         *,
         origin: Origin | Mapping[str, Any],
+        requester: str | None = None,
     ) -> Screening:
-        return await asyncio.to_thread(self.screen, action, origin=origin)
+        return await asyncio.to_thread(self.screen, action, origin=origin, requester=requester)
 
     async def arequest(
         self, action: Action | Mapping[str, Any], **kwargs: Any
@@ -1001,8 +1079,21 @@ class ApprovalAuthority:
         origin: Origin | Mapping[str, Any],
         *,
         now: datetime | None = None,
+        requester: str | None = None,
     ) -> Grant | None:
-        return await asyncio.to_thread(self.match_grant, action, origin, now=now)
+        return await asyncio.to_thread(
+            self.match_grant, action, origin, now=now, requester=requester
+        )
+
+    async def athread_access(self, principal: Principal | None, thread_id: str) -> ThreadAccess:
+        return await asyncio.to_thread(self.thread_access, principal, thread_id)
+
+    async def apost_to_thread(
+        self, principal: Principal | None, thread_id: str, *, exists: bool, record: bool = True
+    ) -> ThreadRecord | None:
+        return await asyncio.to_thread(
+            lambda: self.post_to_thread(principal, thread_id, exists=exists, record=record)
+        )
 
     async def alist_grants(
         self, *, session_id: str | None = None, include_revoked: bool = False

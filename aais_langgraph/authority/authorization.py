@@ -1,4 +1,4 @@
-"""Who may view, decide, cancel, revoke and reconcile what: one question, asked everywhere.
+"""Who may do what to a request, a grant or a thread: one question, asked everywhere.
 
 AAIS leaves authorization to the binding (security.md, "Out of scope"): the
 authority only knows *who* answered, from the authenticated channel. This module
@@ -11,7 +11,8 @@ router has its own rules.
   the channel vouches for (a JWT's ``groups`` claim), and whether they
   administer the deployment (the CLI's OS user does).
 - :class:`Resource` is what they act on: a request (its action, risk, origin and
-  requester, the person its run acts for), a grant, or a thread.
+  requester, the person its run acts for), a grant, a thread (who started it and
+  who posted to it), or the deployment itself (its metrics).
 - An :class:`Authorizer` answers with a :class:`Permission`; a refusal carries
   the reason shown to the user (never an argument value).
 
@@ -33,6 +34,7 @@ from ..protocol.extensions import QUORUM_EXTENSION, REQUESTER_EXTENSION
 __all__ = [
     "ADMINISTRATOR",
     "FORBIDDEN",
+    "THREAD_VERBS",
     "VERBS",
     "AllowAuthenticated",
     "Authorizer",
@@ -47,11 +49,25 @@ __all__ = [
     "as_principal",
     "checked_principal",
     "is_deterministic",
+    "is_service",
     "requester_of",
 ]
 
-Verb = Literal["view", "decide", "cancel", "revoke", "reconcile"]
-VERBS: tuple[Verb, ...] = ("view", "decide", "cancel", "revoke", "reconcile")
+Verb = Literal["view", "decide", "cancel", "revoke", "reconcile", "start", "post", "metrics"]
+"""``view``, ``decide``, ``cancel``, ``revoke`` and ``reconcile`` a request (``revoke``: a
+grant); ``start``, ``post`` to (continue) and ``view`` a thread; read the ``metrics``."""
+VERBS: tuple[Verb, ...] = (
+    "view",
+    "decide",
+    "cancel",
+    "revoke",
+    "reconcile",
+    "start",
+    "post",
+    "metrics",
+)
+THREAD_VERBS: tuple[Verb, ...] = ("start", "post", "view")
+"""The verbs asked about a thread (:class:`Resource` with ``thread_id``)."""
 
 FORBIDDEN = "aais.forbidden"
 
@@ -100,20 +116,35 @@ def as_principal(actor: Principal | Actor | Mapping[str, Any]) -> Principal:
 
 
 def checked_principal(actor: Principal | Actor | Mapping[str, Any] | None) -> Principal | None:
-    """The principal whose access is checked, or None for a caller that is trusted: no actor
-    (in-process code holding the graph) or a ``policy`` actor (the runtime's housekeeping)."""
+    """The principal whose access is checked, or None for a caller that is trusted.
+
+    Every :class:`Principal` is checked, whatever its actor's type: an authenticated
+    channel always hands one over, so a service's token (a ``policy`` actor: a metrics
+    scraper, a bot) is asked about like a person. Trusted are in-process callers only:
+    no actor at all (code holding the graph acts as the operator), or a bare ``policy``
+    actor naming the runtime's own housekeeping (the expiry sweep, the orphan sweep).
+    """
     if actor is None:
         return None
+    if isinstance(actor, Principal):
+        return actor
     principal = as_principal(actor)
     return principal if principal.actor.type == "human" else None
+
+
+def is_service(principal: Principal) -> bool:
+    """Whether ``principal`` is a machine identity (a ``policy`` actor), not a person."""
+    return principal.actor.type != "human"
 
 
 @dataclass(frozen=True)
 class Resource:
     """What a principal acts on. ``request`` and ``requester`` for a request (the requester
-    is who its run acts for); ``thread_id`` for a thread (with the requesters seen on it);
-    ``grant_id`` with the request that created the grant; ``decision`` is the kind a
-    ``decide`` gives (``approve`` or ``deny``)."""
+    is who its run acts for); ``thread_id`` alone for a thread (with who started it, who
+    posted to it and the requesters of its requests; no ``owner`` for a thread nobody
+    started yet); ``grant_id`` with the request that created the grant; nothing at all
+    for the deployment (``metrics``). ``decision`` is the kind a ``decide`` gives
+    (``approve`` or ``deny``)."""
 
     request: Request | None = None
     requester: str | None = None
@@ -121,7 +152,11 @@ class Resource:
     grant_id: str | None = None
     decision: str | None = None
     requesters: frozenset[str] = field(default_factory=frozenset)
-    """For a thread: every requester of its requests (who may see it as their own)."""
+    """For a thread: every requester of its requests and everyone who posted to it."""
+    owner: str | None = None
+    """For a thread: who started it (None: nobody yet, a ``start``)."""
+    participants: frozenset[str] = field(default_factory=frozenset)
+    """For a thread: who started it and everyone who posted to it since."""
     approved_by: frozenset[str] = field(default_factory=frozenset)
     """For one approval of several (a quorum): who approved the earlier ones. None of
     them may approve this one: the approvals must come from distinct people."""
@@ -191,11 +226,18 @@ class Authorizer(Protocol):
     def authorize(self, principal: Principal, verb: Verb, resource: Resource) -> Permission: ...
 
 
+SERVICE_DEFAULT_VERBS: frozenset[Verb] = frozenset({"view", "metrics"})
+"""What a service may do where no access policy names its scopes: read, never act."""
+
+
 class AllowAuthenticated:
-    """Every authenticated principal may do everything (a single team that trusts itself;
-    the default, and what an authorizer falls back to for administrators)."""
+    """Every authenticated person may do everything (a single team that trusts itself; the
+    default, and what an authorizer falls back to for administrators). A service (a
+    ``policy`` actor: a scraper's or a bot's token) may only read: view and ``metrics``."""
 
     def authorize(self, principal: Principal, verb: Verb, resource: Resource) -> Permission:
+        if is_service(principal) and verb not in SERVICE_DEFAULT_VERBS:
+            return Permission(False, f"a service may not {verb}; name its scopes in a policy")
         return ALLOWED
 
 

@@ -2,19 +2,30 @@
 
 Each question becomes one Cedar request:
 
-- principal ``User::"<actor id>"``, a member of ``Group::"<name>"`` for each of
-  its groups;
-- action ``Action::"view"``, ``"decide"``, ``"cancel"``, ``"revoke"`` or
-  ``"reconcile"``;
+- principal ``User::"<actor id>"`` for a person, ``Service::"<actor id>"`` for a
+  machine identity (a ``policy`` actor: a scraper's or a bot's token), a member of
+  ``Group::"<name>"`` for each of its groups;
+- action ``Action::"view"``, ``"decide"``, ``"cancel"``, ``"revoke"``,
+  ``"reconcile"``, ``"start"``, ``"post"`` or ``"metrics"``;
 - resource ``Request::"<request id>"`` with the attributes ``kind``, ``name``,
   ``risk`` (``"low"`` … ``"critical"``), ``risk_rank`` (0 … 3), ``session``,
   ``harness``, ``requester`` (``""`` when unknown), ``argument_keys`` (the set
   of the action's argument names; never their values); a thread is
-  ``Thread::"<id>"`` with ``requesters``; a grant is ``Grant::"<id>"`` carrying
-  its request's attributes;
+  ``Thread::"<id>"`` with ``owner`` (who started it; ``""`` before anyone did:
+  a ``start``), ``participants`` (who started it or posted to it) and
+  ``requesters``; a grant is ``Grant::"<id>"`` carrying its request's
+  attributes; the deployment (``metrics``) is ``Deployment::"aais"``;
 - context ``decision`` (``"approve"``, ``"deny"`` or ``""``), ``own`` (whether
-  the principal is the requester) and ``already_approved`` (whether they gave an
-  earlier approval of the same quorum; forbid it to require distinct approvers).
+  the principal is the requester, or for a thread who started it) and
+  ``already_approved`` (whether they gave an earlier approval of the same
+  quorum; forbid it to require distinct approvers).
+
+A thread is yours to post to and read; let others in with policies, e.g.::
+
+    permit (principal, action in [Action::"start"], resource);
+    permit (principal, action in [Action::"post", Action::"view"], resource is Thread)
+    when { context.own };
+    permit (principal in Group::"support", action == Action::"view", resource is Thread);
 
 For example, SREs approve high-risk shell commands, nobody approves their own::
 
@@ -42,7 +53,7 @@ from typing import Any, ClassVar
 
 import cedarpy
 
-from .authorization import ALLOWED, Permission, Principal, Resource, Verb
+from .authorization import ALLOWED, Permission, Principal, Resource, Verb, is_service
 
 __all__ = ["CedarAuthorizer"]
 
@@ -73,13 +84,14 @@ class CedarAuthorizer:
         )
 
     def authorize(self, principal: Principal, verb: Verb, resource: Resource) -> Permission:
-        user = {"type": "User", "id": principal.id}
+        user = {"type": _principal_type(principal), "id": principal.id}
         target, attrs = _resource(resource)
         # The principal's entities are parsed once (per id and groups) and the resource's
         # are added to them: Cedar parses only what changes per question.
         delta = json.dumps([{"uid": target, "attrs": attrs, "parents": []}])
         entities = self._principal_entities(principal).with_added_json_str(delta)
-        own = resource.requester is not None and resource.requester == principal.id
+        owner = resource.requester if resource.request is not None else resource.owner
+        own = owner is not None and owner == principal.id
         request = {
             "principal": user,
             "action": {"type": "Action", "id": verb},
@@ -108,7 +120,7 @@ class CedarAuthorizer:
 
     def _principal_entities(self, principal: Principal) -> cedarpy.Entities:
         """The parsed entities of ``principal``: a ``User`` in one ``Group`` per group."""
-        key = (principal.id, principal.groups)
+        key = (f"{_principal_type(principal)}:{principal.id}", principal.groups)
         with self._lock:
             found = self._principals.get(key)
             if found is not None:
@@ -117,7 +129,7 @@ class CedarAuthorizer:
         groups = sorted(principal.groups)
         document = [
             {
-                "uid": {"type": "User", "id": principal.id},
+                "uid": {"type": _principal_type(principal), "id": principal.id},
                 "attrs": {},
                 "parents": [{"type": "Group", "id": name} for name in groups],
             },
@@ -132,6 +144,10 @@ class CedarAuthorizer:
             while len(self._principals) > _PRINCIPALS:
                 self._principals.popitem(last=False)
         return parsed
+
+
+def _principal_type(principal: Principal) -> str:
+    return "Service" if is_service(principal) else "User"
 
 
 _PRINCIPALS = 1024
@@ -163,6 +179,10 @@ def _resource(resource: Resource) -> tuple[dict[str, str], dict[str, Any]]:
         return {"type": "Request", "id": request.id}, attrs
     if resource.thread_id is not None:
         return {"type": "Thread", "id": resource.thread_id}, {
-            "requesters": sorted(resource.requesters)
+            "owner": resource.owner or "",
+            "participants": sorted(resource.participants),
+            "requesters": sorted(resource.requesters),
         }
-    return {"type": "Grant", "id": resource.grant_id or ""}, {}
+    if resource.grant_id is not None:
+        return {"type": "Grant", "id": resource.grant_id}, {}
+    return {"type": "Deployment", "id": "aais"}, {}

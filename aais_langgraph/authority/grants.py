@@ -45,10 +45,16 @@ def find_grant(
     *,
     now: datetime,
     vouch: Callable[[Grant], Grant] = lambda grant: grant,
+    granted_for: Callable[[Grant], str | None] = lambda grant: None,
+    requester: str | None = None,
 ) -> Grant | None:
-    """A live, unrevoked grant whose constraints cover ``action`` in ``origin``'s session.
+    """A live, unrevoked grant whose constraints cover ``action`` in ``origin``'s session,
+    made for ``requester``'s runs.
 
-    ``vouch`` checks each candidate before it is trusted (raising if it cannot be).
+    ``vouch`` checks each candidate before it is trusted (raising if it cannot be);
+    ``granted_for`` says who the request that made a grant acted for: a grant made for
+    one person covers only runs acting for that person (the author of the message the
+    run answers), never a run someone else sent on the same thread or session.
     """
     instant = now.timestamp()
     for candidate in ledger.list_grants(session_id=origin.session_id, action_name=action.name):
@@ -57,6 +63,9 @@ def find_grant(
             continue
         if grant.scope == "session" and grant.session_id != origin.session_id:
             continue
-        if constraints_match({"action_name": grant.action_name, **grant.constraints}, action):
+        if not constraints_match({"action_name": grant.action_name, **grant.constraints}, action):
+            continue
+        owner = granted_for(grant)
+        if owner is None or owner == requester:
             return grant
     return None

@@ -89,7 +89,7 @@ def _open_request(
         coordinates, harness=authority.harness, session_id=session_id, graph_id=graph_id
     )
     if quorum is None:
-        screening = authority.screen(action, origin=origin)
+        screening = authority.screen(action, origin=origin, requester=coordinates.requester)
         if screening.resolved is not None:
             return screening.resolved
         verdict = screening.verdict

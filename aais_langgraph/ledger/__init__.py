@@ -19,6 +19,7 @@ from .base import (
     ResolutionWrite,
     StoredRequest,
     StoredResolution,
+    ThreadRecord,
 )
 from .crosscheck import verify_contents
 from .deliveries import Delivery, DeliveryPlan, DeliveryState, retry_delivery
@@ -75,6 +76,7 @@ __all__ = [
     "SqliteLedger",
     "StoredRequest",
     "StoredResolution",
+    "ThreadRecord",
     "Witness",
     "WitnessCheck",
     "WitnessError",

@@ -30,9 +30,16 @@ THREADS_DDL = (
         owner TEXT NOT NULL,
         since DOUBLE PRECISION NOT NULL
     )""",
+    """CREATE TABLE IF NOT EXISTS aais_thread_posts (
+        thread_id TEXT NOT NULL,
+        poster TEXT NOT NULL,
+        posted_at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (thread_id, poster)
+    )""",
     "CREATE INDEX IF NOT EXISTS aais_requests_thread ON aais_requests (thread_id, sequence)",
 )
-"""Who started each thread, and every request by thread (what thread visibility reads)."""
+"""Who started each thread and who posted to it, and every request by thread (what thread
+access reads)."""
 
 REQUESTER_SUBJECT = (
     "(CASE WHEN strpos(context, '\\u0000') = 0 THEN (context::json ->> 'requester') END)"

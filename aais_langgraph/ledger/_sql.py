@@ -53,6 +53,7 @@ from ._rows import (
     resolution_from_row,
 )
 from .base import (
+    THREAD_POSTERS,
     AuditEntry,
     AuditKind,
     Grant,
@@ -64,6 +65,7 @@ from .base import (
     ResolutionWrite,
     StoredRequest,
     StoredResolution,
+    ThreadRecord,
 )
 from .integrity import LedgerIntegrityError, execution_vouched
 from .retention import (
@@ -499,25 +501,42 @@ class SqlLedger(SqlBackend):
 
     # -- thread owners -----------------------------------------------------------------
 
-    def own_thread(self, thread_id: str, owner: str, *, now: float) -> str:
-        found = self.thread_owner(thread_id)
-        if found is not None:
-            return found
-        # Not fsync'd: an owner lost to a power loss is recorded again by the next run.
+    def post_to_thread(
+        self, thread_id: str, sender: str, *, now: float, start: bool = False
+    ) -> ThreadRecord:
+        # Not fsync'd: a post lost to a power loss is recorded again by the next run.
         with self._write(durable=False) as cur:
             self._run(
                 cur,
                 "INSERT INTO aais_threads (thread_id, owner, since) VALUES (?, ?, ?) "
                 "ON CONFLICT (thread_id) DO NOTHING",
-                (thread_id, owner, now),
+                (thread_id, sender, now),
             )
             row = self._one(cur, "SELECT owner FROM aais_threads WHERE thread_id = ?", (thread_id,))
-        return str(row[0])
+            owner = str(row[0])
+            if not start or owner == sender:
+                self._run(
+                    cur,
+                    "INSERT INTO aais_thread_posts (thread_id, poster, posted_at) "
+                    "VALUES (?, ?, ?) ON CONFLICT (thread_id, poster) "
+                    "DO UPDATE SET posted_at = excluded.posted_at",
+                    (thread_id, sender, now),
+                )
+            return self._thread_record(cur, thread_id, owner)
 
-    def thread_owner(self, thread_id: str) -> str | None:
+    def thread_record(self, thread_id: str) -> ThreadRecord | None:
         with self._read() as cur:
             row = self._one(cur, "SELECT owner FROM aais_threads WHERE thread_id = ?", (thread_id,))
-        return None if row is None else str(row[0])
+            return None if row is None else self._thread_record(cur, thread_id, str(row[0]))
+
+    def _thread_record(self, cur: Cursor, thread_id: str, owner: str) -> ThreadRecord:
+        rows = self._all(
+            cur,
+            "SELECT poster FROM aais_thread_posts WHERE thread_id = ? "
+            "ORDER BY posted_at DESC, poster LIMIT ?",
+            (thread_id, THREAD_POSTERS),
+        )
+        return ThreadRecord(thread_id, owner, tuple(str(row[0]) for row in rows))
 
     def requests_of_thread(self, thread_id: str, *, limit: int = 100) -> list[StoredRequest]:
         sql = (

@@ -41,9 +41,16 @@ THREADS_DDL = (
         owner TEXT NOT NULL,
         since REAL NOT NULL
     ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS aais_thread_posts (
+        thread_id TEXT NOT NULL,
+        poster TEXT NOT NULL,
+        posted_at REAL NOT NULL,
+        PRIMARY KEY (thread_id, poster)
+    ) WITHOUT ROWID""",
     "CREATE INDEX IF NOT EXISTS aais_requests_thread ON aais_requests (thread_id, sequence)",
 )
-"""Who started each thread, and every request by thread (what thread visibility reads)."""
+"""Who started each thread and who posted to it, and every request by thread (what thread
+access reads)."""
 
 REQUESTER_SUBJECT = "json_extract(context, '$.requester')"
 """The expression :data:`PENDING_BOUND_DDL` indexes (queries must spell it the same)."""
@@ -203,13 +210,13 @@ def is_current(conn: Conn) -> bool:
     """Whether the file holds this version's whole schema, so setup has nothing to do."""
     found = conn.execute(
         "SELECT COUNT(*) FROM sqlite_master WHERE (type = 'table' AND name IN "
-        "('aais_meta', 'aais_executions', 'aais_resume_work', 'aais_threads', "
+        "('aais_meta', 'aais_executions', 'aais_resume_work', 'aais_threads', 'aais_thread_posts', "
         "'aais_deliveries', 'aais_delivery_cursors', 'aais_compacted_requests')) "
         f"OR (type = 'index' AND name IN ('{PENDING_INDEX}', '{EXECUTION_AUDIT_INDEX}', "
         "'aais_requests_pending_sessions', 'aais_requests_pending_requesters', "
         f"'aais_requests_thread', {', '.join(repr(i) for i in PENDING_VIEW_INDEXES)}))"
     ).fetchone()[0]
-    expected = 12 + len(PENDING_VIEW_INDEXES)
+    expected = 13 + len(PENDING_VIEW_INDEXES)
     return bool(found == expected and meta(conn, "schema_version") == str(SCHEMA_VERSION))
 
 

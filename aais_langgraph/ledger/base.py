@@ -227,6 +227,31 @@ class LedgerContents:
     """Every execution record (the runtime's; each vouched for by its latest entry)."""
 
 
+THREAD_POSTERS = 50
+"""The most recent posters a :class:`ThreadRecord` lists (older ones are forgotten there)."""
+
+
+@dataclass(frozen=True)
+class ThreadRecord:
+    """Who started a thread and who posted to it (each post's author: who its run acts for)."""
+
+    thread_id: str
+    owner: str
+    """Who started the thread (its first post)."""
+    posters: tuple[str, ...] = ()
+    """Everyone who posted to it, the latest first (the owner too, once they posted)."""
+
+    @property
+    def sender(self) -> str:
+        """The author of the latest post: who the thread's current run acts for."""
+        return self.posters[0] if self.posters else self.owner
+
+    @property
+    def participants(self) -> frozenset[str]:
+        """Who started the thread or posted to it."""
+        return frozenset((self.owner, *self.posters))
+
+
 @dataclass(frozen=True)
 class Lease:
     """A thread's run lease: who holds it and until when (epoch seconds)."""
@@ -423,17 +448,22 @@ class Ledger(ABC):
         """Every request, resolution, grant, event and audit entry, in one consistent
         read (for verification: its cost and memory grow with the history)."""
 
-    # -- thread owners -----------------------------------------------------------------
+    # -- threads --------------------------------------------------------------------
 
     @abstractmethod
-    def own_thread(self, thread_id: str, owner: str, *, now: float) -> str:
-        """Record ``owner`` as the person who started the thread unless one is recorded;
-        the recorded owner either way (the first run's, whoever asks later). Relaxed like
-        a lease: the write survives a crashed process, not a power loss."""
+    def post_to_thread(
+        self, thread_id: str, sender: str, *, now: float, start: bool = False
+    ) -> ThreadRecord:
+        """Record a post by ``sender``: with ``start``, only if nobody started the thread
+        yet (``sender`` becomes its owner; a thread someone else started is returned
+        unchanged, the post not recorded); else as the latest post of a started thread
+        (a thread nobody started gets ``sender`` as its owner). Returns the record
+        after the write. Relaxed like a lease: the write survives a crashed process,
+        not a power loss."""
 
     @abstractmethod
-    def thread_owner(self, thread_id: str) -> str | None:
-        """Who started the thread (:meth:`own_thread`), if recorded."""
+    def thread_record(self, thread_id: str) -> ThreadRecord | None:
+        """Who started the thread and who posted to it (:meth:`post_to_thread`), if anyone."""
 
     @abstractmethod
     def requests_of_thread(self, thread_id: str, *, limit: int = 100) -> list[StoredRequest]:
@@ -618,8 +648,8 @@ class Ledger(ABC):
     aaudit_entries = _twin(audit_entries)
     aaudit_tip = _twin(audit_tip)
     acontents = _twin(contents)
-    aown_thread = _twin(own_thread)
-    athread_owner = _twin(thread_owner)
+    apost_to_thread = _twin(post_to_thread)
+    athread_record = _twin(thread_record)
     arequests_of_thread = _twin(requests_of_thread)
     aacquire_lease = _twin(acquire_lease)
     arenew_lease = _twin(renew_lease)

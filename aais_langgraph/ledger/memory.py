@@ -29,6 +29,7 @@ from ._records import (
     with_sequence,
 )
 from .base import (
+    THREAD_POSTERS,
     AuditEntry,
     AuditKind,
     Grant,
@@ -40,6 +41,7 @@ from .base import (
     ResolutionWrite,
     StoredRequest,
     StoredResolution,
+    ThreadRecord,
 )
 from .deliveries import Delivery, DeliveryChange, DeliveryState, coalesces
 from .executions import Execution, ExecutionChange, ExecutionState, execution_audit
@@ -88,6 +90,7 @@ class InMemoryLedger(Ledger):
         self._executions: dict[str, Execution] = {}
         self._execution_entries: dict[str, AuditEntry] = {}
         self._thread_owners: dict[str, str] = {}
+        self._thread_posts: dict[str, dict[str, float]] = {}
         self._resume_work: dict[str, ResumeWork] = {}
         self._compacted: set[str] = set()
         self._deliveries: dict[str, Delivery] = {}
@@ -509,13 +512,28 @@ class InMemoryLedger(Ledger):
         with self._lock:
             return self._leases.get(thread_id)
 
-    def own_thread(self, thread_id: str, owner: str, *, now: float) -> str:
+    def post_to_thread(
+        self, thread_id: str, sender: str, *, now: float, start: bool = False
+    ) -> ThreadRecord:
         with self._lock:
-            return self._thread_owners.setdefault(thread_id, owner)
+            owner = self._thread_owners.get(thread_id)
+            if owner is not None and start and owner != sender:
+                return self._thread_record(thread_id, owner)
+            if owner is None:
+                owner = self._thread_owners[thread_id] = sender
+            posts = self._thread_posts.setdefault(thread_id, {})
+            posts.pop(sender, None)
+            posts[sender] = now  # the latest post last
+            return self._thread_record(thread_id, owner)
 
-    def thread_owner(self, thread_id: str) -> str | None:
+    def thread_record(self, thread_id: str) -> ThreadRecord | None:
         with self._lock:
-            return self._thread_owners.get(thread_id)
+            owner = self._thread_owners.get(thread_id)
+            return None if owner is None else self._thread_record(thread_id, owner)
+
+    def _thread_record(self, thread_id: str, owner: str) -> ThreadRecord:
+        posters = tuple(reversed(list(self._thread_posts.get(thread_id, {}))))
+        return ThreadRecord(thread_id, owner, posters[:THREAD_POSTERS])
 
     def requests_of_thread(self, thread_id: str, *, limit: int = 100) -> list[StoredRequest]:
         with self._lock:

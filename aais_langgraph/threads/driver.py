@@ -49,7 +49,7 @@ from ..authority.authority import RUN_MOVED_ON
 from ..gate.execution import ExecutionUnknownError
 from ..gate.response import RejectedResumeError
 from ..gate.run_context import REQUESTER_KEY, find_authority
-from ..ledger import Lease, StoredRequest
+from ..ledger import Lease, StoredRequest, ThreadRecord
 from ..ledger.resume_work import ResumeWork, attempt_change, settle_change
 from ..observability.traces import RESUME_SPAN, resumed_attributes, traced
 from ..protocol import Actor, ApprovalResolved, ApprovalSnapshot, parse_timestamp
@@ -155,7 +155,9 @@ class ThreadDriver:
         the driver's) if another holder keeps it."""
         driven = self.run_config(config)
         thread_id = thread_of(driven)
-        driven = _acting_for(driven, lambda: self.authority.ledger.thread_owner(thread_id))
+        driven = _acting_for(
+            driven, lambda: _sender(self.authority.ledger.thread_record(thread_id))
+        )
         wait = self.lease_wait if lease_wait is None else lease_wait
         finished: list[str] = []
         ledger = self.authority.ledger
@@ -169,10 +171,10 @@ class ThreadDriver:
         """Async twin of :meth:`leased`."""
         driven = self.run_config(config)
         thread_id = thread_of(driven)
-        owner = None
+        sender = None
         if REQUESTER_KEY not in (driven.get("configurable") or {}):
-            owner = await self.authority.ledger.athread_owner(thread_id)
-        driven = _acting_for(driven, lambda: owner)
+            sender = _sender(await self.authority.ledger.athread_record(thread_id))
+        driven = _acting_for(driven, lambda: sender)
         wait = self.lease_wait if lease_wait is None else lease_wait
         finished: list[str] = []
         ledger = self.authority.ledger
@@ -655,14 +657,18 @@ def _settle_gone(authority: ApprovalAuthority, thread_id: str, view: ThreadView)
             ledger.update_resume_work(work.request_id, settle_change("done", now))
 
 
-def _acting_for(config: RunnableConfig, owner: Callable[[], str | None]) -> RunnableConfig:
-    """``config`` whose requests are raised for the thread's owner (the person whose run
-    started it) when the caller names no requester: a resume from durable work, a
-    watcher's or a CLI's, still asks on their behalf."""
+def _sender(record: ThreadRecord | None) -> str | None:
+    return None if record is None else record.sender
+
+
+def _acting_for(config: RunnableConfig, sender: Callable[[], str | None]) -> RunnableConfig:
+    """``config`` whose requests are raised for the author of the thread's latest post (who
+    sent the run it continues) when the caller names no requester: a resume from durable
+    work, a watcher's, a CLI's or an approver's still asks on their behalf."""
     configurable = config.get("configurable") or {}
     if REQUESTER_KEY in configurable:
         return config
-    found = owner()
+    found = sender()
     if found is None:
         return config
     acting: RunnableConfig = {**config, "configurable": {**configurable, REQUESTER_KEY: found}}

@@ -264,7 +264,7 @@ class ToolCallGate:
             fields["presentation"] = rule.presentation.to_json()
         action = Action.from_data(fields, pointer="/action")
         origin = derive_origin(coordinates, harness=authority.harness, graph_id=self.graph_id)
-        screening = authority.screen(action, origin=origin)
+        screening = authority.screen(action, origin=origin, requester=coordinates.requester)
         if screening.resolved is not None:
             return GatedCall(action, screening.resolved)
         verdict = screening.verdict

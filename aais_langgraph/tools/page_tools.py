@@ -320,7 +320,7 @@ class PageToolGate:
             fields["presentation"] = rule.presentation.to_json()
         action = Action.from_data(fields, pointer="/action")
         origin = derive_origin(coordinates, harness=authority.harness, graph_id=self.graph_id)
-        screening = authority.screen(action, origin=origin)
+        screening = authority.screen(action, origin=origin, requester=coordinates.requester)
         if screening.resolved is not None and not screening.resolved.approved:
             return refusal_message(call, screening.resolved)
         verdict = screening.verdict

@@ -385,21 +385,33 @@ def try_agui_answer(lab: Lab, user: str, paused: Paused, kind: Kind) -> list[dic
         return events
 
 
+def reads_thread(user: str, paused: Paused) -> bool:
+    """Whether ``user`` may read the thread itself: who started it, or an auditor."""
+    return user == paused.requester or "audit" in USERS[user]
+
+
 def check_views(lab: Lab, user: str, paused: Paused) -> None:
     """The thread page, the explanations and an AG-UI reconnect, as ``user``."""
     allowed = may(user, "view", paused)
     client = lab.clients[user]
     with access(lab, allowed, paused) as attempt:
         response = client.get(f"/inbox/threads/{paused.thread_id}")
-        attempt.saw(response.status_code, through=response.status_code != 403)
+        attempt.saw(response.status_code, through=paused.request_id in response.text)
+        assert response.status_code == 200
+        body = response.json()
         if allowed:
-            assert response.status_code == 200
-            body = response.json()
-            assert paused.marker in response.text
             assert [i["request_id"] for i in body["interrupts"]] == [paused.request_id]
+            # who started the thread and the auditors read it; an approver follows the
+            # request only, never the thread's messages
+            assert (paused.marker in response.text) is reads_thread(user, paused)
         else:
-            assert response.status_code == 403
-            assert response.json()["error"]["code"] == FORBIDDEN
+            # answered as a thread nobody started: whether it exists is not told
+            assert body == {
+                "thread_id": paused.thread_id,
+                "messages": [],
+                "interrupts": [],
+                "settled": True,
+            }
             assert not leaks(paused, response.text)
     with access(lab, allowed, paused) as attempt:
         response = client.get(f"/inbox/explanations/{paused.request_id}")

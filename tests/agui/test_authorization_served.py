@@ -41,6 +41,9 @@ when { context.own };
 permit (principal in Group::"sre", action == Action::"view", resource);
 forbid (principal, action == Action::"decide", resource)
 when { context.own && context.decision == "approve" };
+permit (principal is User, action == Action::"start", resource);
+permit (principal is User, action in [Action::"post", Action::"view"], resource is Thread)
+when { context.own };
 """
 
 

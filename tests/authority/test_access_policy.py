@@ -584,13 +584,22 @@ def test_requesters_see_their_own_only_when_the_policy_says_so(
 
 def test_who_may_view_a_thread(team: ApprovalAuthority) -> None:
     ask(team, "payments.transfer", "medium", "bob", thread_id="t-pay")
-    expected = {"bob": True, "carol": True, "erin": True, "alice": False, "mallory": False}
-    for who, allowed in expected.items():
-        assert team.may_view_thread(PEOPLE[who], "t-pay").allowed is allowed, who
-    assert team.may_view_thread(None, "t-pay").allowed is True
-    assert team.may_view_thread(person("root", administrator=True), "t-pay").allowed is True
+    # bob's run raised it (he reads the thread), carol decides it (she follows the
+    # request only), erin audits (she reads every thread)
+    expected = {
+        "bob": (True, True),
+        "carol": (True, False),
+        "erin": (True, True),
+        "alice": (False, False),
+        "mallory": (False, False),
+    }
+    for who, (visible, content) in expected.items():
+        access = team.thread_access(PEOPLE[who], "t-pay")
+        assert (access.visible, access.content) == (visible, content), who
+    assert team.thread_access(None, "t-pay").trusted
+    assert team.thread_access(person("root", administrator=True), "t-pay").trusted
     # a thread with nothing on it yet is nobody's
-    assert team.may_view_thread(PEOPLE["mallory"], "t-new").allowed is True
+    assert team.thread_access(PEOPLE["mallory"], "t-new").visible
 
 
 def test_the_snapshot_shows_each_person_what_they_may_view(team: ApprovalAuthority) -> None:
@@ -644,10 +653,13 @@ def approved_with_grant(authority: ApprovalAuthority) -> tuple[ApprovalRequested
 
 
 def assert_grant_live(authority: ApprovalAuthority, grant_id: str) -> None:
+    """The grant covers alice's next deploy (it was made for her request), never bob's."""
     assert grant_id in {grant.grant_id for grant in authority.list_grants()}
-    found = authority.match_grant(act(), {"harness": "tests", "session_id": "s-1"})
+    origin = {"harness": "tests", "session_id": "s-1"}
+    found = authority.match_grant(act(), origin, requester="alice")
     assert found is not None
     assert found.grant_id == grant_id
+    assert authority.match_grant(act(), origin, requester="bob") is None
 
 
 @pytest.mark.parametrize("who", ["bob", "carol", "erin", "mallory"])
@@ -753,7 +765,8 @@ def test_administrators_may_do_everything(
     # anyone's request, of any rule
     payment = ask(authority, "payments.refund", "critical", "carol", thread_id="t-1")
     assert authority.may_view(admin, payment.request.id) is True
-    assert authority.may_view_thread(admin, "t-1").allowed is True
+    access = authority.thread_access(admin, "t-1")
+    assert access.content and not access.hidden
     assert authority.cancel(payment.request.id, actor=admin).resolution.outcome == "cancelled"
     other = ask(authority, "payments.transfer", "low", "carol")
     assert answer(authority, other, admin, "deny").resolution.outcome == "denied"

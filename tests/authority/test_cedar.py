@@ -39,6 +39,9 @@ permit (principal in Group::"audit", action == Action::"view", resource is Threa
 
 permit (principal == User::"erin", action == Action::"view", resource)
 when { resource.requester == "alice" && resource.session == "s-1" };
+permit (principal is User, action == Action::"start", resource);
+permit (principal is User, action in [Action::"post", Action::"view"], resource is Thread)
+when { context.own };
 """
 """policy0 … policy7, in this order (cedarpy numbers them)."""
 
@@ -212,9 +215,10 @@ def test_who_may_cancel_a_request(cedar: ApprovalAuthority) -> None:
 
 def test_who_may_view_a_thread(cedar: ApprovalAuthority) -> None:
     ask(cedar, "low", "bob", kind="payments.transfer", thread_id="t-1")
-    assert cedar.may_view_thread(ERIN, "t-1").allowed is True  # policy6: audit sees threads
-    assert cedar.may_view_thread(BOB, "t-1").allowed is True  # may view a request on it
-    assert cedar.may_view_thread(SAM, "t-1").allowed is False
+    erin, bob, sam = (cedar.thread_access(who, "t-1") for who in (ERIN, BOB, SAM))
+    assert erin.content and erin.visible  # policy6: audit sees threads
+    assert bob.follows and not bob.content and bob.visible  # may view a request on it
+    assert not sam.visible
 
 
 def test_who_may_revoke_a_grant(cedar: ApprovalAuthority) -> None:

@@ -401,31 +401,36 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
         from the checkpoint, running nothing). Raises :class:`ForbiddenError` for a post
         they may not make, before anything is recorded or run.
 
-        An answer (``resume``) continues the run of whoever sent it. Any other run posts
-        to the thread: its sender must be allowed to ``start`` (a new thread) or
-        ``post``, and becomes who the thread's runs act for when the run brings a
-        message the thread does not hold yet."""
+        An answer (``resume``) continues the run of whoever sent it. A reconnect (the
+        thread is paused and the run brings no message it does not hold) runs nothing
+        and changes no one. Any other run posts to the thread: its sender must be
+        allowed to ``start`` (a new thread) or ``post``, and the thread's runs act for
+        them from then on."""
         record = access.record
         if input.resume:
             return (None if record is None else record.sender), access
-        adds = await self._adds_message(input, config)
+        if view.open and not await self._adds_message(input, config):
+            try:
+                await self.authority.apost_to_thread(
+                    principal, input.thread_id, exists=True, record=False
+                )
+            except ForbiddenError:
+                return None  # they may see it, not post to it: served from the checkpoint
+            return (None if record is None else record.sender), access
         try:
             posted = await self.authority.apost_to_thread(
-                principal, input.thread_id, exists=view.known, record=adds
+                principal, input.thread_id, exists=view.known or bool(view.open)
             )
         except ForbiddenError:
-            if not adds and access.visible and record is not None:
-                return None
             raise _PostRefused() from None
         if posted is None:
             return None, access
-        if adds or record is None:
-            access = await self.authority.athread_access(principal, input.thread_id)
-        return posted.sender, access
+        return posted.sender, await self.authority.athread_access(principal, input.thread_id)
 
     async def _adds_message(self, input: RunAgentInput, config: Mapping[str, Any]) -> bool:
         """Whether ``input`` brings a message the thread does not hold yet (a new or edited
-        user message, or any message of a thread without them): what makes a run a post."""
+        user message, or any message of a thread without them): on a paused thread, what
+        makes a run more than a reconnect (ag-ui-langgraph then regenerates or continues)."""
         sent = [m for m in input.messages or () if m.role not in ("tool", "system")]
         if not sent:
             return False

@@ -15,8 +15,9 @@ import asyncio
 import threading
 from typing import Any
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, HTTPException, Request, Response
 
+from aais_langgraph.authority import FORBIDDEN, Resource
 from aais_langgraph.observability import ApprovalMetrics
 
 from .security import Security
@@ -30,12 +31,19 @@ def metrics_router(
     metrics: ApprovalMetrics, security: Security, *, path: str = "/metrics"
 ) -> APIRouter:
     """``GET path``: the Prometheus exposition (OpenMetrics when the scraper asks for it),
-    for any actor ``security`` authenticates."""
+    for an actor ``security`` authenticates whom the authority's authorizer lets read the
+    ``metrics`` (403 ``aais.forbidden`` otherwise): a service needs the ``metrics``
+    scope under an access policy."""
     router = APIRouter()
 
     @router.get(path, include_in_schema=False)
     async def scrape(request: Request) -> Response:
-        await security.actor(request)
+        principal = (await security.actor(request)).principal
+        allowed = await asyncio.to_thread(
+            metrics.authority.permits, principal, "metrics", Resource()
+        )
+        if not allowed:
+            raise HTTPException(403, {"code": FORBIDDEN, "message": allowed.reason})
         body, content_type = await asyncio.to_thread(
             metrics.exposition, request.headers.get("accept")
         )

@@ -384,7 +384,7 @@ class ApprovalAuthority:
                 return found
             # Someone else started it a moment ago: posting to it is asked about instead.
         self._require(checked, "post", self.thread_resource(thread_id, found))
-        if found is not None and not record:
+        if not record:
             return found
         return self.ledger.post_to_thread(thread_id, checked.id, now=now)
 

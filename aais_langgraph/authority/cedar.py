@@ -2,9 +2,10 @@
 
 Each question becomes one Cedar request:
 
-- principal ``User::"<actor id>"`` for a person, ``Service::"<actor id>"`` for a
-  machine identity (a ``policy`` actor: a scraper's or a bot's token), a member of
-  ``Group::"<name>"`` for each of its groups;
+- principal ``User::"<actor id>"`` for a person, a member of ``Group::"<name>"``
+  for each of its groups; ``Service::"<actor id>"`` for a machine identity (a
+  ``policy`` actor: a scraper's or a bot's token), in no group whatever its token
+  says, so only policies that name it let it do anything;
 - action ``Action::"view"``, ``"decide"``, ``"cancel"``, ``"revoke"``,
   ``"reconcile"``, ``"start"``, ``"post"`` or ``"metrics"``;
 - resource ``Request::"<request id>"`` with the attributes ``kind``, ``name``,
@@ -126,7 +127,9 @@ class CedarAuthorizer:
             if found is not None:
                 self._principals.move_to_end(key)
                 return found
-        groups = sorted(principal.groups)
+        # A service is named by its id, never reached through a group: a token's groups
+        # make no machine an approver (policies name ``Service::"<id>"`` for what it may do).
+        groups = [] if is_service(principal) else sorted(principal.groups)
         document = [
             {
                 "uid": {"type": _principal_type(principal), "id": principal.id},

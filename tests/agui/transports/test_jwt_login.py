@@ -584,8 +584,9 @@ def test_serve_refuses_a_jwt_issuer_together_with_a_shared_token(
 
 
 @contextmanager
-def cli_server(args: list[str], cwd: Path) -> Iterator[str]:
-    """``python -m aais_agui.cli`` as a process; yields its URL once it listens."""
+def cli_server(args: list[str], cwd: Path, log: list[str] | None = None) -> Iterator[str]:
+    """``python -m aais_agui.cli`` as a process; yields its URL once it listens. With
+    ``log``, every later line of its output (stdout and stderr) is appended to it."""
     process = subprocess.Popen(
         [sys.executable, "-m", "aais_agui.cli", *args],
         cwd=cwd,
@@ -608,6 +609,11 @@ def cli_server(args: list[str], cwd: Path) -> Iterator[str]:
                     raise AssertionError(f"the server exited: {''.join(seen)}")
                 seen.append(line)
                 if "serving on " in line:
+                    if log is not None:
+                        follow = threading.Thread(
+                            target=log.extend, args=(process.stdout,), daemon=True
+                        )
+                        follow.start()
                     yield line.split("serving on ", 1)[1].strip().rstrip("/")
                     return
     finally:
@@ -825,3 +831,20 @@ def test_refusals_held_back_are_counted_in_the_next_line(
         "a bearer token was refused: expired",
         "a bearer token was refused: expired (2 more since the last such line)",
     ]
+
+
+def test_serve_logs_why_a_token_was_refused(tmp_path: Path, keys: Keys, jwks_file: Path) -> None:
+    """The served process's own log (stderr) names the failed check, never the token."""
+    args = ["serve", "tiny_graph:graph", "--port", "0", "--db", str(tmp_path / "app.db")]
+    args += ["--jwt-issuer", ISSUER, "--jwt-audience", AUDIENCE, "--jwt-jwks-file", str(jwks_file)]
+    log: list[str] = []
+    expired = rs256(keys, claims(exp=int(time.time()) - 120))
+    with cli_server(args, DEMO_DIR, log) as url:
+        assert_refused(who_am_i(url, bearer(expired)), expired)
+        deadline = time.monotonic() + 10
+        while not any("refused: expired" in line for line in log):
+            assert time.monotonic() < deadline, "".join(log)
+            time.sleep(0.05)
+    logged = "".join(log)
+    for part in expired.split("."):
+        assert part not in logged

@@ -184,7 +184,12 @@ def _jwt_authenticator(args: argparse.Namespace) -> Any:
         )
         return jwt_authenticator(settings)
     except (ValueError, OSError) as error:
-        raise SystemExit(f"aais-agui: --jwt-*: {error}") from None
+        text = str(error)
+        if text.startswith("secret:"):  # the HMAC secret is too short (RFC 7518 §3.2)
+            option = f"--jwt-secret-env {args.jwt_secret_env}"
+            detail = text.removeprefix("secret:").strip()
+            raise SystemExit(f"aais-agui: {option}: {detail}") from None
+        raise SystemExit(f"aais-agui: --jwt-*: {text}") from None
 
 
 def _authorizer(args: argparse.Namespace) -> Any:
@@ -426,7 +431,11 @@ def _parser() -> argparse.ArgumentParser:
     keys = jwt_options.add_mutually_exclusive_group()
     keys.add_argument("--jwt-jwks-url", metavar="URL", help="the issuer's JWKS URL")
     keys.add_argument("--jwt-jwks-file", metavar="PATH", help="a JWKS document on disk")
-    keys.add_argument("--jwt-secret-env", metavar="VAR", help="an HMAC secret in $VAR")
+    keys.add_argument(
+        "--jwt-secret-env",
+        metavar="VAR",
+        help="an HMAC secret in $VAR (at least 32 bytes: RFC 7518 §3.2)",
+    )
     jwt_options.add_argument(
         "--jwt-groups-claim", default="groups", metavar="CLAIM", help="default: groups"
     )

@@ -90,8 +90,9 @@ def create_app(
     (see :mod:`aais_agui.http.watcher`).
 
     An open WebSocket re-authenticates its actor before each decision frame and every
-    ``websocket_reauth_interval`` seconds (1008 when the login ended);
-    ``websocket_max_age`` (seconds) closes any connection that old.
+    ``websocket_reauth_interval`` seconds (1008 when the login ended), and so does an
+    open SSE event stream (``GET /approvals/events``: it ends when the login ended);
+    ``websocket_max_age`` (seconds) closes any WebSocket connection that old.
 
     ``api_docs=True`` serves the OpenAPI document at ``/openapi.json`` (with the
     inbox's security headers). FastAPI's ``/docs`` and ``/redoc`` pages are never
@@ -140,6 +141,7 @@ def create_app(
                 prefix=approvals_prefix,
                 config=config,
                 poll_interval=poll_interval,
+                reauth_interval=websocket_reauth_interval,
             )
         )
         app.include_router(

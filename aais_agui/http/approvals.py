@@ -5,7 +5,9 @@
   the ``approval.resolved``; a decision that resolves the request resumes its
   thread in the background (under the thread's run lease);
 - ``GET  /approvals/events`` -> SSE of AAIS envelopes in sequence order,
-  resuming after ``Last-Event-ID`` (see :mod:`aais_agui.http.sse`);
+  resuming after ``Last-Event-ID`` (see :mod:`aais_agui.http.sse`); its actor is
+  authenticated again every ``reauth_interval`` seconds, and the stream ends once
+  the login ended or names another actor or other groups;
 - ``GET  /approvals/csrf`` -> a CSRF token (and cookie) for cookie sessions.
 
 HTTP status of a decision: 200 for a recorded resolution (approved, denied,
@@ -49,8 +51,12 @@ def approvals_router(
     prefix: str = "/approvals",
     config: Mapping[str, Any] | None = None,
     poll_interval: float = 0.2,
+    reauth_interval: float = 15.0,
 ) -> APIRouter:
-    """The AAIS profile routes under ``prefix``; ``graph`` may be None (no resuming)."""
+    """The AAIS profile routes under ``prefix``; ``graph`` may be None (no resuming).
+
+    ``reauth_interval`` is how often (seconds) an open event stream's actor is
+    authenticated again."""
     router = APIRouter(prefix=prefix)
     resumes = BackgroundResumes(graph, authority, config)
 
@@ -89,6 +95,13 @@ def approvals_router(
         async def snapshot_now() -> Any:
             return await pending_snapshot(authority, graph, viewer)
 
+        async def still_signed_in() -> bool:
+            try:
+                current = await security.actor(request)
+            except HTTPException:
+                return False
+            return current.principal.id == viewer.id and current.groups == viewer.groups
+
         return StreamingResponse(
             event_stream(
                 authority,
@@ -97,6 +110,8 @@ def approvals_router(
                 snapshot=snapshot_now,
                 is_disconnected=request.is_disconnected,
                 poll_interval=poll_interval,
+                still_signed_in=still_signed_in,
+                reauth_interval=reauth_interval,
             ),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},

@@ -4,7 +4,17 @@ A deployment's identity provider issues each person a token; the server checks
 its signature (a JWKS from a URL or a file, or a shared secret), issuer,
 audience and expiry, and maps its claims to the AAIS actor (id, display name)
 and to the groups the access policy names. Nothing in a token that fails any
-check is used; the client gets 401 and the log one line without the token.
+check is used: the client gets the one 401 every refusal gets, and the server log
+a WARNING naming the reason (``expired``, ``audience``, ``issuer``, ``signature``,
+``missing claim sub``, ...), never the token or a claim's value, at most once per
+reason every :data:`REFUSAL_LOG_INTERVAL` seconds (the next line counts the
+refusals held back).
+
+Several issuers may be trusted by one authenticator (one :class:`JwtSettings`
+each; a token is checked against the settings of the issuer it names). Then an
+actor id is qualified by its issuer, ``id_for("<iss>#<sub>")``, so the same
+``sub`` from two identity providers is two people; with one issuer it is
+``id_for(sub)``.
 """
 
 from __future__ import annotations
@@ -32,6 +42,12 @@ logger = logging.getLogger(__name__)
 
 ASYMMETRIC = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "EdDSA")
 SYMMETRIC = ("HS256", "HS384", "HS512")
+HMAC_SECRET_BYTES = {"HS256": 32, "HS384": 48, "HS512": 64}
+"""RFC 7518 §3.2: an HMAC key at least as long as the hash output."""
+ISSUER_SEPARATOR = "#"
+"""Between issuer and subject in a qualified actor id (an OpenID issuer has no fragment)."""
+REFUSAL_LOG_INTERVAL = 60.0
+"""Seconds between two log lines for refusals of the same reason."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +90,35 @@ class JwtSettings:
             not self.algorithms or any(a.lower() == "none" for a in self.algorithms)
         ):
             raise ValueError("algorithms: must name at least one algorithm, never 'none'")
+        if self.secret is not None:
+            self._check_secret_length()
+
+    @property
+    def accepted_algorithms(self) -> list[str]:
+        """The ``alg`` values accepted: ``algorithms``, else the asymmetric ones for a JWKS
+        and, for a secret, the HMAC ones it is long enough for (RFC 7518 §3.2)."""
+        if self.algorithms is not None:
+            return list(self.algorithms)
+        if self.secret is None:
+            return list(ASYMMETRIC)
+        size = len(_secret_bytes(self.secret))
+        return [alg for alg in SYMMETRIC if size >= HMAC_SECRET_BYTES[alg]]
+
+    def _check_secret_length(self) -> None:
+        assert self.secret is not None
+        size = len(_secret_bytes(self.secret))
+        wanted = [a for a in self.algorithms or ("HS256",) if a in HMAC_SECRET_BYTES]
+        for algorithm in wanted:
+            needed = HMAC_SECRET_BYTES[algorithm]
+            if size < needed:
+                raise ValueError(
+                    f"secret: {algorithm} needs a secret of at least {needed} bytes "
+                    f"({needed * 8} bits, RFC 7518 §3.2)"
+                )
+
+
+def _secret_bytes(secret: str | bytes) -> bytes:
+    return secret.encode("utf-8") if isinstance(secret, str) else secret
 
 
 REFETCH_INTERVAL = 60.0
@@ -111,9 +156,9 @@ class _Keys:
                 # A key of another type than the token's algorithm (an RSA key under
                 # ES256) is refused here, before PyJWT would fail on it.
                 if key.algorithm_name is not None and key.algorithm_name != algorithm:
-                    raise jwt.InvalidTokenError("the token's algorithm does not fit its key")
+                    raise jwt.InvalidKeyError("the token's algorithm does not fit its key")
                 return key.key
-        raise jwt.InvalidTokenError("no key in the JWKS matches the token's kid")
+        raise jwt.InvalidKeyError("no key in the JWKS matches the token's kid")
 
     def _remote_keys(self, kid: Any) -> list[jwt.PyJWK]:
         assert self._client is not None
@@ -127,32 +172,117 @@ class _Keys:
             return list(self._client.get_jwk_set(refresh=True).keys)
 
 
-def jwt_authenticator(settings: JwtSettings) -> Authenticator:
+class _RefusalLog:
+    """One WARNING line per refusal reason per ``interval`` seconds; the next line counts
+    the refusals held back in between."""
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self._lock = threading.Lock()
+        self._last: dict[str, float] = {}
+        self._held: dict[str, int] = {}
+
+    def refused(self, reason: str) -> None:
+        with self._lock:
+            now = time.monotonic()
+            if now - self._last.get(reason, float("-inf")) < self.interval:
+                self._held[reason] = self._held.get(reason, 0) + 1
+                return
+            self._last[reason] = now
+            held = self._held.pop(reason, 0)
+        if held:
+            logger.warning(
+                "a bearer token was refused: %s (%d more since the last such line)", reason, held
+            )
+        else:
+            logger.warning("a bearer token was refused: %s", reason)
+
+
+_REASONS: tuple[tuple[type[Exception], str], ...] = (
+    (jwt.ExpiredSignatureError, "expired"),
+    (jwt.ImmatureSignatureError, "not yet valid"),
+    (jwt.InvalidAudienceError, "audience"),
+    (jwt.InvalidIssuerError, "issuer"),
+    (jwt.InvalidIssuedAtError, "issued at"),
+    (jwt.InvalidSignatureError, "signature"),
+    (jwt.InvalidAlgorithmError, "algorithm"),
+    (jwt.InvalidKeyError, "key"),
+    (jwt.PyJWKClientError, "key"),
+    (jwt.PyJWKError, "key"),
+    (jwt.DecodeError, "malformed"),
+    (AAISValidationError, "claims"),
+    (ValueError, "claims"),
+    (TypeError, "claims"),
+    (KeyError, "claims"),
+)
+
+
+def refusal_reason(error: Exception) -> str:
+    """What the log says about a refused token: the check it failed, never a value."""
+    if isinstance(error, jwt.MissingRequiredClaimError):
+        return f"missing claim {error.claim}"  # a claim this server requires, by name
+    for kind, reason in _REASONS:
+        if isinstance(error, kind):
+            return reason
+    return "invalid"
+
+
+class _Issuer:
+    """One trusted issuer: its settings, keys and accepted algorithms."""
+
+    def __init__(self, settings: JwtSettings) -> None:
+        self.settings = settings
+        self.keys = _Keys(settings)
+        self.algorithms = settings.accepted_algorithms
+        self.required = ["exp", "iss", "aud", settings.id_claim]
+
+
+def jwt_authenticator(*settings: JwtSettings) -> Authenticator:
     """An ``authenticate`` for :func:`~aais_agui.create_app`: ``Authorization: Bearer <JWT>``
-    verified per ``settings``, returning the actor and their groups (None: 401)."""
-    keys = _Keys(settings)
-    algorithms = list(
-        settings.algorithms or (SYMMETRIC if settings.secret is not None else ASYMMETRIC)
-    )
-    required = ["exp", "iss", "aud", settings.id_claim]
+    verified per ``settings``, returning the actor and their groups (None: 401).
+
+    Several settings trust several issuers (each issuer once): a token is verified by the
+    settings of the ``iss`` it names, and actor ids are qualified by issuer
+    (``id_for("<iss>#<sub>")``, see the module docstring)."""
+    if not settings:
+        raise ValueError("settings: give the JwtSettings of at least one issuer")
+    issuers = {item.issuer: _Issuer(item) for item in settings}
+    if len(issuers) != len(settings):
+        raise ValueError("settings: each issuer may be trusted once")
+    qualified = len(issuers) > 1
+    if qualified and any(ISSUER_SEPARATOR in issuer for issuer in issuers):
+        raise ValueError(f"issuer: with several issuers, none may contain {ISSUER_SEPARATOR!r}")
+    only = next(iter(issuers.values())) if not qualified else None
+    refusals = _RefusalLog(REFUSAL_LOG_INTERVAL)
+    remote = any(issuer.keys.remote for issuer in issuers.values())
+
+    def issuer_of(token: str) -> _Issuer:
+        if only is not None:
+            return only  # its issuer is checked with the signature
+        named = jwt.decode(token, options={"verify_signature": False}).get("iss")
+        found = issuers.get(named) if isinstance(named, str) else None
+        if found is None:
+            raise jwt.InvalidIssuerError("the token's issuer is not trusted")
+        return found
 
     def verify(token: str) -> Authenticated | None:
         try:
+            issuer = issuer_of(token)
             algorithm = jwt.get_unverified_header(token).get("alg")
-            if algorithm not in algorithms:
+            if algorithm not in issuer.algorithms:
                 raise jwt.InvalidAlgorithmError("the token's algorithm is not accepted")
             claims = jwt.decode(
                 token,
-                keys.key_for(token, str(algorithm)),
+                issuer.keys.key_for(token, str(algorithm)),
                 algorithms=[str(algorithm)],
-                audience=settings.audience,
-                issuer=settings.issuer,
-                leeway=settings.leeway,
-                options={"require": required},
+                audience=issuer.settings.audience,
+                issuer=issuer.settings.issuer,
+                leeway=issuer.settings.leeway,
+                options={"require": issuer.required},
             )
-            return _identity(claims, settings)
+            return _identity(claims, issuer.settings, qualified=qualified)
         except (jwt.PyJWTError, AAISValidationError, ValueError, TypeError, KeyError) as error:
-            logger.info("a bearer token was refused: %s", type(error).__name__)
+            refusals.refused(refusal_reason(error))
             return None
 
     async def authenticate(request: HTTPConnection) -> Authenticated | None:
@@ -160,21 +290,22 @@ def jwt_authenticator(settings: JwtSettings) -> Authenticator:
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             return None
-        if keys.remote:  # a key fetch blocks: never on the event loop
+        if remote:  # a key fetch blocks: never on the event loop
             return await asyncio.to_thread(verify, token)
         return verify(token)
 
     return authenticate
 
 
-def _identity(claims: dict[str, Any], settings: JwtSettings) -> Authenticated:
+def _identity(claims: dict[str, Any], settings: JwtSettings, *, qualified: bool) -> Authenticated:
     subject = claims[settings.id_claim]
     if not isinstance(subject, str) or not subject:
         raise ValueError(f"{settings.id_claim}: must be a non-empty string")
+    name_text = f"{settings.issuer}{ISSUER_SEPARATOR}{subject}" if qualified else subject
     actor: dict[str, Any] = {
         # An id with characters AAIS ids do not allow (``auth0|alice``, an email) is
         # recorded as its ``id_for`` form; the access policy maps the names it lists alike.
-        "id": id_for(subject),
+        "id": id_for(name_text),
         "type": "human",
         "authenticated_by": f"jwt:{settings.issuer}"[:200],
     }

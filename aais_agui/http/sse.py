@@ -6,6 +6,12 @@ Each AAIS envelope is one SSE message whose ``id`` is its ``sequence`` and whose
 compacted away) starts from an ``approval.snapshot``; a compaction gap is first
 announced with an ``event: aais.gap`` message, so the client knows to replace
 its state from the snapshot that follows.
+
+A stream never outlives its login: given ``still_signed_in`` (the app's
+``authenticate`` run again on the connection's headers), it is asked every
+``reauth_interval`` seconds, before anything more is sent once that interval has
+passed; when it fails the stream sends one ``event: aais.unauthenticated`` message
+and ends (a browser ``EventSource`` then reconnects and meets the 401).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from aais_langgraph.protocol import ApprovalSnapshot
 from aais_langgraph.threads import EventFilter, apending_approvals
 
 GAP_EVENT = "aais.gap"
+SIGNED_OUT_EVENT = "aais.unauthenticated"
 
 
 def format_message(
@@ -63,10 +70,35 @@ async def event_stream(
     heartbeat: float = 15.0,
     page_size: int = 500,
     viewer: Principal | None = None,
+    still_signed_in: Callable[[], Awaitable[bool]] | None = None,
+    reauth_interval: float = 15.0,
 ) -> AsyncIterator[str]:
     """SSE text of every AAIS event after ``after`` (a snapshot first when ``after`` is None)
-    that ``viewer`` may see (:class:`~aais_langgraph.threads.EventFilter`)."""
+    that ``viewer`` may see (:class:`~aais_langgraph.threads.EventFilter`), while
+    ``still_signed_in()`` holds (asked every ``reauth_interval`` seconds).
+
+    Args:
+        authority: whose event stream is followed.
+        after: the sequence to resume after, or None for a snapshot first.
+        snapshot: makes the ``approval.snapshot`` a new stream starts from.
+        is_disconnected: whether the client has gone.
+        poll_interval: seconds between two reads of the ledger when it is quiet.
+        heartbeat: seconds of quiet before a keep-alive comment.
+        page_size: events read per page.
+        viewer: whose visibility filters the events (None: everything).
+        still_signed_in: authenticates the stream's actor again; False ends the stream.
+        reauth_interval: seconds between two ``still_signed_in`` checks.
+    """
     visible = EventFilter(authority, viewer)
+    checked_at = time.monotonic()
+
+    async def signed_in() -> bool:
+        nonlocal checked_at
+        if still_signed_in is None or time.monotonic() - checked_at < reauth_interval:
+            return True
+        checked_at = time.monotonic()
+        return await still_signed_in()
+
     yield f"retry: {int(max(poll_interval, 0.5) * 1000)}\n\n"
     last = after
     if last is not None:
@@ -84,6 +116,12 @@ async def event_stream(
     follower = EventFollower(authority, last, page_size=page_size)
     quiet_since = time.monotonic()
     while not await is_disconnected():
+        if not await signed_in():
+            yield format_message(
+                {"code": SIGNED_OUT_EVENT, "message": "the login ended; sign in again"},
+                event=SIGNED_OUT_EVENT,
+            )
+            return
         page = await follower.aread()
         shown = (
             page.events if visible.trusted else await asyncio.to_thread(visible.keep, page.events)

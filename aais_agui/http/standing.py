@@ -8,13 +8,17 @@ Origin / fetch-metadata / CSRF rules) as the decisions endpoint:
 - ``GET  /inbox/grants`` -> live ``session`` and ``persistent`` grants, each with the
   authority's plain-language explanation of its constraints;
 - ``POST /inbox/grants/{grant_id}/revoke`` -> revokes it, audited under the
-  authenticated actor; the next matching action asks again (404 when unknown or
-  already revoked);
+  authenticated actor; the next matching action asks again (404 when already
+  revoked; an unknown grant and one the actor may not even view get the same 403);
 - ``GET  /inbox/resolutions`` -> the most recent recorded resolutions (outcome, actor,
-  time, digest) from the event stream, and the audit chain's verify status. A full
-  ``verify_audit`` reads the whole ledger, so its result is cached: recomputed only
-  when the chain's tip moved and the last check is older than ``verify_every`` seconds,
-  one check at a time.
+  time, digest) from the event stream, and the audit chain's verify status. The actor
+  is the decision's, or for a resolution without one (a cancel, an expiry) the
+  resolution's ``resolved_by``. A full ``verify_audit`` reads the whole ledger, so its
+  result is cached: recomputed once the chain's tip moved, one check at a time, and no
+  sooner after the last one than ten times what it took (at most ``verify_every``
+  seconds), so checking costs at most a tenth of the time whatever the ledger's size.
+  A request waits up to a second for that; past it, it gets the last result with
+  ``current: false`` and ``next_check_in`` (seconds), and the page asks again then.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from aais_langgraph.authority import (
 )
 from aais_langgraph.ledger import AuditVerification, Grant
 from aais_langgraph.protocol import format_timestamp
+from aais_langgraph.protocol.extensions import RESOLVED_BY_EXTENSION
 from aais_langgraph.threads import EventFilter
 
 from .limits import MAX_CLIENT_ID_LENGTH, id_too_long
@@ -47,6 +52,10 @@ logger = logging.getLogger(__name__)
 
 #: How many recent events are read to find the recent resolutions (bounded work per page).
 _EVENT_WINDOW = 600
+#: A new audit check waits at least this many times as long as the last one took.
+_CHECK_SPACING = 10.0
+#: Longest a page request waits for that spacing to pass (else it gets the last result).
+_LONGEST_WAIT = 1.0
 
 
 def _moment(seconds: float | None) -> str | None:
@@ -77,21 +86,28 @@ class AuditStatusCache:
     verify_every: float = 10.0
     _result: AuditVerification | None = None
     _checked_at: float = 0.0
+    _took: float = 0.0
     _checked_wall: datetime | None = None
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     async def status(self) -> dict[str, Any]:
         async with self._lock:
             tip = await asyncio.to_thread(self.authority.ledger.audit_tip)
-            fresh = time.monotonic() - self._checked_at < self.verify_every
-            if self._result is None or (self._result.tip != tip and not fresh):
+            spacing = min(self.verify_every, _CHECK_SPACING * self._took)
+            wait = max(0.0, spacing - (time.monotonic() - self._checked_at))
+            if self._result is None or (self._result.tip != tip and wait <= _LONGEST_WAIT):
+                await asyncio.sleep(wait)
+                started = time.monotonic()
                 self._result = await self.authority.averify_audit()
                 self._checked_at = time.monotonic()
+                self._took = self._checked_at - started
                 self._checked_wall = self.authority.clock()
+                wait = 0.0
                 if not self._result.ok:
                     logger.error("audit verify failed: %s", self._result.reason)
             result = self._result
             checked_wall = self._checked_wall
+        current = result.tip == tip
         return {
             "ok": result.ok,
             "checked": result.checked,
@@ -100,7 +116,9 @@ class AuditStatusCache:
             "row_id": result.row_id,
             "tip": None if result.tip is None else {"index": result.tip[0], "hash": result.tip[1]},
             "checked_at": None if checked_wall is None else format_timestamp(checked_wall),
-            "current": result.tip == tip,
+            "current": current,
+            # When the newer entries are checked at the earliest (ask again then).
+            "next_check_in": 0.0 if current else round(wait, 3),
         }
 
 
@@ -120,6 +138,9 @@ def _recent_resolutions(
         elif event.get("type") == "approval.resolved":
             resolution = event.get("resolution") or {}
             decision_id = resolution.get("decision_id")
+            # No decision: who closed it (a cancel, an expiry, a run that moved on).
+            resolved_by = (resolution.get("extensions") or {}).get(RESOLVED_BY_EXTENSION)
+            closer = dict(resolved_by) if isinstance(resolved_by, dict) else None
             found.append(
                 {
                     "request_id": resolution.get("request_id"),
@@ -127,8 +148,7 @@ def _recent_resolutions(
                     "resolved_at": resolution.get("resolved_at"),
                     "action_digest": resolution.get("action_digest"),
                     "effective_scope": resolution.get("effective_scope"),
-                    # No decision: the authority itself closed it (expiry, cancel, superseded).
-                    "actor": actors.get(str(decision_id)) if decision_id else None,
+                    "actor": actors.get(str(decision_id)) if decision_id else closer,
                     "sequence": event.get("sequence"),
                 }
             )

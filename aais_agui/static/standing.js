@@ -56,17 +56,26 @@ function resolutionItem(entry) {
   return item;
 }
 
+let recheck = null; // one pending re-ask for newer audit entries
+
 function renderAudit(audit) {
   const node = $("audit-status");
   node.dataset.ok = String(audit.ok);
+  node.dataset.current = String(audit.current);
   node.replaceChildren();
   const tip = audit.tip ? ` (tip ${audit.tip.index})` : "";
   if (audit.ok) {
-    node.append(el("span", "", `Audit chain verified${tip}, ${audit.checked} entries, at ${audit.checked_at}` +
-      (audit.current ? "" : "; newer entries not verified yet")));
+    const what = audit.checked === 0 ? "Audit chain empty" : `Audit chain verified${tip}, ${audit.checked} entries`;
+    node.append(el("span", "", `${what}, at ${audit.checked_at}` +
+      (audit.current ? "" : "; checking newer entries…")));
   } else {
     node.append(el("strong", "", "Audit chain verification FAILED"),
       el("span", "", `: ${audit.reason || "unknown reason"}` + (audit.table ? ` (${audit.table} ${audit.row_id})` : "")));
+  }
+  // The server checked before the latest entries: ask again once it will check them.
+  if (!audit.current && recheck === null) {
+    const delay = Math.max(0.5, Number(audit.next_check_in) || 0) * 1000;
+    recheck = setTimeout(() => { recheck = null; refreshStanding(); }, delay);
   }
 }
 

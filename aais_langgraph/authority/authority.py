@@ -153,6 +153,10 @@ def _requester_of(context: Mapping[str, Any] | None) -> str | None:
     return checked_requester((context or {}).get("requester"), "context.requester")
 
 
+GRANT_NOT_REVOCABLE = "no grant with that id that you may revoke"
+"""The one reason given for an unknown grant and for one the actor may not view."""
+
+
 class ApprovalAuthority:
     """Records requests, judges decisions, keeps grants and the audit chain.
 
@@ -477,10 +481,20 @@ class ApprovalAuthority:
 
         ``actor`` (who the authenticated channel says revoked it) is named in the audit
         entry, and must be allowed to ``revoke`` it (:class:`ForbiddenError` otherwise).
+        For a checked actor, an unknown grant and one they may not even view raise the
+        same :class:`ForbiddenError` (:data:`GRANT_NOT_REVOCABLE`): the answer does not
+        tell whether such a grant exists.
         """
         principal = checked_principal(actor)
-        if principal is not None:
-            self._require(principal, "revoke", self.grant_resource(grant_id))
+        if principal is not None and not principal.administrator:
+            resource = self.grant_resource(grant_id)
+            if resource.request is None:
+                raise ForbiddenError("revoke", GRANT_NOT_REVOCABLE)
+            permission = self.permits(principal, "revoke", resource)
+            if not permission.allowed:
+                if not self.permits(principal, "view", resource).allowed:
+                    raise ForbiddenError("revoke", GRANT_NOT_REVOCABLE)
+                raise ForbiddenError("revoke", permission.reason)
         who = None if actor is None else as_principal(actor).actor.to_json()
         return self.ledger.revoke_grant(grant_id, now=self.clock().timestamp(), actor=who)
 

@@ -22,6 +22,7 @@ from aais_langgraph.authority import (
     load_access_policy,
 )
 from aais_langgraph.authority.access_policy import ApproverRule
+from aais_langgraph.authority.authority import GRANT_NOT_REVOCABLE
 from aais_langgraph.gate.execution import reconcile_execution
 from aais_langgraph.ledger import InMemoryLedger, Ledger
 from aais_langgraph.protocol import Actor, ApprovalRequested, ApprovalResolved, build_request
@@ -690,6 +691,28 @@ def test_revoke_groups_may_revoke_any_grant(ledger: Ledger, clock: FakeClock) ->
     assert_grant_live(authority, grant_id)
     assert authority.revoke_grant(grant_id, actor=person("sec", "secops")) is True
     assert authority.list_grants() == []
+
+
+@pytest.mark.parametrize(
+    ("who", "views"), [("bob", False), ("carol", False), ("erin", True), ("mallory", False)]
+)
+def test_a_grant_one_may_not_view_is_refused_as_an_unknown_one_is(
+    team: ApprovalAuthority, who: str, views: bool
+) -> None:
+    """No existence oracle: whoever may not even view a grant's request gets, on revoking
+    it, the very refusal an unknown grant gets; whoever may view it learns why not."""
+    requested, grant_id = approved_with_grant(team)
+    with pytest.raises(ForbiddenError) as unknown:
+        team.revoke_grant("grant_unknown", actor=PEOPLE[who])
+    with pytest.raises(ForbiddenError) as existing:
+        team.revoke_grant(grant_id, actor=PEOPLE[who])
+    assert unknown.value.reason == GRANT_NOT_REVOCABLE
+    assert team.may_view(PEOPLE[who], requested.request.id) is views
+    if views:  # erin (audit) sees the grant: she learns why she may not revoke it
+        assert existing.value.reason != GRANT_NOT_REVOCABLE
+    else:
+        assert (existing.value.verb, existing.value.reason) == ("revoke", GRANT_NOT_REVOCABLE)
+    assert_grant_live(team, grant_id)
 
 
 def test_an_unknown_grant_is_refused_to_a_person(team: ApprovalAuthority) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from aais_langgraph import build_decision
 from aais_langgraph.authority import ApprovalAuthority, ForbiddenError, Principal
+from aais_langgraph.authority.authority import GRANT_NOT_REVOCABLE
 from aais_langgraph.authority.cedar import CedarAuthorizer
 from aais_langgraph.ledger import Ledger
 from aais_langgraph.protocol import Actor, ApprovalRequested, ApprovalResolved
@@ -227,9 +228,11 @@ def test_who_may_revoke_a_grant(cedar: ApprovalAuthority) -> None:
     assert resolved.resolution.outcome == "approved"
     (grant,) = cedar.list_grants()
     tip = cedar.ledger.audit_tip()
+    assert not cedar.may_view(BOB, requested.request.id)
     with pytest.raises(ForbiddenError) as info:
         cedar.revoke_grant(grant.grant_id, actor=BOB)
-    assert info.value.reason == "no Cedar policy permits revoke here"
+    # Bob may not even view the grant's request: the answer an unknown grant gets.
+    assert info.value.reason == GRANT_NOT_REVOCABLE
     assert cedar.ledger.audit_tip() == tip
     assert [live.grant_id for live in cedar.list_grants()] == [grant.grant_id]
     assert cedar.revoke_grant(grant.grant_id, actor=ALICE) is True

@@ -44,6 +44,7 @@ from aais_agui.http.jwt_tokens import JwtSettings, jwt_authenticator
 from aais_agui.http.security import Authenticated, Authenticator
 from aais_langgraph import ApprovalAuthority
 from aais_langgraph.ledger import SqliteLedger
+from hostile.report import record
 
 from ..demo_graph import EffectLog, build_demo_graph
 from ..http_support import serve
@@ -583,8 +584,9 @@ def test_serve_refuses_a_jwt_issuer_together_with_a_shared_token(
 
 
 @contextmanager
-def cli_server(args: list[str], cwd: Path) -> Iterator[str]:
-    """``python -m aais_agui.cli`` as a process; yields its URL once it listens."""
+def cli_server(args: list[str], cwd: Path, log: list[str] | None = None) -> Iterator[str]:
+    """``python -m aais_agui.cli`` as a process; yields its URL once it listens. With
+    ``log``, every later line of its output (stdout and stderr) is appended to it."""
     process = subprocess.Popen(
         [sys.executable, "-m", "aais_agui.cli", *args],
         cwd=cwd,
@@ -607,6 +609,11 @@ def cli_server(args: list[str], cwd: Path) -> Iterator[str]:
                     raise AssertionError(f"the server exited: {''.join(seen)}")
                 seen.append(line)
                 if "serving on " in line:
+                    if log is not None:
+                        follow = threading.Thread(
+                            target=log.extend, args=(process.stdout,), daemon=True
+                        )
+                        follow.start()
                     yield line.split("serving on ", 1)[1].strip().rstrip("/")
                     return
     finally:
@@ -653,3 +660,191 @@ def test_a_subject_outside_the_aais_id_alphabet_is_recorded_by_its_id_for(
     policy = AccessPolicy.from_mapping({"administrators": ["auth0|alice"]})
     allowed = policy.authorize(Principal(found.actor), "view", Resource())
     assert allowed.allowed
+
+
+# --- several issuers ----------------------------------------------------------------------
+
+OTHER_ISSUER = "https://partner-idp.example.test"
+OTHER_SECRET = "the partner identity provider's secret, long enough for HS256"
+
+
+def test_the_same_subject_from_two_trusted_issuers_is_two_actors(
+    make_site: Callable[[Authenticator], Any], jwks_file: Path, keys: Keys
+) -> None:
+    """With several issuers trusted, an actor id is qualified by its issuer
+    (``id_for("<iss>#<sub>")``): a partner's ``alice`` is not the company's ``alice``."""
+    from aais_langgraph.protocol import id_for
+
+    ours = JwtSettings(issuer=ISSUER, audience=AUDIENCE, jwks_file=jwks_file)
+    partner = JwtSettings(issuer=OTHER_ISSUER, audience=AUDIENCE, secret=OTHER_SECRET)
+    with make_site(jwt_authenticator(ours, partner)) as url:
+        company = who_am_i(url, bearer(rs256(keys)))
+        partner_token = jwt.encode(claims(iss=OTHER_ISSUER), OTHER_SECRET, algorithm="HS256")
+        outsider = who_am_i(url, bearer(partner_token))
+        assert company.status_code == 200 and outsider.status_code == 200, outsider.text
+        company_actor, partner_actor = company.json()["actor"], outsider.json()["actor"]
+        record("jwt issuers", 1, failed_open=int(company_actor["id"] == partner_actor["id"]))
+        assert company_actor["id"] != partner_actor["id"]
+        assert company_actor["id"] == id_for(f"{ISSUER}#alice")
+        assert partner_actor["id"] == id_for(f"{OTHER_ISSUER}#alice")
+        assert partner_actor["authenticated_by"] == f"jwt:{OTHER_ISSUER}"
+        # Each issuer's key verifies only its own tokens.
+        crossed = jwt.encode(claims(iss=ISSUER), OTHER_SECRET, algorithm="HS256")
+        assert_refused(who_am_i(url, bearer(crossed)), crossed)
+        stranger = jwt.encode(claims(iss="https://evil.example.test"), OTHER_SECRET, "HS256")
+        assert_refused(who_am_i(url, bearer(stranger)), stranger)
+
+
+def test_one_trusted_issuer_keeps_the_subject_as_the_actor_id(
+    authenticate: Authenticator, keys: Keys
+) -> None:
+    found = call(authenticate, request_with(f"Bearer {rs256(keys)}"))
+    assert isinstance(found, Authenticated) and found.actor.id == "alice"
+
+
+def test_several_issuers_must_be_distinct_and_free_of_the_separator(jwks_file: Path) -> None:
+    first = JwtSettings(issuer=ISSUER, audience=AUDIENCE, jwks_file=jwks_file)
+    with pytest.raises(ValueError, match="issuer"):
+        jwt_authenticator(first, JwtSettings(issuer=ISSUER, audience="other", secret=OTHER_SECRET))
+    with pytest.raises(ValueError, match="issuer"):
+        jwt_authenticator(
+            first, JwtSettings(issuer="idp#2", audience=AUDIENCE, secret=OTHER_SECRET)
+        )
+    with pytest.raises(ValueError, match="settings"):
+        jwt_authenticator()
+
+
+# --- HMAC secrets (RFC 7518 §3.2: at least the hash size) ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("secret", "algorithms"),
+    [
+        ("x", None),
+        (b"\x00", None),
+        ("s" * 31, None),
+        ("s" * 31, ["HS256"]),
+        ("s" * 47, ["HS384"]),
+        (b"s" * 63, ["HS512"]),
+        ("s" * 32, ["HS256", "HS512"]),
+    ],
+)
+def test_an_hmac_secret_shorter_than_the_hash_is_refused(
+    secret: str | bytes, algorithms: list[str] | None
+) -> None:
+    with pytest.raises(ValueError) as refused:
+        JwtSettings(issuer=ISSUER, audience=AUDIENCE, secret=secret, algorithms=algorithms)
+    message = str(refused.value)
+    assert message.startswith("secret:") and "RFC 7518" in message
+    assert str(secret) not in message
+
+
+@pytest.mark.filterwarnings("ignore::jwt.warnings.InsecureKeyLengthWarning")
+def test_a_32_byte_secret_accepts_hs256_and_not_the_longer_hashes() -> None:
+    secret = "s" * 32
+    authenticate = jwt_authenticator(JwtSettings(issuer=ISSUER, audience=AUDIENCE, secret=secret))
+    good = jwt.encode(claims(), secret, algorithm="HS256")
+    assert isinstance(call(authenticate, request_with(f"Bearer {good}")), Authenticated)
+    for algorithm in ("HS384", "HS512"):
+        weak = jwt.encode(claims(), secret, algorithm=algorithm)
+        assert call(authenticate, request_with(f"Bearer {weak}")) is None
+
+
+@pytest.mark.usefixtures("in_demo_dir")
+def test_serve_refuses_a_jwt_secret_shorter_than_the_hash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AAIS_TEST_JWT_SECRET", "x")
+    argv = ["serve", "tiny_graph:graph", "--port", "0", "--db", str(tmp_path / "app.db")]
+    argv += ["--jwt-issuer", ISSUER, "--jwt-audience", AUDIENCE]
+    with pytest.raises(SystemExit) as exited:
+        main([*argv, "--jwt-secret-env", "AAIS_TEST_JWT_SECRET"])
+    message = str(exited.value.code)
+    assert "--jwt-secret-env AAIS_TEST_JWT_SECRET" in message
+    assert "256 bits" in message
+
+
+# --- refusals: one answer for the client, the reason for the operator ---------------------
+
+REASONS: dict[str, tuple[Callable[[Keys], str], str]] = {
+    "expired": (lambda k: rs256(k, claims(exp=int(time.time()) - 120)), "expired"),
+    "audience": (lambda k: rs256(k, claims(aud="another-app")), "audience"),
+    "issuer": (lambda k: rs256(k, claims(iss="https://evil.example.test")), "issuer"),
+    "signature": (
+        lambda k: jwt.encode(claims(), k.stranger, algorithm="RS256", headers={"kid": RSA_KID}),
+        "signature",
+    ),
+    "no sub": (lambda k: rs256(k, claims(sub=None)), "missing claim sub"),
+}
+
+
+def test_every_refusal_gets_the_same_401_body(jwks_site: str, keys: Keys) -> None:
+    bodies = set()
+    for make, _ in REASONS.values():
+        token = make(keys)
+        response = who_am_i(jwks_site, bearer(token))
+        assert_refused(response, token)
+        bodies.add(response.content)
+    assert len(bodies) == 1
+
+
+def test_each_refusal_reason_is_logged_once_without_the_token_or_its_claims(
+    keys: Keys, jwks_file: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    authenticate = jwt_authenticator(
+        JwtSettings(issuer=ISSUER, audience=AUDIENCE, jwks_file=jwks_file)
+    )
+    tokens = {case: make(keys) for case, (make, _) in REASONS.items()}
+    with caplog.at_level(logging.WARNING, logger="aais_agui.http.jwt_tokens"):
+        for token in tokens.values():
+            for _ in range(3):  # the same reason again at once: no new line
+                assert call(authenticate, request_with(f"Bearer {token}")) is None
+    lines = [r.getMessage() for r in caplog.records if r.name == "aais_agui.http.jwt_tokens"]
+    assert len(lines) == len(REASONS), lines
+    for line, (_, reason) in zip(lines, REASONS.values(), strict=True):
+        assert line.endswith(f"refused: {reason}"), line
+    logged = "\n".join(lines)
+    for token in tokens.values():
+        for part in token.split("."):
+            assert part not in logged
+    for value in ("another-app", "evil.example.test", "alice", "Alice Example"):
+        assert value not in logged
+
+
+def test_refusals_held_back_are_counted_in_the_next_line(
+    keys: Keys, jwks_file: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from aais_agui.http import jwt_tokens
+
+    monkeypatch.setattr(jwt_tokens, "REFUSAL_LOG_INTERVAL", 0.3)
+    authenticate = jwt_authenticator(
+        JwtSettings(issuer=ISSUER, audience=AUDIENCE, jwks_file=jwks_file)
+    )
+    expired = rs256(keys, claims(exp=int(time.time()) - 120))
+    with caplog.at_level(logging.WARNING, logger="aais_agui.http.jwt_tokens"):
+        for _ in range(3):
+            call(authenticate, request_with(f"Bearer {expired}"))
+        time.sleep(0.4)
+        call(authenticate, request_with(f"Bearer {expired}"))
+    lines = [r.getMessage() for r in caplog.records if r.name == "aais_agui.http.jwt_tokens"]
+    assert lines == [
+        "a bearer token was refused: expired",
+        "a bearer token was refused: expired (2 more since the last such line)",
+    ]
+
+
+def test_serve_logs_why_a_token_was_refused(tmp_path: Path, keys: Keys, jwks_file: Path) -> None:
+    """The served process's own log (stderr) names the failed check, never the token."""
+    args = ["serve", "tiny_graph:graph", "--port", "0", "--db", str(tmp_path / "app.db")]
+    args += ["--jwt-issuer", ISSUER, "--jwt-audience", AUDIENCE, "--jwt-jwks-file", str(jwks_file)]
+    log: list[str] = []
+    expired = rs256(keys, claims(exp=int(time.time()) - 120))
+    with cli_server(args, DEMO_DIR, log) as url:
+        assert_refused(who_am_i(url, bearer(expired)), expired)
+        deadline = time.monotonic() + 10
+        while not any("refused: expired" in line for line in log):
+            assert time.monotonic() < deadline, "".join(log)
+            time.sleep(0.05)
+    logged = "".join(log)
+    for part in expired.split("."):
+        assert part not in logged

@@ -20,8 +20,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from aais_agui import Authenticated, bearer_token_authenticator, create_app
 from aais_langgraph import ApprovalAuthority, build_decision
+from aais_langgraph.authority import AccessPolicy
 from aais_langgraph.ledger import SqliteLedger
 from aais_langgraph.protocol import Actor
+from hostile.report import record
 
 from ..conftest import ALICE
 from ..demo_graph import EffectLog, build_demo_graph
@@ -202,3 +204,109 @@ def test_recent_resolutions_show_outcome_actor_time_digest_and_the_audit_status(
     assert shown["resolved_at"] and shown["summary"] == "Run a command"
     assert body["resolutions"][0]["request_id"] == requested.request.id  # newest first
     assert body["audit"]["ok"] is True and body["audit"]["checked"] > 0
+
+
+def test_a_cancel_shows_who_cancelled_it(client: httpx.Client, site: Site) -> None:
+    requested = site.authority.request(
+        action("make deploy"), origin=origin("s-cancel"), expires_in=timedelta(minutes=5)
+    )
+    assert site.authority.cancel(requested.request.id, actor=BOB).resolution.outcome == (
+        "cancelled"
+    )
+    body = client.get("/inbox/resolutions").json()
+    [shown] = [r for r in body["resolutions"] if r["request_id"] == requested.request.id]
+    assert shown["outcome"] == "cancelled"
+    assert shown["actor"] is not None and shown["actor"]["id"] == "bob"
+
+
+def test_the_audit_status_counts_the_first_decision_right_after_it(
+    tmp_path: Path,
+) -> None:
+    """The page asks once on an empty ledger, then once right after the first decision:
+    the second answer has checked the decision's entries, it does not repeat the first."""
+    ledger = SqliteLedger(tmp_path / "ledger.db", synchronous="NORMAL")
+    ledger.setup()
+    authority = ApprovalAuthority(ledger)
+    graph = build_demo_graph(EffectLog(tmp_path / "effects.db"), InMemorySaver())
+    authenticate = bearer_token_authenticator({"alice-token": ALICE})
+    app = create_app(graph, authority=authority, authenticate=authenticate)
+    with (
+        serve(app) as url,
+        httpx.Client(base_url=url, headers={"Authorization": "Bearer alice-token"}) as client,
+    ):
+        first = client.get("/inbox/resolutions").json()["audit"]
+        assert first["ok"] is True and first["checked"] == 0
+        requested = authority.request(
+            action("uptime"), origin=origin("s-first"), expires_in=timedelta(minutes=5)
+        )
+        authority.decide(build_decision(requested, decision="approve", actor=ALICE), actor=ALICE)
+        audit = client.get("/inbox/resolutions").json()["audit"]
+    entries = len(list(authority.ledger.audit_entries()))
+    assert audit["ok"] is True and audit["current"] is True
+    assert audit["checked"] == entries > 0
+
+
+# --- a deployment with an access policy: no existence oracle on grants ---------------------
+
+ERIN = {"id": "erin", "type": "human"}
+DAVE = {"id": "dave", "type": "human"}
+
+
+@pytest.fixture(scope="module")
+def policy_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    folder: Path = tmp_path_factory.mktemp("standing-policy")
+    ledger = SqliteLedger(folder / "ledger.db", synchronous="NORMAL")
+    ledger.setup()
+    policy = AccessPolicy.from_mapping({"default_approvers": ["sre"]})
+    authority = ApprovalAuthority(ledger, authorizer=policy)
+    graph = build_demo_graph(EffectLog(folder / "effects.db"), InMemorySaver())
+    people = {
+        "erin-token": Authenticated(Actor.from_data(ERIN), groups=frozenset({"sre"})),
+        "dave-token": Authenticated(Actor.from_data(DAVE), groups=frozenset({"support"})),
+    }
+
+    def authenticate(request: Request) -> Authenticated | None:
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        return people.get(token) if scheme == "Bearer" else None
+
+    app = create_app(graph, authority=authority, authenticate=authenticate)
+    with serve(app) as url:
+        yield Site(url, authority)
+
+
+def test_revoking_an_unknown_grant_and_someone_elses_give_one_answer(policy_site: Site) -> None:
+    authority = policy_site.authority
+    requested = authority.request(
+        action("git status -s"),
+        origin=origin("s-oracle"),
+        choices=SESSION_CHOICES,
+        expires_in=timedelta(minutes=5),
+    )
+    erin = Authenticated(Actor.from_data(ERIN), groups=frozenset({"sre"})).principal
+    decided = build_decision(requested, decision="approve", scope="session", actor=ERIN)
+    assert authority.decide(decided, actor=erin).resolution.outcome == "approved"
+    [grant] = authority.list_grants(session_id="s-oracle")
+    with httpx.Client(
+        base_url=policy_site.url, headers={"Authorization": "Bearer dave-token"}, timeout=30
+    ) as dave:
+        assert grant.grant_id not in live_grant_ids(dave)  # dave may not even view it
+        someone_elses = dave.post(f"/inbox/grants/{grant.grant_id}/revoke", json={})
+        unknown = dave.post("/inbox/grants/grt_no_such_grant/revoke", json={})
+    same = (someone_elses.status_code, someone_elses.content) == (
+        unknown.status_code,
+        unknown.content,
+    )
+    still_live = any(g.grant_id == grant.grant_id for g in authority.list_grants())
+    record("existence oracles", 1, failed_open=int(not same or not still_live))
+    assert someone_elses.status_code == 403
+    assert someone_elses.json()["error"]["code"] == "aais.forbidden"
+    assert (someone_elses.status_code, someone_elses.json()) == (
+        unknown.status_code,
+        unknown.json(),
+    )
+    assert still_live
+    with httpx.Client(
+        base_url=policy_site.url, headers={"Authorization": "Bearer erin-token"}, timeout=30
+    ) as erin_client:
+        revoked = erin_client.post(f"/inbox/grants/{grant.grant_id}/revoke", json={})
+    assert revoked.status_code == 200 and revoked.json()["revoked"] is True

@@ -70,6 +70,8 @@ try {
   const recentText = await recent.textContent();
   expect(recentText.includes("approved") && recentText.includes("sha256:"), `recent decision: ${recentText}`);
   await page.locator("#audit-status", { hasText: "Audit chain verified" }).waitFor();
+  const audit = await page.locator("#audit-status").textContent();
+  expect(!/, 0 entries/.test(audit), `the first decision's entries are counted: ${audit}`);
 
   // 2. The next `ls` is covered by the grant: it runs without a card.
   await ask("run `ls -la` again");

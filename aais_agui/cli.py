@@ -300,11 +300,13 @@ async def _serve(app: Any, sock: socket.socket, host: str, banner: list[str]) ->
     await serving
 
 
-async def _run(args: argparse.Namespace, sock: socket.socket) -> None:
+async def _run(
+    args: argparse.Namespace, sock: socket.socket, authenticate: Any, authorizer: Any
+) -> None:
     from .http.app import create_app
 
     async with open_storage(args.db) as (ledger, checkpointer):
-        authority = ApprovalAuthority(ledger, authorizer=_authorizer(args))
+        authority = ApprovalAuthority(ledger, authorizer=authorizer)
         webhooks = webhook_worker(authority, getattr(args, "access_policy", None))
         banner = [f"approvals  aais-langgraph --db {args.db} pending"]
         if webhooks is not None:
@@ -330,7 +332,7 @@ async def _run(args: argparse.Namespace, sock: socket.socket) -> None:
         app = create_app(
             graph,
             authority=authority,
-            authenticate=_authenticator(args),
+            authenticate=authenticate,
             name=name,
             watch_decisions=not args.no_watch,
             metrics=_metrics(args, authority, banner),
@@ -465,9 +467,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             "serve needs a login: --jwt-issuer ISS (people), --token-env VAR (one trusted "
             "client), or on a laptop only --local-dev-login"
         )
-    if args.command == "serve":
-        # Before any file is opened: a mistyped module or attribute leaves nothing behind.
-        args.target = import_graph(args.graph)
+    # Before any file is opened: a mistyped graph or a bad option leaves nothing behind.
+    try:
+        if args.command == "serve":
+            args.target = import_graph(args.graph)
+        authorizer = _authorizer(args)
+        _check_webhooks(args)
+        authenticate = _authenticator(args)  # last: the local-development one prints a warning
+    except ImportError as error:
+        return _missing_extras(error)
     try:
         sock = bind_listener(args.host, args.port)
     except AddressInUse as error:
@@ -475,15 +483,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     try:
         with sock, suppress(KeyboardInterrupt):
-            asyncio.run(_run(args, sock))
+            asyncio.run(_run(args, sock, authenticate, authorizer))
     except ImportError as error:
-        print(
-            f"aais-agui: {error}\n(the server needs the extras: "
-            "pip install 'aais-langgraph[server,sqlite,langchain]'; add 'postgres' for Postgres)",
-            file=sys.stderr,
-        )
-        return 1
+        return _missing_extras(error)
     return 0
+
+
+def _check_webhooks(args: argparse.Namespace) -> None:
+    """SystemExit naming a bad ``[[webhooks]]`` setting of the access policy (an unset
+    ``secret_env``), before the server opens its ledger."""
+    path = getattr(args, "access_policy", None)
+    if path is None:
+        return
+    from aais_langgraph.webhooks import load_webhooks
+
+    try:
+        load_webhooks(path)
+    except (ValueError, OSError) as error:
+        raise SystemExit(f"aais-agui: {error}") from None
+
+
+def _missing_extras(error: ImportError) -> int:
+    print(
+        f"aais-agui: {error}\n(the server needs the extras: "
+        "pip install 'aais-langgraph[server,sqlite,langchain]'; add 'postgres' for Postgres)",
+        file=sys.stderr,
+    )
+    return 1
 
 
 if __name__ == "__main__":

@@ -57,3 +57,11 @@ def test_relative_links_point_at_files_that_exist() -> None:
     assert local, "README links to no repository file"
     missing = [t for t in local if not (ROOT / t).exists()]
     assert missing == []
+
+
+def test_every_docs_page_is_linked_from_the_readme_and_the_docs_index() -> None:
+    pages = sorted(path.name for path in (ROOT / "docs").glob("*.md") if path.name != "index.md")
+    readme = README.read_text(encoding="utf-8")
+    index = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    assert [page for page in pages if f"(docs/{page}" not in readme] == []
+    assert [page for page in pages if f"]({page}" not in index] == []

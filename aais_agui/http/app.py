@@ -74,7 +74,8 @@ def create_app(
     run) and closed when it stops, so the app can be built at module level; the
     routes exist while it serves. A builder is compiled with the checkpointer, a
     compiled graph is given it (a graph compiled with its own is refused: pass one
-    or the other). Without ``checkpointer`` the graph's own is used. A synchronous
+    or the other). Without ``checkpointer`` the graph's own is used (a graph compiled
+    without one is refused: it could not pause on an approval). A synchronous
     checkpointer (``SqliteSaver``, ``PostgresSaver``) is refused with ``TypeError``:
     the server runs graphs asynchronously.
 

@@ -2,7 +2,8 @@
 
 The server runs graphs asynchronously (``astream``), so a checkpointer must have
 working async methods: a synchronous one (``SqliteSaver``, ``PostgresSaver``)
-would fail every run, and is refused here in one line naming its async twin.
+would fail every run, and is refused here in one line naming its async twin. A graph
+with no checkpointer at all could not pause on an approval, and is refused as well.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def refuse_sync_checkpointer(checkpointer: Any, field: str = "checkpointer") -> 
 
 def served_graph(graph: Any, checkpointer: Any) -> Any:
     """``graph`` (compiled, or a ``StateGraph`` builder) with ``checkpointer`` (None: its
-    own); ``TypeError`` naming the field for what cannot serve."""
+    own, which it must have); ``TypeError`` naming the field for what cannot serve."""
     from langgraph.pregel import Pregel
 
     if checkpointer is not None:
@@ -89,6 +90,12 @@ def served_graph(graph: Any, checkpointer: Any) -> Any:
             "checkpointer=AsyncSqliteSaver.from_conn_string(path)"
         )
     if isinstance(graph, Pregel):
+        if not _has_checkpointer(graph):
+            raise TypeError(
+                "checkpointer: the graph was compiled without one and cannot pause on "
+                "approvals; pass checkpointer=AsyncSqliteSaver.from_conn_string(path) "
+                "(or compile it with an async checkpointer)"
+            )
         refuse_sync_checkpointer(graph.checkpointer, "graph.checkpointer")
     return graph
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -28,7 +29,7 @@ from ..protocol.patterns import DIGEST_PATTERN
 from ..threads import IntegrityProblem, reconcile_checkpoints, waiting_resumes
 from . import compact, presenter, render, webhooks, witness
 from .checkpoints import holds_checkpoints, open_checkpointer
-from .db_option import DB_ENV, add_db_option, chosen_db
+from .db_option import DB_ENV, add_db_option, chosen_db, command_parsers
 from .failures import report_failure
 
 __all__ = ["DB_ENV", "add_db_option", "chosen_db", "escape", "main"]
@@ -47,6 +48,7 @@ def _actor() -> Principal:
 
 
 _ASKS = " (asks y/N first; --yes skips)"
+_REQUEST_ID = "the request's id, as pending lists it"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -69,7 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     for name in ("show", "deny", "cancel"):
         sub = commands.add_parser(name, help=f"{name} a request" + _ASKS * (name != "show"))
-        sub.add_argument("request_id")
+        sub.add_argument("request_id", help=_REQUEST_ID)
         if name != "show":
             sub.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     approve = commands.add_parser(
@@ -79,7 +81,7 @@ def _parser() -> argparse.ArgumentParser:
         "y/N, then record the approval with the operating-system user as the actor. "
         "Anything but y or yes (an empty line, no terminal) submits nothing: exit status 1.",
     )
-    approve.add_argument("request_id")
+    approve.add_argument("request_id", help=_REQUEST_ID)
     approve.add_argument(
         "--scope",
         choices=("once", "session", "persistent"),
@@ -91,7 +93,7 @@ def _parser() -> argparse.ArgumentParser:
     reconcile = commands.add_parser(
         "reconcile", help="settle an unknown outcome: --done (it happened) or --retry"
     )
-    reconcile.add_argument("request_id")
+    reconcile.add_argument("request_id", help=_REQUEST_ID)
     settled = reconcile.add_mutually_exclusive_group(required=True)
     settled.add_argument("--done", action="store_true", help="it took effect; do not run it again")
     settled.add_argument(
@@ -101,11 +103,18 @@ def _parser() -> argparse.ArgumentParser:
     webhooks.add_parser(commands)
     commands.add_parser("grants", help="list grants")
     revoke = commands.add_parser("revoke", help="revoke a grant")
-    revoke.add_argument("grant_id")
+    revoke.add_argument("grant_id", help="the grant's id, as grants lists it")
     commands.add_parser("expire", help="resolve overdue requests as expired")
     compact.add_parser(commands)
-    audit = commands.add_parser("audit", help="audit log")
-    audit.add_argument("audit_command", choices=("verify", "export", "publish"))
+    audit = commands.add_parser(
+        "audit", help="the audit log: verify its chain, export it, publish its tip"
+    )
+    audit.add_argument(
+        "audit_command",
+        choices=("verify", "export", "publish"),
+        help="verify: check the hash chain (and --witness, --expect-tip); export: every "
+        "entry as one JSON object per line; publish: append the tip to each --witness",
+    )
     audit.add_argument(
         "--witness",
         metavar="FILE|URL",
@@ -120,11 +129,9 @@ def _parser() -> argparse.ArgumentParser:
         type=_tip,
         help="a tip printed by an earlier verify and kept elsewhere: detects a rollback",
     )
-    add_db_option(
-        [parser, *commands.choices.values()],
-        f"SQLite file path or postgresql:// URL (default: ${DB_ENV})",
-    )
-    webhooks.add_policy_option([parser, *commands.choices.values()])
+    every = command_parsers(parser)
+    add_db_option(every, f"SQLite file path or postgresql:// URL (default: ${DB_ENV})")
+    webhooks.add_policy_option(every)
     return parser
 
 
@@ -312,13 +319,39 @@ def _run(
     return 0
 
 
+CLOSED_PIPE_STATUS = 141
+"""The exit status when the reader of the output went away (``| head``): 128 + SIGPIPE,
+what the shell reports for a Unix tool that stopped on it."""
+
+
 def main(
     argv: Sequence[str] | None = None, *, stdin: TextIO | None = None, stdout: TextIO | None = None
 ) -> int:
     """Run the CLI; returns the exit status (0 ok, 1 refused or failed check, 2 bad input
-    or no usable ledger; ``audit verify --witness``: 3 a rollback, 4 a fork). Errors are
-    one line on ``stdout``, never a traceback; bad arguments are argparse's usage error
-    (exit status 2)."""
+    or no usable ledger; ``audit verify --witness``: 3 a rollback, 4 a fork; 141 the
+    reader of the output went away). Errors are one line on ``stdout``, never a
+    traceback; bad arguments are argparse's usage error (exit status 2)."""
+    try:
+        return _main(argv, stdin, stdout)
+    except BrokenPipeError:
+        if stdout is None:
+            _discard_stdout()
+        return CLOSED_PIPE_STATUS
+
+
+def _discard_stdout() -> None:
+    """Point the process's stdout at the null device, so the interpreter's last flush of
+    what the gone reader did not take raises nothing either."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, descriptor)
+    os.close(null)
+
+
+def _main(argv: Sequence[str] | None, stdin: TextIO | None, stdout: TextIO | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     args.db = chosen_db(args)

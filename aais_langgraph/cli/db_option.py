@@ -6,10 +6,21 @@ import argparse
 import os
 from collections.abc import Iterable, Mapping
 
-__all__ = ["DB_ENV", "add_db_option", "chosen_db"]
+__all__ = ["DB_ENV", "add_db_option", "chosen_db", "command_parsers"]
 
 DB_ENV = "AAIS_DB"
 """Environment variable naming the ledger when ``--db`` is not given."""
+
+
+def command_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """``parser`` and every subcommand's parser below it, nested ones included
+    (``webhooks list``), so an option added to each may follow any command."""
+    found = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):  # aliases share a parser
+                found.extend(command_parsers(sub))
+    return found
 
 
 def add_db_option(parsers: Iterable[argparse.ArgumentParser], help: str) -> None:

@@ -31,8 +31,9 @@ from ..protocol import (
     Choice,
     Request,
     Risk,
+    RiskLevel,
 )
-from ..protocol.builders import DEFAULT_RISK
+from ..protocol.builders import DEFAULT_RISK, risk_from
 from ..protocol.extensions import QUORUM_EXTENSION, REQUESTER_EXTENSION
 from .answer_sources import answer_channel
 from .execution import (
@@ -71,7 +72,7 @@ def _open_request(
     *,
     session_id: str | None,
     graph_id: str | None,
-    risk: Risk | Mapping[str, Any] | None,
+    risk: Risk | RiskLevel | Mapping[str, Any] | None,
     choices: Sequence[Choice | Mapping[str, Any]] | None,
     expires_in: timedelta | None,
     context: Mapping[str, Any] | None,
@@ -82,6 +83,7 @@ def _open_request(
 
     ``quorum`` is this request's place among several approvals of one action (None: the
     first request; it starts a quorum when the authority asks for one)."""
+    assessed = None if risk is None else risk_from(risk, "/risk")
     stored = authority.get_request(coordinates.request_id)
     if stored is not None:
         return _Opened(stored, authority.get_resolution(coordinates.request_id))
@@ -93,16 +95,18 @@ def _open_request(
         if screening.resolved is not None:
             return screening.resolved
         verdict = screening.verdict
-        risk = risk if risk is not None else verdict.risk
+        assessed = assessed if assessed is not None else verdict.risk
         choices = choices if choices is not None else verdict.choices
         expires_in = expires_in if expires_in is not None else verdict.expires_in
-        quorum = Quorum.first_for(authority, action, risk if risk is not None else DEFAULT_RISK)
+        quorum = Quorum.first_for(
+            authority, action, assessed if assessed is not None else DEFAULT_RISK
+        )
     if quorum is not None:
         choices = quorum_choices(choices)
     requested = authority.request(
         action,
         origin=origin,
-        risk=risk,
+        risk=assessed,
         choices=choices,
         expires_in=expires_in,
         request_id=coordinates.request_id,
@@ -160,7 +164,7 @@ def request_approval(
     action: Action | Mapping[str, Any],
     *,
     authority: ApprovalAuthority | None = None,
-    risk: Risk | Mapping[str, Any] | None = None,
+    risk: Risk | RiskLevel | Mapping[str, Any] | None = None,
     choices: Sequence[Choice | Mapping[str, Any]] | None = None,
     expires_in: timedelta | None = None,
     session_id: str | None = None,
@@ -178,6 +182,9 @@ def request_approval(
     ``Command(resume={interrupt_id: approval_decided_envelope})`` or with
     :func:`~aais_langgraph.threads.resume_with_decisions`. Only an ``approved``
     outcome for the action as it is *now* may execute: check ``resolution.approved``.
+
+    ``risk`` is a risk object (``{"level": "high", "reasons": [...]}``) or a level alone
+    (``"high"``, as ``interrupt_on`` takes it); without it, policy's or the default.
 
     An answer for another request or digest, or with a choice that was not
     offered, raises ``pydantic.ValidationError``; one the authority refuses
@@ -327,7 +334,7 @@ async def arequest_approval(
     action: Action | Mapping[str, Any],
     *,
     authority: ApprovalAuthority | None = None,
-    risk: Risk | Mapping[str, Any] | None = None,
+    risk: Risk | RiskLevel | Mapping[str, Any] | None = None,
     choices: Sequence[Choice | Mapping[str, Any]] | None = None,
     expires_in: timedelta | None = None,
     session_id: str | None = None,

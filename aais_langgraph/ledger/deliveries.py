@@ -172,12 +172,20 @@ def new_delivery(
 
 
 def delivered_change(now: float) -> DeliveryChange:
-    """The receiver answered 2xx: delivered (whoever held the claim by now)."""
+    """The receiver answered 2xx: delivered (whoever held the claim by now), the attempt
+    that did it counted."""
 
     def change(current: Delivery | None) -> Delivery | None:
         if current is None or current.state == "delivered":
             return current
-        return replace(current, state="delivered", claimed_by=None, claim_until=0.0, updated_at=now)
+        return replace(
+            current,
+            state="delivered",
+            attempts=current.attempts + 1,
+            claimed_by=None,
+            claim_until=0.0,
+            updated_at=now,
+        )
 
     return change
 

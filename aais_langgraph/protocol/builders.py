@@ -5,11 +5,22 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, get_args
 
 from .envelopes import ApprovalDecided, ApprovalRequested
 from .errors import AAISValidationError
-from .parts import Action, Actor, Choice, Decision, DecisionKind, Origin, Request, Risk, Scope
+from .parts import (
+    Action,
+    Actor,
+    Choice,
+    Decision,
+    DecisionKind,
+    Origin,
+    Request,
+    Risk,
+    RiskLevel,
+    Scope,
+)
 from .timestamps import format_timestamp, parse_timestamp, utc_now
 
 DEFAULT_EXPIRY = timedelta(minutes=15)
@@ -20,6 +31,20 @@ DEFAULT_CHOICES: tuple[Choice, ...] = (
 )
 
 DEFAULT_RISK = Risk(level="medium", reasons=["The action has side effects outside the agent"])
+
+RISK_LEVELS: tuple[RiskLevel, ...] = get_args(RiskLevel)
+
+
+def risk_from(value: Risk | RiskLevel | Mapping[str, Any], pointer: str) -> Risk:
+    """``value`` as a :class:`Risk`: a risk object, or a level alone (``"high"``, as
+    ``interrupt_on`` takes it), given one reason that says the caller rated it so."""
+    if isinstance(value, str):
+        if value not in RISK_LEVELS:
+            raise AAISValidationError(
+                pointer, f"expected a risk object or one of {', '.join(RISK_LEVELS)}"
+            )
+        return Risk(level=value, reasons=[f"The requester rated this action {value} risk"])
+    return Risk.from_data(value, pointer=pointer)
 
 
 def new_id(prefix: str) -> str:
@@ -75,7 +100,7 @@ def build_request(
     action: Action | Mapping[str, Any],
     *,
     origin: Origin | Mapping[str, Any],
-    risk: Risk | Mapping[str, Any] | None = None,
+    risk: Risk | RiskLevel | Mapping[str, Any] | None = None,
     choices: Sequence[Choice | Mapping[str, Any]] | None = None,
     request_id: str | None = None,
     created_at: datetime | str | None = None,
@@ -88,7 +113,8 @@ def build_request(
 ) -> ApprovalRequested:
     """Build an ``approval.requested`` envelope with a computed digest and a finite expiry.
 
-    The default offers approve-once and deny and expires after 15 minutes.
+    The default offers approve-once and deny and expires after 15 minutes. ``risk`` is a
+    risk object or a level alone (``"high"``); the default is medium.
     """
     from .digest import action_digest
 
@@ -109,7 +135,7 @@ def build_request(
         "origin": Origin.from_data(origin, pointer="/request/origin"),
         "action": action_model,
         "action_digest": action_digest(action_model),
-        "risk": Risk.from_data(risk if risk is not None else DEFAULT_RISK, pointer="/request/risk"),
+        "risk": risk_from(risk if risk is not None else DEFAULT_RISK, "/request/risk"),
         "choices": [
             Choice.from_data(choice, pointer=f"/request/choices/{index}")
             for index, choice in enumerate(DEFAULT_CHOICES if choices is None else choices)

@@ -11,7 +11,8 @@ again with the same ``webhook-id`` (at least once: receivers drop duplicates by 
 One attempt, in order: the request as the ledger vouches for it (gone: skipped);
 an expiry notice for a request no longer pending, or past its expiry, is skipped;
 the subscription's principal must be allowed to ``view`` the request, and with
-``groups`` one of the groups must be allowed to decide it (else skipped); then the
+``groups`` one of the groups must be allowed to decide it (else skipped; a principal
+that may not view is logged once per subscription, without values); then the
 body (:mod:`.formats`) is signed per Standard Webhooks (``webhook-id``,
 ``webhook-timestamp``, ``webhook-signature``, with the ``standardwebhooks``
 library) and POSTed. A 2xx answer delivers it; anything else backs off
@@ -27,6 +28,7 @@ import json
 import logging
 import os
 import socket
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterable
@@ -57,6 +59,8 @@ from .subscriptions import WebhookSubscription
 __all__ = ["WebhookWorker", "signed_headers"]
 
 logger = logging.getLogger(__name__)
+
+_NOT_VISIBLE = "the subscription's principal may not view the request"
 
 _RESULTS = {"pending": "failed", "dead": "dead", "delivered": "delivered", "skipped": "skipped"}
 """The span's result for the state an attempt left the delivery in."""
@@ -119,6 +123,8 @@ class WebhookWorker:
         self.concurrency = concurrency
         self.catch_up_limit = catch_up_limit
         self._client = httpx.Client(timeout=timeout, follow_redirects=False)
+        self._lock = threading.Lock()
+        self._not_visible_said: set[str] = set()
 
     def close(self) -> None:
         """Close the HTTP connections."""
@@ -181,6 +187,8 @@ class WebhookWorker:
         try:
             body = self._body(subscription, delivery, now)
         except _Skipped as skipped:
+            if skipped.reason == _NOT_VISIBLE:
+                self._say_not_visible(subscription)
             return skipped_change(skipped.reason, now)
         except LedgerIntegrityError:
             return self._failed(subscription, delivery, "the ledger does not vouch for the request")
@@ -197,6 +205,19 @@ class WebhookWorker:
         if 200 <= answer.status_code < 300:
             return delivered_change(time.time())
         return self._failed(subscription, delivery, f"HTTP {answer.status_code}")
+
+    def _say_not_visible(self, subscription: WebhookSubscription) -> None:
+        """Warn, once per subscription, that its principal is not shown some requests: a
+        subscription that sends nothing otherwise looks like one with nothing to send."""
+        with self._lock:
+            if subscription.name in self._not_visible_said:
+                return
+            self._not_visible_said.add(subscription.name)
+        logger.warning(
+            "webhook %r: its principal may not view a request, so that notice is skipped "
+            "(said once; webhooks list --state skipped lists each)",
+            subscription.name,
+        )
 
     def _failed(
         self, subscription: WebhookSubscription, delivery: Delivery, error: str
@@ -225,7 +246,7 @@ class WebhookWorker:
             if authority.expiry_of(requested.request).timestamp() <= now:
                 raise _Skipped("the request expired before the notice was sent")
         if not authority.may_view(subscription.principal, delivery.request_id):
-            raise _Skipped("the subscription's principal may not view the request")
+            raise _Skipped(_NOT_VISIBLE)
         if subscription.groups and not self._decided_by_groups(subscription, requested.request):
             raise _Skipped("none of the subscription's groups decides the request")
         if subscription.format == "slack":

@@ -146,6 +146,12 @@ def test_what_cannot_serve_is_refused_naming_the_field() -> None:
     assert refusal(own, checkpointer=opener).startswith("graph: it was compiled")
 
 
+def test_a_graph_compiled_without_a_checkpointer_is_refused_when_the_app_is_built() -> None:
+    message = refusal(builder_for(ApprovalAuthority()).compile())
+    assert message.startswith("checkpointer: the graph was compiled without one")
+    assert "checkpointer=AsyncSqliteSaver.from_conn_string(path)" in message
+
+
 def test_the_inbox_answers_the_browsers_icon_request_without_an_error() -> None:
     authority = ApprovalAuthority()
     graph = builder_for(authority).compile(checkpointer=InMemorySaver())

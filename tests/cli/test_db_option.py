@@ -56,3 +56,18 @@ def test_neither_db_nor_aais_db_is_an_error_naming_both(
     assert exited.value.code == 2
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert "--db" in error and "AAIS_DB" in error
+
+
+@pytest.mark.parametrize(
+    ("command", "said"),
+    [
+        (("webhooks", "list"), "0 deliveries, 0 dead\n"),
+        (("webhooks", "retry", "--dead"), "0 handed back to the senders\n"),
+    ],
+)
+def test_db_after_a_nested_command(db: Path, command: tuple[str, ...], said: str) -> None:
+    assert run(*command, "--db", str(db)) == (0, said)
+
+
+def test_db_between_a_command_and_its_nested_command(db: Path) -> None:
+    assert run("webhooks", "--db", str(db), "list") == (0, "0 deliveries, 0 dead\n")

@@ -1,15 +1,20 @@
-"""``aais-langgraph --help`` reads as plain text and says that answering asks y/N."""
+"""``aais-langgraph --help`` reads as plain text, says that answering asks y/N, and both
+commands give every command and argument a help line."""
 
 from __future__ import annotations
 
+import argparse
 import io
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from aais_agui.cli import _parser as agui_parser
 from aais_langgraph import ApprovalAuthority, SqliteLedger
+from aais_langgraph.cli import _parser as cli_parser
 from aais_langgraph.cli import main
 
 
@@ -47,3 +52,27 @@ def test_approve_without_a_yes_submits_nothing_and_the_approval_stays(
     assert status == 1
     assert f"approve {requested.request.id} as once? [y/N] nothing submitted" in out.getvalue()
     assert authority.get_resolution(requested.request.id) is None
+
+
+def commands_without_help(parser: argparse.ArgumentParser, path: str) -> list[str]:
+    """Every command and argument below ``parser`` that ``--help`` would show bare."""
+    missing = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            described = {choice.dest: choice.help for choice in action._choices_actions}
+            for name, sub in action.choices.items():
+                if not described.get(name):
+                    missing.append(f"{path} {name}")
+                missing += commands_without_help(sub, f"{path} {name}")
+        elif action.help is None or not action.help.strip():
+            missing.append(f"{path} {'/'.join(action.option_strings) or action.dest}")
+    return missing
+
+
+@pytest.mark.parametrize("command", [cli_parser, agui_parser], ids=["aais-langgraph", "aais-agui"])
+def test_every_command_and_argument_has_help(
+    command: Callable[[], argparse.ArgumentParser],
+) -> None:
+    parser = command()
+    assert parser.description, parser.prog
+    assert commands_without_help(parser, parser.prog) == []

@@ -3,6 +3,7 @@ the checkpointer truthfully, the local-development warning once."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -99,3 +100,38 @@ def test_the_demo_prints_its_local_development_warning_once(tmp_path: Path) -> N
     with running([*args, "--workspace", str(tmp_path / "ws")], cwd=tmp_path) as server:
         pass
     assert server.log().count("LOCAL DEVELOPMENT AUTHENTICATOR IN USE") == 1, server.log()
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        (["--token-env", "AAIS_TEST_TOKEN_NEVER_SET"], "the variable is empty or unset"),
+        (["--local-dev-login", "--access-policy", "missing.toml"], "missing.toml"),
+        (["--local-dev-login", "--cedar-policies", "missing.cedar"], "missing.cedar"),
+        (["--local-dev-login", "--access-policy", "hooks.toml"], "secret_env"),
+    ],
+)
+def test_a_bad_option_is_one_line_and_leaves_no_files(
+    options: list[str], said: str, tmp_path: Path
+) -> None:
+    (tmp_path / "tiny_graph.py").write_text((GRAPHS / "tiny_graph.py").read_text())
+    (tmp_path / "hooks.toml").write_text(
+        '[[webhooks]]\nname = "ops"\nurl = "http://127.0.0.1:9/hook"\n'
+        'secret_env = "AAIS_TEST_TOKEN_NEVER_SET"\n'
+    )
+    before = {path.name for path in tmp_path.iterdir()}
+    command = [sys.executable, "-m", "aais_agui.cli", "serve", "tiny_graph:builder", "--port", "0"]
+    done = subprocess.run(
+        [*command, "--db", str(tmp_path / "app.db"), *options],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={k: v for k, v in os.environ.items() if k != "AAIS_TEST_TOKEN_NEVER_SET"},
+    )
+    assert done.returncode == 1
+    assert said in done.stderr or said in done.stdout, done
+    assert "Traceback" not in done.stderr
+    assert len((done.stdout + done.stderr).strip().splitlines()) == 1, done
+    assert {path.name for path in tmp_path.iterdir()} - before <= {"__pycache__"}

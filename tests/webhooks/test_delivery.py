@@ -126,8 +126,27 @@ def test_a_receiver_that_answers_500_gets_it_once_it_recovers() -> None:
         ask(authority, "apr_1")
         settled = drain(worker)
         assert [d.state for d in settled] == ["pending"] * 3 + ["delivered"]
-        assert settled[-1].attempts == 3 and settled[0].last_error == "HTTP 500"
+        assert settled[-1].attempts == 4 and settled[0].last_error == "HTTP 500"
         assert len(flaky.bodies) == 1 and flaky.duplicates == 0
+
+
+def test_a_delivery_sent_once_is_listed_with_one_attempt(
+    receiver: Receiver, tmp_path: Path
+) -> None:
+    db = tmp_path / "ledger.db"
+    with SqliteLedger.from_conn_string(db) as ledger:
+        notices = frozenset({"approval.requested"})
+        authority, worker = served(ledger, [subscription(receiver.url, notices=notices)])
+        ask(authority, "apr_1")
+        [delivered] = drain(worker)
+        assert (delivered.state, delivered.attempts) == ("delivered", 1)
+        out = io.StringIO()
+        assert (
+            cli_main(["webhooks", "list", "--state", "delivered", "--db", str(db)], stdout=out) == 0
+        )
+        [line, total] = out.getvalue().splitlines()
+        assert line.endswith("delivered  attempts 1") and total == "1 deliveries, 0 dead"
+    assert len(receiver.bodies) == 1
 
 
 def test_a_receiver_that_is_down_gets_it_when_it_comes_back() -> None:
@@ -212,6 +231,26 @@ def test_the_subscriber_is_told_only_what_its_principal_may_view(receiver: Recei
         ("ops", "apr_shell"): "delivered",
     }
     assert len(receiver.bodies) == 2
+
+
+def test_a_notice_its_principal_may_not_view_is_logged_once_without_values(
+    receiver: Receiver, caplog: pytest.LogCaptureFixture
+) -> None:
+    policy = AccessPolicy.from_mapping({"default_approvers": ["sre"]})
+    notices = frozenset({"approval.requested"})
+    subs = [subscription(receiver.url, name="ops", as_groups=frozenset({"ops"}), notices=notices)]
+    authority, worker = served(InMemoryLedger(), subs, authorizer=policy)
+    for number in range(3):
+        ask(authority, f"apr_{number}", thread_id=f"thr_{number}", summary="Wipe /srv/payroll")
+    with caplog.at_level("INFO", logger="aais_langgraph.webhooks"):
+        drain(worker)
+    assert {d.state for d in _every(authority.ledger)} == {"skipped"}
+    assert receiver.bodies == {}
+    said = [r for r in caplog.records if "may not view" in r.getMessage()]
+    assert len(said) == 1 and said[0].levelname == "WARNING"
+    text = said[0].getMessage()
+    assert "'ops'" in text and "webhooks list --state skipped" in text
+    assert "payroll" not in text and "apr_" not in text and "Wipe" not in text
 
 
 def test_a_group_filter_keeps_the_requests_the_group_decides(receiver: Receiver) -> None:

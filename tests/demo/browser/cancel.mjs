@@ -1,15 +1,17 @@
 // Drives Debian chromium against `aais-agui serve no_chat_graph:builder` with one pending
 // approval (started by tests/demo/test_browser_cancel.py).
 //
-//   node cancel.mjs URL SCREENSHOT_DIR
+//   node cancel.mjs URL SCREENSHOT_DIR [allowed|refused]
 //
-// Checks the page shows the approvals only (the graph takes no chat), then withdraws the
-// request with the card's Cancel button. Prints `OK` or exits non-zero with the reason.
+// Checks the page shows the approvals only (the graph takes no chat), then, when the policy
+// lets the signed-in user cancel (`allowed`, the default), withdraws the request with the
+// card's Cancel button; when it does not (`refused`), checks the card offers no Cancel button
+// once its permissions are known. Prints `OK` or exits non-zero with the reason.
 
 import { mkdirSync } from "node:fs";
 import { chromium } from "playwright-core";
 
-const [url, shots] = process.argv.slice(2);
+const [url, shots, mode = "allowed"] = process.argv.slice(2);
 mkdirSync(shots, { recursive: true });
 
 function expect(condition, message) {
@@ -33,6 +35,14 @@ try {
   const card = page.locator(".card").first();
   await card.waitFor();
   const cancel = card.getByRole("button", { name: "Cancel request" });
+  if (mode === "refused") {
+    await card.locator(".choices .not-allowed:not([hidden])").waitFor(); // permissions known
+    expect(!(await cancel.isVisible()), "no Cancel button for a user who may not cancel");
+    await page.screenshot({ path: `${shots}/refused.png`, fullPage: true });
+    expect(problems.length === 0, problems.join("\n"));
+    process.stdout.write("OK\n");
+    process.exit(0);
+  }
   await cancel.waitFor({ state: "visible" });
   await page.waitForFunction(
     (selector) => !document.querySelector(selector)?.disabled,

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         bearer_token_authenticator,
         local_development_authenticator,
     )
+    from .http.stock_endpoint import stock_endpoint_dependency
     from .http.websocket import websocket_router
 
 SERVER_EXTRA = 'pip install "aais-langgraph[server]"'
@@ -55,6 +56,7 @@ _SERVER_NAMES = {
     "JwtSettings": "http.jwt_tokens",
     "jwt_authenticator": "http.jwt_tokens",
     "local_development_authenticator": "http.security",
+    "stock_endpoint_dependency": "http.stock_endpoint",
     "websocket_router": "http.websocket",
 }
 
@@ -94,5 +96,6 @@ __all__ = [
     "request_to_interrupt",
     "resume_entry_for",
     "run_agent_input",
+    "stock_endpoint_dependency",
     "websocket_router",
 ]

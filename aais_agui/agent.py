@@ -86,6 +86,7 @@ from .resume_plan import ResumeRejected, plan_resume, served_config
 from .run_outcomes import aattribute_interrupts, acancel_watch, run_error_for, settle_outcome
 from .state_keys import channel_schema_keys
 from .thread_views import ThreadEventFilter
+from .vouched_actor import claim_vouched_actor
 
 logger = logging.getLogger(__name__)
 
@@ -221,6 +222,10 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
             ) from error
         twin.actor = self.actor
         twin.page_origin = self.page_origin
+        vouched = claim_vouched_actor()  # the stock endpoint's dependency authenticated it
+        if vouched is not None:
+            twin._act_as(vouched.principal)
+            twin.page_origin = vouched.origin
         return twin
 
     def with_actor(self, actor: Principal | Actor | Mapping[str, Any] | None) -> Self:
@@ -228,13 +233,16 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
         runs ask for approvals on their behalf (``configurable["aais_requester"]``: held
         to the authority's :class:`~aais_langgraph.authority.RequestLimits`)."""
         twin = self.clone()
-        twin.actor = actor
+        twin._act_as(actor)
+        return twin
+
+    def _act_as(self, actor: Principal | Actor | Mapping[str, Any] | None) -> None:
+        self.actor = actor
         requester = actor.id if isinstance(actor, (Actor, Principal)) else (actor or {}).get("id")
         requester = requester if isinstance(requester, str) else None
         if requester is not None:
-            configurable = {**twin.config["configurable"], REQUESTER_KEY: requester}
-            twin.config = {**twin.config, "configurable": configurable}
-        return twin
+            configurable = {**self.config["configurable"], REQUESTER_KEY: requester}
+            self.config = {**self.config, "configurable": configurable}
 
     def get_capabilities(self) -> dict[str, Any]:
         """ag-ui-langgraph's declaration, with AAIS interrupts and no edited arguments."""

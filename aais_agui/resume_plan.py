@@ -45,6 +45,14 @@ logger = logging.getLogger(__name__)
 #: ag-ui-langgraph's sentinel for a cancelled plain (non-AAIS) interrupt.
 PLAIN_CANCELLED = "__agui_cancelled__"
 
+#: The refusal of an answer that reached the agent with no authenticated actor: what to serve
+#: it with instead (ag-ui-langgraph's stock endpoint authenticates nobody).
+UNAUTHENTICATED_ANSWER = (
+    "answering an approval needs an authenticated actor: serve the agent with "
+    "aais_agui.create_app, or give add_langgraph_fastapi_endpoint "
+    "dependencies=[aais_agui.stock_endpoint_dependency(security)]"
+)
+
 
 class ResumeRejected(Exception):
     """A resume the run must refuse (``RUN_ERROR``); nothing was recorded or resumed.
@@ -220,9 +228,7 @@ def plan_resume(
         else:
             resume[entry.interrupt_id] = entry.payload
     if judged and actor is None:
-        raise ResumeRejected(
-            "aais.unauthenticated", "answering an approval needs an authenticated actor"
-        )
+        raise ResumeRejected("aais.unauthenticated", UNAUTHENTICATED_ANSWER)
     for item in judged:  # every answer is allowed, or none is recorded
         _authorize(authority, item, actor)
     late = [item for item in judged if item.expired and isinstance(item.answer, ApprovalDecided)]

@@ -4,6 +4,10 @@
 - ``POST /approvals/{request_id}/decisions`` with one ``approval.decided`` ->
   the ``approval.resolved``; a decision that resolves the request resumes its
   thread in the background (under the thread's run lease);
+- ``POST /approvals/{request_id}/cancel`` with ``{}`` or ``{"reason": "..."}`` -> the
+  ``approval.resolved`` of cancelling it as the authenticated actor (authorization
+  ``cancel``: by the policy file's rules, its deciders or, with ``cancel_own``, its
+  requester; SPEC §11), its thread resumed as after a decision;
 - ``GET  /approvals/events`` -> SSE of AAIS envelopes in sequence order,
   resuming after ``Last-Event-ID`` (see :mod:`aais_agui.http.sse`); its actor is
   authenticated again every ``reauth_interval`` seconds, and the stream ends once
@@ -12,7 +16,9 @@
 
 HTTP status of a decision: 200 for a recorded resolution (approved, denied,
 cancelled, expired) or its identical replay, 409 for ``conflict`` and ``stale``,
-422 for ``invalid`` and malformed envelopes, 404 for an unknown request.
+422 for ``invalid`` and malformed envelopes, 404 for an unknown request. A cancel
+answers the same way; a request already resolved otherwise is 409 with its recorded
+resolution, a principal who may not cancel is 403 with nothing recorded.
 """
 
 from __future__ import annotations
@@ -24,8 +30,18 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from aais_langgraph.authority import TERMINAL, ApprovalAuthority
-from aais_langgraph.protocol import MAX_SAFE_INTEGER
+from aais_langgraph.authority import (
+    TERMINAL,
+    ApprovalAuthority,
+    ForbiddenError,
+    UnknownRequestError,
+)
+from aais_langgraph.protocol import (
+    MAX_SAFE_INTEGER,
+    AAISValidationError,
+    join_pointer,
+    loads_strict,
+)
 
 from .background import BackgroundResumes
 from .decisions import DecisionRefused, arecord_decision
@@ -41,6 +57,8 @@ _ID_TOO_LONG = {
     "code": "aais.id_too_long",
     "message": f"/path/request_id: ids are limited to {MAX_CLIENT_ID_LENGTH} characters",
 }
+#: The longest reason a cancel may give (the resolution's message is bounded by the authority).
+MAX_CANCEL_REASON = 500
 
 
 def approvals_router(
@@ -86,6 +104,28 @@ def approvals_router(
             # (its resume failed, or waits for a dead holder's lease) is resumed now.
             resumes.later(request_id)
         return JSONResponse(resolved.to_json(), status_code=_STATUS.get(outcome, 200))
+
+    @router.post("/{request_id}/cancel")
+    async def cancel(request_id: str, request: Request) -> JSONResponse:
+        authenticated = await security.state_change(request)
+        if id_too_long(request_id):
+            raise HTTPException(422, _ID_TOO_LONG)
+        reason = _cancel_reason(await security.read_body(request))
+        try:
+            resolved = await authority.acancel(
+                request_id, reason=reason, actor=authenticated.principal
+            )
+        except UnknownRequestError:
+            raise HTTPException(
+                404, {"code": "aais.unknown_request", "message": "no such approval request"}
+            ) from None
+        except ForbiddenError as error:
+            raise HTTPException(403, {"code": error.code, "message": error.reason}) from None
+        outcome = resolved.resolution.outcome
+        if outcome in TERMINAL:
+            resumes.later(request_id)
+        status = 200 if outcome == "cancelled" else _STATUS.get(outcome, 409)
+        return JSONResponse(resolved.to_json(), status_code=status)
 
     @router.get("/events")
     async def events(request: Request) -> StreamingResponse:
@@ -145,3 +185,26 @@ def _after(request: Request) -> int | None:
             400, {"code": "aais.bad_last_event_id", "message": "Last-Event-ID must be a sequence"}
         )
     return after
+
+
+def _cancel_reason(body: bytes) -> str | None:
+    """The optional ``reason`` of a cancel body (``{}`` or ``{"reason": str}``), or 422."""
+    try:
+        document = loads_strict(body) if body.strip() else {}
+    except AAISValidationError as error:
+        raise _invalid_cancel(str(error)) from None
+    if not isinstance(document, dict):
+        raise _invalid_cancel("the body must be a JSON object")
+    unknown = sorted(key for key in document if key != "reason")
+    if unknown:
+        raise _invalid_cancel(f"{join_pointer('', unknown[0])}: unknown field (only reason)")
+    reason = document.get("reason")
+    if reason is not None and not isinstance(reason, str):
+        raise _invalid_cancel("/reason: must be a string")
+    if reason is not None and len(reason) > MAX_CANCEL_REASON:
+        raise _invalid_cancel(f"/reason: at most {MAX_CANCEL_REASON} characters")
+    return reason or None
+
+
+def _invalid_cancel(message: str) -> HTTPException:
+    return HTTPException(422, {"code": "aais.invalid_cancel", "message": message})

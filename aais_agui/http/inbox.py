@@ -4,7 +4,9 @@
   (shipped in the package, nothing fetched from elsewhere; a strict CSP says so);
 - ``GET /aais-client.js`` -> the dependency-free ES module that turns an interrupt and
   an offered choice into the resume entry (the page uses it too); any origin may load it;
-- ``GET /inbox/config`` -> where the AG-UI and AAIS endpoints are, and who you are;
+- ``GET /inbox/config`` -> where the AG-UI and AAIS endpoints are, who you are, and
+  whether the served graph takes chat messages (``chat``: a ``messages`` channel; the
+  page shows the approvals only when it does not);
 - ``GET /inbox/explanations/{request_id}`` -> the authority's plain-language
   explanation of every offered choice's scope constraints
   (:func:`~aais_langgraph.authority.explain_constraints`), which the AAIS
@@ -23,6 +25,7 @@ Everything but the static files needs an authenticated actor.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
@@ -75,6 +78,12 @@ def _check_id(name: str, value: str) -> None:
         raise HTTPException(422, {"code": "aais.id_too_long", "message": message})
 
 
+def takes_messages(graph: Any) -> bool:
+    """Whether ``graph``'s state has a ``messages`` channel (a chat the page can hold)."""
+    channels = getattr(graph, "channels", None)
+    return isinstance(channels, Mapping) and "messages" in channels
+
+
 def inbox_router(
     graph: Any,
     authority: ApprovalAuthority,
@@ -111,6 +120,7 @@ def inbox_router(
             "approvals_prefix": approvals_prefix,
             "actor": authenticated.actor.to_json(),
             "csrf": authenticated.cookie_session,
+            "chat": takes_messages(graph),
         }
 
     @router.get("/inbox/explanations/{request_id}")

@@ -1,4 +1,5 @@
-// The AAIS approval inbox: a chat with the agent over AG-UI, and pending approvals as cards.
+// The AAIS approval inbox: a chat with the agent over AG-UI (when the graph takes messages),
+// and pending approvals as cards.
 
 import { connectEvents, tick } from "./cards.js";
 import { sendMessage, setChatStatus, useThread } from "./chat.js";
@@ -24,6 +25,15 @@ async function start() {
       "Local development mode: every program on this machine can approve as you. Never expose this server beyond localhost.";
   }
   state.csrf = (await getJSON(approvalsPath("/csrf")).catch(() => ({}))).csrf_token || null;
+  connectEvents();
+  watchStanding();
+  setInterval(() => state.cards.forEach(tick), 1000);
+  if (state.config.chat === false) {
+    // The served graph takes no chat messages: the page shows the approvals only.
+    document.body.dataset.chat = "none";
+    $("chat-panel").hidden = true;
+    return;
+  }
   $("composer").addEventListener("submit", (event) => {
     event.preventDefault();
     const text = $("prompt").value.trim();
@@ -38,9 +48,6 @@ async function start() {
     }
   });
   $("new-thread").addEventListener("click", () => useThread(randomId("thread")));
-  connectEvents();
-  watchStanding();
-  setInterval(() => state.cards.forEach(tick), 1000);
   await useThread(localStorage.getItem("aais-inbox-thread") || randomId("thread"));
 }
 

@@ -2,7 +2,18 @@
 // decisions endpoint, or an AG-UI resume when the conversation's run waits on this card alone).
 
 import { answerEntry, decide as decideApproval } from "./aais-client.js";
-import { $, appendVisible, approvalsPath, el, getJSON, headers, href, json, state } from "./common.js";
+import {
+  $,
+  appendVisible,
+  approvalsPath,
+  el,
+  getJSON,
+  headers,
+  href,
+  json,
+  postJSON,
+  state,
+} from "./common.js";
 import { followThread, runAgent, setChatStatus } from "./chat.js";
 
 function setCardStatus(card, text, kind = "") {
@@ -29,6 +40,8 @@ function showPermissions(card, permissions) {
     const permission = card.permissions[button.dataset.decision];
     if (permission && !permission.allowed) button.title = permission.reason;
   }
+  const withdraw = card.element.querySelector(".choices button.cancel-request");
+  if (withdraw) withdraw.hidden = card.permissions.cancel?.allowed !== true;
   const refused = ["approve", "deny"].filter((kind) => card.permissions[kind]?.allowed === false);
   for (const kind of refused) {
     notes.append(el("p", "", `You may not ${kind} this: ${card.permissions[kind].reason}`));
@@ -107,6 +120,22 @@ async function decide(card, choice) {
     if (state.interrupts.has(request.id)) followThread(request.id);
   } catch (error) {
     setCardStatus(card, `Could not submit: ${error.message}`, "error");
+    setCardBusy(card, false);
+  }
+}
+
+// A requester (or anyone the policy lets cancel) withdraws the request: the cancel route
+// records it as the signed-in user and the server resumes the run past it.
+async function cancelRequest(card) {
+  const { request } = card;
+  setCardBusy(card, true);
+  setCardStatus(card, "Cancelling the request…");
+  try {
+    const body = await postJSON(approvalsPath(`/${encodeURIComponent(request.id)}/cancel`), {});
+    setCardStatus(card, `${recordedText(body.resolution.outcome, null)} The run continues.`, "done");
+    if (state.interrupts.has(request.id)) followThread(request.id);
+  } catch (error) {
+    setCardStatus(card, `Not cancelled: ${error.message}`, "error");
     setCardBusy(card, false);
   }
 }
@@ -260,6 +289,16 @@ function buildCard(request) {
       scope.append(el("ul", "scope-lines"));
       choices.append(scope);
     }
+  }
+  if (!request.choices.some((choice) => choice.decision === "cancel")) {
+    const withdraw = el("button", "cancel-request", "Cancel request");
+    withdraw.type = "button";
+    withdraw.dataset.decision = "cancel";
+    withdraw.hidden = true; // shown once the explanation says the signed-in user may cancel
+    withdraw.disabled = true;
+    withdraw.title = "Withdraw this request: nothing runs, and the run continues past it";
+    withdraw.addEventListener("click", () => cancelRequest(card));
+    buttons.append(withdraw);
   }
   if (request.choices.some((choice) => choice.decision === "deny")) {
     const note = el("label", "note");

@@ -43,6 +43,7 @@ ROUTES = {
     ("GET", "/agent/health"),
     ("GET", "/approvals/snapshot"),
     ("POST", "/approvals/{request_id}/decisions"),
+    ("POST", "/approvals/{request_id}/cancel"),
     ("GET", "/approvals/events"),
     ("GET", "/approvals/csrf"),
     ("GET", "/favicon.ico"),

@@ -273,8 +273,10 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
             return
         principal = checked_principal(self.actor)
         access = await self.authority.athread_access(principal, input.thread_id)
-        if not access.visible:
-            # Another person's thread: no byte of it (messages, interrupts) is sent.
+        if not access.visible or (principal is None and access.record is not None):
+            # Another person's thread: no byte of it (messages, interrupts) is sent. A run
+            # with no actor (an endpoint that authenticates nobody) may start threads of
+            # its own, never read or continue one a person started.
             for event in _refusal(input, FORBIDDEN, THREAD_REFUSED):
                 yield event
             return

@@ -37,8 +37,10 @@ from .witness import (
     WitnessCheck,
     WitnessedTip,
     WitnessError,
+    check_witness,
     check_witnessed,
     open_witness,
+    publish_compaction,
     publish_tip,
 )
 
@@ -80,10 +82,12 @@ __all__ = [
     "WitnessError",
     "WitnessedTip",
     "chain_hash",
+    "check_witness",
     "check_witnessed",
     "is_postgres_url",
     "open_ledger",
     "open_witness",
+    "publish_compaction",
     "publish_tip",
     "retry_delivery",
     "verify_audit",

@@ -65,7 +65,7 @@ from .base import (
     StoredRequest,
     StoredResolution,
 )
-from .integrity import LedgerIntegrityError, execution_vouched
+from .integrity import LedgerIntegrityError, execution_vouched, sealed_checkpoint
 from .retention import (
     CompactedRequestError,
     CompactionReport,
@@ -416,7 +416,7 @@ class SqlLedger(SqlBackend):
         with self._read() as cur:
             return self._read_counters(cur, lock=False)[0]
 
-    def compact_events(self, before_sequence: int) -> int:
+    def compact_events(self, before_sequence: int, *, key: bytes | None = None) -> int:
         with self._write() as cur:  # not batched: the audit entry needs the count first
             sql = "DELETE FROM aais_events WHERE sequence < ?"
             removed = int(self._run(cur, sql, (before_sequence,)).rowcount)
@@ -425,10 +425,13 @@ class SqlLedger(SqlBackend):
                     # The floor the audit records is never past the sequences assigned: later
                     # events must stay vouched for.
                     floor = min(before_sequence, counters.last_sequence + 1)
-                    counters.append_audit("compacted", compacted_audit(floor, removed))
+                    payload = sealed_checkpoint(key, compacted_audit(floor, removed))
+                    counters.append_audit("compacted", payload)
         return removed
 
-    def compact_history(self, policy: RetentionPolicy, *, now: float) -> CompactionReport:
+    def compact_history(
+        self, policy: RetentionPolicy, *, now: float, key: bytes | None = None
+    ) -> CompactionReport:
         # Unlike other writes, the counters are locked first: the plan must be made from a
         # chain no one appends to. The rows it then deletes are resolved requests' rows,
         # which no writer waiting for the counters holds.
@@ -453,11 +456,11 @@ class SqlLedger(SqlBackend):
                 entry = counters.append_audit(old.kind, old.payload)
                 revouch = REVOUCH.get(entry.kind)
                 if revouch is not None:
-                    key = "grant_id" if entry.kind == "granted" else "request_id"
-                    self._run(cur, revouch, (entry.index, entry.payload.get(key)))
-            counters.append_audit("compacted", plan.checkpoint())
+                    row_key = "grant_id" if entry.kind == "granted" else "request_id"
+                    self._run(cur, revouch, (entry.index, entry.payload.get(row_key)))
+            checkpoint = counters.append_audit("compacted", plan.checkpoint(key))
             self._run(cur, "DELETE FROM aais_audit WHERE idx < ?", (plan.cut,))
-        return plan.report()
+        return plan.report(counters.settled(checkpoint))
 
     def contents(self) -> LedgerContents:
         with self._snapshot() as cur:
@@ -477,6 +480,7 @@ class SqlLedger(SqlBackend):
             last_sequence=last_sequence,
             request_sequences={str(row[0]): int(row[1]) for row in sequences},
             executions=[ex.execution_from_row(row) for row in rows["executions"]],
+            tombstones=frozenset(str(row[0]) for row in rows["tombstones"]),
         )
 
     def append_audit(self, kind: AuditKind, payload: Mapping[str, Any]) -> AuditEntry:

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from aais_langgraph.protocol import parse_timestamp
 
 from .base import AuditEntry, JsonDict, LedgerContents
-from .compaction import history_audit
+from .compaction import carried_digest, history_audit, tombstones_digest
+from .integrity import sealed_checkpoint
 
 __all__ = [
     "POSTGRES_COMPACTED_SCHEMA",
@@ -108,6 +109,10 @@ class CompactionReport:
     carried: int = 0
     compacted_through: int | None = None
     """The last audit index now covered by a checkpoint (None: nothing removed)."""
+    checkpoint: tuple[int, str] | None = None
+    """The checkpoint entry's ``(index, hash)``, to publish to witnesses."""
+    chained_from: str | None = None
+    """The hash of entry ``compacted_through``, which the chain left links to."""
 
     def to_json(self) -> JsonDict:
         """A JSON-ready dict of the report."""
@@ -127,7 +132,8 @@ class CompactionPlan:
     ``cut``: audit entries with a smaller index go; ``before_sequence``: events with a
     smaller sequence go; ``removed``: request ids whose rows go (and become
     tombstones); ``carried``: the entries of kept rows that lie below ``cut``, in chain
-    order, appended again before the ``checkpoint`` payload.
+    order, appended again before the ``checkpoint`` payload; ``tombstones``: every
+    tombstone once the plan is applied.
     """
 
     cut: int
@@ -139,10 +145,11 @@ class CompactionPlan:
     events_removed: int
     audit_from: int
     audit_through_hash: str
+    tombstones: frozenset[str] = frozenset()
 
-    def checkpoint(self) -> JsonDict:
-        """The ``compacted`` entry's payload."""
-        return history_audit(
+    def checkpoint(self, key: bytes | None = None) -> JsonDict:
+        """The ``compacted`` entry's payload, sealed with ``key`` when one is given."""
+        payload = history_audit(
             before_sequence=self.before_sequence,
             removed_events=self.events_removed,
             audit_from=self.audit_from,
@@ -150,16 +157,22 @@ class CompactionPlan:
             audit_through_hash=self.audit_through_hash,
             requests_removed=len(self.removed),
             carried=len(self.carried),
+            carried_digest=carried_digest(self.carried),
+            tombstones=len(self.tombstones),
+            tombstones_digest=tombstones_digest(self.tombstones),
         )
+        return sealed_checkpoint(key, payload)
 
-    def report(self) -> CompactionReport:
-        """The report of this plan once applied."""
+    def report(self, checkpoint: AuditEntry) -> CompactionReport:
+        """The report of this plan once applied, with its ``checkpoint`` entry."""
         return CompactionReport(
             requests_removed=len(self.removed),
             entries_removed=self.entries_removed,
             events_removed=self.events_removed,
             carried=len(self.carried),
             compacted_through=self.cut - 1,
+            checkpoint=(checkpoint.index, checkpoint.entry_hash),
+            chained_from=self.audit_through_hash,
         )
 
 
@@ -277,6 +290,7 @@ def plan_compaction(
         events_removed=sum(1 for s in stored if s < floor),
         audit_from=first,
         audit_through_hash=by_index[cut - 1].entry_hash,
+        tombstones=contents.tombstones | removed,
     )
 
 

@@ -280,7 +280,12 @@ def verify_contents(
 
     ``key`` (the authority key, if one is configured) also checks every row's seal.
     """
-    chain = verify_audit(contents.audit, contents.audit_tip, expected_tip=expected_tip)
+    chain = verify_audit(
+        contents.audit,
+        contents.audit_tip,
+        expected_tip=expected_tip,
+        sealed_checkpoints=key is not None,
+    )
     if not chain.ok:
         return replace(chain, table="aais_audit", row_id=str(chain.first_bad_index))
     vouchers = _Vouchers(contents.audit)

@@ -13,8 +13,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from aais_langgraph.ledger import AuditEntry, InMemoryLedger, Ledger, LedgerContents, chain_hash
 from aais_langgraph.ledger.compaction import carried_digest, history_audit, tombstones_digest
@@ -120,53 +121,72 @@ def write_memory(ledger: InMemoryLedger, forgery: Forgery) -> None:
     ledger._compacted = set(forgery.tombstones)
 
 
-def write_sqlite(path: Path, forgery: Forgery) -> None:
-    """Put the forged state into a SQLite ledger file."""
+def write_sql(conn: Any, forgery: Forgery, *, mark: str, tip_sql: str) -> None:
+    """Put the forged state into a SQL ledger through ``conn`` (a DB-API connection whose
+    placeholder is ``mark``; ``tip_sql`` stores the tip from ``(index, hash)``)."""
     contents = forgery.contents
-    with sqlite3.connect(path) as conn:
-        conn.execute("DELETE FROM aais_audit")
-        conn.executemany(
+
+    def run(sql: str, params: Sequence[Any] = ()) -> None:
+        conn.execute(sql.replace("?", mark), params)
+
+    run("DELETE FROM aais_audit")
+    for e in contents.audit:
+        run(
             "INSERT INTO aais_audit (idx, kind, occurred_at, payload, prev_hash, entry_hash) "
             "VALUES (?, ?, ?, ?, ?, ?)",
-            [
-                (e.index, e.kind, e.occurred_at, json.dumps(e.payload), e.prev_hash, e.entry_hash)
-                for e in contents.audit
-            ],
+            (e.index, e.kind, e.occurred_at, json.dumps(e.payload), e.prev_hash, e.entry_hash),
         )
-        for r in contents.requests:
-            conn.execute(
-                "UPDATE aais_requests SET audit_index = ? WHERE request_id = ?",
-                (r.audit_index, r.request_id),
-            )
-        for s in contents.resolutions:
-            conn.execute(
-                "UPDATE aais_resolutions SET audit_index = ? WHERE request_id = ?",
-                (s.audit_index, s.request_id),
-            )
-        for g in contents.grants:
-            conn.execute(
-                "UPDATE aais_grants SET audit_index = ?, revoked_at = ? WHERE grant_id = ?",
-                (g.audit_index, g.revoked_at, g.grant_id),
-            )
-        conn.execute("DELETE FROM aais_events")
-        kept = [x.request_id for x in contents.executions]
-        marks = ", ".join("?" for _ in kept) or "''"
-        conn.execute(f"DELETE FROM aais_executions WHERE request_id NOT IN ({marks})", kept)
-        conn.execute("DELETE FROM aais_compacted_requests")
-        conn.executemany(
-            "INSERT INTO aais_compacted_requests (request_id) VALUES (?)",
-            [(t,) for t in sorted(forgery.tombstones)],
+    for r in contents.requests:
+        run(
+            "UPDATE aais_requests SET audit_index = ? WHERE request_id = ?",
+            (r.audit_index, r.request_id),
         )
-        conn.execute(
-            "UPDATE aais_meta SET value = ? WHERE key = 'audit_tip'",
-            (json.dumps(list(contents.audit_tip or ())),),
+    for s in contents.resolutions:
+        run(
+            "UPDATE aais_resolutions SET audit_index = ? WHERE request_id = ?",
+            (s.audit_index, s.request_id),
         )
+    for g in contents.grants:
+        run(
+            "UPDATE aais_grants SET audit_index = ?, revoked_at = ? WHERE grant_id = ?",
+            (g.audit_index, g.revoked_at, g.grant_id),
+        )
+    run("DELETE FROM aais_events")
+    kept = [x.request_id for x in contents.executions]
+    marks = ", ".join("?" for _ in kept) or "''"
+    run(f"DELETE FROM aais_executions WHERE request_id NOT IN ({marks})", kept)
+    run("DELETE FROM aais_compacted_requests")
+    for tombstone in sorted(forgery.tombstones):
+        run("INSERT INTO aais_compacted_requests (request_id) VALUES (?)", (tombstone,))
+    assert contents.audit_tip is not None
+    conn.execute(tip_sql, contents.audit_tip)
 
 
-def write(ledger: Ledger, path: Path | None, forgery: Forgery) -> None:
-    """Write the forgery into ``ledger`` (in memory) or the SQLite file at ``path``."""
+SQLITE_TIP = "UPDATE aais_meta SET value = json_array(?, ?) WHERE key = 'audit_tip'"
+POSTGRES_TIP = "UPDATE aais_meta SET audit_tip_index = %s, audit_tip_hash = %s"
+
+
+def write_sqlite(path: Path, forgery: Forgery) -> None:
+    """Put the forged state into a SQLite ledger file."""
+    with sqlite3.connect(path) as conn:
+        write_sql(conn, forgery, mark="?", tip_sql=SQLITE_TIP)
+
+
+def write_postgres(url: str, forgery: Forgery) -> None:
+    """Put the forged state into a Postgres ledger."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        write_sql(conn, forgery, mark="%s", tip_sql=POSTGRES_TIP)
+
+
+def write(ledger: Ledger, where: Path | str | None, forgery: Forgery) -> None:
+    """Write the forgery into ``ledger`` (in memory), the SQLite file at ``where`` (a
+    path) or the Postgres database at ``where`` (a URL)."""
     if isinstance(ledger, InMemoryLedger):
         write_memory(ledger, forgery)
+    elif isinstance(where, str):
+        write_postgres(where, forgery)
     else:
-        assert path is not None
-        write_sqlite(path, forgery)
+        assert where is not None
+        write_sqlite(where, forgery)

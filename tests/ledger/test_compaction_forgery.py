@@ -11,8 +11,10 @@ by the checkpoint, so deleting one is detected.
 from __future__ import annotations
 
 import dataclasses
+import json
+import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,7 @@ from aais_langgraph.ledger.executions import claim_change, finish_change
 from aais_langgraph.ledger.retention import RetentionPolicy
 from aais_langgraph.protocol import build_decision
 from hostile.report import record
+from support.pg_cluster import fresh_schema_url
 
 from .forgery import forge_compaction, write
 
@@ -52,14 +55,36 @@ CATEGORY = "compaction forgery"
 
 @dataclasses.dataclass
 class Opened:
+    """A ledger and where its storage is: None (in memory), a SQLite path, a Postgres URL."""
+
     ledger: Ledger
-    path: Path | None
+    path: Path | str | None
+
+    def sql(self, statement: str, params: Sequence[Any] = ()) -> None:
+        """Run one statement (``?`` marks) on the storage, as its owner could."""
+        if isinstance(self.path, str):
+            import psycopg
+
+            with psycopg.connect(self.path) as conn:
+                conn.execute(statement.replace("?", "%s"), params)
+        else:
+            assert self.path is not None
+            with sqlite3.connect(self.path) as conn:
+                conn.execute(statement, params)
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def opened(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opened]:
     if request.param == "memory":
         yield Opened(InMemoryLedger(), None)
+        return
+    if request.param == "postgres":
+        from aais_langgraph.ledger.postgres import PostgresLedger
+
+        url = fresh_schema_url(request.getfixturevalue("postgres_cluster"))
+        with PostgresLedger.from_conn_string(url) as postgres:
+            postgres.setup()
+            yield Opened(postgres, url)
         return
     path = tmp_path / "ledger.db"
     with SqliteLedger.from_conn_string(path) as ledger:
@@ -203,11 +228,7 @@ def test_a_deleted_tombstone_is_detected(opened: Opened) -> None:
     if isinstance(opened.ledger, InMemoryLedger):
         opened.ledger._compacted.discard("apr_0")
     else:
-        import sqlite3
-
-        assert opened.path is not None
-        with sqlite3.connect(opened.path) as conn:
-            conn.execute("DELETE FROM aais_compacted_requests WHERE request_id = 'apr_0'")
+        opened.sql("DELETE FROM aais_compacted_requests WHERE request_id = ?", ("apr_0",))
 
     verified = authority.verify_audit()
 
@@ -232,25 +253,19 @@ def _drop_carried(opened: Opened, drop: Callable[[Any], bool]) -> None:
         opened.ledger._requests.pop("apr_pending", None)
         opened.ledger._pending.pop("apr_pending", None)
         return
-    import json
-    import sqlite3
-
-    assert opened.path is not None
-    with sqlite3.connect(opened.path) as conn:
-        conn.execute("DELETE FROM aais_audit")
-        conn.executemany(
+    opened.sql("DELETE FROM aais_audit")
+    for e in chain:
+        opened.sql(
             "INSERT INTO aais_audit (idx, kind, occurred_at, payload, prev_hash, entry_hash) "
             "VALUES (?, ?, ?, ?, ?, ?)",
-            [
-                (e.index, e.kind, e.occurred_at, json.dumps(e.payload), e.prev_hash, e.entry_hash)
-                for e in chain
-            ],
+            (e.index, e.kind, e.occurred_at, json.dumps(e.payload), e.prev_hash, e.entry_hash),
         )
-        conn.execute("DELETE FROM aais_requests WHERE request_id = 'apr_pending'")
-        conn.execute(
-            "UPDATE aais_meta SET value = ? WHERE key = 'audit_tip'",
-            (json.dumps([chain[-1].index, chain[-1].entry_hash]),),
-        )
+    opened.sql("DELETE FROM aais_requests WHERE request_id = ?", ("apr_pending",))
+    tip = (chain[-1].index, chain[-1].entry_hash)
+    if isinstance(opened.path, str):
+        opened.sql("UPDATE aais_meta SET audit_tip_index = ?, audit_tip_hash = ?", tip)
+    else:
+        opened.sql("UPDATE aais_meta SET value = json_array(?, ?) WHERE key = 'audit_tip'", tip)
 
 
 def test_a_carried_entry_dropped_before_a_sealed_checkpoint_is_detected(opened: Opened) -> None:

@@ -72,6 +72,7 @@ from .retention import (
     RetentionPolicy,
     keeps_all,
     plan_compaction,
+    vouched_tombstones,
 )
 from .selection import PendingSelection, SelectionSubjects
 
@@ -98,6 +99,7 @@ class SqlBackend(Ledger):
 
     mark: ClassVar[str] = "?"
     """The backend's parameter placeholder (``?`` or ``%s``)."""
+    _vouched_tombstones: frozenset[str] | None = None
     for_update: ClassVar[str] = ""
     """Appended to a read that must lock the row it returns (`` FOR UPDATE`` or nothing)."""
     execution_subject: ClassVar[str]
@@ -201,6 +203,8 @@ class SqlLedger(SqlBackend):
                 return existing, False
             if self._one(cur, COMPACTED_QUERY, (fields.request_id,)) is not None:
                 raise CompactedRequestError()
+            if fields.request_id in self._tombstones(cur):
+                raise CompactedRequestError()  # its row went after this process vouched for it
             # Another writer may have added it while we waited for the counters.
             again = (f"SELECT {REQUEST_COLUMNS} FROM aais_requests WHERE request_id = ?",)
             with self._counters(cur, (*again, (fields.request_id,))) as counters:
@@ -459,8 +463,19 @@ class SqlLedger(SqlBackend):
                     row_key = "grant_id" if entry.kind == "granted" else "request_id"
                     self._run(cur, revouch, (entry.index, entry.payload.get(row_key)))
             checkpoint = counters.append_audit("compacted", plan.checkpoint(key))
+            self._vouched_tombstones = plan.tombstones
             self._run(cur, "DELETE FROM aais_audit WHERE idx < ?", (plan.cut,))
         return plan.report(counters.settled(checkpoint))
+
+    def _tombstones(self, cur: Cursor) -> frozenset[str]:
+        """The tombstones as the newest checkpoint vouched for them when this process first
+        stored a request (or compacted), so a tombstone deleted later is still refused."""
+        if self._vouched_tombstones is None:
+            sql = f"SELECT {rows.AUDIT_COLUMNS} FROM aais_audit WHERE kind = 'compacted'"
+            checkpoints = [audit_from_row(row) for row in self._all(cur, sql)]
+            stored = [str(row[0]) for row in self._all(cur, CONTENTS_QUERIES["tombstones"])]
+            self._vouched_tombstones = vouched_tombstones(checkpoints, stored)
+        return self._vouched_tombstones
 
     def contents(self) -> LedgerContents:
         with self._snapshot() as cur:

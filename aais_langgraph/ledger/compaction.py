@@ -20,7 +20,15 @@ from aais_langgraph.protocol import canonical_json
 
 from .base import AuditEntry, JsonDict
 
-__all__ = ["ChainStart", "carried_digest", "chain_start", "history_audit", "tombstones_digest"]
+__all__ = [
+    "ChainStart",
+    "carried_digest",
+    "chain_start",
+    "history_audit",
+    "newest_tombstones_checkpoint",
+    "tombstones_digest",
+    "tombstones_problem",
+]
 
 
 @dataclass(frozen=True)
@@ -118,3 +126,27 @@ def chain_start(entries: Sequence[AuditEntry], genesis: str) -> ChainStart:
         return ChainStart(0, genesis)
     through, tip_hash = newest
     return ChainStart(through + 1, tip_hash, (0, through))
+
+
+def tombstones_problem(newest: AuditEntry | None, tombstones: Iterable[str]) -> str | None:
+    """Why the stored ``tombstones`` are not the ones the ``newest`` checkpoint that records
+    tombstones vouches for, or None (None too when no checkpoint records them)."""
+    if newest is None:
+        return None
+    ids = set(tombstones)
+    if tombstones_digest(ids) == newest.payload.get("tombstones_digest"):
+        return None
+    count = newest.payload.get("tombstones")
+    if isinstance(count, int) and len(ids) < count:
+        return "a tombstone the newest compaction checkpoint records is missing"
+    return "the tombstones differ from the ones the newest compaction checkpoint records"
+
+
+def newest_tombstones_checkpoint(entries: Iterable[AuditEntry]) -> AuditEntry | None:
+    """The newest ``compacted`` entry in ``entries`` that records the tombstones."""
+    newest = None
+    for entry in entries:
+        recorded = entry.kind == "compacted" and "tombstones_digest" in entry.payload
+        if recorded and (newest is None or entry.index > newest.index):
+            newest = entry
+    return newest

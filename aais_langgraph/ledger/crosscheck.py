@@ -19,7 +19,7 @@ from aais_langgraph.protocol import AAISValidationError, sha256_digest
 
 from .audit import AuditVerification, verify_audit
 from .base import AuditEntry, LedgerContents
-from .compaction import carried_digest, tombstones_digest
+from .compaction import carried_digest, tombstones_problem
 from .integrity import (
     checkpoint_seal,
     execution_vouched,
@@ -254,16 +254,9 @@ def _checkpoint_problems(contents: LedgerContents, key: bytes | None) -> Iterato
                     )
         if "tombstones_digest" in payload:
             newest = entry
-    if newest is not None:
-        recorded = newest.payload.get("tombstones_digest")
-        if tombstones_digest(contents.tombstones) != recorded:
-            count = newest.payload.get("tombstones")
-            reason = (
-                "a tombstone the newest compaction checkpoint records is missing"
-                if isinstance(count, int) and len(contents.tombstones) < count
-                else "the tombstones differ from the ones the newest compaction checkpoint records"
-            )
-            yield "aais_compacted_requests", str(newest.index), reason
+    problem = tombstones_problem(newest, contents.tombstones)
+    if problem is not None and newest is not None:
+        yield "aais_compacted_requests", str(newest.index), problem
 
 
 def _text(value: object) -> str | None:

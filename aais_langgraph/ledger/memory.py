@@ -57,6 +57,7 @@ from .retention import (
     RetentionPolicy,
     keeps_all,
     plan_compaction,
+    vouched_tombstones,
 )
 from .selection import ActionPattern, PendingSelection, RowFacts
 
@@ -90,6 +91,7 @@ class InMemoryLedger(Ledger):
         self._thread_owners: dict[str, str] = {}
         self._resume_work: dict[str, ResumeWork] = {}
         self._compacted: set[str] = set()
+        self._vouched_tombstones: frozenset[str] | None = None
         self._deliveries: dict[str, Delivery] = {}
         self._delivery_cursors: dict[str, int] = {}
 
@@ -111,6 +113,10 @@ class InMemoryLedger(Ledger):
             if existing is not None:
                 return _copy_request(existing), False
             if fields.request_id in self._compacted:
+                raise CompactedRequestError()
+            if self._vouched_tombstones is None:
+                self._vouched_tombstones = vouched_tombstones(self._audit, self._compacted)
+            if fields.request_id in self._vouched_tombstones:
                 raise CompactedRequestError()
             sequence = self._last_sequence + 1
             stored_envelope = {**draft, "sequence": sequence}
@@ -410,6 +416,7 @@ class InMemoryLedger(Ledger):
             for grant_id in plan.removed_grants:
                 del self._grants[grant_id]
             self._compacted.update(plan.removed)
+            self._vouched_tombstones = plan.tombstones
             cut = bisect_left(self._event_sequences, plan.before_sequence)
             del self._event_sequences[:cut]
             del self._events[:cut]

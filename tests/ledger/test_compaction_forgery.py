@@ -10,6 +10,7 @@ by the checkpoint, so deleting one is detected.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import sqlite3
@@ -25,15 +26,16 @@ from aais_langgraph.ledger import (
     FileWitness,
     InMemoryLedger,
     Ledger,
+    LedgerIntegrityError,
     SqliteLedger,
     chain_hash,
     check_witness,
     publish_tip,
 )
 from aais_langgraph.ledger.executions import claim_change, finish_change
-from aais_langgraph.ledger.retention import RetentionPolicy
+from aais_langgraph.ledger.retention import CompactedRequestError, RetentionPolicy
 from aais_langgraph.protocol import build_decision
-from hostile.report import record
+from hostile.report import record, refused
 from support.pg_cluster import fresh_schema_url
 
 from .forgery import forge_compaction, write
@@ -280,3 +282,37 @@ def test_a_carried_entry_dropped_before_a_sealed_checkpoint_is_detected(opened: 
     _tally(not verified.ok)
     assert not verified.ok and verified.table == "aais_audit", verified
     assert verified.reason is not None and "carried" in verified.reason
+
+
+@contextlib.contextmanager
+def _reopened(opened: Opened) -> Iterator[Ledger]:
+    """Another process's view of the same storage (the in-memory ledger itself)."""
+    if isinstance(opened.ledger, InMemoryLedger):
+        yield opened.ledger
+    elif isinstance(opened.path, str):
+        from aais_langgraph.ledger.postgres import PostgresLedger
+
+        with PostgresLedger.from_conn_string(opened.path) as postgres:
+            yield postgres
+    else:
+        assert opened.path is not None
+        with SqliteLedger.from_conn_string(opened.path) as ledger:
+            yield ledger
+
+
+def test_a_compacted_id_stays_refused_after_its_tombstone_is_deleted(opened: Opened) -> None:
+    authority = _compacted_with_a_key(opened)
+    if isinstance(opened.ledger, InMemoryLedger):
+        opened.ledger._compacted.discard("apr_0")
+    else:
+        opened.sql("DELETE FROM aais_compacted_requests WHERE request_id = ?", ("apr_0",))
+    origin = {"harness": "tests", "session_id": "sess_1"}
+
+    with refused(CATEGORY, CompactedRequestError):  # this process vouched for it already
+        authority.request(ACTION, origin=origin, request_id="apr_0", choices=CHOICES)
+    with _reopened(opened) as other:  # a new process checks the tombstones first
+        with refused(CATEGORY, (CompactedRequestError, LedgerIntegrityError)):
+            ApprovalAuthority(other, key=KEY).request(
+                ACTION, origin=origin, request_id="apr_0", choices=CHOICES
+            )
+        assert other.get_request("apr_0") is None

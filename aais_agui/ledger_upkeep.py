@@ -27,6 +27,7 @@ from aais_langgraph.ledger import (
     WitnessedTip,
     WitnessError,
     open_witness,
+    publish_compaction,
     publish_tip,
 )
 
@@ -65,11 +66,15 @@ class LedgerUpkeep:
         self._compacted_at = -float("inf")
 
     async def compact(self) -> CompactionReport | None:
-        """One retention pass (None without a policy)."""
+        """One retention pass (None without a policy), published to the witnesses when it
+        removed anything."""
         policy = self.settings.policy
         if policy is None:
             return None
-        report = await self.ledger.acompact_history(policy, now=time.time())
+        report = await self.ledger.acompact_history(policy, now=time.time(), key=self.key)
+        if report.checkpoint is not None and self.witnesses:
+            await asyncio.to_thread(publish_compaction, report, self.witnesses, key=self.key)
+            self.published = report.checkpoint
         if report.requests_removed:
             logger.info(
                 "retention: %d requests and %d audit entries compacted",
@@ -96,7 +101,9 @@ class LedgerUpkeep:
         try:
             if moment - self._compacted_at >= self.settings.retention_every:
                 self._compacted_at = moment
-                await self.compact()
+                report = await self.compact()
+                if report is not None and report.checkpoint == self.published:
+                    self._published_at = moment  # the compaction's publication counts
         except Exception:
             logger.exception("retention pass failed; it runs again at the next interval")
         try:

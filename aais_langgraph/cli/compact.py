@@ -1,9 +1,12 @@
 """``aais-langgraph compact --keep-days N | --keep-last N``: bound the ledger's history.
 
 Removes the resolved requests the policy lets go (with their events, grants,
-execution records and audit entries) and leaves a ``compacted`` checkpoint, so
-``audit verify`` still passes and reports the compacted range. What is still
-needed stays: pending requests, open resume work, unfinished executions, live grants.
+execution records and audit entries) and leaves a ``compacted`` checkpoint, sealed
+with the authority key when one is configured, so ``audit verify`` still passes and
+reports the compacted range. ``--witness FILE|URL`` (repeatable) publishes the
+compaction, so ``audit verify --witness`` accounts for the witnessed entries it
+removed. What is still needed stays: pending requests, open resume work, unfinished
+executions, live grants.
 """
 
 from __future__ import annotations
@@ -12,8 +15,9 @@ import argparse
 import time
 from typing import Any, TextIO
 
-from ..authority import ApprovalAuthority
+from ..authority import ApprovalAuthority, load_authority_key
 from ..ledger.retention import RetentionPolicy
+from ..ledger.witness import WitnessError, open_witness, publish_compaction
 
 __all__ = ["add_parser", "policy_of", "run"]
 
@@ -50,6 +54,13 @@ def add_parser(commands: Any) -> None:
     )
     sub.add_argument("--keep-days", metavar="N", type=_days, help="keep what resolved in N days")
     sub.add_argument("--keep-last", metavar="N", type=_count, help="keep the N latest resolved")
+    sub.add_argument(
+        "--witness",
+        metavar="FILE|URL",
+        action="append",
+        default=[],
+        help="publish the compaction to this witness (JSON-lines file or HTTP URL; repeatable)",
+    )
 
 
 def policy_of(keep_days: float | None, keep_last: int | None) -> RetentionPolicy | None:
@@ -65,7 +76,13 @@ def run(authority: ApprovalAuthority, args: argparse.Namespace, stdout: TextIO) 
     if policy is None:
         stdout.write("error: compact: give --keep-days N or --keep-last N\n")
         return 2
-    report = authority.ledger.compact_history(policy, now=time.time())
+    try:
+        key = load_authority_key()
+        witnesses = [open_witness(target) for target in args.witness]
+    except ValueError as error:
+        stdout.write(f"error: {error}\n")
+        return 2
+    report = authority.ledger.compact_history(policy, now=time.time(), key=key)
     if report.compacted_through is None:
         stdout.write("nothing to compact\n")
         return 0
@@ -74,4 +91,11 @@ def run(authority: ApprovalAuthority, args: argparse.Namespace, stdout: TextIO) 
         f"entries and {report.events_removed} events removed; entries "
         f"0..{report.compacted_through} now covered by a checkpoint ({report.carried} carried)\n"
     )
+    if witnesses:
+        try:
+            publish_compaction(report, witnesses, key=key)
+        except WitnessError as error:
+            stdout.write(f"error: {error}\n")
+            return 2
+        stdout.write(f"published the compaction to {len(witnesses)} witness(es)\n")
     return 0

@@ -5,8 +5,9 @@ to each witness. ``verify --witness`` checks the ledger against the latest
 witnessed tip after the usual verification: exit status 3 for a rollback (the
 ledger is behind a witnessed tip, e.g. a restored backup), 4 for a fork (the entry at
 the witnessed index differs: the chain was rewritten), 1 for a publication that
-cannot be checked (no valid seal, or its entry was compacted), 2 for a witness that
-cannot be read.
+cannot be checked (no valid seal, or its entry is gone and no witnessed compaction
+removed it), 2 for a witness that cannot be read. Every publication the witness
+returns is checked, not only the latest.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from ..authority import ApprovalAuthority, load_authority_key
-from ..ledger.witness import WitnessError, check_witnessed, open_witness, publish_tip
+from ..ledger.witness import WitnessError, check_witness, open_witness, publish_tip
 
 __all__ = ["EXIT_FORK", "EXIT_ROLLBACK", "publish", "verify"]
 
@@ -48,15 +49,15 @@ def verify(authority: ApprovalAuthority, targets: Sequence[str], stdout: TextIO)
     status = 0
     for target in targets:
         try:
-            witnessed = open_witness(target).latest()
+            published = open_witness(target).publications()
         except (WitnessError, ValueError) as error:
             stdout.write(f"error: {error}\n")
             status = max(status, 2)
             continue
-        if witnessed is None:
+        if not published:
             stdout.write("witness: nothing published yet\n")
             continue
-        check = check_witnessed(authority.ledger, witnessed, key=load_authority_key())
+        check = check_witness(authority.ledger, published, key=load_authority_key())
         stdout.write(f"witness: {check.message}\n")
         if check.verdict == "rollback":
             status = max(status, EXIT_ROLLBACK)

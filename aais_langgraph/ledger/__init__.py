@@ -38,8 +38,10 @@ from .witness import (
     WitnessCheck,
     WitnessedTip,
     WitnessError,
+    check_witness,
     check_witnessed,
     open_witness,
+    publish_compaction,
     publish_tip,
 )
 
@@ -82,10 +84,12 @@ __all__ = [
     "WitnessError",
     "WitnessedTip",
     "chain_hash",
+    "check_witness",
     "check_witnessed",
     "is_postgres_url",
     "open_ledger",
     "open_witness",
+    "publish_compaction",
     "publish_tip",
     "retry_delivery",
     "verify_audit",

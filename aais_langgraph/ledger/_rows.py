@@ -35,6 +35,7 @@ CONTENTS_QUERIES = {
     "events": "SELECT sequence, envelope FROM aais_events ORDER BY sequence",
     "audit": f"SELECT {AUDIT_COLUMNS} FROM aais_audit ORDER BY idx",
     "executions": f"SELECT {EXECUTION_COLUMNS} FROM aais_executions ORDER BY request_id",
+    "tombstones": "SELECT request_id FROM aais_compacted_requests",
 }
 
 

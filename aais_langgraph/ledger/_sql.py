@@ -67,13 +67,14 @@ from .base import (
     StoredResolution,
     ThreadRecord,
 )
-from .integrity import LedgerIntegrityError, execution_vouched
+from .integrity import LedgerIntegrityError, execution_vouched, sealed_checkpoint
 from .retention import (
     CompactedRequestError,
     CompactionReport,
     RetentionPolicy,
     keeps_all,
     plan_compaction,
+    vouched_tombstones,
 )
 from .selection import PendingSelection, SelectionSubjects
 
@@ -100,6 +101,7 @@ class SqlBackend(Ledger):
 
     mark: ClassVar[str] = "?"
     """The backend's parameter placeholder (``?`` or ``%s``)."""
+    _vouched_tombstones: frozenset[str] | None = None
     for_update: ClassVar[str] = ""
     """Appended to a read that must lock the row it returns (`` FOR UPDATE`` or nothing)."""
     execution_subject: ClassVar[str]
@@ -203,6 +205,8 @@ class SqlLedger(SqlBackend):
                 return existing, False
             if self._one(cur, COMPACTED_QUERY, (fields.request_id,)) is not None:
                 raise CompactedRequestError()
+            if fields.request_id in self._tombstones(cur):
+                raise CompactedRequestError()  # its row went after this process vouched for it
             # Another writer may have added it while we waited for the counters.
             again = (f"SELECT {REQUEST_COLUMNS} FROM aais_requests WHERE request_id = ?",)
             with self._counters(cur, (*again, (fields.request_id,))) as counters:
@@ -418,7 +422,7 @@ class SqlLedger(SqlBackend):
         with self._read() as cur:
             return self._read_counters(cur, lock=False)[0]
 
-    def compact_events(self, before_sequence: int) -> int:
+    def compact_events(self, before_sequence: int, *, key: bytes | None = None) -> int:
         with self._write() as cur:  # not batched: the audit entry needs the count first
             sql = "DELETE FROM aais_events WHERE sequence < ?"
             removed = int(self._run(cur, sql, (before_sequence,)).rowcount)
@@ -427,10 +431,13 @@ class SqlLedger(SqlBackend):
                     # The floor the audit records is never past the sequences assigned: later
                     # events must stay vouched for.
                     floor = min(before_sequence, counters.last_sequence + 1)
-                    counters.append_audit("compacted", compacted_audit(floor, removed))
+                    payload = sealed_checkpoint(key, compacted_audit(floor, removed))
+                    counters.append_audit("compacted", payload)
         return removed
 
-    def compact_history(self, policy: RetentionPolicy, *, now: float) -> CompactionReport:
+    def compact_history(
+        self, policy: RetentionPolicy, *, now: float, key: bytes | None = None
+    ) -> CompactionReport:
         # Unlike other writes, the counters are locked first: the plan must be made from a
         # chain no one appends to. The rows it then deletes are resolved requests' rows,
         # which no writer waiting for the counters holds.
@@ -455,11 +462,22 @@ class SqlLedger(SqlBackend):
                 entry = counters.append_audit(old.kind, old.payload)
                 revouch = REVOUCH.get(entry.kind)
                 if revouch is not None:
-                    key = "grant_id" if entry.kind == "granted" else "request_id"
-                    self._run(cur, revouch, (entry.index, entry.payload.get(key)))
-            counters.append_audit("compacted", plan.checkpoint())
+                    row_key = "grant_id" if entry.kind == "granted" else "request_id"
+                    self._run(cur, revouch, (entry.index, entry.payload.get(row_key)))
+            checkpoint = counters.append_audit("compacted", plan.checkpoint(key))
+            self._vouched_tombstones = plan.tombstones
             self._run(cur, "DELETE FROM aais_audit WHERE idx < ?", (plan.cut,))
-        return plan.report()
+        return plan.report(counters.settled(checkpoint))
+
+    def _tombstones(self, cur: Cursor) -> frozenset[str]:
+        """The tombstones as the newest checkpoint vouched for them when this process first
+        stored a request (or compacted), so a tombstone deleted later is still refused."""
+        if self._vouched_tombstones is None:
+            sql = f"SELECT {rows.AUDIT_COLUMNS} FROM aais_audit WHERE kind = 'compacted'"
+            checkpoints = [audit_from_row(row) for row in self._all(cur, sql)]
+            stored = [str(row[0]) for row in self._all(cur, CONTENTS_QUERIES["tombstones"])]
+            self._vouched_tombstones = vouched_tombstones(checkpoints, stored)
+        return self._vouched_tombstones
 
     def contents(self) -> LedgerContents:
         with self._snapshot() as cur:
@@ -479,6 +497,7 @@ class SqlLedger(SqlBackend):
             last_sequence=last_sequence,
             request_sequences={str(row[0]): int(row[1]) for row in sequences},
             executions=[ex.execution_from_row(row) for row in rows["executions"]],
+            tombstones=frozenset(str(row[0]) for row in rows["tombstones"]),
         )
 
     def append_audit(self, kind: AuditKind, payload: Mapping[str, Any]) -> AuditEntry:

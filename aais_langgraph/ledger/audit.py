@@ -62,6 +62,8 @@ def verify_audit(
     entries: Iterable[AuditEntry],
     recorded_tip: tuple[int, str] | None,
     expected_tip: tuple[int, str] | None = None,
+    *,
+    sealed_checkpoints: bool = False,
 ) -> AuditVerification:
     """Recompute the chain from genesis or its checkpoint; check it ends at the recorded tip.
 
@@ -73,13 +75,21 @@ def verify_audit(
     earlier moment (for example published elsewhere): the chain must still contain
     that exact entry, so a rewrite or truncation behind the caller's back fails even
     if the recorded tip was rewritten along with it. The chain may have grown since.
+    An ``expected_tip`` at the compacted range's last entry checks against the hash the
+    checkpoint records only with ``sealed_checkpoints`` (the caller verifies the
+    checkpoint's seal with the authority key); otherwise anyone who can write the
+    ledger could write a checkpoint that names the kept tip, so it reports
+    "compacted away".
     """
     chain = entries if isinstance(entries, Sequence) else list(entries)
     start = chain_start(chain, GENESIS_HASH)
     prev_hash = start.prev_hash
     expected_index = start.index
     hash_at_expected_tip: str | None = None
-    if expected_tip is not None and start.compacted and expected_tip[0] == start.compacted[1]:
+    at_boundary = bool(
+        expected_tip is not None and start.compacted and expected_tip[0] == start.compacted[1]
+    )
+    if at_boundary and sealed_checkpoints:
         hash_at_expected_tip = start.prev_hash
     for entry in chain:
         failure = _check_entry(entry, expected_index, prev_hash)
@@ -109,7 +119,8 @@ def verify_audit(
                 "entries were truncated",
                 tip=tip,
             )
-        if start.compacted is not None and 0 <= index < start.compacted[1]:
+        removed = start.compacted is not None and 0 <= index < start.compacted[1]
+        if removed or (at_boundary and not sealed_checkpoints):
             return AuditVerification(
                 False,
                 checked,

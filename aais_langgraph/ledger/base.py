@@ -225,6 +225,8 @@ class LedgerContents:
     backend stores one apart from the envelope."""
     executions: list[Execution] = field(default_factory=list)
     """Every execution record (the runtime's; each vouched for by its latest entry)."""
+    tombstones: frozenset[str] = frozenset()
+    """The ids of requests retention removed (vouched for by the newest checkpoint)."""
 
 
 THREAD_POSTERS = 50
@@ -417,17 +419,21 @@ class Ledger(ABC):
         """The highest sequence assigned so far (0 when empty)."""
 
     @abstractmethod
-    def compact_events(self, before_sequence: int) -> int:
+    def compact_events(self, before_sequence: int, *, key: bytes | None = None) -> int:
         """Drop events older than ``before_sequence``; returns how many. A compaction that
-        drops any is audited (``compacted``, naming ``before_sequence``) in the same
-        transaction, so a ledger whose events were deleted does not look like one
-        compacted."""
+        drops any is audited (``compacted``, naming ``before_sequence``, sealed with the
+        authority ``key`` when one is given) in the same transaction, so a ledger whose
+        events were deleted does not look like one compacted."""
 
-    def compact_history(self, policy: RetentionPolicy, *, now: float) -> CompactionReport:
+    def compact_history(
+        self, policy: RetentionPolicy, *, now: float, key: bytes | None = None
+    ) -> CompactionReport:
         """Remove the resolved requests ``policy`` lets go, with their events, grants,
         execution records, resume work and audit entries, in one transaction that appends
         a ``compacted`` checkpoint so the chain left still verifies (see :mod:`.retention`:
-        what is still needed stays). A removed id can never be stored again."""
+        what is still needed stays). The checkpoint records the carried entries' and the
+        tombstones' digests and is sealed with the authority ``key`` when one is given. A
+        removed id can never be stored again."""
         raise NotImplementedError("compact_history: this ledger backend cannot compact")
 
     @abstractmethod

@@ -10,13 +10,25 @@ breaks the chain like any other edit.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from aais_langgraph.protocol import canonical_json
+
 from .base import AuditEntry, JsonDict
 
-__all__ = ["ChainStart", "chain_start", "history_audit"]
+__all__ = [
+    "ChainStart",
+    "carried_digest",
+    "chain_start",
+    "history_audit",
+    "newest_tombstones_checkpoint",
+    "tombstones_digest",
+    "tombstones_problem",
+]
 
 
 @dataclass(frozen=True)
@@ -38,9 +50,26 @@ def history_audit(
     audit_through_hash: str,
     requests_removed: int,
     carried: int,
+    carried_digest: str,
+    tombstones: int,
+    tombstones_digest: str,
 ) -> JsonDict:
     """The ``compacted`` payload of a retention pass (``before_sequence`` and ``removed``
-    as event compaction writes them, so the events' floor reads the same)."""
+    as event compaction writes them, so the events' floor reads the same).
+
+    Args:
+        before_sequence: events with a smaller sequence were removed.
+        removed_events: how many events were removed.
+        audit_from: the first audit index removed.
+        audit_through: the last audit index removed.
+        audit_through_hash: the hash of entry ``audit_through``, which the chain left
+            links to.
+        requests_removed: how many requests became tombstones in this pass.
+        carried: how many entries were appended again, right before the checkpoint.
+        carried_digest: :func:`carried_digest` of those entries.
+        tombstones: how many tombstones the ledger holds after the pass.
+        tombstones_digest: :func:`tombstones_digest` of all of them.
+    """
     return {
         "before_sequence": before_sequence,
         "removed": removed_events,
@@ -49,7 +78,25 @@ def history_audit(
         "audit_through_hash": audit_through_hash,
         "requests_removed": requests_removed,
         "carried": carried,
+        "carried_digest": carried_digest,
+        "tombstones": tombstones,
+        "tombstones_digest": tombstones_digest,
     }
+
+
+def _digest(value: Any) -> str:
+    text = canonical_json(value, max_depth=sys.maxsize, pointer="/checkpoint")
+    return "sha256:" + hashlib.sha256(text).hexdigest()
+
+
+def carried_digest(entries: Iterable[AuditEntry]) -> str:
+    """The digest of carried entries, in order, by kind and payload (what carrying keeps)."""
+    return _digest([{"kind": entry.kind, "payload": entry.payload} for entry in entries])
+
+
+def tombstones_digest(request_ids: Iterable[str]) -> str:
+    """The digest of a set of tombstones (the removed request ids, sorted)."""
+    return _digest(sorted(set(request_ids)))
 
 
 def _int(value: Any) -> int | None:
@@ -79,3 +126,27 @@ def chain_start(entries: Sequence[AuditEntry], genesis: str) -> ChainStart:
         return ChainStart(0, genesis)
     through, tip_hash = newest
     return ChainStart(through + 1, tip_hash, (0, through))
+
+
+def tombstones_problem(newest: AuditEntry | None, tombstones: Iterable[str]) -> str | None:
+    """Why the stored ``tombstones`` are not the ones the ``newest`` checkpoint that records
+    tombstones vouches for, or None (None too when no checkpoint records them)."""
+    if newest is None:
+        return None
+    ids = set(tombstones)
+    if tombstones_digest(ids) == newest.payload.get("tombstones_digest"):
+        return None
+    count = newest.payload.get("tombstones")
+    if isinstance(count, int) and len(ids) < count:
+        return "a tombstone the newest compaction checkpoint records is missing"
+    return "the tombstones differ from the ones the newest compaction checkpoint records"
+
+
+def newest_tombstones_checkpoint(entries: Iterable[AuditEntry]) -> AuditEntry | None:
+    """The newest ``compacted`` entry in ``entries`` that records the tombstones."""
+    newest = None
+    for entry in entries:
+        recorded = entry.kind == "compacted" and "tombstones_digest" in entry.payload
+        if recorded and (newest is None or entry.index > newest.index):
+            newest = entry
+    return newest

@@ -4,8 +4,10 @@ The chain alone proves only that the audit log is intact; the rows the gate acts
 on live in other tables. So every request, resolution, grant, event and execution
 row is recomputed into the payload its audit entry must hold, every audited row
 must still exist, and (with an authority key) every row's seal must verify. An
-execution record must also belong to an approved request. The first
-mismatch is reported by table and id; reasons never contain row values.
+execution record must also belong to an approved request. A ``compacted`` checkpoint
+must carry a valid seal (with a key), the entries appended right before it must be the
+ones it says it carried, and the newest one must name exactly the stored tombstones.
+The first mismatch is reported by table and id; reasons never contain row values.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from aais_langgraph.protocol import AAISValidationError, sha256_digest
 
 from .audit import AuditVerification, verify_audit
 from .base import AuditEntry, LedgerContents
+from .compaction import carried_digest, tombstones_problem
 from .integrity import (
+    checkpoint_seal,
     execution_vouched,
     grant_vouched,
     request_vouched,
@@ -215,6 +219,50 @@ def _execution_problems(
             yield "aais_executions", request_id, f"missing (audit entry {entry.index})"
 
 
+def _checkpoint_problems(contents: LedgerContents, key: bytes | None) -> Iterator[Problem]:
+    """Checkpoints that are unsealed (with a key), whose carried entries differ from the
+    ones they record, or (the newest) whose tombstones differ from the stored ones."""
+    by_index = {entry.index: entry for entry in contents.audit}
+    first = contents.audit[0].index if contents.audit else 0
+    newest: AuditEntry | None = None
+    newest_index = max(
+        (e.index for e in contents.audit if e.kind == "compacted" and "carried" in e.payload),
+        default=None,
+    )
+    for entry in contents.audit:
+        if entry.kind != "compacted":
+            continue
+        payload = entry.payload
+        if key is not None:
+            problem = seal_problem(checkpoint_seal(key, payload), _text(payload.get("mac")))
+            if problem is not None:
+                yield "aais_audit", str(entry.index), f"the compaction checkpoint: {problem}"
+                continue
+        carried, recorded = payload.get("carried"), payload.get("carried_digest")
+        if isinstance(carried, int) and isinstance(recorded, str):
+            start = entry.index - carried
+            # A later pass may have removed an older checkpoint's carried entries; the
+            # newest checkpoint's were appended after the chain's first entry.
+            if start >= first or entry.index == newest_index:
+                entries = [by_index[i] for i in range(start, entry.index) if i in by_index]
+                if len(entries) != carried or carried_digest(entries) != recorded:
+                    yield (
+                        "aais_audit",
+                        str(entry.index),
+                        "the entries carried before the compaction checkpoint are not the "
+                        "ones it records",
+                    )
+        if "tombstones_digest" in payload:
+            newest = entry
+    problem = tombstones_problem(newest, contents.tombstones)
+    if problem is not None and newest is not None:
+        yield "aais_compacted_requests", str(newest.index), problem
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 def verify_contents(
     contents: LedgerContents,
     *,
@@ -225,11 +273,17 @@ def verify_contents(
 
     ``key`` (the authority key, if one is configured) also checks every row's seal.
     """
-    chain = verify_audit(contents.audit, contents.audit_tip, expected_tip=expected_tip)
+    chain = verify_audit(
+        contents.audit,
+        contents.audit_tip,
+        expected_tip=expected_tip,
+        sealed_checkpoints=key is not None,
+    )
     if not chain.ok:
         return replace(chain, table="aais_audit", row_id=str(chain.first_bad_index))
     vouchers = _Vouchers(contents.audit)
     for problems in (
+        _checkpoint_problems(contents, key),
         _request_problems(contents, vouchers, key),
         _resolution_problems(contents, vouchers, key),
         _grant_problems(contents, vouchers, key),

@@ -7,7 +7,9 @@ vouches for itself only if recomputing that payload from the row gives the entry
 payload (an execution record: its request's latest ``execution`` entry). Without a
 key, someone who can write the database can rewrite a row *and* recompute the chain
 after it; with an authority key, rows also carry an HMAC-SHA256 seal that cannot be
-recomputed without the key. Reasons never contain row values, only what is wrong.
+recomputed without the key; a ``compacted`` checkpoint carries its seal in its own
+payload (``mac``), since the rows it vouches for are gone. Reasons never contain row
+values, only what is wrong.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from .executions import Execution, execution_audit
 __all__ = [
     "MAC_PREFIX",
     "LedgerIntegrityError",
+    "checkpoint_seal",
     "execution_seal",
     "execution_vouched",
     "grant_seal",
@@ -45,6 +48,7 @@ __all__ = [
     "resolution_vouched",
     "seal_problem",
     "sealed",
+    "sealed_checkpoint",
 ]
 
 MAC_PREFIX = "hmac-sha256:"
@@ -115,6 +119,16 @@ def grant_seal(key: bytes, grant: Grant) -> str:
 def execution_seal(key: bytes, record: Execution) -> str:
     """The seal of an execution record: every column but the seal itself."""
     return _seal(key, "execution", execution_audit(record))
+
+
+def checkpoint_seal(key: bytes, payload: Mapping[str, Any]) -> str:
+    """The seal of a ``compacted`` checkpoint: its whole payload but the seal itself."""
+    return _seal(key, "checkpoint", {k: v for k, v in payload.items() if k != "mac"})
+
+
+def sealed_checkpoint(key: bytes | None, payload: JsonDict) -> JsonDict:
+    """``payload`` carrying its seal under ``key`` (unchanged without a key)."""
+    return payload if key is None else {**payload, "mac": checkpoint_seal(key, payload)}
 
 
 def seal_problem(expected: str | None, mac: str | None) -> str | None:

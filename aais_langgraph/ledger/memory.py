@@ -45,7 +45,7 @@ from .base import (
 )
 from .deliveries import Delivery, DeliveryChange, DeliveryState, coalesces
 from .executions import Execution, ExecutionChange, ExecutionState, execution_audit
-from .integrity import LedgerIntegrityError, execution_vouched
+from .integrity import LedgerIntegrityError, execution_vouched, sealed_checkpoint
 from .resume_work import (
     ResumeWork,
     ResumeWorkChange,
@@ -59,6 +59,7 @@ from .retention import (
     RetentionPolicy,
     keeps_all,
     plan_compaction,
+    vouched_tombstones,
 )
 from .selection import ActionPattern, PendingSelection, RowFacts
 
@@ -93,6 +94,7 @@ class InMemoryLedger(Ledger):
         self._thread_posts: dict[str, dict[str, float]] = {}
         self._resume_work: dict[str, ResumeWork] = {}
         self._compacted: set[str] = set()
+        self._vouched_tombstones: frozenset[str] | None = None
         self._deliveries: dict[str, Delivery] = {}
         self._delivery_cursors: dict[str, int] = {}
 
@@ -114,6 +116,10 @@ class InMemoryLedger(Ledger):
             if existing is not None:
                 return _copy_request(existing), False
             if fields.request_id in self._compacted:
+                raise CompactedRequestError()
+            if self._vouched_tombstones is None:
+                self._vouched_tombstones = vouched_tombstones(self._audit, self._compacted)
+            if fields.request_id in self._vouched_tombstones:
                 raise CompactedRequestError()
             sequence = self._last_sequence + 1
             stored_envelope = {**draft, "sequence": sequence}
@@ -374,18 +380,20 @@ class InMemoryLedger(Ledger):
         with self._lock:
             return self._last_sequence
 
-    def compact_events(self, before_sequence: int) -> int:
+    def compact_events(self, before_sequence: int, *, key: bytes | None = None) -> int:
         with self._lock:
             cut = bisect_left(self._event_sequences, before_sequence)
             del self._event_sequences[:cut]
             del self._events[:cut]
             if cut:
                 floor = min(before_sequence, self._last_sequence + 1)  # never past the events
-                payload = compacted_audit(floor, cut)
+                payload = sealed_checkpoint(key, compacted_audit(floor, cut))
                 self._audit.append(next_audit_entry(self._tip(), "compacted", payload))
             return cut
 
-    def compact_history(self, policy: RetentionPolicy, *, now: float) -> CompactionReport:
+    def compact_history(
+        self, policy: RetentionPolicy, *, now: float, key: bytes | None = None
+    ) -> CompactionReport:
         with self._lock:
             if keeps_all(policy, len(self._resolutions)):
                 return CompactionReport()
@@ -411,6 +419,7 @@ class InMemoryLedger(Ledger):
             for grant_id in plan.removed_grants:
                 del self._grants[grant_id]
             self._compacted.update(plan.removed)
+            self._vouched_tombstones = plan.tombstones
             cut = bisect_left(self._event_sequences, plan.before_sequence)
             del self._event_sequences[:cut]
             del self._events[:cut]
@@ -418,9 +427,10 @@ class InMemoryLedger(Ledger):
                 entry = next_audit_entry(self._tip(), old.kind, old.payload)
                 self._audit.append(entry)
                 self._revouch(entry)
-            self._audit.append(next_audit_entry(self._tip(), "compacted", plan.checkpoint()))
+            checkpoint = next_audit_entry(self._tip(), "compacted", plan.checkpoint(key))
+            self._audit.append(checkpoint)
             self._audit = [entry for entry in self._audit if entry.index >= plan.cut]
-            return plan.report()
+            return plan.report(checkpoint)
 
     def _revouch(self, entry: AuditEntry) -> None:
         """Point the row a carried ``entry`` vouches for at it (under the lock)."""
@@ -456,6 +466,7 @@ class InMemoryLedger(Ledger):
             audit_tip=self._tip(),
             last_sequence=self._last_sequence,
             executions=[self._executions[key] for key in sorted(self._executions)],
+            tombstones=frozenset(self._compacted),
         )
 
     def append_audit(self, kind: AuditKind, payload: Mapping[str, Any]) -> AuditEntry:

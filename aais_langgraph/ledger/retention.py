@@ -19,7 +19,11 @@ the hash of its last entry, so ``audit verify`` still verifies the chain that is
 
 Every removed request id is kept as a tombstone (``aais_compacted_requests``): a
 request with that id can never be stored again, so an old decision replayed against a
-re-created request finds nothing to approve (:class:`CompactedRequestError`).
+re-created request finds nothing to approve (:class:`CompactedRequestError`). The
+checkpoint records the count and digest of all tombstones, so ``audit verify`` detects
+a deleted one, and a backend checks its tombstones against the newest checkpoint the
+first time it stores a request in a process, then refuses the ids it verified even if
+their rows go later (:func:`vouched_tombstones`).
 """
 
 from __future__ import annotations
@@ -28,10 +32,18 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from aais_langgraph.protocol import parse_timestamp
+from aais_langgraph.protocol import AAISValidationError, parse_timestamp
 
+from .audit import chain_hash
 from .base import AuditEntry, JsonDict, LedgerContents
-from .compaction import history_audit
+from .compaction import (
+    carried_digest,
+    history_audit,
+    newest_tombstones_checkpoint,
+    tombstones_digest,
+    tombstones_problem,
+)
+from .integrity import LedgerIntegrityError, sealed_checkpoint
 
 __all__ = [
     "POSTGRES_COMPACTED_SCHEMA",
@@ -42,6 +54,7 @@ __all__ = [
     "RetentionPolicy",
     "keeps_all",
     "plan_compaction",
+    "vouched_tombstones",
 ]
 
 SQLITE_COMPACTED_SCHEMA = (
@@ -108,6 +121,10 @@ class CompactionReport:
     carried: int = 0
     compacted_through: int | None = None
     """The last audit index now covered by a checkpoint (None: nothing removed)."""
+    checkpoint: tuple[int, str] | None = None
+    """The checkpoint entry's ``(index, hash)``, to publish to witnesses."""
+    chained_from: str | None = None
+    """The hash of entry ``compacted_through``, which the chain left links to."""
 
     def to_json(self) -> JsonDict:
         """A JSON-ready dict of the report."""
@@ -127,7 +144,8 @@ class CompactionPlan:
     ``cut``: audit entries with a smaller index go; ``before_sequence``: events with a
     smaller sequence go; ``removed``: request ids whose rows go (and become
     tombstones); ``carried``: the entries of kept rows that lie below ``cut``, in chain
-    order, appended again before the ``checkpoint`` payload.
+    order, appended again before the ``checkpoint`` payload; ``tombstones``: every
+    tombstone once the plan is applied.
     """
 
     cut: int
@@ -139,10 +157,11 @@ class CompactionPlan:
     events_removed: int
     audit_from: int
     audit_through_hash: str
+    tombstones: frozenset[str] = frozenset()
 
-    def checkpoint(self) -> JsonDict:
-        """The ``compacted`` entry's payload."""
-        return history_audit(
+    def checkpoint(self, key: bytes | None = None) -> JsonDict:
+        """The ``compacted`` entry's payload, sealed with ``key`` when one is given."""
+        payload = history_audit(
             before_sequence=self.before_sequence,
             removed_events=self.events_removed,
             audit_from=self.audit_from,
@@ -150,16 +169,22 @@ class CompactionPlan:
             audit_through_hash=self.audit_through_hash,
             requests_removed=len(self.removed),
             carried=len(self.carried),
+            carried_digest=carried_digest(self.carried),
+            tombstones=len(self.tombstones),
+            tombstones_digest=tombstones_digest(self.tombstones),
         )
+        return sealed_checkpoint(key, payload)
 
-    def report(self) -> CompactionReport:
-        """The report of this plan once applied."""
+    def report(self, checkpoint: AuditEntry) -> CompactionReport:
+        """The report of this plan once applied, with its ``checkpoint`` entry."""
         return CompactionReport(
             requests_removed=len(self.removed),
             entries_removed=self.entries_removed,
             events_removed=self.events_removed,
             carried=len(self.carried),
             compacted_through=self.cut - 1,
+            checkpoint=(checkpoint.index, checkpoint.entry_hash),
+            chained_from=self.audit_through_hash,
         )
 
 
@@ -227,10 +252,17 @@ def plan_compaction(
     webhook deliveries pending or dead: their sender reads the request). The cut is the
     highest audit index such that every request kept by the policy lies wholly at or
     above it and every request removed lies wholly below it; a request that straddles
-    it is kept for a later pass (the cut moves down to it)."""
+    it is kept for a later pass (the cut moves down to it). Tombstones that the newest
+    checkpoint does not vouch for raise
+    :class:`~aais_langgraph.ledger.LedgerIntegrityError`: a new checkpoint must not
+    vouch for a set someone changed."""
     audit = contents.audit
     if not audit:
         return None
+    vouching = newest_tombstones_checkpoint(audit)
+    problem = tombstones_problem(vouching, contents.tombstones)
+    if problem is not None and vouching is not None:
+        raise LedgerIntegrityError("aais_compacted_requests", str(vouching.index), problem)
     spans: dict[str, tuple[int, int]] = {}
     for entry in audit:
         request_id = _request_of(entry)
@@ -277,6 +309,7 @@ def plan_compaction(
         events_removed=sum(1 for s in stored if s < floor),
         audit_from=first,
         audit_through_hash=by_index[cut - 1].entry_hash,
+        tombstones=contents.tombstones | removed,
     )
 
 
@@ -309,3 +342,30 @@ def _carried(
         elif entry.kind == "requested" or _sequence(entry) is not None:
             carried.append(entry)  # a recorded resolution (standing ones have no row)
     return tuple(carried)
+
+
+def vouched_tombstones(
+    checkpoints: Iterable[AuditEntry], tombstones: Iterable[str]
+) -> frozenset[str]:
+    """The stored ``tombstones``, once the newest of ``checkpoints`` (``compacted``
+    entries) that records tombstones vouches for them (it must match its hash); raises
+    :class:`~aais_langgraph.ledger.LedgerIntegrityError` when it does not."""
+    newest = newest_tombstones_checkpoint(checkpoints)
+    ids = frozenset(tombstones)
+    if newest is None:
+        return ids
+    table = "aais_compacted_requests"
+    try:
+        intact = newest.entry_hash == chain_hash(
+            newest.index, newest.kind, newest.occurred_at, newest.payload, newest.prev_hash
+        )
+    except AAISValidationError:
+        intact = False
+    if not intact:
+        raise LedgerIntegrityError(
+            table, str(newest.index), "the compaction checkpoint does not match its hash"
+        )
+    problem = tombstones_problem(newest, ids)
+    if problem is not None:
+        raise LedgerIntegrityError(table, str(newest.index), problem)
+    return ids

@@ -59,12 +59,28 @@ def test_compact_refuses_a_negative_count(db: Path) -> None:
     assert exited.value.code == 2
 
 
-def test_a_tip_witnessed_before_compaction_still_checks(db: Path, tmp_path: Path) -> None:
+def test_a_tip_witnessed_before_a_witnessed_compaction_still_checks(
+    db: Path, tmp_path: Path
+) -> None:
+    witness = tmp_path / "witness.jsonl"
+    assert run_cli(db, "audit", "publish", "--witness", str(witness))[0] == 0
+    code, out = run_cli(db, "compact", "--keep-last", "0", "--witness", str(witness))
+    assert code == 0 and "published the compaction to 1 witness(es)" in out
+
+    code, out = run_cli(db, "audit", "verify", "--witness", str(witness))
+
+    assert code == 0, out
+    assert "unchanged" in out and "compacted as witnessed" in out
+
+
+def test_a_compaction_nobody_witnessed_does_not_account_for_a_witnessed_tip(
+    db: Path, tmp_path: Path
+) -> None:
     witness = tmp_path / "witness.jsonl"
     assert run_cli(db, "audit", "publish", "--witness", str(witness))[0] == 0
     assert run_cli(db, "compact", "--keep-last", "0")[0] == 0
 
     code, out = run_cli(db, "audit", "verify", "--witness", str(witness))
 
-    assert code == 0, out
-    assert "unchanged" in out
+    assert code == 1, out
+    assert "no witnessed compaction removed it" in out

@@ -146,7 +146,7 @@ def test_an_unreadable_witness_is_one_error_line(db: Path, tmp_path: Path) -> No
     code, out = run_cli(db, "audit", "verify", "--witness", str(witness))
 
     assert code == 2
-    assert out.splitlines()[-1] == "error: witness file: its last line is not JSON"
+    assert out.splitlines()[-1] == "error: witness file: a line is not JSON"
 
 
 class _Receiver(BaseHTTPRequestHandler):

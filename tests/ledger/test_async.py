@@ -10,6 +10,7 @@ from typing import Any
 
 from aais_langgraph.ledger import (
     AuditEntry,
+    CompactionReport,
     Ledger,
     LedgerContents,
     ResumeWork,
@@ -155,6 +156,8 @@ def _comparable(value: Any) -> Any:
         return value.index, value.kind, value.payload
     if isinstance(value, ResumeWork):  # ``since`` is each ledger's own clock
         return value.request_id, value.thread_id, value.state, value.attempts, value.last_error
+    if isinstance(value, CompactionReport):
+        return replace(value, checkpoint=_comparable(value.checkpoint), chained_from=None)
     if isinstance(value, LedgerContents):
         return replace(
             value, audit=_comparable(value.audit), audit_tip=_comparable(value.audit_tip)

@@ -7,6 +7,7 @@ keeps its claim, whose outcome is unknown once no run holds it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from typing import Any
@@ -96,3 +97,24 @@ def test_a_node_that_fails_after_its_gate_keeps_its_claim_unknown(backend: Backe
     assert [r.request_id for r in unknown_executions(backend.authority, now=LATER)] == [
         requested.request.id
     ]
+
+
+def test_the_async_driver_and_listing_settle_a_finished_nodes_claim(
+    memory_backend: Backend, effects: Effects
+) -> None:
+    backend = memory_backend
+    graph = gated_graph(backend, effects)
+    driver = ThreadDriver(graph, backend.authority)
+    _, first = _asked(graph, "t-1")
+    pending, second = _asked(graph, "t-2")
+
+    asyncio.run(driver.aresume_with_decisions(config("t-1"), decide(first), actor=HUMAN))
+    resolved = backend.authority.decide(decide(second), actor=HUMAN)
+    asyncio.run(graph.ainvoke(Command(resume={pending.id: resolved.to_json()}), config("t-2")))
+    asyncio.run(driver.apending_approvals())
+
+    for requested in (first, second):
+        record = backend.authority.execution(requested.request.id)
+        assert record is not None and record.state == "executed"
+    assert effects.ran == ["ls -la", "ls -la"]
+    assert unknown_executions(backend.authority, now=LATER) == []

@@ -166,18 +166,19 @@ def test_kill_9_on_a_bare_gate_is_unknown_only_while_its_node_had_not_finished(
             assert time.monotonic() < deadline, f"{point}: resume work still {work}"
             driver.resume_due(now=time.time() + TTL)
             time.sleep(0.1)
-        record = backend.authority.execution(request_id)
+        execution = backend.authority.execution(request_id)
         unknown = [
             e.request_id for e in unknown_executions(backend.authority, now=time.time() + LATER)
         ]
         state = graph.get_state(config(scene.job()))
     runs = sum(1 for line in scene.effects() if line.startswith(request_id + " "))
+    record("kill -9", 1, double_runs=max(runs - 1, 0))
     assert runs == 1, point
-    assert record is not None
+    assert execution is not None
     if point == "in_action":
-        assert record.state == "unknown" and unknown == [request_id]
+        assert execution.state == "unknown" and unknown == [request_id]
         assert work is not None and work.state == "unknown"
     else:
-        assert record.state == "executed" and unknown == []
+        assert execution.state == "executed" and unknown == []
         assert work is not None and work.state == "done"
         assert state.next == () and state.values["outcome"] == "approved"

@@ -2,7 +2,10 @@
 
 An approved answer is handed to a node only after the gate claimed the
 approval's execution record (``executing``); the node wrappers mark it
-``executed`` as soon as the action's body returns. LangGraph re-runs a node whose
+``executed`` as soon as the action's body returns, and a gate called bare in a node
+is marked so once its node's writes are in the checkpoint (the node returned, so the
+action did: :func:`settle_finished_claims`, by whichever process reads the checkpoint
+first). LangGraph re-runs a node whose
 step was not checkpointed, so after a crash the recovered run finds one of:
 
 - a live claim (another run is executing it): refused, the interrupt stays pending;
@@ -25,6 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from langchain_core.runnables import RunnableConfig
+
 from ..authority import ApprovalAuthority, Principal, new_holder
 from ..authority.resolutions import resolution_envelope
 from ..ledger import Execution
@@ -34,15 +39,17 @@ from ..protocol import Actor, ApprovalResolved, Request
 from ..protocol.extensions import EXTENSION_NAMESPACE
 from .response import Answer, AnswerType, Refusal, RejectedResumeError
 from .run_context import retry_request_id
-from .seams import mark_invalid_resume
+from .seams import mark_invalid_resume, task_finished, task_finished_in, task_of_namespace
 
 __all__ = [
     "EXECUTION_EXTENSION",
     "ExecutionUnknownError",
     "areconcile_execution",
+    "asettle_finished_claims",
     "execution_state",
     "reconcile_execution",
     "retry_request_id",
+    "settle_finished_claims",
     "unknown_executions",
 ]
 
@@ -199,6 +206,82 @@ class RetryAnswerType(AnswerType):
 def finish(authority: ApprovalAuthority, request_id: str) -> None:
     """The approved action's body returned: record ``executed`` (before LangGraph saves)."""
     authority.change_execution(request_id, finish_change(time.time()), durable=False)
+
+
+ClaimFilter = Callable[[Execution], bool]
+"""Which open claims a settling pass looks at (e.g. only those no run may still hold)."""
+
+
+def _open_claims(
+    authority: ApprovalAuthority, thread_id: str | None, looked_at: ClaimFilter | None
+) -> list[tuple[str, str, str]]:
+    """``(request id, thread id, root task id)`` of each ``executing`` claim (of one thread,
+    or all) that ``looked_at`` accepts."""
+    found: list[tuple[str, str, str]] = []
+    for record in authority.ledger.list_executions(states=("executing",), thread_id=thread_id):
+        if record.thread_id is None or (looked_at is not None and not looked_at(record)):
+            continue
+        stored = authority.get_stored_request(record.request_id)
+        task = (
+            None
+            if stored is None
+            else task_of_namespace(str(stored.context.get("checkpoint_ns", "")))
+        )
+        if task is not None:
+            found.append((record.request_id, record.thread_id, task))
+    return found
+
+
+def _root_config(thread_id: str) -> RunnableConfig:
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+
+
+def settle_finished_claims(
+    authority: ApprovalAuthority,
+    checkpointer: Any,
+    *,
+    thread_id: str | None = None,
+    looked_at: ClaimFilter | None = None,
+) -> list[str]:
+    """Record ``executed`` for every claim whose node finished: its task's writes are in
+    the thread's checkpoint, so the code it ran after the gate (the approved action)
+    returned. A gate called bare in a node cannot see its node return; whichever process
+    reads the checkpoint first (the run's driver, a sweep, a listing) settles it. A claim
+    whose task did not finish (it died mid-action) is left as it is: once no run holds it,
+    its outcome is unknown. Returns the ids settled.
+
+    ``thread_id`` limits it to one thread; ``looked_at`` to the claims it accepts."""
+    settled: list[str] = []
+    for request_id, thread, task in _open_claims(authority, thread_id, looked_at):
+        if task_finished(checkpointer.list(_root_config(thread)), task):
+            authority.change_execution(request_id, finish_change(time.time()), durable=False)
+            settled.append(request_id)
+    return settled
+
+
+async def asettle_finished_claims(
+    authority: ApprovalAuthority,
+    checkpointer: Any,
+    *,
+    thread_id: str | None = None,
+    looked_at: ClaimFilter | None = None,
+) -> list[str]:
+    """Async twin of :func:`settle_finished_claims` (checkpoints read with ``alist``)."""
+    import asyncio
+
+    claims = await asyncio.to_thread(_open_claims, authority, thread_id, looked_at)
+    settled: list[str] = []
+    for request_id, thread, task in claims:
+        finished = None
+        async for saved in checkpointer.alist(_root_config(thread)):
+            finished = task_finished_in(saved, task)
+            if finished is not None:
+                break
+        if finished:
+            change = finish_change(time.time())
+            await asyncio.to_thread(authority.change_execution, request_id, change, durable=False)
+            settled.append(request_id)
+    return settled
 
 
 def execution_state(resolved: ApprovalResolved) -> str | None:

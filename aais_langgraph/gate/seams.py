@@ -8,7 +8,7 @@ range, never silently at run time.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 TESTED_RANGE = "langgraph >=1.2,<1.3 (tested with 1.2.24)"
@@ -49,6 +49,9 @@ __all__ = [
     "resume_map",
     "saved_answers",
     "scratchpad",
+    "task_finished",
+    "task_finished_in",
+    "task_of_namespace",
 ]
 
 RESUME_MAP_KEY: str = CONFIG_KEY_RESUME_MAP
@@ -101,6 +104,35 @@ def open_interrupts(pending_writes: Sequence[tuple[str, str, Any]] | None) -> li
     reading of the pending writes."""
     statuses = read_task_statuses(pending_writes or ())
     return [pending for status in statuses.values() for pending in status.pending_interrupts]
+
+
+def task_of_namespace(checkpoint_ns: str) -> str | None:
+    """The id of the root task of a task namespace (``node:task_id|...``): the task of the
+    thread's root graph the namespace runs in (None for an empty namespace)."""
+    root = checkpoint_ns.split("|", 1)[0]
+    if ":" not in root:
+        return None
+    return root.rsplit(":", 1)[1] or None
+
+
+def task_finished_in(saved: Any, task_id: str) -> bool | None:
+    """Whether task ``task_id`` ran to completion with its writes stored in the checkpoint
+    tuple ``saved``, by LangGraph's own reading of its pending writes (a task that recorded
+    an error does not count as finished); None when ``saved`` holds no write of the task."""
+    status = read_task_statuses(saved.pending_writes or ()).get(task_id)
+    if status is None:
+        return None
+    return status.finished and status.error is None
+
+
+def task_finished(checkpoints: Iterable[Any], task_id: str) -> bool | None:
+    """:func:`task_finished_in` of the newest of a thread's checkpoint tuples (newest
+    first) that holds writes of the task; None when none does."""
+    for saved in checkpoints:
+        found = task_finished_in(saved, task_id)
+        if found is not None:
+            return found
+    return None
 
 
 def mark_invalid_resume(error: BaseException) -> None:

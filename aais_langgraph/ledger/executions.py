@@ -6,7 +6,8 @@ own table, ``aais_executions``, one row per approved request that a gate let run
 
 - ``executing``: a run claimed the approval and may be running the action; the
   claim is *live* until ``live_until``; past it the run is presumed dead;
-- ``executed``: the action finished (the gate saw its body return);
+- ``executed``: the action finished (the gate saw its body return, or its node's
+  writes in the checkpoint);
 - ``unknown``: a later run found a dead claim without ``executed``: the action
   may or may not have happened, and it is not run again until a human decides;
 - ``done`` / ``retry``: a human reconciled an ``unknown`` record (it happened;
@@ -43,6 +44,7 @@ __all__ = [
     "execution_from_row",
     "execution_row",
     "finish_change",
+    "presumed_change",
     "reconcile_change",
 ]
 
@@ -116,6 +118,18 @@ def finish_change(now: float) -> ExecutionChange:
         if current is None or current.state not in ("executing", "unknown"):
             return current
         return replace(current, state="executed", updated_at=now)
+
+    return change
+
+
+def presumed_change(now: float) -> ExecutionChange:
+    """A claim no run holds any more whose node did not finish: ``executing`` -> ``unknown``
+    (what a re-run finding it would record), before anything drives its thread on."""
+
+    def change(current: Execution | None) -> Execution | None:
+        if current is None or current.state != "executing" or current.live(now):
+            return current
+        return replace(current, state="unknown", updated_at=now)
 
     return change
 

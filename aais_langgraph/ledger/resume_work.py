@@ -14,7 +14,9 @@ resolved request of a thread, in the runtime's own table ``aais_resume_work``
 - ``done``: the thread no longer waits on the request (it was resumed, or it
   moved on);
 - ``unknown``: resuming ran into an execution of unknown outcome, which a human
-  reconciles (:mod:`.executions`); reconciling hands it back as ``due``.
+  reconciles (:mod:`.executions`; reconciling hands it back as ``due``), or the
+  thread never paused on the request however often it was tried (``last_error``
+  names why): listed for a human, never due for ever.
 
 The transitions are pure functions; a backend reads the row, applies one under
 its write lock and stores the result (:meth:`Ledger.update_resume_work`).
@@ -116,14 +118,18 @@ def attempt_change(error: str, now: float, *, retry_at: float | None = None) -> 
     return change
 
 
-def settle_change(state: Literal["done", "unknown"], now: float) -> ResumeWorkChange:
-    """The thread no longer waits on the request (``done``), or a human must reconcile
-    its execution first (``unknown``)."""
+def settle_change(
+    state: Literal["done", "unknown"], now: float, *, reason: str | None = None
+) -> ResumeWorkChange:
+    """The thread no longer waits on the request (``done``), or a human must look first
+    (``unknown``: its execution's outcome is unknown, or ``reason`` names why resuming
+    cannot finish; ``reason`` is kept as its ``last_error``)."""
 
     def change(current: ResumeWork | None) -> ResumeWork | None:
         if current is None or current.state == state or current.state == "done":
             return current
-        return replace(current, state=state, updated_at=now)
+        error = current.last_error if reason is None else reason[:500]
+        return replace(current, state=state, updated_at=now, last_error=error)
 
     return change
 

@@ -46,10 +46,16 @@ from ..authority import (
     run_lease,
 )
 from ..authority.authority import RUN_MOVED_ON
-from ..gate.execution import ExecutionUnknownError
+from ..gate.execution import (
+    ExecutionUnknownError,
+    asettle_finished_claims,
+    settle_finished_claims,
+)
 from ..gate.response import RejectedResumeError
 from ..gate.run_context import REQUESTER_KEY, find_authority
-from ..ledger import Lease, StoredRequest, ThreadRecord
+from ..gate.seams import task_finished_in, task_of_namespace
+from ..ledger import Execution, Lease, StoredRequest, ThreadRecord
+from ..ledger.executions import presumed_change
 from ..ledger.resume_work import ResumeWork, attempt_change, settle_change
 from ..observability.traces import RESUME_SPAN, resumed_attributes, traced
 from ..protocol import Actor, ApprovalResolved, ApprovalSnapshot, parse_timestamp
@@ -58,7 +64,7 @@ from .answers import Answer, parse_answers, record_answers
 from .inbox import apending_snapshot, pending_snapshot
 from .recovery import astranded_threads, stranded_threads
 from .runs import DEFAULT_LEASE_WAIT, LeasedThread, resumed_requests, run_config, thread_of
-from .views import ThreadView
+from .views import ThreadView, checkpointer_of
 from .visibility import visible_snapshot
 
 __all__ = [
@@ -97,6 +103,14 @@ class DueReport:
     """Request ids left due, with one more attempt counted (busy lease, an error)."""
     unknown: list[str] = field(default_factory=list)
     """Request ids whose execution outcome is unknown (a human reconciles them)."""
+    stalled: list[str] = field(default_factory=list)
+    """Request ids whose work was settled ``unknown`` after :data:`MAX_RESUME_ATTEMPTS`
+    (its ``last_error`` names why), listed for a human instead of due for ever."""
+
+
+MAX_RESUME_ATTEMPTS = 20
+"""Failed attempts after which resume work is settled ``unknown`` with its reason (with
+the backoff, about eight minutes); a thread whose run lease is held is never given up."""
 
 
 @dataclass(frozen=True)
@@ -250,6 +264,7 @@ class ThreadDriver:
         (:func:`~.inbox.pending_snapshot`), with the answers still waiting to resume in
         its :data:`RESUMING_EXTENSION`; with ``viewer``, only what they may see
         (:func:`~.visibility.visible_snapshot`)."""
+        self.settle_claims()
         snapshot = pending_snapshot(
             self.authority,
             self.graph,
@@ -270,6 +285,7 @@ class ThreadDriver:
         viewer: Principal | None = None,
     ) -> ApprovalSnapshot:
         """Async twin of :meth:`pending_approvals`."""
+        await self.asettle_claims()
         snapshot = await apending_snapshot(
             self.authority,
             self.graph,
@@ -388,6 +404,7 @@ class ThreadDriver:
         from the event stream after ``after_sequence``: also ledgers written before
         resume work existed); a busy or refusing thread is left for the next sweep."""
         resumed: list[ApprovalResolved] = []
+        self.settle_claims()
         for thread_id in stranded_threads(
             self.graph, self.authority, after_sequence=after_sequence
         ):
@@ -402,6 +419,7 @@ class ThreadDriver:
     ) -> list[ApprovalResolved]:
         """Async twin of :meth:`resume_stranded`."""
         resumed: list[ApprovalResolved] = []
+        await self.asettle_claims()
         for thread_id in await astranded_threads(
             self.graph, self.authority, after_sequence=after_sequence
         ):
@@ -527,12 +545,16 @@ class ThreadDriver:
         attempt and backs off; an unknown execution outcome goes to a human."""
         report = DueReport()
         moment = time.time() if now is None else now
+        self.settle_claims()
         due = self.authority.ledger.list_resume_work(
             states=("due",), due_before=moment, limit=limit
         )
         for thread_id, work in _by_thread(due).items():
             try:
                 resumed = self.resume_resolved(thread_id, context=context, lease_wait=0)
+                left = _not_resumed(work, resumed)
+                if left:
+                    self._drive_on(thread_id, left, context)
             except Exception as error:  # every failure is counted, named and retried
                 self._failed(work, error, report, moment)
                 continue
@@ -545,17 +567,97 @@ class ThreadDriver:
         """Async twin of :meth:`resume_due`."""
         report = DueReport()
         moment = time.time() if now is None else now
+        await self.asettle_claims()
         due = await self.authority.ledger.alist_resume_work(
             states=("due",), due_before=moment, limit=limit
         )
         for thread_id, work in _by_thread(due).items():
             try:
                 resumed = await self.aresume_resolved(thread_id, context=context, lease_wait=0)
+                left = _not_resumed(work, resumed)
+                if left:
+                    await self._adrive_on(thread_id, left, context)
             except Exception as error:  # every failure is counted, named and retried
                 await asyncio.to_thread(self._failed, work, error, report, moment)
                 continue
             await asyncio.to_thread(self._after, work, resumed, report, moment)
         return report
+
+    def settle_claims(self) -> list[str]:
+        """Record ``executed`` for the execution claims no run may still be holding (dead,
+        or on a thread whose run lease is free) whose nodes finished: their task's writes
+        are in the checkpoint (:func:`~aais_langgraph.gate.execution.settle_finished_claims`).
+        Returns the request ids settled."""
+        saver = checkpointer_of(self.graph)
+        if saver is None:
+            return []
+        return settle_finished_claims(self.authority, saver, looked_at=self._unheld)
+
+    async def asettle_claims(self) -> list[str]:
+        """Async twin of :meth:`settle_claims`."""
+        saver = checkpointer_of(self.graph)
+        if saver is None:
+            return []
+        return await asettle_finished_claims(self.authority, saver, looked_at=self._unheld)
+
+    def _unheld(self, record: Execution) -> bool:
+        """True when no run may still be executing under ``record``'s claim."""
+        now = time.time()
+        if not record.live(now) or record.thread_id is None:
+            return True
+        lease = self.authority.ledger.get_lease(record.thread_id)
+        return lease is None or lease.expires_at <= now
+
+    def _stored_steps(self, latest: Any, work: Sequence[ResumeWork]) -> list[str]:
+        """The requests of ``work`` whose task finished in the checkpoint ``latest``."""
+        finished: list[str] = []
+        for item in work:
+            stored = self.authority.get_stored_request(item.request_id)
+            namespace = "" if stored is None else str(stored.context.get("checkpoint_ns", ""))
+            task = task_of_namespace(namespace)
+            if latest is not None and task is not None and task_finished_in(latest, task):
+                finished.append(item.request_id)
+        return finished
+
+    def _presume_unfinished(self, thread_id: str) -> None:
+        """Before a thread is driven on from its checkpoint: a dead claim whose node did not
+        finish turns ``unknown``, so the re-run does not run its action again."""
+        now = time.time()
+        for record in self.authority.ledger.list_executions(
+            states=("executing",), thread_id=thread_id
+        ):
+            self.authority.change_execution(record.request_id, presumed_change(now))
+
+    def _drive_on(self, thread_id: str, work: Sequence[ResumeWork], context: Any) -> None:
+        """Drive on a thread whose answered step stored its task's writes but not the next
+        checkpoint (a crash in between): under its lease, LangGraph continues the step from
+        the stored writes (``invoke(None)``); the work of the finished tasks is done."""
+        saver = checkpointer_of(self.graph)
+        if saver is None:
+            return
+        with self.leased(_with_thread(None, thread_id), lease_wait=0) as thread:
+            finished = self._stored_steps(saver.get_tuple(thread.config), work)
+            if not finished:
+                return
+            thread.settle_claims()
+            self._presume_unfinished(thread_id)
+            thread.proceed(None, context)
+            thread.finished.extend(finished)
+
+    async def _adrive_on(self, thread_id: str, work: Sequence[ResumeWork], context: Any) -> None:
+        """Async twin of :meth:`_drive_on`."""
+        saver = checkpointer_of(self.graph)
+        if saver is None:
+            return
+        async with self.aleased(_with_thread(None, thread_id), lease_wait=0) as thread:
+            latest = await saver.aget_tuple(thread.config)
+            finished = await asyncio.to_thread(self._stored_steps, latest, work)
+            if not finished:
+                return
+            await thread.asettle_claims()
+            await asyncio.to_thread(self._presume_unfinished, thread_id)
+            await thread.aproceed(None, context)
+            thread.finished.extend(finished)
 
     def _after(
         self,
@@ -576,11 +678,30 @@ class ThreadDriver:
             if current is None or current.state != "due":
                 report.settled.append(item.request_id)
                 continue
+            self._attempt(current, "the thread has not paused on the request yet", report, now)
+
+    def _attempt(
+        self,
+        work: ResumeWork,
+        reason: str,
+        report: DueReport,
+        now: float,
+        *,
+        retry_at: float | None = None,
+        held: bool = False,
+    ) -> None:
+        """Count a failed attempt (``held``: the thread's lease was busy); past
+        :data:`MAX_RESUME_ATTEMPTS` the work is settled ``unknown`` with ``reason``."""
+        ledger = self.authority.ledger
+        if not held and work.attempts + 1 >= MAX_RESUME_ATTEMPTS:
+            given_up = f"{reason} after {work.attempts + 1} attempts; a human must look"
             ledger.update_resume_work(
-                item.request_id,
-                attempt_change("the thread has not paused on the request yet", now),
+                work.request_id, settle_change("unknown", now, reason=given_up)
             )
-            report.deferred.append(item.request_id)
+            report.stalled.append(work.request_id)
+            return
+        ledger.update_resume_work(work.request_id, attempt_change(reason, now, retry_at=retry_at))
+        report.deferred.append(work.request_id)
 
     def _failed(
         self, work: list[ResumeWork], error: Exception, report: DueReport, now: float
@@ -606,10 +727,17 @@ class ThreadDriver:
                 cause = "another approval of the thread has an unknown outcome"
             else:
                 cause = reason
-            ledger.update_resume_work(
-                item.request_id, attempt_change(cause, now, retry_at=retry_at)
+            self._attempt(
+                item, cause, report, now, retry_at=retry_at, held=isinstance(error, LeaseHeldError)
             )
-            report.deferred.append(item.request_id)
+
+
+def _not_resumed(
+    work: Sequence[ResumeWork], resumed: Sequence[ApprovalResolved]
+) -> list[ResumeWork]:
+    """The rows of ``work`` whose request was not among those a resume answered."""
+    ids = {item.resolution.request_id for item in resumed}
+    return [item for item in work if item.request_id not in ids]
 
 
 def _created_at(stored: StoredRequest) -> datetime:

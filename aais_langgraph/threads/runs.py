@@ -16,6 +16,7 @@ from langgraph.types import Command
 
 from ..authority import ApprovalAuthority
 from ..gate.answer_sources import RECORDED_ONLY_KEY
+from ..gate.execution import asettle_finished_claims, settle_finished_claims
 from ..gate.run_context import AUTHORITY_KEY, CLAIM_TTL_KEY, claim_ttl_for_lease
 from ..ledger import StoredRequest
 from .views import ThreadView, aread_view, checkpointer_of, read_view, waiting_request_ids
@@ -180,12 +181,44 @@ class LeasedThread:
         return await aread_view(self.graph, self.config)
 
     def resume(self, resume: Mapping[str, Any], context: Any = None) -> None:
-        """Invoke the graph with ``Command(resume=resume)`` (nothing for an empty map)."""
+        """Invoke the graph with ``Command(resume=resume)`` (nothing for an empty map), then
+        settle the claims of the nodes that run finished (:meth:`settle_claims`)."""
         if resume:
-            self.graph.invoke(Command(resume=dict(resume)), self.config, **context_kwargs(context))
+            self.proceed(Command(resume=dict(resume)), context)
 
     async def aresume(self, resume: Mapping[str, Any], context: Any = None) -> None:
+        """Async twin of :meth:`resume`."""
         if resume:
-            await self.graph.ainvoke(
-                Command(resume=dict(resume)), self.config, **context_kwargs(context)
-            )
+            await self.aproceed(Command(resume=dict(resume)), context)
+
+    def proceed(self, command: Command[Any] | None, context: Any = None) -> None:
+        """Invoke the graph with ``command`` (None: drive the thread on from its checkpoint,
+        as LangGraph continues a step whose writes are stored), then settle its claims."""
+        try:
+            self.graph.invoke(command, self.config, **context_kwargs(context))
+        finally:
+            self.settle_claims()
+
+    async def aproceed(self, command: Command[Any] | None, context: Any = None) -> None:
+        """Async twin of :meth:`proceed`."""
+        try:
+            await self.graph.ainvoke(command, self.config, **context_kwargs(context))
+        finally:
+            await self.asettle_claims()
+
+    def settle_claims(self) -> list[str]:
+        """Record ``executed`` for the thread's execution claims whose nodes finished
+        (:func:`~aais_langgraph.gate.execution.settle_finished_claims`)."""
+        authority = (self.config.get("configurable") or {}).get(AUTHORITY_KEY)
+        saver = checkpointer_of(self.graph)
+        if not isinstance(authority, ApprovalAuthority) or saver is None:
+            return []
+        return settle_finished_claims(authority, saver, thread_id=self.thread_id)
+
+    async def asettle_claims(self) -> list[str]:
+        """Async twin of :meth:`settle_claims`."""
+        authority = (self.config.get("configurable") or {}).get(AUTHORITY_KEY)
+        saver = checkpointer_of(self.graph)
+        if not isinstance(authority, ApprovalAuthority) or saver is None:
+            return []
+        return await asettle_finished_claims(authority, saver, thread_id=self.thread_id)

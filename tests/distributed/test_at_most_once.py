@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from aais_langgraph import resume_with_decisions
+from aais_langgraph import ThreadDriver, resume_with_decisions
 from aais_langgraph.gate import (
     reconcile_execution,
     resume_stranded,
@@ -139,3 +139,46 @@ def test_kill_9_at_ten_points_never_runs_an_approved_action_twice(scene: Scene) 
         print(f"  {c.point:<28} runs {c.runs}  unknown {c.unknown}  finished {c.finished}")
     assert [c.point for c in cycles if c.double] == []
     assert [c.point for c in cycles if c.lost] == []
+
+
+LATER = 3600.0  # seconds past every claim's lifetime: what a listing then reports
+
+
+@pytest.mark.parametrize("point", ["in_action", "writes_saved", "checkpoint_saved"])
+def test_kill_9_on_a_bare_gate_is_unknown_only_while_its_node_had_not_finished(
+    scene: Scene, point: str
+) -> None:
+    """A bare ``request_approval`` node killed mid-action stays unknown; killed once its
+    writes (or its next checkpoint) were stored, the process that picks up the thread's
+    resume work records ``executed`` and drives the run to its end, nothing run twice."""
+    scene.thread = f"t-bare-{point}"
+    scene.options = {"node": "plain"}
+    _, requested = scene.start_paused()
+    request_id = requested.request.id
+    scene.crash(point, mode="resume", decisions=[decide(requested).to_json()], lease_ttl=TTL)
+
+    with scene.replica() as (graph, backend):
+        driver = ThreadDriver(graph, backend.authority, lease_ttl=TTL)
+        deadline = time.monotonic() + RECOVERY_SECONDS
+        while (work := backend.authority.ledger.get_resume_work(request_id)) is not None:
+            if work.state != "due":
+                break
+            assert time.monotonic() < deadline, f"{point}: resume work still {work}"
+            driver.resume_due(now=time.time() + TTL)
+            time.sleep(0.1)
+        execution = backend.authority.execution(request_id)
+        unknown = [
+            e.request_id for e in unknown_executions(backend.authority, now=time.time() + LATER)
+        ]
+        state = graph.get_state(config(scene.job()))
+    runs = sum(1 for line in scene.effects() if line.startswith(request_id + " "))
+    record("kill -9", 1, double_runs=max(runs - 1, 0))
+    assert runs == 1, point
+    assert execution is not None
+    if point == "in_action":
+        assert execution.state == "unknown" and unknown == [request_id]
+        assert work is not None and work.state == "unknown"
+    else:
+        assert execution.state == "executed" and unknown == []
+        assert work is not None and work.state == "done"
+        assert state.next == () and state.values["outcome"] == "approved"

@@ -3,6 +3,7 @@ installed LangGraph (``aais_langgraph.gate.seams``). Fails loudly when an upgrad
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from typing import Any, TypedDict
 
@@ -231,3 +232,37 @@ def test_a_thread_view_from_the_checkpoint_leaves_out_interrupts_already_answere
     view = read_view(graph, config)
     assert view.open == {waiting.id: waiting.value}
     assert view.open == ThreadView.of(graph.get_state(config)).open
+
+
+def test_a_task_reads_finished_once_its_writes_are_stored_and_not_after_an_error() -> None:
+    """The root task of a namespace, and whether it finished, as the checkpoint's pending
+    writes say: paused at its interrupt it has not; answered and returned it has (in the
+    checkpoint it ran in, also once the next one is saved); failed after it was answered,
+    it has not."""
+    namespaces: list[str] = []
+
+    def node(state: State) -> State:
+        namespaces.append(get_config()["configurable"]["checkpoint_ns"])
+        answer = interrupt("question")
+        if answer == "fail":
+            raise RuntimeError("failed after the answer")
+        return {"seen": [answer]}
+
+    builder = StateGraph(State)
+    builder.add_node("node", node)
+    builder.add_edge(START, "node")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    for thread, answer, finished in (("ok", "yes", True), ("bad", "fail", False)):
+        config: Any = {"configurable": {"thread_id": thread}}
+        graph.invoke({}, config)
+        task = seams.task_of_namespace(namespaces[-1])
+        assert task is not None and namespaces[-1] == f"node:{task}"
+        saver = graph.checkpointer
+        assert seams.task_finished(saver.list(config), task) is False
+        (pending,) = graph.get_state(config).interrupts
+        with contextlib.suppress(RuntimeError):
+            graph.invoke(Command(resume={pending.id: answer}), config)
+        assert seams.task_finished(saver.list(config), task) is finished
+        assert seams.task_finished(saver.list(config), "another-task") is None
+    assert seams.task_of_namespace("") is None
+    assert seams.task_of_namespace("outer:t1|inner:t2") == "t1"

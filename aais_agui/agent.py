@@ -1,9 +1,9 @@
 """An AG-UI agent for LangGraph graphs whose interrupts are AAIS approvals.
 
 Built on ag-ui-langgraph's ``LangGraphAgent`` (``>=0.0.47,<0.1``; seams read on 0.0.47),
-and a drop-in for it: every stock constructor flag is taken (``emit_interrupt_outcome``
-must stay True), with stock's defaults, and ``clone`` keeps a subclass's signature as
-stock's does. CI runs ag-ui-langgraph's own test suite against this class
+and a drop-in for it: every stock constructor flag is taken, with stock's defaults but
+``emit_interrupt_outcome=True``, and ``clone`` keeps a subclass's signature as stock's
+does. CI runs ag-ui-langgraph's own test suite against this class
 (``scripts/ci_agui_upstream.py``; the differences are listed in
 ``tests/agui/upstream_differences.txt``). Private seams are overridden, each in a few
 lines, and ``tests/agui/test_agent_seams.py`` fails loudly if an upgrade moves them (CI
@@ -12,9 +12,10 @@ runs it against the newest release too, ``scripts/ci_newest_agui.sh``):
 - ``_interrupts_to_agui``: an ``approval.requested`` interrupt value becomes an
   interrupt with ``metadata.aais`` (see :mod:`aais_agui.mapping`);
 - ``_build_command_from_agui_resume``: returns the id-keyed resume map planned
-  in :meth:`AAISLangGraphAgent.run` under the thread's run lease;
-- ``_emit_interrupt_finish``: no legacy ``on_interrupt`` event for an approval (it is
-  offered in the interrupt outcome only);
+  in :meth:`AAISLangGraphAgent.run` under the thread's run lease; outside a planned run
+  it is stock's for plain interrupts and refuses anything that answers an approval;
+- ``_emit_interrupt_finish``: no legacy ``on_interrupt`` event for an approval, which is
+  offered in the interrupt outcome whatever ``emit_interrupt_outcome`` says;
 - ``_handle_stream_events``: an AAIS refusal raised inside the run ends it with
   ``RUN_ERROR`` carrying its code (:func:`~aais_agui.run_outcomes.run_error_for`);
 - ``get_schema_keys``: worked out once per compiled graph, not on every run (it
@@ -80,7 +81,7 @@ from aais_langgraph.tools import PageBinding, PageToolGate
 
 from .frontend_tools import arelay_for, held, page_binding, plan_page_resume, with_page
 from .local_runs import local_runs
-from .mapping import is_approval_request, request_to_interrupt
+from .mapping import carries_aais, is_approval_request, request_to_interrupt
 from .reoffer import reoffer_events
 from .resume_plan import ResumeRejected, plan_resume, served_config
 from .run_outcomes import aattribute_interrupts, acancel_watch, run_error_for, settle_outcome
@@ -103,6 +104,9 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
     :attr:`actor` (the authenticated actor, see :meth:`with_actor`) before a run
     that answers approvals: a resume without one is refused.
     """
+
+    emit_interrupt_outcome: bool
+    """ag-ui-langgraph's flag, for plain interrupts (an approval is always in the outcome)."""
 
     config: dict[str, Any]
     """The run config (ag-ui-langgraph's): the authority and the requester in ``configurable``."""
@@ -135,11 +139,11 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
             enable_legacy_on_interrupt_event: the legacy ``on_interrupt`` CUSTOM event, as
                 ag-ui-langgraph sends it, for interrupts that are not AAIS approvals (an
                 approval is offered in the run's interrupt outcome only).
-            emit_interrupt_outcome: must stay True: approvals are offered in
-                ``RUN_FINISHED``'s interrupt outcome and answered with
-                ``RunAgentInput.resume``; False (ag-ui-langgraph's default, for clients
-                that answer through ``forwardedProps.command``, which is refused here)
-                raises ValueError.
+            emit_interrupt_outcome: ``RUN_FINISHED``'s interrupt outcome, as ag-ui-langgraph
+                sends it, for interrupts that are not AAIS approvals; an approval is always
+                offered there (it is answered with ``RunAgentInput.resume``). True by
+                default: with False, plain interrupts are offered only through the legacy
+                event, whose ``forwardedProps.command`` answer is refused here.
             emit_raw_events: RAW events and ``raw_event`` copies, as ag-ui-langgraph.
             emit_subagent_events: ag-ui-langgraph's alias of ``subagent_visibility``.
             subagent_visibility: ``"inline"``, ``"attributed"`` or ``"hidden"``, as
@@ -149,19 +153,13 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
             page_tools: the graph's page tool gate: the model's calls of the frontend tools
                 it gates reach the client only once approved (:mod:`.frontend_tools`).
         """
-        if not emit_interrupt_outcome:
-            raise ValueError(
-                "emit_interrupt_outcome: must be True; approvals are offered only in the "
-                "RUN_FINISHED interrupt outcome (the legacy forwardedProps.command resume "
-                "that False serves is refused)"
-            )
         super().__init__(
             name=name,
             graph=graph,
             description=description,
             config=served_config(config, authority),
             enable_legacy_on_interrupt_event=enable_legacy_on_interrupt_event,
-            emit_interrupt_outcome=True,
+            emit_interrupt_outcome=emit_interrupt_outcome,
             emit_raw_events=emit_raw_events,
             emit_subagent_events=emit_subagent_events,
             subagent_visibility=subagent_visibility,
@@ -534,9 +532,19 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
     def _build_command_from_agui_resume(
         self, entries: list[ResumeEntry], *, open_interrupts: list[Interrupt] | None = None
     ) -> Command[Any]:
-        if self._planned_resume is None:
-            raise RuntimeError("a resume reached the graph unplanned; use AAISLangGraphAgent.run")
-        return Command(resume=dict(self._planned_resume))
+        if self._planned_resume is not None:
+            return Command(resume=dict(self._planned_resume))
+        # Outside a planned run: answers to plain interrupts are ag-ui-langgraph's; an
+        # approval is answered only through the planner, under the lease and the actor.
+        if any(carries_aais(item) for item in [*entries, *(open_interrupts or ())]):
+            raise RuntimeError(
+                "an approval was answered outside a planned run; answer it through "
+                "AAISLangGraphAgent.run"
+            )
+        stock: Command[Any] = super()._build_command_from_agui_resume(
+            entries, open_interrupts=open_interrupts
+        )
+        return stock
 
     def get_schema_keys(self, config: Any) -> dict[str, list[str]]:
         # ag-ui-langgraph builds the input, output and config JSON Schemas on every run to
@@ -560,9 +568,19 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
         # approval: the approval is offered once, in the interrupt outcome, and answered
         # through RunAgentInput.resume (a client acting on the event would answer through
         # the refused forwardedProps.command).
-        events: list[BaseEvent] = super()._emit_interrupt_finish(
-            thread_id=thread_id, run_id=run_id, lg_interrupts=lg_interrupts
+        chosen: bool = self.emit_interrupt_outcome
+        # An approval is always offered in the outcome, whatever the flag says for plain
+        # interrupts. The flag is ag-ui-langgraph's to read; this call never awaits, so no
+        # other run sees it changed.
+        self.emit_interrupt_outcome = chosen or any(
+            is_approval_request(getattr(raw, "value", None)) for raw in lg_interrupts
         )
+        try:
+            events: list[BaseEvent] = super()._emit_interrupt_finish(
+                thread_id=thread_id, run_id=run_id, lg_interrupts=lg_interrupts
+            )
+        finally:
+            self.emit_interrupt_outcome = chosen
         return [event for event in events if not _is_legacy_approval_event(event)]
 
     async def _handle_stream_events(self, input: RunAgentInput) -> AsyncIterator[BaseEvent]:

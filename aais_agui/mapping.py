@@ -47,6 +47,7 @@ __all__ = [
     "METADATA_KEY",
     "TOOL_CALL_EXTENSION",
     "TOOL_CALL_REASON",
+    "carries_aais",
     "decided_response_schema",
     "interrupt_to_request",
     "is_approval_request",
@@ -61,6 +62,17 @@ __all__ = [
 def is_approval_request(value: Any) -> bool:
     """True when a LangGraph interrupt value looks like an ``approval.requested`` envelope."""
     return isinstance(value, Mapping) and value.get("type") == "approval.requested"
+
+
+def carries_aais(item: Interrupt | ResumeEntry) -> bool:
+    """True when an AG-UI interrupt offers an AAIS approval, or a resume entry carries an
+    AAIS answer (``metadata.aais``, or a ``payload`` with an ``aais`` member): what only the
+    resume planner may turn into a resume."""
+    metadata = item.metadata
+    if isinstance(metadata, Mapping) and METADATA_KEY in metadata:
+        return True
+    payload = item.payload if isinstance(item, ResumeEntry) else None
+    return isinstance(payload, Mapping) and METADATA_KEY in payload
 
 
 def tool_call_id_of(request: Request) -> str | None:

@@ -13,7 +13,7 @@ Needs the ``langchain`` extra.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Literal
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain.agents.middleware.types import ToolCallRequest
@@ -46,8 +46,26 @@ class ApprovalMiddleware(AgentMiddleware):
         describe: ToolCallDescriber | None = None,
         graph_id: str | None = None,
         edit_notice: str | None = EDIT_NOTICE,
+        interrupt_mode: Literal["per_call"] = "per_call",
     ) -> None:
+        """Gate the tools ``interrupt_on`` names.
+
+        Args:
+            interrupt_on: tool name -> ``True``, ``False`` or a tool approval config.
+            authority: the approval authority (default: the run's, see above).
+            describe: makes the summary a reviewer reads, for every gated tool.
+            graph_id: the ``origin.graph_id`` of the requests.
+            edit_notice: text added to the result of a call run with edited arguments.
+            interrupt_mode: HumanInTheLoopMiddleware's, taken only as ``"per_call"``, the
+                one mode: every gated call is its own interrupt, answered by request id.
+        """
+        if interrupt_mode != "per_call":
+            raise ValueError(
+                "interrupt_mode: only 'per_call' is supported; every gated call is its own "
+                "AAIS request (there is no batched list of decisions matched by position)"
+            )
         super().__init__()
+        self.interrupt_mode: Literal["per_call"] = interrupt_mode
         self.gate = ToolCallGate(
             rules_from(interrupt_on),
             authority=authority,

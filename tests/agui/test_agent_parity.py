@@ -11,11 +11,12 @@ import uuid
 from typing import Any
 
 import pytest
-from ag_ui.core import BaseEvent, EventType, RunAgentInput, UserMessage
+from ag_ui.core import BaseEvent, EventType, ResumeEntry, RunAgentInput, UserMessage
 from ag_ui_langgraph import LangGraphAgent
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 from langgraph.types import interrupt as lg_interrupt
 from pydantic import BaseModel
 from typing_extensions import TypedDict
@@ -25,7 +26,7 @@ from aais_langgraph import ApprovalAuthority, build_decision, requires_approval
 from aais_langgraph.authority import ForbiddenError, RequestLimits
 
 from .conftest import ALICE
-from .test_agent import answer, interrupts_of, paused, run, terminal
+from .test_agent import answer, interrupts_of, paused, request_id, run, terminal
 
 
 class NoteState(TypedDict, total=False):
@@ -236,16 +237,67 @@ def test_the_stock_defaults_are_kept_but_for_the_interrupt_outcome(
     assert ours.emit_interrupt_outcome and not stock.emit_interrupt_outcome
 
 
-def test_emit_interrupt_outcome_false_is_refused_naming_the_flag(
+async def test_emit_interrupt_outcome_false_is_stocks_for_a_plain_interrupt(
+    saver: Any, authority: ApprovalAuthority
+) -> None:
+    graph = plain_interrupt_graph(saver)
+    ours = AAISLangGraphAgent(
+        name="ask", graph=graph, authority=authority, emit_interrupt_outcome=False
+    )
+    mine, theirs = (
+        await events_of(ours, "t1"),
+        await events_of(LangGraphAgent(name="ask", graph=graph), "t2"),
+    )
+    for events in (mine, theirs):
+        [legacy] = [e for e in events if e.type == EventType.CUSTOM and e.name == "on_interrupt"]
+        assert legacy.value == '{"question": "go on?"}'
+        assert events[-1].type == EventType.RUN_FINISHED and events[-1].outcome is None
+
+
+async def test_an_approval_is_offered_in_the_outcome_whatever_emit_interrupt_outcome_says(
+    saver: Any, authority: ApprovalAuthority
+) -> None:
+    agent = AAISLangGraphAgent(
+        name="keys", graph=approval_graph(saver), authority=authority, emit_interrupt_outcome=False
+    )
+    thread_id = "t-keys"
+    offered = await run(agent, thread_id)
+    assert not [e for e in offered if e.type == EventType.CUSTOM], types_of(offered)
+    [item] = interrupts_of(offered)
+    assert item.reason == "aais:approval"
+    again = interrupts_of(await run(agent.clone(), thread_id))  # a reconnect offers it again
+    assert [i.id for i in again] == [item.id]
+    finished = terminal(await run(agent, thread_id, resume=[answer(item)]))
+    assert finished.type == EventType.RUN_FINISHED and finished.outcome is None
+    state = await agent.graph.aget_state({"configurable": {"thread_id": thread_id}})
+    assert state.values["note"] == "rotated"
+
+
+def test_a_subclass_that_passes_stocks_flag_defaults_builds_and_clones(
     authority: ApprovalAuthority,
 ) -> None:
-    with pytest.raises(ValueError, match=r"^emit_interrupt_outcome: must be True"):
-        AAISLangGraphAgent(
-            name="x",
-            graph=context_graph(None, []),
-            authority=authority,
-            emit_interrupt_outcome=False,
-        )
+    class StockShaped(AAISLangGraphAgent):
+        def __init__(
+            self,
+            *,
+            name: str,
+            graph: Any,
+            description: str | None = None,
+            config: Any = None,
+            emit_interrupt_outcome: bool = False,
+        ) -> None:
+            super().__init__(
+                name=name,
+                graph=graph,
+                authority=authority,
+                description=description,
+                config=config,
+                emit_interrupt_outcome=emit_interrupt_outcome,
+            )
+
+    agent = StockShaped(name="s", graph=context_graph(None, []))
+    twin = agent.clone()
+    assert type(twin) is StockShaped and not twin.emit_interrupt_outcome
 
 
 def test_conflicting_subagent_flags_are_refused_as_stock_refuses_them(
@@ -259,6 +311,64 @@ def test_conflicting_subagent_flags_are_refused_as_stock_refuses_them(
             emit_subagent_events=True,
             subagent_visibility="inline",
         )
+
+
+# -- the resume hook ---------------------------------------------------------------------------
+
+PLAIN_ANSWERS = {
+    "one resolved": [ResumeEntry(interrupt_id="i1", status="resolved", payload={"ok": True})],
+    "one cancelled": [ResumeEntry(interrupt_id="i1", status="cancelled")],
+    "several": [
+        ResumeEntry(interrupt_id="i1", status="resolved", payload={"a": 1}),
+        ResumeEntry(interrupt_id="i2", status="cancelled"),
+    ],
+}
+
+
+@pytest.mark.parametrize("entries", PLAIN_ANSWERS.values(), ids=PLAIN_ANSWERS.keys())
+async def test_answers_to_plain_interrupts_become_stocks_command_outside_a_run(
+    saver: Any, authority: ApprovalAuthority, entries: list[ResumeEntry]
+) -> None:
+    graph = plain_interrupt_graph(saver)
+    ours = AAISLangGraphAgent(name="ask", graph=graph, authority=authority)
+    stock = LangGraphAgent(name="ask", graph=graph)
+    offered = interrupts_of(await events_of(ours, "t-plain"))
+    for open_interrupts in (None, offered):
+        built = ours._build_command_from_agui_resume(entries, open_interrupts=open_interrupts)
+        expected = stock._build_command_from_agui_resume(entries, open_interrupts=open_interrupts)
+        assert isinstance(built, Command) and built.resume == expected.resume
+
+
+async def test_an_answer_to_an_approval_reaches_no_graph_outside_a_planned_run(
+    saver: Any, authority: ApprovalAuthority
+) -> None:
+    from hostile.report import refused
+
+    agent = AAISLangGraphAgent(name="keys", graph=approval_graph(saver), authority=authority)
+    thread_id, [item] = await paused(agent)
+    approve = answer(item)
+    wrapped = ResumeEntry(
+        interrupt_id=item.id, status="resolved", payload={"aais": approve.payload}
+    )
+    attempts = [
+        ([approve], [item]),  # as prepare_stream asks, with the open interrupts
+        ([approve], None),  # the hook alone: the entry carries an AAIS decision
+        ([wrapped], None),
+        ([ResumeEntry(interrupt_id=item.id, status="cancelled")], [item]),
+    ]
+    for entries, open_interrupts in attempts:
+        with refused(
+            "unplanned resumes",
+            RuntimeError,
+            opened=lambda: authority.get_resolution(request_id(item)) is not None,
+        ) as caught:
+            agent.with_actor(ALICE)._build_command_from_agui_resume(
+                entries, open_interrupts=open_interrupts
+            )
+        assert "AAISLangGraphAgent.run" in str(caught.value)
+    assert authority.get_resolution(request_id(item)) is None
+    state = await agent.graph.aget_state({"configurable": {"thread_id": thread_id}})
+    assert "note" not in state.values and [i.id for i in state.interrupts] == [item.id]
 
 
 # -- clone ------------------------------------------------------------------------------------

@@ -210,6 +210,27 @@ def test_interrupt_on_reads_back_normalised_and_cannot_change_the_gate() -> None
     ]
 
 
+def test_interrupt_mode_per_call_is_taken_as_it_is(recorder, authority) -> None:
+    agent = create_agent(
+        script(turn(call("send_email", "c1", to="bob@example.com"))),
+        tools=recorder.tools(),
+        middleware=[
+            ApprovalMiddleware({"send_email": True}, interrupt_mode="per_call", authority=authority)
+        ],
+        checkpointer=InMemorySaver(),
+    )
+    agent.invoke({"messages": [("user", "go")]}, thread())
+    assert list(pending(agent, thread())) == ["c1"] and recorder.runs == []
+    assert ApprovalMiddleware({"send_email": True}).interrupt_mode == "per_call"
+
+
+@pytest.mark.parametrize("mode", ["batched", "sometimes", None])
+def test_an_interrupt_mode_other_than_per_call_is_refused_naming_the_field(mode: Any) -> None:
+    with pytest.raises(ValueError, match=r"^interrupt_mode: only 'per_call'") as refused:
+        ApprovalMiddleware({"send_email": True}, interrupt_mode=mode)
+    assert "sometimes" not in str(refused.value)
+
+
 # -- the reviewer's note -----------------------------------------------------------------
 
 WITH_NOTE = {"allowed_decisions": ["approve", "reject"], "reviewer_note": True}

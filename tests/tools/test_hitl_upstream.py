@@ -116,7 +116,10 @@ AAIS_ANSWER_SCHEMA = (
     "union; an edit is a call to edit_tool_call, not a resume value, and the tool checks "
     "the edited arguments when it runs"
 )
-NO_INTERRUPT_MODE = "interrupt_mode is gone: every gated call is its own interrupt"
+NO_INTERRUPT_MODE = (
+    "only interrupt_mode='per_call', the default here: every gated call is its own interrupt, "
+    "and another mode is refused without echoing it"
+)
 
 
 def documented(reason: str) -> pytest.MarkDecorator:

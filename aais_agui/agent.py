@@ -83,7 +83,7 @@ from .frontend_tools import arelay_for, held, page_binding, plan_page_resume, wi
 from .local_runs import local_runs
 from .mapping import carries_aais, is_approval_request, request_to_interrupt
 from .reoffer import reoffer_events
-from .resume_plan import ResumeRejected, plan_resume, served_config
+from .resume_plan import UNAUTHENTICATED_ANSWER, ResumeRejected, plan_resume, served_config
 from .run_outcomes import aattribute_interrupts, acancel_watch, run_error_for, settle_outcome
 from .state_keys import channel_schema_keys
 from .thread_views import ThreadEventFilter
@@ -271,10 +271,14 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
             return
         principal = checked_principal(self.actor)
         access = await self.authority.athread_access(principal, input.thread_id)
-        if not access.visible or (principal is None and access.record is not None):
-            # Another person's thread: no byte of it (messages, interrupts) is sent. A run
-            # with no actor (an endpoint that authenticates nobody) may start threads of
-            # its own, never read or continue one a person started.
+        if principal is None and access.record is not None:
+            # A run with no actor (an endpoint that authenticates nobody) may start
+            # threads of its own, never read or continue one a person started.
+            for event in _refusal(input, "aais.unauthenticated", UNAUTHENTICATED_ANSWER):
+                yield event
+            return
+        if not access.visible:
+            # Another person's thread: no byte of it (messages, interrupts) is sent.
             for event in _refusal(input, FORBIDDEN, THREAD_REFUSED):
                 yield event
             return

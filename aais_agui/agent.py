@@ -188,6 +188,7 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
             "authority": (self.authority, _REQUIRED),
             "enable_legacy_on_interrupt_event": (self.enable_legacy_on_interrupt_event, True),
             "emit_raw_events": (self.emit_raw_events, True),
+            "emit_interrupt_outcome": (self.emit_interrupt_outcome, True),
             "lease_ttl": (self.lease_ttl, DEFAULT_LEASE_TTL),
             "lease_wait": (self.lease_wait, DEFAULT_LEASE_WAIT),
             "page_tools": (self.page_tools, None),

@@ -473,7 +473,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.target = import_graph(args.graph)
         authorizer = _authorizer(args)
         _check_webhooks(args)
-        authenticate = _authenticator(args)  # last: the local-development one prints a warning
     except ImportError as error:
         return _missing_extras(error)
     try:
@@ -481,6 +480,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AddressInUse as error:
         print(f"aais-agui: {error}", file=sys.stderr)
         return 1
+    try:
+        authenticate = _authenticator(args)  # last: the local-development one prints a warning
+    except ImportError as error:
+        sock.close()
+        return _missing_extras(error)
+    except BaseException:
+        sock.close()
+        raise
     try:
         with sock, suppress(KeyboardInterrupt):
             asyncio.run(_run(args, sock, authenticate, authorizer))

@@ -7,6 +7,10 @@ the end of the session. Without the server binaries it fails with instructions;
 
 ``pytest_terminal_summary`` prints the hostile-input table (``tests/hostile/report.py``)
 whenever any suite recorded into it, whichever folders ran.
+
+Tests that start other programs or many processes (a PostgreSQL cluster, Chromium,
+Node clients, kill -9 workers, ``langgraph dev``, fresh virtualenvs) are marked
+``slow`` (:data:`SLOW`): ``python -m pytest -m "not slow"`` is the quick subset.
 """
 
 from __future__ import annotations
@@ -32,6 +36,32 @@ from support.pg_cluster import (
 collect_ignore = [] if importlib.util.find_spec("aae") else ["aae_bridge"]
 
 ROOT = Path(__file__).resolve().parent.parent
+
+SLOW = (
+    "distributed/",
+    "postgres/",
+    "demo/test_browser",
+    "copilotkit/",
+    "mcp/",
+    "test_aae_bridge.py",
+    "test_newcomer.py",
+    "test_notebooks.py",
+    "test_wheel.py",
+    "agui/test_node_client",
+    "agui/test_client_js.py",
+    "agui/test_frontend_tools_node.py",
+    "agui/test_serving_page",
+    "webhooks/test_crash.py",
+)
+"""Test paths (under ``tests/``) marked ``slow``: what starts other programs or processes."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    tests = ROOT / "tests"
+    for item in items:
+        where = item.path.relative_to(tests).as_posix() if item.path.is_relative_to(tests) else ""
+        if any(where.startswith(prefix) for prefix in SLOW):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

@@ -388,7 +388,11 @@ def test_services_do_only_what_their_scopes_name(site: Site) -> None:
     assert site.clients["scraper"].get("/metrics").status_code == 200
     status = site.decide("scraper", interrupt)
     listed = site.clients["scraper"].get("/approvals/snapshot").json()
-    record(CATEGORY, 2, failed_open=int(status == 200) + int(bool(listed["snapshot"]["pending"])))
+    record(
+        "machine actors",
+        2,
+        failed_open=int(status == 200) + int(bool(listed["snapshot"]["pending"])),
+    )
     assert status == 403
     assert listed["snapshot"]["pending"] == []
     assert site.authority.ledger.audit_tip() == tip and site.effects.list(thread_id) == []
@@ -409,3 +413,52 @@ def test_the_thread_refusal_is_the_same_for_every_reason(site: Site) -> None:
         refusals.add(json.dumps(events[-1], sort_keys=True))
     assert len(refusals) == 1
     assert operator.contains(refusals.pop(), FORBIDDEN)
+
+
+# -- the matrix: start, post and view x every user ----------------------------------------
+
+STARTS = {"alice", "bob", "carol", "sam", "rita", "dave"}
+"""Who may start a thread: every person, no service."""
+POSTS = {"alice", "sam"}
+"""Who may post to alice's thread: alice, and support (sam) who may take it over."""
+READS = {"alice", "sam", "rita"}
+"""Who may read alice's thread: alice, support, and the readers."""
+
+
+def test_every_user_may_start_post_to_and_read_threads_exactly_as_the_rules_say(
+    site: Site,
+) -> None:
+    thread_id = new_thread()
+    site.say("alice", thread_id, "hi")
+    for user in USERS:
+        # start: a thread of their own
+        mine = new_thread()
+        tip = site.authority.ledger.audit_tip()
+        events = site.say(user, mine, "hi")[1]
+        started = events[-1]["type"] == "RUN_FINISHED"
+        record(CATEGORY, 1, failed_open=int(started and user not in STARTS))
+        assert started is (user in STARTS), (user, events[-1])
+        if not started:
+            assert site.authority.ledger.thread_record(mine) is None
+            assert site.authority.ledger.audit_tip() == tip
+        # view: a reconnect and a thread read of alice's thread
+        raw, events = site.run(user, run_agent_input(thread_id))
+        text, body = thread_read(site, user, thread_id)
+        reads = body["messages"] != []
+        record(CATEGORY, 1, failed_open=int(reads and user not in READS))
+        assert reads is (user in READS), user
+        if user not in READS:
+            assert events[-1]["type"] == "RUN_ERROR" and events[-1]["code"] == FORBIDDEN
+            assert "hello" not in raw.decode() and "hello" not in text
+        # post: a message to alice's thread
+        before = site.authority.ledger.thread_record(thread_id)
+        events = site.say(user, thread_id, "hi again")[1]
+        posted = events[-1]["type"] == "RUN_FINISHED"
+        record(CATEGORY, 1, failed_open=int(posted and user not in POSTS))
+        assert posted is (user in POSTS), (user, events[-1])
+        if not posted:
+            assert events[-1]["code"] == FORBIDDEN
+            assert site.authority.ledger.thread_record(thread_id) == before
+    record_after = site.authority.ledger.thread_record(thread_id)
+    assert record_after is not None and record_after.owner == "alice"
+    assert set(record_after.posters) == POSTS

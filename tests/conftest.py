@@ -9,8 +9,9 @@ the end of the session. Without the server binaries it fails with instructions;
 whenever any suite recorded into it, whichever folders ran.
 
 Tests that start other programs or many processes (a PostgreSQL cluster, Chromium,
-Node clients, kill -9 workers, ``langgraph dev``, fresh virtualenvs) are marked
-``slow`` (:data:`SLOW`): ``python -m pytest -m "not slow"`` is the quick subset.
+Node clients, kill -9 workers, ``langgraph dev``, fresh virtualenvs), and the files
+that take longest otherwise, are marked ``slow`` (:data:`SLOW`): ``python -m pytest
+-m "not slow"`` is the quick subset.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ collect_ignore = [] if importlib.util.find_spec("aae") else ["aae_bridge"]
 ROOT = Path(__file__).resolve().parent.parent
 
 SLOW = (
+    # what starts other programs or many processes
     "distributed/",
     "postgres/",
     "demo/test_browser",
@@ -52,6 +54,46 @@ SLOW = (
     "agui/test_frontend_tools_node.py",
     "agui/test_serving_page",
     "webhooks/test_crash.py",
+    # the files that take longest otherwise (servers per test, races, long properties)
+    "agui/test_answer_schema.py",
+    "agui/test_authorization_matrix.py",
+    "agui/test_core_only_import.py",
+    "agui/test_frontend_tools.py",
+    "agui/test_inbox_page_requests.py",
+    "agui/test_without_observability.py",
+    "agui/transports/test_jwt_login.py",
+    "agui/transports/test_stream_login.py",
+    "agui/transports/test_websocket.py",
+    "authority/test_race.py",
+    "authority/test_state_machine.py",
+    "authority/test_tamper.py",
+    "cli/test_help.py",
+    "cli/test_serve_messages.py",
+    "cli/test_serve_metrics.py",
+    "demo/test_cli.py",
+    "demo/test_cli_integrity.py",
+    "demo/test_cli_options.py",
+    "demo/test_watcher.py",
+    "gate/test_race.py",
+    "gate/test_unknown_listing.py",
+    "hostile/test_agui.py",
+    "hostile/test_headers.py",
+    "ledger/test_concurrency.py",
+    "ledger/test_model.py",
+    "ledger/test_retention.py",
+    "ledger/test_sqlite.py",
+    "presenter/test_hostile.py",
+    "presenter/test_presenter.py",
+    "presenter/test_served.py",
+    "protocol/test_bad_inputs.py",
+    "protocol/test_canonical_fast_path.py",
+    "protocol/test_digest_differential.py",
+    "threads/test_channel_matrix.py",
+    "threads/test_restart.py",
+    "threads/test_resume_work.py",
+    "threads/test_view_selection.py",
+    "webhooks/test_delivery.py",
+    "webhooks/test_serve.py",
 )
 """Test paths (under ``tests/``) marked ``slow``: what starts other programs or processes."""
 

@@ -179,14 +179,7 @@ class FileWitness:
             return []
         except OSError as error:
             raise WitnessError(f"witness file: cannot read ({type(error).__name__})") from None
-        try:
-            return [
-                WitnessedTip.from_json(json.loads(line))
-                for line in text.splitlines()
-                if line.strip()
-            ]
-        except json.JSONDecodeError:
-            raise WitnessError("witness file: a line is not JSON") from None
+        return _publications(text, "witness file: a line is not JSON")
 
     def latest(self) -> WitnessedTip | None:
         try:
@@ -239,7 +232,7 @@ class HttpWitness:
             raise WitnessError(f"witness URL: reading failed (HTTP {error.code})") from None
         except (urllib.error.URLError, OSError, UnicodeDecodeError) as error:
             raise WitnessError(f"witness URL: reading failed ({type(error).__name__})") from None
-        published = self._parse(text)
+        published = _publications(text, _NOT_JSON)
         return published[-1] if published else None
 
     def publications(self) -> list[WitnessedTip]:
@@ -252,18 +245,7 @@ class HttpWitness:
             raise WitnessError(f"witness URL: reading failed (HTTP {error.code})") from None
         except (urllib.error.URLError, OSError, UnicodeDecodeError) as error:
             raise WitnessError(f"witness URL: reading failed ({type(error).__name__})") from None
-        return self._parse(text)
-
-    @staticmethod
-    def _parse(text: str) -> list[WitnessedTip]:
-        try:
-            return [
-                WitnessedTip.from_json(json.loads(line))
-                for line in text.splitlines()
-                if line.strip()
-            ]
-        except json.JSONDecodeError:
-            raise WitnessError("witness URL: the response is not JSON") from None
+        return _publications(text, _NOT_JSON)
 
 
 def open_witness(target: str) -> Witness:
@@ -428,3 +410,16 @@ def _fork(witnessed: WitnessedTip) -> WitnessCheck:
         f"{witnessed.published_at}: the chain was rewritten",
         witnessed,
     )
+
+
+_NOT_JSON = "witness URL: the response is not JSON"
+
+
+def _publications(text: str, not_json: str) -> list[WitnessedTip]:
+    """The publications of a JSON-lines text (``not_json``: the error when a line is not)."""
+    try:
+        return [
+            WitnessedTip.from_json(json.loads(line)) for line in text.splitlines() if line.strip()
+        ]
+    except json.JSONDecodeError:
+        raise WitnessError(not_json) from None

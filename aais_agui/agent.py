@@ -313,11 +313,18 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
                                 yield shown
                         return
                     sender, access = sent
-                    if sender is not None:
+                    if sender is not None or input.resume:
                         # The run acts for who sent it: the author of the message it runs,
-                        # or of the one whose run an answer continues.
+                        # or of the one whose run an answer continues (nobody known: no one,
+                        # never the person answering).
                         current: Any = self.config
-                        configurable = {**current["configurable"], REQUESTER_KEY: sender}
+                        configurable = {
+                            key: value
+                            for key, value in current["configurable"].items()
+                            if key != REQUESTER_KEY
+                        }
+                        if sender is not None:
+                            configurable[REQUESTER_KEY] = sender
                         self.config = {**current, "configurable": configurable}
                         config = {"configurable": {**configurable, "thread_id": input.thread_id}}
                         thread = replace(thread, config=self.driver.run_config(config))

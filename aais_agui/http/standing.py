@@ -39,8 +39,7 @@ from aais_langgraph.authority import (
     explain_constraints,
 )
 from aais_langgraph.ledger import AuditVerification, Grant
-from aais_langgraph.protocol import format_timestamp
-from aais_langgraph.protocol.extensions import RESOLVED_BY_EXTENSION
+from aais_langgraph.protocol import RESOLVED_BY_EXTENSION, format_timestamp
 from aais_langgraph.threads import EventFilter
 
 from .limits import MAX_CLIENT_ID_LENGTH, id_too_long

@@ -26,7 +26,7 @@ from .envelopes import (
     Envelope,
 )
 from .errors import AAISValidationError, join_pointer
-from .extensions import EXTENSION_NAMESPACE, TOOL_CALL_ID_EXTENSION
+from .extensions import EXTENSION_NAMESPACE, RESOLVED_BY_EXTENSION, TOOL_CALL_ID_EXTENSION
 from .ids import DERIVED_ID_PREFIX, MAX_ID_LENGTH, id_for, is_id
 from .ijson import (
     DEFAULT_MAX_BYTES,
@@ -67,6 +67,7 @@ __all__ = [
     "EXTENSION_NAMESPACE",
     "MAX_ID_LENGTH",
     "MAX_SAFE_INTEGER",
+    "RESOLVED_BY_EXTENSION",
     "TOOL_CALL_ID_EXTENSION",
     "AAISModel",
     "AAISValidationError",

@@ -7,13 +7,19 @@ explicit ``setup()``). The two SQL backends share one implementation (``_sql``).
 """
 
 from .audit import GENESIS_HASH, AuditVerification, chain_hash, verify_audit
-from .base import (
+from .base import Ledger
+from .crosscheck import verify_contents
+from .deliveries import Delivery, DeliveryPlan, DeliveryState, retry_delivery
+from .executions import Execution, ExecutionState
+from .integrity import LedgerIntegrityError
+from .memory import InMemoryLedger
+from .opening import NotALedgerError, is_postgres_url, open_ledger
+from .records import (
     AuditEntry,
     AuditKind,
     Grant,
     JsonDict,
     Lease,
-    Ledger,
     LedgerContents,
     PendingRow,
     ResolutionWrite,
@@ -21,12 +27,6 @@ from .base import (
     StoredResolution,
     ThreadRecord,
 )
-from .crosscheck import verify_contents
-from .deliveries import Delivery, DeliveryPlan, DeliveryState, retry_delivery
-from .executions import Execution, ExecutionState
-from .integrity import LedgerIntegrityError
-from .memory import InMemoryLedger
-from .opening import NotALedgerError, is_postgres_url, open_ledger
 from .resume_work import ResumeWork, ResumeWorkState
 from .retention import CompactedRequestError, CompactionReport, RetentionPolicy
 from .selection import EVERY_ROW, ActionPattern, PendingSelection

@@ -6,10 +6,18 @@ import functools
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from ._records import dump_json, load_json
-from .base import AuditEntry, Grant, JsonDict, PendingRow, StoredRequest, StoredResolution
 from .executions import EXECUTION_COLUMNS
 from .integrity import LedgerIntegrityError
+from .records import (
+    AuditEntry,
+    Grant,
+    JsonDict,
+    PendingRow,
+    StoredRequest,
+    StoredResolution,
+    dump_json,
+    load_json,
+)
 
 R = TypeVar("R")
 

@@ -52,14 +52,15 @@ from ._rows import (
     request_from_row,
     resolution_from_row,
 )
-from .base import (
+from .base import Ledger
+from .integrity import LedgerIntegrityError, execution_vouched, sealed_checkpoint
+from .records import (
     THREAD_POSTERS,
     AuditEntry,
     AuditKind,
     Grant,
     JsonDict,
     Lease,
-    Ledger,
     LedgerContents,
     PendingRow,
     ResolutionWrite,
@@ -67,7 +68,6 @@ from .base import (
     StoredResolution,
     ThreadRecord,
 )
-from .integrity import LedgerIntegrityError, execution_vouched, sealed_checkpoint
 from .retention import (
     CompactedRequestError,
     CompactionReport,

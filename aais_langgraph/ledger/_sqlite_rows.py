@@ -8,7 +8,6 @@ from __future__ import annotations
 import sqlite3
 
 from ..protocol.extensions import REQUESTER_EXTENSION
-from ._records import dump_json, load_json
 from ._rows import (
     CONTENTS_QUERIES,
     REQUEST_COLUMNS,
@@ -16,6 +15,7 @@ from ._rows import (
     audit_from_row,
     backfill_audit_indexes,
 )
+from .records import dump_json, load_json
 from .selection import SelectionSubjects
 
 Conn = sqlite3.Connection | sqlite3.Cursor

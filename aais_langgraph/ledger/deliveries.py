@@ -37,7 +37,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
-    from .base import Ledger, StoredRequest
+    from .base import Ledger
+    from .records import StoredRequest
 
 __all__ = [
     "COALESCE_DELIVERIES",

@@ -28,14 +28,17 @@ from ._records import (
     revoked_audit,
     with_sequence,
 )
-from .base import (
+from .base import Ledger
+from .deliveries import Delivery, DeliveryChange, DeliveryState, coalesces
+from .executions import Execution, ExecutionChange, ExecutionState, execution_audit
+from .integrity import LedgerIntegrityError, execution_vouched, sealed_checkpoint
+from .records import (
     THREAD_POSTERS,
     AuditEntry,
     AuditKind,
     Grant,
     JsonDict,
     Lease,
-    Ledger,
     LedgerContents,
     PendingRow,
     ResolutionWrite,
@@ -43,9 +46,6 @@ from .base import (
     StoredResolution,
     ThreadRecord,
 )
-from .deliveries import Delivery, DeliveryChange, DeliveryState, coalesces
-from .executions import Execution, ExecutionChange, ExecutionState, execution_audit
-from .integrity import LedgerIntegrityError, execution_vouched, sealed_checkpoint
 from .resume_work import (
     ResumeWork,
     ResumeWorkChange,

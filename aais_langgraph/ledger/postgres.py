@@ -50,7 +50,7 @@ from ._counters import Counters, Cursor, Probe, Tip, sql_for
 from ._postgres_server_counters import STAMP_FUNCTIONS, StampedCounters
 from ._records import request_fields
 from ._sql import SqlLedger
-from .base import ResolutionWrite, StoredRequest, StoredResolution
+from .records import ResolutionWrite, StoredRequest, StoredResolution
 from .retention import POSTGRES_COMPACTED_SCHEMA
 
 

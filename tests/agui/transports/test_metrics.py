@@ -19,8 +19,8 @@ from aais_agui import bearer_token_authenticator, create_app, run_agent_input
 from aais_langgraph import ApprovalAuthority, build_decision
 from aais_langgraph.authority.resolutions import resolution_envelope
 from aais_langgraph.ledger import SqliteLedger
-from aais_langgraph.ledger._records import dump_json
 from aais_langgraph.ledger.executions import claim_change
+from aais_langgraph.ledger.records import dump_json
 from aais_langgraph.ledger.resume_work import attempt_change
 from aais_langgraph.observability import ApprovalMetrics
 from aais_langgraph.protocol import ApprovalRequested, utc_now

@@ -16,7 +16,7 @@ import time
 from typing import Any, TextIO
 
 from ..authority import ApprovalAuthority
-from ..ledger import Delivery, DeliveryState, Ledger, retry_delivery
+from ..ledger import DELIVERY, Delivery, DeliveryState, Ledger, retry_delivery, shown_states
 from .render import escape
 
 __all__ = ["add_parser", "add_policy_option", "plan_from_policy", "run"]
@@ -73,8 +73,9 @@ def delivery_line(delivery: Delivery) -> str:
     """One delivery as a line: id, subscription, notice, request, state, attempts, error."""
     error = "" if delivery.last_error is None else f"  {escape(delivery.last_error)}"
     return (
-        f"{delivery.delivery_id}  {escape(delivery.subscription)}  {delivery.notice}  "
-        f"{escape(delivery.request_id)}  {delivery.state}  attempts {delivery.attempts}{error}"
+        f"{delivery.work_id}  {escape(str(delivery.target))}  {delivery.topic}  "
+        f"{escape(delivery.request_id)}  {delivery.shown_state}  "
+        f"attempts {delivery.attempts}{error}"
     )
 
 
@@ -83,14 +84,14 @@ def run(authority: ApprovalAuthority, args: argparse.Namespace, stdout: TextIO) 
     ledger = authority.ledger
     if args.webhooks_command == "list":
         states = tuple(args.state) if args.state else ("pending", "dead")
-        found = ledger.list_deliveries(states=states)
+        found = ledger.list_work(DELIVERY, states=shown_states(DELIVERY, states))
         for delivery in found:
             stdout.write(delivery_line(delivery) + "\n")
         dead = sum(1 for delivery in found if delivery.state == "dead")
         stdout.write(f"{len(found)} deliveries, {dead} dead\n")
         return 0
     targets = (
-        [delivery.delivery_id for delivery in ledger.list_deliveries(states=("dead",))]
+        [delivery.work_id for delivery in ledger.list_work(DELIVERY, states=("dead",))]
         if args.dead
         else [args.delivery_id]
     )

@@ -14,6 +14,7 @@ from .executions import Execution, ExecutionState
 from .integrity import LedgerIntegrityError
 from .memory import InMemoryLedger
 from .opening import NotALedgerError, is_postgres_url, open_ledger
+from .outbox import DELIVERY, RESUME, Work, WorkState, shown_states
 from .records import (
     AuditEntry,
     AuditKind,
@@ -46,8 +47,10 @@ from .witness import (
 )
 
 __all__ = [
+    "DELIVERY",
     "EVERY_ROW",
     "GENESIS_HASH",
+    "RESUME",
     "ActionPattern",
     "AuditEntry",
     "AuditKind",
@@ -83,6 +86,8 @@ __all__ = [
     "WitnessCheck",
     "WitnessError",
     "WitnessedTip",
+    "Work",
+    "WorkState",
     "chain_hash",
     "check_witness",
     "check_witnessed",
@@ -92,6 +97,7 @@ __all__ = [
     "publish_compaction",
     "publish_tip",
     "retry_delivery",
+    "shown_states",
     "verify_audit",
     "verify_contents",
 ]

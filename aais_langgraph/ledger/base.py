@@ -17,6 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
 
+from .outbox import OPEN_STATES, Work, WorkChange, WorkState
 from .records import (
     AuditEntry,
     AuditKind,
@@ -33,9 +34,8 @@ from .records import (
 from .selection import PendingSelection, RowFacts
 
 if TYPE_CHECKING:
-    from .deliveries import Delivery, DeliveryChange, DeliveryPlan, DeliveryState
+    from .deliveries import DeliveryPlan
     from .executions import Execution, ExecutionChange, ExecutionState
-    from .resume_work import ResumeWork, ResumeWorkChange, ResumeWorkState
     from .retention import CompactionReport, RetentionPolicy
 
 P = ParamSpec("P")
@@ -283,72 +283,54 @@ class Ledger(ABC):
         wrong, in words that hold no stored value, or None. Default: nothing to check."""
         return None
 
-    # -- durable resume work (the runtime's, not AAIS's: see :mod:`.resume_work`) ---
-
-    @abstractmethod
-    def get_resume_work(self, request_id: str) -> ResumeWork | None:
-        """The resume work recorded with the request's resolution, if any."""
-
-    @abstractmethod
-    def list_resume_work(
-        self,
-        *,
-        states: tuple[ResumeWorkState, ...] = ("due", "unknown"),
-        due_before: float | None = None,
-        thread_id: str | None = None,
-        limit: int | None = None,
-    ) -> list[ResumeWork]:
-        """Resume work in these states (default: all that is open), those with
-        ``next_at <= due_before`` when given, in ``next_at`` order; cost O(open work)."""
-
-    @abstractmethod
-    def update_resume_work(
-        self, request_id: str, change: ResumeWorkChange, *, durable: bool = False
-    ) -> ResumeWork | None:
-        """Apply ``change`` to the request's resume work atomically; the row after.
-
-        Relaxed by default: a lost update only repeats an attempt, which is idempotent."""
-
-    # -- webhook deliveries (the runtime's, not AAIS's: see :mod:`.deliveries`) -------
+    # -- the outbox: durable work of every kind (the runtime's, see :mod:`.outbox`) ----
 
     delivery_plan: DeliveryPlan | None = None
     """Which webhook deliveries a new request or resolution records in its own
     transaction (None: none). Set per ledger object: every process writing to the
     ledger whose writes should notify sets its own."""
 
-    def get_delivery(self, delivery_id: str) -> Delivery | None:
-        """The delivery with this ``webhook-id``, if recorded."""
-        raise NotImplementedError(f"{type(self).__name__} does not store webhook deliveries")
+    @abstractmethod
+    def get_work(self, kind: str, work_id: str) -> Work | None:
+        """The outbox row of this kind and id (resume work: the request's id), if any."""
 
-    def list_deliveries(
+    @abstractmethod
+    def list_work(
         self,
+        kind: str,
         *,
-        states: tuple[DeliveryState, ...] = ("pending", "dead"),
+        states: tuple[WorkState, ...] = OPEN_STATES,
+        due_before: float | None = None,
+        thread_id: str | None = None,
         request_id: str | None = None,
         limit: int | None = None,
-    ) -> list[Delivery]:
-        """Deliveries in these states (default: those still open or given up), of one
-        request when given, in ``next_at`` order; cost O(open work) for open states."""
-        raise NotImplementedError(f"{type(self).__name__} does not store webhook deliveries")
+    ) -> list[Work]:
+        """Rows of this kind in these states (default: all not finished), those with
+        ``next_at <= due_before`` when given, of one thread or request when given, in
+        ``next_at`` order; cost O(open work) for open states."""
 
-    def claim_deliveries(
+    @abstractmethod
+    def claim_work(
         self,
+        kind: str,
         holder: str,
         *,
-        subscriptions: tuple[str, ...],
+        targets: tuple[str, ...],
         ttl: float,
         now: float,
         limit: int = 20,
-    ) -> list[Delivery]:
-        """Claim up to ``limit`` due pending deliveries of these subscriptions for
-        ``holder`` until ``now + ttl`` (a claim another sender holds is skipped): the
-        claimed rows. Relaxed like a lease: a lost claim only sends again."""
-        raise NotImplementedError(f"{type(self).__name__} does not store webhook deliveries")
+    ) -> list[Work]:
+        """Claim up to ``limit`` due rows of this kind for these targets, for ``holder``
+        until ``now + ttl`` (a claim another worker holds is skipped): the claimed rows.
+        Relaxed like a lease: a lost claim only does the work again."""
 
-    def update_delivery(self, delivery_id: str, change: DeliveryChange) -> Delivery | None:
-        """Apply ``change`` to the delivery atomically; the row after. Relaxed: a lost
-        update only sends again, with the same ``webhook-id``."""
-        raise NotImplementedError(f"{type(self).__name__} does not store webhook deliveries")
+    @abstractmethod
+    def update_work(
+        self, kind: str, work_id: str, change: WorkChange, *, durable: bool = False
+    ) -> Work | None:
+        """Apply ``change`` (:mod:`.outbox`'s transitions) to the row atomically; the row
+        after. Relaxed by default: a lost update only repeats an attempt, which the work
+        makes idempotent (a resume, a delivery with the same ``webhook-id``)."""
 
     def delivery_cursor(self, subscription: str) -> int | None:
         """The sequence up to which ``subscription``'s deliveries were made from the
@@ -361,7 +343,7 @@ class Ledger(ABC):
         *,
         start: int | None,
         to: int,
-        deliveries: Sequence[Delivery] = (),
+        deliveries: Sequence[Work] = (),
         now: float,
     ) -> bool:
         """Move ``subscription``'s cursor from ``start`` (None: start it) to ``to`` and
@@ -442,13 +424,10 @@ class Ledger(ABC):
     aget_lease = _twin(get_lease)
     alist_leases = _twin(list_leases)
     acheck_storage = _twin(check_storage)
-    aget_resume_work = _twin(get_resume_work)
-    alist_resume_work = _twin(list_resume_work)
-    aupdate_resume_work = _twin(update_resume_work)
-    aget_delivery = _twin(get_delivery)
-    alist_deliveries = _twin(list_deliveries)
-    aclaim_deliveries = _twin(claim_deliveries)
-    aupdate_delivery = _twin(update_delivery)
+    aget_work = _twin(get_work)
+    alist_work = _twin(list_work)
+    aclaim_work = _twin(claim_work)
+    aupdate_work = _twin(update_work)
     adelivery_cursor = _twin(delivery_cursor)
     aadvance_delivery_cursor = _twin(advance_delivery_cursor)
     aupdate_execution = _twin(update_execution)

@@ -43,9 +43,7 @@ from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
 
 from . import _postgres_rows as db
-from . import deliveries as dl
 from . import executions as ex
-from . import resume_work as rw
 from ._counters import Counters, Cursor, Probe, Tip, sql_for
 from ._postgres_server_counters import STAMP_FUNCTIONS, StampedCounters
 from ._records import request_fields
@@ -119,8 +117,7 @@ class PostgresLedger(SqlLedger):
             for statement in (
                 *db.SCHEMA,
                 *ex.POSTGRES_EXECUTIONS_SCHEMA,
-                *rw.POSTGRES_RESUME_WORK_SCHEMA,
-                *dl.POSTGRES_DELIVERIES_SCHEMA,
+                *db.OUTBOX_DDL,
                 *POSTGRES_COMPACTED_SCHEMA,
                 *STAMP_FUNCTIONS,
             ):

@@ -19,9 +19,7 @@ from contextlib import closing, contextmanager
 from typing import Literal
 
 from . import _sqlite_rows as db
-from . import deliveries as dl
 from . import executions as ex
-from . import resume_work as rw
 from ._counters import Cursor, Tip
 from ._sql import SqlLedger
 from .retention import SQLITE_COMPACTED_SCHEMA
@@ -120,8 +118,7 @@ class SqliteLedger(SqlLedger):
                 for statement in (
                     *db.SCHEMA,
                     *ex.SQLITE_EXECUTIONS_SCHEMA,
-                    *rw.SQLITE_RESUME_WORK_SCHEMA,
-                    *dl.SQLITE_DELIVERIES_SCHEMA,
+                    *db.OUTBOX_DDL,
                     *SQLITE_COMPACTED_SCHEMA,
                 ):
                     cur.execute(statement)

@@ -14,7 +14,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from aais_langgraph.authority import ApprovalAuthority
-from aais_langgraph.ledger import SqliteLedger
+from aais_langgraph.ledger import DELIVERY, SqliteLedger, shown_states
 from aais_langgraph.webhooks import SubscriptionPlan, WebhookSubscription
 
 from .receivers import SECRET, Receiver
@@ -74,19 +74,24 @@ def test_a_sender_killed_mid_delivery_loses_no_notification(tmp_path: Path) -> N
             os.kill(first.pid, signal.SIGKILL)
             first.wait(timeout=10)
         hold.set()
-        in_flight = ledger.list_deliveries(states=("pending",))
+        in_flight = ledger.list_work(DELIVERY, states=shown_states(DELIVERY, ("pending",)))
         assert any(item.claimed_by == "first" for item in in_flight)
 
         for index in range(FIRST_BATCH, FIRST_BATCH + SECOND_BATCH):
             ask(index)  # written while no sender runs
         with sender(db, receiver.url, "second"):
-            wait_for(lambda: not ledger.list_deliveries(states=("pending",)), "every delivery")
+            wait_for(
+                lambda: not ledger.list_work(DELIVERY, states=shown_states(DELIVERY, ("pending",))),
+                "every delivery",
+            )
 
-        every = ledger.list_deliveries(states=("pending", "delivered", "dead"))
+        every = ledger.list_work(
+            DELIVERY, states=shown_states(DELIVERY, ("pending", "delivered", "dead"))
+        )
         sent = len(every)
-        delivered = sum(1 for item in every if item.state == "delivered")
+        delivered = sum(1 for item in every if item.shown_state == "delivered")
         received = set(receiver.bodies)
-        lost = {item.delivery_id for item in every} - received
+        lost = {item.work_id for item in every} - received
         print(
             f"\nwebhook crash figures: notifications {sent}, delivered {delivered}, "
             f"received (unique webhook-id) {len(received)}, duplicates {receiver.duplicates}, "

@@ -13,7 +13,7 @@ import pytest
 
 from aais_langgraph.authority import AccessPolicy, ApprovalAuthority
 from aais_langgraph.cli import main as cli_main
-from aais_langgraph.ledger import InMemoryLedger, Ledger, SqliteLedger
+from aais_langgraph.ledger import DELIVERY, InMemoryLedger, Ledger, SqliteLedger, shown_states
 from aais_langgraph.ledger.deliveries import Delivery
 from aais_langgraph.protocol import build_decision
 from aais_langgraph.webhooks import (
@@ -77,7 +77,9 @@ def drain(worker: WebhookWorker, *, passes: int = 200) -> list[Delivery]:
     settled: list[Delivery] = []
     for _ in range(passes):
         settled.extend(worker.deliver_due())
-        if not worker.authority.ledger.list_deliveries(states=("pending",)):
+        if not worker.authority.ledger.list_work(
+            DELIVERY, states=shown_states(DELIVERY, ("pending",))
+        ):
             return settled
         time.sleep(0.01)
     raise AssertionError("deliveries still pending")
@@ -115,7 +117,7 @@ def test_a_receiver_with_another_secret_rejects_the_signature() -> None:
         ask(authority, "apr_1")
         drain(worker)
         assert other.rejected >= 1 and other.bodies == {}
-    dead = worker.authority.ledger.list_deliveries(states=("dead",))
+    dead = worker.authority.ledger.list_work(DELIVERY, states=shown_states(DELIVERY, ("dead",)))
     assert {d.last_error for d in dead} == {"HTTP 400"}
 
 
@@ -125,7 +127,7 @@ def test_a_receiver_that_answers_500_gets_it_once_it_recovers() -> None:
         authority, worker = served(InMemoryLedger(), [subscription(flaky.url, notices=notices)])
         ask(authority, "apr_1")
         settled = drain(worker)
-        assert [d.state for d in settled] == ["pending"] * 3 + ["delivered"]
+        assert [d.shown_state for d in settled] == ["pending"] * 3 + ["delivered"]
         assert settled[-1].attempts == 4 and settled[0].last_error == "HTTP 500"
         assert len(flaky.bodies) == 1 and flaky.duplicates == 0
 
@@ -139,7 +141,7 @@ def test_a_delivery_sent_once_is_listed_with_one_attempt(
         authority, worker = served(ledger, [subscription(receiver.url, notices=notices)])
         ask(authority, "apr_1")
         [delivered] = drain(worker)
-        assert (delivered.state, delivered.attempts) == ("delivered", 1)
+        assert (delivered.shown_state, delivered.attempts) == ("delivered", 1)
         out = io.StringIO()
         assert (
             cli_main(["webhooks", "list", "--state", "delivered", "--db", str(db)], stdout=out) == 0
@@ -155,7 +157,7 @@ def test_a_receiver_that_is_down_gets_it_when_it_comes_back() -> None:
     authority, worker = served(InMemoryLedger(), [subscription(down.url, notices=notices)])
     ask(authority, "apr_1")
     first = worker.deliver_due()
-    assert [(d.state, d.last_error) for d in first] == [("pending", "ConnectError")]
+    assert [(d.shown_state, d.last_error) for d in first] == [("pending", "ConnectError")]
     down.start()
     try:
         drain(worker)
@@ -190,23 +192,21 @@ def test_after_max_attempts_it_is_dead_and_the_cli_lists_and_retries_it(tmp_path
         authority, worker = served(ledger, [sub])
         ask(authority, "apr_1")
         drain(worker)
-        [dead] = ledger.list_deliveries(states=("dead",))
+        [dead] = ledger.list_work(DELIVERY, states=shown_states(DELIVERY, ("dead",)))
         assert (dead.attempts, dead.last_error) == (2, "ConnectError")
 
         out = io.StringIO()
         assert cli_main(["--db", str(db), "webhooks", "list"], stdout=out) == 0
-        assert dead.delivery_id in out.getvalue() and "1 deliveries, 1 dead" in out.getvalue()
+        assert dead.work_id in out.getvalue() and "1 deliveries, 1 dead" in out.getvalue()
         assert str(port) not in out.getvalue()  # the receiver's URL is never shown
 
         with Receiver(port=port) as back:
             out = io.StringIO()
-            assert (
-                cli_main(["--db", str(db), "webhooks", "retry", dead.delivery_id], stdout=out) == 0
-            )
+            assert cli_main(["--db", str(db), "webhooks", "retry", dead.work_id], stdout=out) == 0
             drain(worker)
-            assert list(back.bodies) == [dead.delivery_id]
+            assert list(back.bodies) == [dead.work_id]
         again = io.StringIO()
-        assert cli_main(["--db", str(db), "webhooks", "retry", dead.delivery_id], stdout=again) == 1
+        assert cli_main(["--db", str(db), "webhooks", "retry", dead.work_id], stdout=again) == 1
 
 
 def test_the_subscriber_is_told_only_what_its_principal_may_view(receiver: Receiver) -> None:
@@ -223,7 +223,7 @@ def test_the_subscriber_is_told_only_what_its_principal_may_view(receiver: Recei
     ask(authority, "apr_shell", name="shell", thread_id="thr_2")
     drain(worker)
 
-    told = {(d.subscription, d.request_id): d.state for d in _every(authority.ledger)}
+    told = {(d.target, d.request_id): d.shown_state for d in _every(authority.ledger)}
     assert told == {
         ("sre", "apr_deploy"): "delivered",
         ("sre", "apr_shell"): "skipped",
@@ -298,7 +298,7 @@ def test_an_expiry_notice_goes_out_before_expiry_unless_resolved(receiver: Recei
 
     assert [body["type"] for body in receiver.bodies.values()] == ["approval.expiring"]
     assert [b["data"]["request"]["id"] for b in receiver.bodies.values()] == ["apr_soon"]
-    states = {d.request_id: d.state for d in _every(authority.ledger)}
+    states = {d.request_id: d.shown_state for d in _every(authority.ledger)}
     assert states == {"apr_soon": "delivered", "apr_later": "pending", "apr_answered": "skipped"}
 
 
@@ -400,7 +400,7 @@ def drain_due_only(worker: WebhookWorker) -> None:
 
 def _every(ledger: Ledger) -> list[Delivery]:
     states = ("pending", "delivered", "dead", "coalesced", "skipped")
-    return ledger.list_deliveries(states=states)  # type: ignore[arg-type]
+    return ledger.list_work(DELIVERY, states=shown_states(DELIVERY, states))  # type: ignore[arg-type]
 
 
 def test_the_cli_records_the_notices_of_its_own_writes(
@@ -418,7 +418,7 @@ def test_the_cli_records_the_notices_of_its_own_writes(
     args = ["--db", str(db), "--access-policy", str(policy), "approve", "apr_1", "--yes"]
     assert cli_main(args, stdout=out) == 0, out.getvalue()
     with SqliteLedger.from_conn_string(db) as ledger:
-        assert [d.notice for d in ledger.list_deliveries()] == ["approval.resolved"]
+        assert [d.topic for d in ledger.list_work(DELIVERY)] == ["approval.resolved"]
 
 
 def test_the_cli_names_a_bad_subscription_setting(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from contextlib import ExitStack
 from datetime import timedelta
 
 from aais_langgraph.authority import ApprovalAuthority
+from aais_langgraph.ledger import DELIVERY, shown_states
 from aais_langgraph.ledger.postgres import PostgresLedger
 from aais_langgraph.webhooks import SubscriptionPlan, WebhookSubscription, WebhookWorker
 
@@ -45,7 +46,9 @@ def test_three_replicas_on_postgres_send_each_notice_once(postgres_url: str) -> 
                 sent = 0
                 for _ in range(100):
                     sent += len(worker.deliver_due())
-                    if not worker.authority.ledger.list_deliveries(states=("pending",)):
+                    if not worker.authority.ledger.list_work(
+                        DELIVERY, states=shown_states(DELIVERY, ("pending",))
+                    ):
                         break
                 return sent
 

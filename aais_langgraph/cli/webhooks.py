@@ -16,7 +16,7 @@ import time
 from typing import Any, TextIO
 
 from ..authority import ApprovalAuthority
-from ..ledger import DELIVERY, Delivery, DeliveryState, Ledger, retry_delivery, shown_states
+from ..ledger import DELIVERY, Delivery, DeliveryPlan, DeliveryState, retry_delivery, shown_states
 from .render import escape
 
 __all__ = ["add_parser", "add_policy_option", "plan_from_policy", "run"]
@@ -52,21 +52,20 @@ def add_policy_option(parsers: Any) -> None:
         )
 
 
-def plan_from_policy(ledger: Ledger, path: str | None, out: TextIO) -> int | None:
-    """Set the ledger to record the deliveries of the subscriptions in ``path`` (if any);
-    None, or exit status 2 after one line naming a bad setting or an unreadable file."""
+def plan_from_policy(path: str | None, out: TextIO) -> tuple[DeliveryPlan | None, int | None]:
+    """``(plan, None)``: the deliveries of the subscriptions in ``path`` for the ledger to
+    record (None: it names none), or ``(None, 2)`` after one line naming a bad setting
+    or an unreadable file."""
     if path is None:
-        return None
+        return None, None
     from ..webhooks import SubscriptionPlan, load_webhooks
 
     try:
         subscriptions = load_webhooks(path)
     except (ValueError, OSError) as error:
         out.write(f"error: access policy: {error}\n")
-        return 2
-    if subscriptions:
-        ledger.delivery_plan = SubscriptionPlan(subscriptions)
-    return None
+        return None, 2
+    return (SubscriptionPlan(subscriptions) if subscriptions else None), None
 
 
 def delivery_line(delivery: Delivery) -> str:

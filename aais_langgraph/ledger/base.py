@@ -285,10 +285,14 @@ class Ledger(ABC):
 
     # -- the outbox: durable work of every kind (the runtime's, see :mod:`.outbox`) ----
 
-    delivery_plan: DeliveryPlan | None = None
-    """Which webhook deliveries a new request or resolution records in its own
-    transaction (None: none). Set per ledger object: every process writing to the
-    ledger whose writes should notify sets its own."""
+    _delivery_plan: DeliveryPlan | None = None
+
+    @property
+    def delivery_plan(self) -> DeliveryPlan | None:
+        """Which webhook deliveries a new request or resolution records in its own
+        transaction (None: none), as given to the ledger's constructor: every process
+        writing to the ledger whose writes should notify opens it with its own."""
+        return self._delivery_plan
 
     @abstractmethod
     def get_work(self, kind: str, work_id: str) -> Work | None:

@@ -29,6 +29,7 @@ from ._records import (
     with_sequence,
 )
 from .base import Ledger
+from .deliveries import DeliveryPlan
 from .executions import Execution, ExecutionChange, ExecutionState, execution_audit
 from .integrity import LedgerIntegrityError, execution_vouched, sealed_checkpoint
 from .outbox import (
@@ -75,7 +76,9 @@ the request's requester extension, else its context's) and the context's ``reque
 class InMemoryLedger(Ledger):
     """A thread-safe ledger held in memory; every method runs under one lock."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, delivery_plan: DeliveryPlan | None = None) -> None:
+        """``delivery_plan``: the webhook deliveries its writes record (None: none)."""
+        self._delivery_plan = delivery_plan
         self._lock = threading.Lock()
         self._requests: dict[str, StoredRequest] = {}
         # Insertion order is sequence order: sequences are allocated under the lock.

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -32,8 +34,18 @@ def plan(*, coalesce: bool = False, names: tuple[str, ...] = ()) -> Subscription
     )
 
 
-def test_a_request_records_its_notices_in_its_own_write(ledger: Ledger) -> None:
-    ledger.delivery_plan = plan()
+class _Switched:
+    """A plan that records nothing until switched on (so a test's setup stays quiet)."""
+
+    def __init__(self, plan: SubscriptionPlan) -> None:
+        self.plan, self.on = plan, False
+
+    def deliveries(self, notice: Any, request: Any, now: float) -> list[Any]:
+        return self.plan.deliveries(notice, request, now) if self.on else []
+
+
+def test_a_request_records_its_notices_in_its_own_write(make_ledger: Callable[..., Ledger]) -> None:
+    ledger = make_ledger(delivery_plan=plan())
     ledger.add_request(request_envelope("apr_1"), thread_id="thr_1")
 
     found = {d.topic: d for d in ledger.list_work(DELIVERY)}
@@ -47,8 +59,8 @@ def test_a_request_records_its_notices_in_its_own_write(ledger: Ledger) -> None:
     )
 
 
-def test_a_replayed_request_records_nothing_more(ledger: Ledger) -> None:
-    ledger.delivery_plan = plan()
+def test_a_replayed_request_records_nothing_more(make_ledger: Callable[..., Ledger]) -> None:
+    ledger = make_ledger(delivery_plan=plan())
     ledger.add_request(request_envelope("apr_1"), thread_id="thr_1")
     ledger.add_request(request_envelope("apr_1"), thread_id="thr_1")
     assert len(ledger.list_work(DELIVERY)) == 2
@@ -64,38 +76,43 @@ def test_a_ledger_without_a_plan_records_no_delivery(ledger: Ledger) -> None:
     )
 
 
-def test_a_resolution_records_its_notice_in_its_own_write(ledger: Ledger) -> None:
+def test_a_resolution_records_its_notice_in_its_own_write(
+    make_ledger: Callable[..., Ledger],
+) -> None:
     requested = request_envelope("apr_1")
-    ledger.delivery_plan = plan()
+    ledger = make_ledger(delivery_plan=plan())
     ledger.add_request(requested, thread_id="thr_1")
     ledger.record_resolution(approval(requested))
     notices = sorted(d.topic for d in ledger.list_work(DELIVERY, request_id="apr_1"))
     assert notices == ["approval.expiring", "approval.requested", "approval.resolved"]
 
 
-def test_a_resolution_that_fails_records_no_notice(ledger: Ledger) -> None:
+def test_a_resolution_that_fails_records_no_notice(make_ledger: Callable[..., Ledger]) -> None:
     first, second = request_envelope("apr_1"), request_envelope("apr_2")
-    ledger.delivery_plan = plan(names=("nothing",))
+    switched = _Switched(plan())
+    ledger = make_ledger(delivery_plan=switched)
     ledger.add_request(first, thread_id="thr_1")
     ledger.add_request(second, thread_id="thr_2")
     ledger.record_resolution(approval(first, grant=grant_for(first, grant_id="grt_1")))
-    ledger.delivery_plan = plan()
+    switched.on = True
     clash = approval(second, resolution_id="res_2", grant=grant_for(second, grant_id="grt_1"))
     with pytest.raises(ValueError, match="grant"):
         ledger.record_resolution(clash)
     assert ledger.list_work(DELIVERY, request_id="apr_2") == []
 
 
-def test_filters_choose_what_is_recorded(ledger: Ledger) -> None:
-    ledger.delivery_plan = plan(names=("deploy*",))
+def test_filters_choose_what_is_recorded(make_ledger: Callable[..., Ledger]) -> None:
+    ledger = make_ledger(delivery_plan=plan(names=("deploy*",)))
     ledger.add_request(request_envelope("apr_1", action_name="shell"), thread_id="thr_1")
     ledger.add_request(request_envelope("apr_2", action_name="deploy_prod"), thread_id="thr_2")
     assert {d.request_id for d in ledger.list_work(DELIVERY)} == {"apr_2"}
 
 
-def test_a_coalescing_subscription_keeps_one_pending_notice_per_thread(ledger: Ledger) -> None:
+def test_a_coalescing_subscription_keeps_one_pending_notice_per_thread(
+    make_ledger: Callable[..., Ledger],
+) -> None:
     first, second = request_envelope("apr_1"), request_envelope("apr_2")
-    ledger.delivery_plan = plan(coalesce=True)
+    ledger = make_ledger(delivery_plan=plan(coalesce=True))
     ledger.add_request(first, thread_id="thr_1")
     ledger.add_request(second, thread_id="thr_1")
     ledger.record_resolution(approval(second))
@@ -110,8 +127,8 @@ def test_a_coalescing_subscription_keeps_one_pending_notice_per_thread(ledger: L
     assert sorted(d.request_id for d in replaced) == ["apr_1", "apr_2"]
 
 
-def test_a_claimed_delivery_is_not_coalesced_away(ledger: Ledger) -> None:
-    ledger.delivery_plan = plan(coalesce=True)
+def test_a_claimed_delivery_is_not_coalesced_away(make_ledger: Callable[..., Ledger]) -> None:
+    ledger = make_ledger(delivery_plan=plan(coalesce=True))
     ledger.add_request(request_envelope("apr_1"), thread_id="thr_1")
     claimed = ledger.claim_work(DELIVERY, "a", targets=("ops",), ttl=60, now=_later())
     ledger.add_request(request_envelope("apr_2"), thread_id="thr_1")
@@ -121,8 +138,10 @@ def test_a_claimed_delivery_is_not_coalesced_away(ledger: Ledger) -> None:
     assert stored is not None and stored.shown_state == "pending"
 
 
-def test_one_sender_claims_a_delivery_until_its_claim_expires(ledger: Ledger) -> None:
-    ledger.delivery_plan = plan()
+def test_one_sender_claims_a_delivery_until_its_claim_expires(
+    make_ledger: Callable[..., Ledger],
+) -> None:
+    ledger = make_ledger(delivery_plan=plan())
     ledger.add_request(request_envelope("apr_1"), thread_id="thr_1")
     now = _later()
 
@@ -133,14 +152,16 @@ def test_one_sender_claims_a_delivery_until_its_claim_expires(ledger: Ledger) ->
     assert {d.work_id for d in again} == {d.work_id for d in first}
 
 
-def test_claims_name_the_subscriptions_a_sender_knows(ledger: Ledger) -> None:
-    ledger.delivery_plan = plan()
+def test_claims_name_the_subscriptions_a_sender_knows(make_ledger: Callable[..., Ledger]) -> None:
+    ledger = make_ledger(delivery_plan=plan())
     ledger.add_request(request_envelope("apr_1"), thread_id="thr_1")
     assert ledger.claim_work(DELIVERY, "a", targets=("other",), ttl=30, now=_later()) == []
 
 
-def test_failures_back_off_then_the_delivery_is_dead_until_retried(ledger: Ledger) -> None:
-    ledger.delivery_plan = plan()
+def test_failures_back_off_then_the_delivery_is_dead_until_retried(
+    make_ledger: Callable[..., Ledger],
+) -> None:
+    ledger = make_ledger(delivery_plan=plan())
     ledger.add_request(request_envelope("apr_1"), thread_id="thr_1")
     target = delivery_id_for("ops", "approval.requested", "apr_1")
     now = _later()
@@ -166,9 +187,9 @@ def test_failures_back_off_then_the_delivery_is_dead_until_retried(ledger: Ledge
 
 
 def test_a_failure_reported_by_a_sender_that_lost_its_claim_changes_nothing(
-    ledger: Ledger,
+    make_ledger: Callable[..., Ledger],
 ) -> None:
-    ledger.delivery_plan = plan()
+    ledger = make_ledger(delivery_plan=plan())
     ledger.add_request(request_envelope("apr_1"), thread_id="thr_1")
     target = delivery_id_for("ops", "approval.requested", "apr_1")
     now = _later()
@@ -183,8 +204,8 @@ def test_a_failure_reported_by_a_sender_that_lost_its_claim_changes_nothing(
     assert stored is not None and (stored.shown_state, stored.claimed_by) == ("pending", "b")
 
 
-async def test_the_async_twins_claim_and_settle(ledger: Ledger) -> None:
-    ledger.delivery_plan = plan()
+async def test_the_async_twins_claim_and_settle(make_ledger: Callable[..., Ledger]) -> None:
+    ledger = make_ledger(delivery_plan=plan())
     await ledger.aadd_request(request_envelope("apr_1"), thread_id="thr_1")
     claimed = await ledger.aclaim_work(DELIVERY, "a", targets=("ops",), ttl=30, now=_later())
     for delivery in claimed:
@@ -218,8 +239,8 @@ def test_a_delivery_cursor_moves_only_from_where_it_was_read(ledger: Ledger) -> 
     assert [d.work_id for d in ledger.list_work(DELIVERY)] == [notice.work_id]
 
 
-def test_a_delivery_already_recorded_stays_as_it_is(ledger: Ledger) -> None:
-    ledger.delivery_plan = plan()
+def test_a_delivery_already_recorded_stays_as_it_is(make_ledger: Callable[..., Ledger]) -> None:
+    ledger = make_ledger(delivery_plan=plan())
     ledger.add_request(request_envelope("apr_1"), thread_id="thr_1")
     [stored] = ledger.list_pending()
     before = sorted(ledger.list_work(DELIVERY), key=lambda d: d.work_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 from aais_langgraph.ledger import Ledger, StoredRequest
@@ -46,8 +47,10 @@ class ReminderPlan:
         ]
 
 
-def test_a_new_kind_is_recorded_with_its_cause_and_needs_nothing_new(ledger: Ledger) -> None:
-    ledger.delivery_plan = ReminderPlan()
+def test_a_new_kind_is_recorded_with_its_cause_and_needs_nothing_new(
+    make_ledger: Callable[..., Ledger],
+) -> None:
+    ledger = make_ledger(delivery_plan=ReminderPlan())
     ledger.add_request(request_envelope("apr_1"), thread_id="thr_1")
 
     [reminder] = ledger.list_work(REMINDER)

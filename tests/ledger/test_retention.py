@@ -220,8 +220,8 @@ class _ResolvedNotices:
         return [new_delivery("sub", notice, request, now)]
 
 
-def test_requests_with_deliveries_still_to_send_stay(ledger: Ledger) -> None:
-    ledger.delivery_plan = _ResolvedNotices()
+def test_requests_with_deliveries_still_to_send_stay(make_ledger: Callable[..., Ledger]) -> None:
+    ledger = make_ledger(delivery_plan=_ResolvedNotices())
     authority = ApprovalAuthority(ledger)
     _approve(authority, "apr_sent")
     _approve(authority, "apr_waiting")

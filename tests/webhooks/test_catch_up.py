@@ -37,9 +37,9 @@ def _close_ledgers() -> Iterator[None]:
 OPENED: list[SqliteLedger] = []
 
 
-def opened(path: Path) -> SqliteLedger:
+def opened(path: Path, plan: SubscriptionPlan | None = None) -> SqliteLedger:
     """A ledger on its own connection to the file (as another process has), closed after."""
-    ledger = SqliteLedger(path)
+    ledger = SqliteLedger(path, delivery_plan=plan)
     OPENED.append(ledger)
     return ledger
 
@@ -52,9 +52,7 @@ def writer(path: Path) -> ApprovalAuthority:
 def sender(path: Path, url: str, *, plan: bool = False) -> WebhookWorker:
     """A server's webhook sender on the same file (``plan``: its writes record deliveries)."""
     subs = [subscription(url, notices=NOTICES)]
-    ledger = opened(path)
-    if plan:
-        ledger.delivery_plan = SubscriptionPlan(subs)
+    ledger = opened(path, SubscriptionPlan(subs) if plan else None)
     return WebhookWorker(ApprovalAuthority(ledger), subs, **FAST)
 
 

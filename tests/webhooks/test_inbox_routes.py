@@ -39,8 +39,7 @@ def dead_delivery() -> tuple[ApprovalAuthority, WebhookWorker, str]:
         as_groups=frozenset({"sre"}),
         max_attempts=1,
     )
-    ledger = InMemoryLedger()
-    ledger.delivery_plan = SubscriptionPlan([sub])
+    ledger = InMemoryLedger(delivery_plan=SubscriptionPlan([sub]))
     policy = AccessPolicy.from_mapping({"default_approvers": ["sre"]})
     authority = ApprovalAuthority(ledger, authorizer=policy)
     authority.request(

@@ -38,7 +38,8 @@ def webhook_worker(authority: ApprovalAuthority, policy_path: str | None) -> Any
         raise SystemExit(f"aais-agui: {error}") from None
     if not subscriptions:
         return None
-    authority.ledger.delivery_plan = SubscriptionPlan(subscriptions)
+    # The ledger's constructor takes the plan; this ledger was built before it was known.
+    authority.ledger._delivery_plan = SubscriptionPlan(subscriptions)
     return WebhookWorker(authority, subscriptions)
 
 
@@ -78,7 +79,8 @@ def with_webhooks(
         subscriptions = list(webhooks)
     if not subscriptions:
         return lifespan
-    authority.ledger.delivery_plan = SubscriptionPlan(subscriptions)
+    # The ledger's constructor takes the plan; this ledger was built before it was known.
+    authority.ledger._delivery_plan = SubscriptionPlan(subscriptions)
 
     @asynccontextmanager
     async def sending(app: Any) -> AsyncIterator[None]:

@@ -20,7 +20,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request
 
 from aais_langgraph.authority import ApprovalAuthority
-from aais_langgraph.ledger import retry_delivery
+from aais_langgraph.ledger import DELIVERY, retry_delivery
 
 from .limits import MAX_CLIENT_ID_LENGTH, id_too_long
 from .security import Security
@@ -40,7 +40,7 @@ def deliveries_router(
     @router.get("/inbox/webhooks")
     async def deliveries(request: Request) -> dict[str, Any]:
         viewer = (await security.actor(request)).principal
-        found = await ledger.alist_deliveries(states=("pending", "dead"), limit=limit)
+        found = await ledger.alist_work(DELIVERY, states=("due", "claimed", "dead"), limit=limit)
         shown = await asyncio.to_thread(
             lambda: [item for item in found if authority.may_view(viewer, item.request_id)]
         )
@@ -52,7 +52,7 @@ def deliveries_router(
         if id_too_long(delivery_id):
             message = f"/path/delivery_id: ids are limited to {MAX_CLIENT_ID_LENGTH} characters"
             raise HTTPException(422, {"code": "aais.id_too_long", "message": message})
-        found = await ledger.aget_delivery(delivery_id)
+        found = await ledger.aget_work(DELIVERY, delivery_id)
         visible = found is not None and await asyncio.to_thread(
             authority.may_view, authenticated.principal, found.request_id
         )

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Literal
 
-from ..ledger.base import StoredRequest
+from ..ledger.records import StoredRequest
 from ..protocol import Action, Decision, Outcome, Request, parse_timestamp, same_action
 
 __all__ = ["MESSAGES", "TERMINAL", "Judgement", "Rule", "effective_expiry", "judge", "same_action"]

@@ -362,12 +362,16 @@ def _main(argv: Sequence[str] | None, stdin: TextIO | None, stdout: TextIO | Non
             return presenter.main(args, actor=_actor(), stdin=stdin, stdout=stdout)
     out = stdout if stdout is not None else sys.stdout
     try:
-        with open_ledger(args.db, create=args.command == "init") as ledger:
-            policy = getattr(args, "access_policy", None)
-            if (failed := webhooks.plan_from_policy(ledger, policy, out)) is not None:
-                return failed
-            with decision_channel("cli"):
-                return _run(ApprovalAuthority(ledger), args, stdin or sys.stdin, out)
+        policy = getattr(args, "access_policy", None)
+        plan, failed = webhooks.plan_from_policy(policy, out)
+        if failed is not None:
+            return failed
+        create = args.command == "init"
+        with (
+            open_ledger(args.db, create=create, delivery_plan=plan) as ledger,
+            decision_channel("cli"),
+        ):
+            return _run(ApprovalAuthority(ledger), args, stdin or sys.stdin, out)
     except Exception as error:
         status = report_failure(error, out)
         if status is None:

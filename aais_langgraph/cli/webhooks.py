@@ -16,7 +16,7 @@ import time
 from typing import Any, TextIO
 
 from ..authority import ApprovalAuthority
-from ..ledger import Delivery, DeliveryState, Ledger, retry_delivery
+from ..ledger import DELIVERY, Delivery, DeliveryPlan, DeliveryState, retry_delivery, shown_states
 from .render import escape
 
 __all__ = ["add_parser", "add_policy_option", "plan_from_policy", "run"]
@@ -52,29 +52,29 @@ def add_policy_option(parsers: Any) -> None:
         )
 
 
-def plan_from_policy(ledger: Ledger, path: str | None, out: TextIO) -> int | None:
-    """Set the ledger to record the deliveries of the subscriptions in ``path`` (if any);
-    None, or exit status 2 after one line naming a bad setting or an unreadable file."""
+def plan_from_policy(path: str | None, out: TextIO) -> tuple[DeliveryPlan | None, int | None]:
+    """``(plan, None)``: the deliveries of the subscriptions in ``path`` for the ledger to
+    record (None: it names none), or ``(None, 2)`` after one line naming a bad setting
+    or an unreadable file."""
     if path is None:
-        return None
+        return None, None
     from ..webhooks import SubscriptionPlan, load_webhooks
 
     try:
         subscriptions = load_webhooks(path)
     except (ValueError, OSError) as error:
         out.write(f"error: access policy: {error}\n")
-        return 2
-    if subscriptions:
-        ledger.delivery_plan = SubscriptionPlan(subscriptions)
-    return None
+        return None, 2
+    return (SubscriptionPlan(subscriptions) if subscriptions else None), None
 
 
 def delivery_line(delivery: Delivery) -> str:
     """One delivery as a line: id, subscription, notice, request, state, attempts, error."""
     error = "" if delivery.last_error is None else f"  {escape(delivery.last_error)}"
     return (
-        f"{delivery.delivery_id}  {escape(delivery.subscription)}  {delivery.notice}  "
-        f"{escape(delivery.request_id)}  {delivery.state}  attempts {delivery.attempts}{error}"
+        f"{delivery.work_id}  {escape(str(delivery.target))}  {delivery.topic}  "
+        f"{escape(delivery.request_id)}  {delivery.shown_state}  "
+        f"attempts {delivery.attempts}{error}"
     )
 
 
@@ -83,14 +83,14 @@ def run(authority: ApprovalAuthority, args: argparse.Namespace, stdout: TextIO) 
     ledger = authority.ledger
     if args.webhooks_command == "list":
         states = tuple(args.state) if args.state else ("pending", "dead")
-        found = ledger.list_deliveries(states=states)
+        found = ledger.list_work(DELIVERY, states=shown_states(DELIVERY, states))
         for delivery in found:
             stdout.write(delivery_line(delivery) + "\n")
         dead = sum(1 for delivery in found if delivery.state == "dead")
         stdout.write(f"{len(found)} deliveries, {dead} dead\n")
         return 0
     targets = (
-        [delivery.delivery_id for delivery in ledger.list_deliveries(states=("dead",))]
+        [delivery.work_id for delivery in ledger.list_work(DELIVERY, states=("dead",))]
         if args.dead
         else [args.delivery_id]
     )

@@ -34,7 +34,7 @@ from ..authority import ApprovalAuthority, Principal, new_holder
 from ..authority.resolutions import resolution_envelope
 from ..ledger import Execution
 from ..ledger.executions import ExecutionChange, claim_change, finish_change, reconcile_change
-from ..ledger.resume_work import due_change
+from ..ledger.outbox import RESUME, reopened_change
 from ..protocol import Actor, ApprovalResolved, Request
 from ..protocol.extensions import EXTENSION_NAMESPACE
 from .response import Answer, AnswerType, Refusal, RejectedResumeError
@@ -327,7 +327,7 @@ def reconcile_execution(
     if after is None or after == before or after.state != outcome:
         return None
     # The thread's resume work waited for this: hand it back, due at once.
-    authority.ledger.update_resume_work(request_id, due_change(time.time()))
+    authority.ledger.update_work(RESUME, request_id, reopened_change(time.time()))
     return after
 
 

@@ -7,13 +7,20 @@ explicit ``setup()``). The two SQL backends share one implementation (``_sql``).
 """
 
 from .audit import GENESIS_HASH, AuditVerification, chain_hash, verify_audit
-from .base import (
+from .base import Ledger
+from .crosscheck import verify_contents
+from .deliveries import Delivery, DeliveryPlan, DeliveryState, retry_delivery
+from .executions import Execution, ExecutionState
+from .integrity import LedgerIntegrityError
+from .memory import InMemoryLedger
+from .opening import NotALedgerError, is_postgres_url, open_ledger
+from .outbox import DELIVERY, RESUME, Work, WorkState, shown_states
+from .records import (
     AuditEntry,
     AuditKind,
     Grant,
     JsonDict,
     Lease,
-    Ledger,
     LedgerContents,
     PendingRow,
     ResolutionWrite,
@@ -21,12 +28,6 @@ from .base import (
     StoredResolution,
     ThreadRecord,
 )
-from .crosscheck import verify_contents
-from .deliveries import Delivery, DeliveryPlan, DeliveryState, retry_delivery
-from .executions import Execution, ExecutionState
-from .integrity import LedgerIntegrityError
-from .memory import InMemoryLedger
-from .opening import NotALedgerError, is_postgres_url, open_ledger
 from .resume_work import ResumeWork, ResumeWorkState
 from .retention import CompactedRequestError, CompactionReport, RetentionPolicy
 from .selection import EVERY_ROW, ActionPattern, PendingSelection
@@ -46,8 +47,10 @@ from .witness import (
 )
 
 __all__ = [
+    "DELIVERY",
     "EVERY_ROW",
     "GENESIS_HASH",
+    "RESUME",
     "ActionPattern",
     "AuditEntry",
     "AuditKind",
@@ -83,6 +86,8 @@ __all__ = [
     "WitnessCheck",
     "WitnessError",
     "WitnessedTip",
+    "Work",
+    "WorkState",
     "chain_hash",
     "check_witness",
     "check_witnessed",
@@ -92,6 +97,7 @@ __all__ = [
     "publish_compaction",
     "publish_tip",
     "retry_delivery",
+    "shown_states",
     "verify_audit",
     "verify_contents",
 ]

@@ -20,9 +20,9 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from ._records import dump_json, next_audit_entry
+from ._records import next_audit_entry
 from ._rows import INSERT_AUDIT, INSERT_EVENT, audit_row
-from .base import AuditEntry, JsonDict
+from .records import AuditEntry, JsonDict, dump_json
 
 if TYPE_CHECKING:
     from ._sql import SqlBackend

@@ -7,6 +7,7 @@ from typing import Any
 import psycopg
 
 from ._rows import CONTENTS_QUERIES, VOUCH_COLUMNS, audit_from_row, backfill_audit_indexes
+from .outbox import WORK_STATES
 
 SCHEMA_VERSION = 3
 """Version 2 added ``audit_index`` and ``mac`` to requests, resolutions and grants;
@@ -57,6 +58,42 @@ PENDING_BOUND_DDL = (
 # pg_advisory_xact_lock key that serializes concurrent setup() calls on one database
 # (CREATE TABLE IF NOT EXISTS alone is not safe against a concurrent creator).
 SETUP_LOCK = 0x4141_4953_4C45_4447  # "AAISLEDG"
+
+_WORK_STATES = str(WORK_STATES).replace(",)", ")")
+
+OUTBOX_DDL = (
+    f"""CREATE TABLE IF NOT EXISTS aais_outbox (
+        kind TEXT NOT NULL,
+        work_id TEXT NOT NULL,
+        request_id TEXT NOT NULL,
+        thread_id TEXT,
+        state TEXT NOT NULL CHECK (state IN {_WORK_STATES}),
+        attempts INTEGER NOT NULL,
+        next_at DOUBLE PRECISION NOT NULL,
+        last_error TEXT,
+        created_at DOUBLE PRECISION NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL,
+        target TEXT,
+        topic TEXT,
+        coalesce_key TEXT,
+        claimed_by TEXT,
+        claim_until DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (kind, work_id)
+    )""",
+    # Only open work is indexed: picking up due work costs what waits, not the history.
+    "CREATE INDEX IF NOT EXISTS aais_outbox_open ON aais_outbox (kind, next_at, work_id) "
+    "WHERE state IN ('due', 'claimed', 'dead', 'unknown')",
+    "CREATE INDEX IF NOT EXISTS aais_outbox_requests ON aais_outbox (request_id)",
+    "CREATE INDEX IF NOT EXISTS aais_outbox_coalesce ON aais_outbox "
+    "(kind, target, coalesce_key) WHERE state IN ('due', 'claimed') AND coalesce_key IS NOT NULL",
+    """CREATE TABLE IF NOT EXISTS aais_delivery_cursors (
+        subscription TEXT PRIMARY KEY,
+        sequence BIGINT NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL
+    )""",
+)
+"""The outbox (:mod:`.outbox`: every kind of durable work) and the webhook cursors."""
+
 
 SCHEMA = (
     # One row: the sequence counter and the recorded audit tip, the ledger's write lock.

@@ -26,10 +26,10 @@ from psycopg.rows import tuple_row
 from aais_langgraph.protocol import canonical_json, format_timestamp, utc_now
 
 from ._counters import Counters, Cursor, Probe
-from ._records import AUDIT_KINDS, dump_json, plain
+from ._records import AUDIT_KINDS, plain
 from ._rows import INSERT_EVENT
 from .audit import GENESIS_HASH
-from .base import AuditEntry, JsonDict, StoredRequest, StoredResolution
+from .records import AuditEntry, JsonDict, StoredRequest, StoredResolution, dump_json
 
 __all__ = ["STAMP_FUNCTIONS", "StampedCounters"]
 

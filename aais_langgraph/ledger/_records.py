@@ -7,7 +7,6 @@ stored; audit payloads carry ids, digests and sequences, never argument values.
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, get_args
@@ -23,19 +22,9 @@ from aais_langgraph.protocol import (
 from aais_langgraph.protocol.extensions import RESOLVED_BY_EXTENSION
 
 from .audit import GENESIS_HASH, chain_hash
-from .base import AuditEntry, AuditKind, Grant, JsonDict, ResolutionWrite
+from .records import AuditEntry, AuditKind, Grant, JsonDict, ResolutionWrite, dump_json, load_json
 
 AUDIT_KINDS: frozenset[str] = frozenset(get_args(AuditKind))
-
-
-def dump_json(value: Any) -> str:
-    """Compact JSON text as every backend stores it (UTF-8, no NaN)."""
-    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-
-
-def load_json(text: str) -> Any:
-    """Read JSON text written by :func:`dump_json`."""
-    return json.loads(text)
 
 
 def plain(value: Mapping[str, Any], pointer: str = "") -> JsonDict:

@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
-from ._records import dump_json, load_json
-from .base import AuditEntry, Grant, JsonDict, PendingRow, StoredRequest, StoredResolution
 from .executions import EXECUTION_COLUMNS
 from .integrity import LedgerIntegrityError
+from .outbox import Work, WorkState
+from .records import (
+    AuditEntry,
+    Grant,
+    JsonDict,
+    PendingRow,
+    StoredRequest,
+    StoredResolution,
+    dump_json,
+    load_json,
+)
 
 R = TypeVar("R")
 
@@ -271,3 +280,54 @@ def grants_query(
     if not include_revoked:
         sql += " AND revoked_at IS NULL"
     return sql + " ORDER BY ordinal", params
+
+
+def work_from_row(row: tuple[Any, ...]) -> Work:
+    """A row of the outbox's columns (:data:`WORK_COLUMNS` order) as a record."""
+    kind, work_id, request_id, thread_id, state, attempts, next_at, last_error, *rest = row
+    created_at, updated_at, target, topic, coalesce_key, claimed_by, claim_until = rest
+    return Work(
+        kind,
+        work_id,
+        request_id,
+        thread_id,
+        cast("WorkState", state),
+        int(attempts),
+        float(next_at),
+        last_error,
+        float(created_at),
+        float(updated_at),
+        target,
+        topic,
+        coalesce_key,
+        claimed_by,
+        float(claim_until),
+    )
+
+
+def work_row(work: Work) -> tuple[Any, ...]:
+    """The values of the outbox's columns (:data:`WORK_COLUMNS` order) for ``work``."""
+    return (
+        work.kind,
+        work.work_id,
+        work.request_id,
+        work.thread_id,
+        work.state,
+        work.attempts,
+        work.next_at,
+        work.last_error,
+        work.created_at,
+        work.updated_at,
+        work.target,
+        work.topic,
+        work.coalesce_key,
+        work.claimed_by,
+        work.claim_until,
+    )
+
+
+WORK_COLUMNS = (
+    "kind, work_id, request_id, thread_id, state, attempts, next_at, last_error, "
+    "created_at, updated_at, target, topic, coalesce_key, claimed_by, claim_until"
+)
+"""The outbox's columns, in :class:`Work`'s field order."""

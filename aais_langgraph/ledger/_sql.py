@@ -21,8 +21,8 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 from . import _rows as rows
-from . import deliveries as dl
 from . import executions as ex
+from . import outbox as ob
 from . import resume_work as rw
 from ._counters import Counters, Cursor, Probe, Tip, sql_for
 from ._records import (
@@ -52,14 +52,15 @@ from ._rows import (
     request_from_row,
     resolution_from_row,
 )
-from .base import (
+from .base import Ledger
+from .integrity import LedgerIntegrityError, execution_vouched, sealed_checkpoint
+from .records import (
     THREAD_POSTERS,
     AuditEntry,
     AuditKind,
     Grant,
     JsonDict,
     Lease,
-    Ledger,
     LedgerContents,
     PendingRow,
     ResolutionWrite,
@@ -67,7 +68,6 @@ from .base import (
     StoredResolution,
     ThreadRecord,
 )
-from .integrity import LedgerIntegrityError, execution_vouched, sealed_checkpoint
 from .retention import (
     CompactedRequestError,
     CompactionReport,
@@ -78,15 +78,49 @@ from .retention import (
 )
 from .selection import PendingSelection, SelectionSubjects
 
+OPEN_WORK = "state IN ('due', 'claimed', 'dead', 'unknown')"
+"""Work not finished (:data:`~.outbox.OPEN_STATES`), spelled as the open-work index is."""
+CLAIMABLE = "state IN ('due', 'claimed')"
+SELECT_WORK = f"SELECT {rows.WORK_COLUMNS} FROM aais_outbox WHERE kind = ? AND work_id = ?"
+INSERT_WORK = (
+    f"INSERT INTO aais_outbox ({rows.WORK_COLUMNS}) VALUES ({', '.join('?' * 15)}) "
+    "ON CONFLICT (kind, work_id) DO NOTHING"
+)
+"""Record new work; a row already recorded (the same kind and id) stays as it is."""
+UPSERT_WORK = (
+    f"INSERT INTO aais_outbox ({rows.WORK_COLUMNS}) VALUES ({', '.join('?' * 15)}) "
+    "ON CONFLICT (kind, work_id) DO UPDATE SET state = excluded.state, "
+    "attempts = excluded.attempts, next_at = excluded.next_at, "
+    "last_error = excluded.last_error, updated_at = excluded.updated_at, "
+    "claimed_by = excluded.claimed_by, claim_until = excluded.claim_until"
+)
+"""Store a changed row."""
+COALESCE_WORK = (
+    "UPDATE aais_outbox SET state = 'coalesced', updated_at = ? WHERE kind = ? AND target = ? "
+    f"AND coalesce_key = ? AND {CLAIMABLE} AND claim_until <= ? AND work_id <> ?"
+)
+"""Replace earlier unclaimed due rows with the same key (:func:`~.outbox.coalesces`)."""
+CLAIM_WORK = (
+    "UPDATE aais_outbox SET state = 'claimed', claimed_by = ?, claim_until = ? "
+    f"WHERE kind = ? AND work_id = ? AND {CLAIMABLE} AND next_at <= ? AND claim_until <= ?"
+)
+"""Claim one due row; a row count of 0 means another worker has it."""
+START_CURSOR = (
+    "INSERT INTO aais_delivery_cursors (subscription, sequence, updated_at) "
+    "VALUES (?, ?, ?) ON CONFLICT (subscription) DO NOTHING"
+)
+"""Start a subscription's cursor; a row count of 0 means another sender started it."""
+MOVE_CURSOR = (
+    "UPDATE aais_delivery_cursors SET sequence = ?, updated_at = ? "
+    "WHERE subscription = ? AND sequence = ?"
+)
+"""Move a cursor from the sequence read before; a row count of 0 means another sender did."""
+SELECT_CURSOR = "SELECT sequence FROM aais_delivery_cursors WHERE subscription = ?"
+
 COMPACTED_QUERY = "SELECT 1 FROM aais_compacted_requests WHERE request_id = ?"
 INSERT_COMPACTED = "INSERT INTO aais_compacted_requests (request_id) VALUES (?)"
-OPEN_WORK_QUERY = (
-    "SELECT request_id FROM aais_resume_work WHERE state <> 'done' UNION "
-    "SELECT request_id FROM aais_deliveries WHERE state IN ('pending', 'dead')"
-)
-DELETE_FINISHED_DELIVERIES = (
-    "DELETE FROM aais_deliveries WHERE request_id = ? AND state NOT IN ('pending', 'dead')"
-)
+OPEN_WORK_QUERY = f"SELECT DISTINCT request_id FROM aais_outbox WHERE {OPEN_WORK}"
+DELETE_FINISHED_WORK = f"DELETE FROM aais_outbox WHERE request_id = ? AND NOT {OPEN_WORK}"
 REVOUCH = {
     "requested": "UPDATE aais_requests SET audit_index = ? WHERE request_id = ?",
     "resolved": "UPDATE aais_resolutions SET audit_index = ? WHERE request_id = ?",
@@ -326,8 +360,8 @@ class SqlLedger(SqlBackend):
                 claimed, staged = self._change_execution(cur, write.request_id, claim)
             if found[0] is not None and not write.in_run:
                 # "This thread must be resumed" commits with the answer, or not at all.
-                work = rw.new_resume_work(write.request_id, found[0], time.time())
-                self._run(cur, rw.UPSERT_RESUME_WORK, rw.resume_work_row(work))
+                now = time.time()
+                self._record_work(cur, rw.new_resume_work(write.request_id, found[0], now), now)
             if self.delivery_plan is not None:
                 # "This notification must be delivered" commits with the answer, too.
                 request = self._request(cur, write.request_id)
@@ -453,9 +487,8 @@ class SqlLedger(SqlBackend):
             for request_id in sorted(plan.removed):
                 for table in ("aais_requests", "aais_resolutions", "aais_grants"):
                     self._run(cur, f"DELETE FROM {table} WHERE request_id = ?", (request_id,))
-                for table in ("aais_executions", "aais_resume_work"):
-                    self._run(cur, f"DELETE FROM {table} WHERE request_id = ?", (request_id,))
-                self._run(cur, DELETE_FINISHED_DELIVERIES, (request_id,))
+                self._run(cur, "DELETE FROM aais_executions WHERE request_id = ?", (request_id,))
+                self._run(cur, DELETE_FINISHED_WORK, (request_id,))
                 self._run(cur, INSERT_COMPACTED, (request_id,))
             self._run(cur, "DELETE FROM aais_events WHERE sequence < ?", (plan.before_sequence,))
             for old in plan.carried:
@@ -586,9 +619,9 @@ class SqlLedger(SqlBackend):
 
     def release_lease(self, thread_id: str, holder: str, *, done: Sequence[str] = ()) -> bool:
         with self._write(durable=False) as cur:
-            settle = rw.settle_change("done", time.time())
+            settle = ob.settled_change("done", time.time())
             for request_id in done:
-                self._change_resume_work(cur, request_id, settle)
+                self._change_work(cur, ob.RESUME, request_id, settle)
             return bool(self._run(cur, rows.RELEASE_LEASE, (thread_id, holder)).rowcount == 1)
 
     def get_lease(self, thread_id: str) -> Lease | None:
@@ -602,67 +635,20 @@ class SqlLedger(SqlBackend):
         with self._read() as cur:
             return [Lease(row[0], row[1], float(row[2])) for row in self._all(cur, sql)]
 
-    # -- durable resume work -------------------------------------------------------
+    # -- the outbox ---------------------------------------------------------------
 
-    def get_resume_work(self, request_id: str) -> rw.ResumeWork | None:
-        with self._read() as cur:
-            return self._resume_work(cur, request_id)
+    def _work(self, cur: Cursor, kind: str, work_id: str, *, lock: bool = False) -> ob.Work | None:
+        sql = SELECT_WORK + (self.for_update if lock else "")
+        row = self._one(cur, sql, (kind, work_id))
+        return None if row is None else rows.work_from_row(row)
 
-    def _resume_work(
-        self, cur: Cursor, request_id: str, *, lock: bool = False
-    ) -> rw.ResumeWork | None:
-        sql = f"SELECT {rw.RESUME_WORK_COLUMNS} FROM aais_resume_work WHERE request_id = ?"
-        if lock:
-            sql += self.for_update
-        row = self._one(cur, sql, (request_id,))
-        return None if row is None else rw.resume_work_from_row(row)
-
-    def list_resume_work(
-        self,
-        *,
-        states: tuple[rw.ResumeWorkState, ...] = ("due", "unknown"),
-        due_before: float | None = None,
-        thread_id: str | None = None,
-        limit: int | None = None,
-    ) -> list[rw.ResumeWork]:
-        marks = ", ".join("?" for _ in states) or "NULL"
-        # ``state <> 'done'`` matches the partial index of open work.
-        open_only = "" if "done" in states else " AND state <> 'done'"
-        sql = (
-            f"SELECT {rw.RESUME_WORK_COLUMNS} FROM aais_resume_work "
-            f"WHERE state IN ({marks}){open_only}"
-        )
-        params: list[Any] = list(states)
-        if due_before is not None:
-            sql += " AND next_at <= ?"
-            params.append(due_before)
-        if thread_id is not None:
-            sql += " AND thread_id = ?"
-            params.append(thread_id)
-        sql += " ORDER BY next_at, request_id"
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(max(limit, 0))
-        with self._read() as cur:
-            return [rw.resume_work_from_row(row) for row in self._all(cur, sql, params)]
-
-    def update_resume_work(
-        self, request_id: str, change: rw.ResumeWorkChange, *, durable: bool = False
-    ) -> rw.ResumeWork | None:
-        with self._write(durable=durable) as cur:
-            return self._change_resume_work(cur, request_id, change)
-
-    def _change_resume_work(
-        self, cur: Cursor, request_id: str, change: rw.ResumeWorkChange
-    ) -> rw.ResumeWork | None:
-        """Apply ``change`` to the request's resume work inside a write transaction."""
-        current = self._resume_work(cur, request_id, lock=True)
-        updated = change(current)
-        if updated is not None and updated != current:
-            self._run(cur, rw.UPSERT_RESUME_WORK, rw.resume_work_row(updated))
-        return updated
-
-    # -- webhook deliveries --------------------------------------------------------
+    def _record_work(self, cur: Cursor, work: ob.Work, now: float) -> None:
+        """Record new work inside a write transaction: a row already recorded (the same
+        kind and id) stays as it is; one it coalesces is replaced."""
+        if work.coalesce_key is not None:
+            params = (now, work.kind, work.target, work.coalesce_key, now, work.work_id)
+            self._run(cur, COALESCE_WORK, params)
+        self._run(cur, INSERT_WORK, rows.work_row(work))
 
     def _record_deliveries(self, cur: Cursor, notice: Any, request: StoredRequest) -> None:
         """Record the deliveries the plan asks for inside the write transaction."""
@@ -670,80 +656,91 @@ class SqlLedger(SqlBackend):
             return
         now = time.time()
         for delivery in self.delivery_plan.deliveries(notice, request, now):
-            if delivery.coalesce_key is not None:
-                params = (now, delivery.subscription, delivery.coalesce_key, now)
-                self._run(cur, dl.COALESCE_DELIVERIES, (*params, delivery.delivery_id))
-            self._run(cur, dl.INSERT_DELIVERY, dl.delivery_row(delivery))
+            self._record_work(cur, delivery, now)
 
-    def _delivery(self, cur: Cursor, delivery_id: str, *, lock: bool = False) -> dl.Delivery | None:
-        sql = f"SELECT {dl.DELIVERY_COLUMNS} FROM aais_deliveries WHERE delivery_id = ?"
-        row = self._one(cur, sql + (self.for_update if lock else ""), (delivery_id,))
-        return None if row is None else dl.delivery_from_row(row)
-
-    def get_delivery(self, delivery_id: str) -> dl.Delivery | None:
+    def get_work(self, kind: str, work_id: str) -> ob.Work | None:
         with self._read() as cur:
-            return self._delivery(cur, delivery_id)
+            return self._work(cur, kind, work_id)
 
-    def list_deliveries(
+    def list_work(
         self,
+        kind: str,
         *,
-        states: tuple[dl.DeliveryState, ...] = ("pending", "dead"),
+        states: tuple[ob.WorkState, ...] = ob.OPEN_STATES,
+        due_before: float | None = None,
+        thread_id: str | None = None,
         request_id: str | None = None,
         limit: int | None = None,
-    ) -> list[dl.Delivery]:
+    ) -> list[ob.Work]:
         marks = ", ".join("?" for _ in states) or "NULL"
-        sql = f"SELECT {dl.DELIVERY_COLUMNS} FROM aais_deliveries WHERE state IN ({marks})"
-        params: list[Any] = list(states)
-        if request_id is not None:
-            sql += " AND request_id = ?"
-            params.append(request_id)
-        sql += " ORDER BY next_at, delivery_id"
+        sql = f"SELECT {rows.WORK_COLUMNS} FROM aais_outbox WHERE kind = ? AND state IN ({marks})"
+        if set(states) <= set(ob.OPEN_STATES):
+            sql += f" AND {OPEN_WORK}"  # matches the partial index of open work
+        params: list[Any] = [kind, *states]
+        for column, value, operator in (
+            ("next_at", due_before, "<="),
+            ("thread_id", thread_id, "="),
+            ("request_id", request_id, "="),
+        ):
+            if value is not None:
+                sql += f" AND {column} {operator} ?"
+                params.append(value)
+        sql += " ORDER BY next_at, work_id"
         if limit is not None:
             sql += " LIMIT ?"
             params.append(max(limit, 0))
         with self._read() as cur:
-            return [dl.delivery_from_row(row) for row in self._all(cur, sql, params)]
+            return [rows.work_from_row(row) for row in self._all(cur, sql, params)]
 
-    def claim_deliveries(
+    def claim_work(
         self,
+        kind: str,
         holder: str,
         *,
-        subscriptions: tuple[str, ...],
+        targets: tuple[str, ...],
         ttl: float,
         now: float,
         limit: int = 20,
-    ) -> list[dl.Delivery]:
+    ) -> list[ob.Work]:
         check_ttl(ttl)
-        if not subscriptions:
+        if not targets:
             return []
-        marks = ", ".join("?" for _ in subscriptions)
+        marks = ", ".join("?" for _ in targets)
         sql = (
-            f"SELECT {dl.DELIVERY_COLUMNS} FROM aais_deliveries WHERE state = 'pending' "
-            f"AND next_at <= ? AND claim_until <= ? AND subscription IN ({marks}) "
-            "ORDER BY next_at, delivery_id LIMIT ?"
+            f"SELECT {rows.WORK_COLUMNS} FROM aais_outbox WHERE kind = ? AND {CLAIMABLE} "
+            f"AND next_at <= ? AND claim_until <= ? AND target IN ({marks}) "
+            "ORDER BY next_at, work_id LIMIT ?"
         )
-        claimed = []
+        taken = []
         with self._write(durable=False) as cur:
-            due = self._all(cur, sql, (now, now, *subscriptions, max(limit, 0)))
+            due = self._all(cur, sql, (kind, now, now, *targets, max(limit, 0)))
             for row in due:
-                delivery = dl.delivery_from_row(row)
-                params = (holder, now + ttl, delivery.delivery_id, now, now)
+                work = ob.claimed(rows.work_from_row(row), holder, now + ttl)
+                params = (holder, now + ttl, kind, work.work_id, now, now)
                 # Another replica may have claimed it since the read: the row count says.
-                if self._run(cur, dl.CLAIM_DELIVERY, params).rowcount == 1:
-                    claimed.append(replace(delivery, claimed_by=holder, claim_until=now + ttl))
-        return claimed
+                if self._run(cur, CLAIM_WORK, params).rowcount == 1:
+                    taken.append(work)
+        return taken
 
-    def update_delivery(self, delivery_id: str, change: dl.DeliveryChange) -> dl.Delivery | None:
-        with self._write(durable=False) as cur:
-            current = self._delivery(cur, delivery_id, lock=True)
-            updated = change(current)
-            if updated is not None and updated != current:
-                self._run(cur, dl.UPSERT_DELIVERY, dl.delivery_row(updated))
-            return updated
+    def update_work(
+        self, kind: str, work_id: str, change: ob.WorkChange, *, durable: bool = False
+    ) -> ob.Work | None:
+        with self._write(durable=durable) as cur:
+            return self._change_work(cur, kind, work_id, change)
+
+    def _change_work(
+        self, cur: Cursor, kind: str, work_id: str, change: ob.WorkChange
+    ) -> ob.Work | None:
+        """Apply ``change`` to one row inside a write transaction."""
+        current = self._work(cur, kind, work_id, lock=True)
+        updated = change(current)
+        if updated is not None and updated != current:
+            self._run(cur, UPSERT_WORK, rows.work_row(updated))
+        return updated
 
     def delivery_cursor(self, subscription: str) -> int | None:
         with self._read() as cur:
-            row = self._one(cur, dl.SELECT_CURSOR, (subscription,))
+            row = self._one(cur, SELECT_CURSOR, (subscription,))
         return None if row is None else int(row[0])
 
     def advance_delivery_cursor(
@@ -752,18 +749,18 @@ class SqlLedger(SqlBackend):
         *,
         start: int | None,
         to: int,
-        deliveries: Sequence[dl.Delivery] = (),
+        deliveries: Sequence[ob.Work] = (),
         now: float,
     ) -> bool:
         with self._write() as cur:
             if start is None:
-                moved = self._run(cur, dl.START_CURSOR, (subscription, to, now)).rowcount == 1
+                moved = self._run(cur, START_CURSOR, (subscription, to, now)).rowcount == 1
             else:
                 params = (to, now, subscription, start)
-                moved = self._run(cur, dl.MOVE_CURSOR, params).rowcount == 1
+                moved = self._run(cur, MOVE_CURSOR, params).rowcount == 1
             if moved:
                 for delivery in deliveries:
-                    self._run(cur, dl.INSERT_DELIVERY, dl.delivery_row(delivery))
+                    self._run(cur, INSERT_WORK, rows.work_row(delivery))
             return moved
 
     # -- execution records ---------------------------------------------------------

@@ -8,7 +8,6 @@ from __future__ import annotations
 import sqlite3
 
 from ..protocol.extensions import REQUESTER_EXTENSION
-from ._records import dump_json, load_json
 from ._rows import (
     CONTENTS_QUERIES,
     REQUEST_COLUMNS,
@@ -16,6 +15,8 @@ from ._rows import (
     audit_from_row,
     backfill_audit_indexes,
 )
+from .outbox import WORK_STATES
+from .records import dump_json, load_json
 from .selection import SelectionSubjects
 
 Conn = sqlite3.Connection | sqlite3.Cursor
@@ -99,6 +100,42 @@ PENDING_VIEW_DDL = (
 )
 """Pending requests by action kind, by action name and by requester: a listing for one
 viewer reads the rows their rules select, not every pending row."""
+
+
+_WORK_STATES = str(WORK_STATES).replace(",)", ")")
+
+OUTBOX_DDL = (
+    f"""CREATE TABLE IF NOT EXISTS aais_outbox (
+        kind TEXT NOT NULL,
+        work_id TEXT NOT NULL,
+        request_id TEXT NOT NULL,
+        thread_id TEXT,
+        state TEXT NOT NULL CHECK (state IN {_WORK_STATES}),
+        attempts INTEGER NOT NULL,
+        next_at REAL NOT NULL,
+        last_error TEXT,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        target TEXT,
+        topic TEXT,
+        coalesce_key TEXT,
+        claimed_by TEXT,
+        claim_until REAL NOT NULL,
+        PRIMARY KEY (kind, work_id)
+    ) WITHOUT ROWID""",
+    # Only open work is indexed: picking up due work costs what waits, not the history.
+    "CREATE INDEX IF NOT EXISTS aais_outbox_open ON aais_outbox (kind, next_at, work_id) "
+    "WHERE state IN ('due', 'claimed', 'dead', 'unknown')",
+    "CREATE INDEX IF NOT EXISTS aais_outbox_requests ON aais_outbox (request_id)",
+    "CREATE INDEX IF NOT EXISTS aais_outbox_coalesce ON aais_outbox "
+    "(kind, target, coalesce_key) WHERE state IN ('due', 'claimed') AND coalesce_key IS NOT NULL",
+    """CREATE TABLE IF NOT EXISTS aais_delivery_cursors (
+        subscription TEXT PRIMARY KEY,
+        sequence INTEGER NOT NULL,
+        updated_at REAL NOT NULL
+    ) WITHOUT ROWID""",
+)
+"""The outbox (:mod:`.outbox`: every kind of durable work) and the webhook cursors."""
 
 
 SCHEMA = (
@@ -210,13 +247,13 @@ def is_current(conn: Conn) -> bool:
     """Whether the file holds this version's whole schema, so setup has nothing to do."""
     found = conn.execute(
         "SELECT COUNT(*) FROM sqlite_master WHERE (type = 'table' AND name IN "
-        "('aais_meta', 'aais_executions', 'aais_resume_work', 'aais_threads', 'aais_thread_posts', "
-        "'aais_deliveries', 'aais_delivery_cursors', 'aais_compacted_requests')) "
+        "('aais_meta', 'aais_executions', 'aais_outbox', 'aais_threads', 'aais_thread_posts', "
+        "'aais_delivery_cursors', 'aais_compacted_requests')) "
         f"OR (type = 'index' AND name IN ('{PENDING_INDEX}', '{EXECUTION_AUDIT_INDEX}', "
         "'aais_requests_pending_sessions', 'aais_requests_pending_requesters', "
         f"'aais_requests_thread', {', '.join(repr(i) for i in PENDING_VIEW_INDEXES)}))"
     ).fetchone()[0]
-    expected = 13 + len(PENDING_VIEW_INDEXES)
+    expected = 12 + len(PENDING_VIEW_INDEXES)
     return bool(found == expected and meta(conn, "schema_version") == str(SCHEMA_VERSION))
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from aais_langgraph.protocol import AAISValidationError, canonical_json
 
-from .base import AuditEntry
 from .compaction import chain_start
+from .records import AuditEntry
 
 GENESIS_HASH = "sha256:" + "0" * 64
 """The ``prev_hash`` of the first entry (index 0)."""

@@ -12,255 +12,34 @@ worker thread (tests/ledger/test_async.py checks that none is missing).
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Concatenate,
-    Literal,
-    NamedTuple,
-    ParamSpec,
-    TypeVar,
-    cast,
-)
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
 
+from .outbox import OPEN_STATES, Work, WorkChange, WorkState
+from .records import (
+    AuditEntry,
+    AuditKind,
+    Grant,
+    JsonDict,
+    Lease,
+    LedgerContents,
+    PendingRow,
+    ResolutionWrite,
+    StoredRequest,
+    StoredResolution,
+    ThreadRecord,
+)
 from .selection import PendingSelection, RowFacts
 
 if TYPE_CHECKING:
-    from .deliveries import Delivery, DeliveryChange, DeliveryPlan, DeliveryState
+    from .deliveries import DeliveryPlan
     from .executions import Execution, ExecutionChange, ExecutionState
-    from .resume_work import ResumeWork, ResumeWorkChange, ResumeWorkState
     from .retention import CompactionReport, RetentionPolicy
 
-JsonDict = dict[str, Any]
 P = ParamSpec("P")
 R = TypeVar("R")
-AuditKind = Literal[
-    "requested", "decided", "resolved", "granted", "revoked", "conflict", "compacted", "execution"
-]
-
-
-@dataclass(frozen=True)
-class StoredRequest:
-    """A request as the ledger holds it.
-
-    ``envelope`` is the ``approval.requested`` envelope with its ledger-assigned
-    ``sequence``. ``thread_id`` and ``context`` locate the paused run (for
-    example the LangGraph interrupt id) so any process can resume it.
-    ``audit_index`` names the ``requested`` audit entry that vouches for the row;
-    ``mac`` is its seal under the authority key (None without a key).
-    """
-
-    request_id: str
-    envelope: JsonDict
-    session_id: str
-    expires_at: float | None
-    status: Literal["pending", "resolved"]
-    thread_id: str | None = None
-    context: JsonDict = field(default_factory=dict)
-    audit_index: int | None = field(default=None, compare=False)
-    mac: str | None = None
-
-
-class PendingRow(NamedTuple):
-    """A pending request row as stored, its JSON columns still text: a listing that has
-    seen a row before (an equal row: the same content) need not parse or check it again.
-
-    :meth:`parsed` is the :class:`StoredRequest` the row holds.
-    """
-
-    request_id: str
-    envelope_text: str
-    session_id: str
-    expires_at: float | None
-    thread_id: str | None
-    context_text: str
-    audit_index: int | None
-    mac: str | None
-
-    def parsed(self) -> StoredRequest:
-        """The stored request this row holds (raises ``ValueError`` on malformed JSON)."""
-        envelope, context = json.loads(self.envelope_text), json.loads(self.context_text)
-        if not isinstance(envelope, dict) or not isinstance(context, dict):
-            raise ValueError("ledger row holds JSON that is not an object")
-        return StoredRequest(
-            request_id=self.request_id,
-            envelope=envelope,
-            session_id=self.session_id,
-            expires_at=self.expires_at,
-            status="pending",
-            thread_id=self.thread_id,
-            context=context,
-            audit_index=self.audit_index,
-            mac=self.mac,
-        )
-
-    @classmethod
-    def of(cls, stored: StoredRequest) -> PendingRow:
-        """The row of a stored request (for backends that keep parsed values)."""
-        from ._records import dump_json
-
-        return cls(
-            request_id=stored.request_id,
-            envelope_text=dump_json(stored.envelope),
-            session_id=stored.session_id,
-            expires_at=stored.expires_at,
-            thread_id=stored.thread_id,
-            context_text=dump_json(stored.context),
-            audit_index=stored.audit_index,
-            mac=stored.mac,
-        )
-
-
-@dataclass(frozen=True)
-class StoredResolution:
-    """The one recorded resolution of a request and the fingerprint of its decision.
-
-    ``decision_fingerprint`` is None for resolutions made without a decision
-    (cancel, expiry sweep); an identical replay is recognised by it.
-    ``audit_index`` names the audit entry that vouches for the row and ``mac``
-    is its seal under the authority key (None without a key).
-    """
-
-    request_id: str
-    envelope: JsonDict
-    decision_fingerprint: str | None
-    audit_index: int | None = field(default=None, compare=False)
-    mac: str | None = None
-
-
-@dataclass(frozen=True)
-class Grant:
-    """A standing approval recorded from an approved ``session``/``persistent`` choice.
-
-    ``audit_index`` names the ``granted`` audit entry that vouches for it and
-    ``mac`` is its seal under the authority key; neither is part of :meth:`to_json`.
-    """
-
-    grant_id: str
-    request_id: str
-    scope: Literal["session", "persistent"]
-    session_id: str
-    action_name: str
-    constraints: JsonDict
-    created_at: float
-    expires_at: float | None = None
-    revoked_at: float | None = None
-    audit_index: int | None = field(default=None, compare=False)
-    mac: str | None = None
-
-    def to_json(self) -> JsonDict:
-        """A JSON-ready dict of the grant."""
-        return {
-            "grant_id": self.grant_id,
-            "request_id": self.request_id,
-            "scope": self.scope,
-            "session_id": self.session_id,
-            "action_name": self.action_name,
-            "constraints": self.constraints,
-            "created_at": self.created_at,
-            "expires_at": self.expires_at,
-            "revoked_at": self.revoked_at,
-        }
-
-
-@dataclass(frozen=True)
-class AuditEntry:
-    """One link of the append-only audit chain.
-
-    ``entry_hash`` = SHA-256 over the RFC 8785 form of ``{index, kind,
-    occurred_at, payload}`` followed by ``prev_hash`` (see :mod:`.audit`).
-    """
-
-    index: int
-    kind: str
-    occurred_at: str
-    payload: JsonDict
-    prev_hash: str
-    entry_hash: str
-
-
-@dataclass(frozen=True)
-class ResolutionWrite:
-    """Everything recorded together when a request resolves.
-
-    ``resolved`` and ``decided`` are envelopes whose ``sequence`` the ledger
-    assigns. ``grant`` is recorded only if this write wins. ``mac`` seals the
-    resolution row under the authority key (the grant carries its own).
-
-    Unless ``in_run`` (the run paused on the request records the answer itself and
-    goes on with it), a winning write for a request of a thread also records its
-    durable resume work (:mod:`.resume_work`) in the same transaction.
-    """
-
-    request_id: str
-    resolved: JsonDict
-    decided: JsonDict | None = None
-    decision_fingerprint: str | None = None
-    grant: Grant | None = None
-    mac: str | None = None
-    in_run: bool = False
-
-
-@dataclass(frozen=True)
-class LedgerContents:
-    """Every stored row and the audit chain, read in one consistent snapshot.
-
-    What ``audit verify`` cross-checks; ``events`` are ``(sequence, envelope)``.
-    """
-
-    requests: list[StoredRequest]
-    resolutions: list[StoredResolution]
-    grants: list[Grant]
-    events: list[tuple[int, JsonDict]]
-    audit: list[AuditEntry]
-    audit_tip: tuple[int, str] | None
-    last_sequence: int
-    request_sequences: dict[str, int] = field(default_factory=dict)
-    """Each request row's own ``sequence`` column (the order listings follow), where the
-    backend stores one apart from the envelope."""
-    executions: list[Execution] = field(default_factory=list)
-    """Every execution record (the runtime's; each vouched for by its latest entry)."""
-    tombstones: frozenset[str] = frozenset()
-    """The ids of requests retention removed (vouched for by the newest checkpoint)."""
-
-
-THREAD_POSTERS = 50
-"""The most recent posters a :class:`ThreadRecord` lists (older ones are forgotten there)."""
-
-
-@dataclass(frozen=True)
-class ThreadRecord:
-    """Who started a thread and who posted to it (each post's author: who its run acts for)."""
-
-    thread_id: str
-    owner: str
-    """Who started the thread (its first post)."""
-    posters: tuple[str, ...] = ()
-    """Everyone who posted to it, the latest first (the owner too, once they posted)."""
-
-    @property
-    def sender(self) -> str:
-        """The author of the latest post: who the thread's current run acts for."""
-        return self.posters[0] if self.posters else self.owner
-
-    @property
-    def participants(self) -> frozenset[str]:
-        """Who started the thread or posted to it."""
-        return frozenset((self.owner, *self.posters))
-
-
-@dataclass(frozen=True)
-class Lease:
-    """A thread's run lease: who holds it and until when (epoch seconds)."""
-
-    thread_id: str
-    holder: str
-    expires_at: float
 
 
 def _approved(write: ResolutionWrite) -> bool:
@@ -504,72 +283,58 @@ class Ledger(ABC):
         wrong, in words that hold no stored value, or None. Default: nothing to check."""
         return None
 
-    # -- durable resume work (the runtime's, not AAIS's: see :mod:`.resume_work`) ---
+    # -- the outbox: durable work of every kind (the runtime's, see :mod:`.outbox`) ----
+
+    _delivery_plan: DeliveryPlan | None = None
+
+    @property
+    def delivery_plan(self) -> DeliveryPlan | None:
+        """Which webhook deliveries a new request or resolution records in its own
+        transaction (None: none), as given to the ledger's constructor: every process
+        writing to the ledger whose writes should notify opens it with its own."""
+        return self._delivery_plan
 
     @abstractmethod
-    def get_resume_work(self, request_id: str) -> ResumeWork | None:
-        """The resume work recorded with the request's resolution, if any."""
+    def get_work(self, kind: str, work_id: str) -> Work | None:
+        """The outbox row of this kind and id (resume work: the request's id), if any."""
 
     @abstractmethod
-    def list_resume_work(
+    def list_work(
         self,
+        kind: str,
         *,
-        states: tuple[ResumeWorkState, ...] = ("due", "unknown"),
+        states: tuple[WorkState, ...] = OPEN_STATES,
         due_before: float | None = None,
         thread_id: str | None = None,
-        limit: int | None = None,
-    ) -> list[ResumeWork]:
-        """Resume work in these states (default: all that is open), those with
-        ``next_at <= due_before`` when given, in ``next_at`` order; cost O(open work)."""
-
-    @abstractmethod
-    def update_resume_work(
-        self, request_id: str, change: ResumeWorkChange, *, durable: bool = False
-    ) -> ResumeWork | None:
-        """Apply ``change`` to the request's resume work atomically; the row after.
-
-        Relaxed by default: a lost update only repeats an attempt, which is idempotent."""
-
-    # -- webhook deliveries (the runtime's, not AAIS's: see :mod:`.deliveries`) -------
-
-    delivery_plan: DeliveryPlan | None = None
-    """Which webhook deliveries a new request or resolution records in its own
-    transaction (None: none). Set per ledger object: every process writing to the
-    ledger whose writes should notify sets its own."""
-
-    def get_delivery(self, delivery_id: str) -> Delivery | None:
-        """The delivery with this ``webhook-id``, if recorded."""
-        raise NotImplementedError(f"{type(self).__name__} does not store webhook deliveries")
-
-    def list_deliveries(
-        self,
-        *,
-        states: tuple[DeliveryState, ...] = ("pending", "dead"),
         request_id: str | None = None,
         limit: int | None = None,
-    ) -> list[Delivery]:
-        """Deliveries in these states (default: those still open or given up), of one
-        request when given, in ``next_at`` order; cost O(open work) for open states."""
-        raise NotImplementedError(f"{type(self).__name__} does not store webhook deliveries")
+    ) -> list[Work]:
+        """Rows of this kind in these states (default: all not finished), those with
+        ``next_at <= due_before`` when given, of one thread or request when given, in
+        ``next_at`` order; cost O(open work) for open states."""
 
-    def claim_deliveries(
+    @abstractmethod
+    def claim_work(
         self,
+        kind: str,
         holder: str,
         *,
-        subscriptions: tuple[str, ...],
+        targets: tuple[str, ...],
         ttl: float,
         now: float,
         limit: int = 20,
-    ) -> list[Delivery]:
-        """Claim up to ``limit`` due pending deliveries of these subscriptions for
-        ``holder`` until ``now + ttl`` (a claim another sender holds is skipped): the
-        claimed rows. Relaxed like a lease: a lost claim only sends again."""
-        raise NotImplementedError(f"{type(self).__name__} does not store webhook deliveries")
+    ) -> list[Work]:
+        """Claim up to ``limit`` due rows of this kind for these targets, for ``holder``
+        until ``now + ttl`` (a claim another worker holds is skipped): the claimed rows.
+        Relaxed like a lease: a lost claim only does the work again."""
 
-    def update_delivery(self, delivery_id: str, change: DeliveryChange) -> Delivery | None:
-        """Apply ``change`` to the delivery atomically; the row after. Relaxed: a lost
-        update only sends again, with the same ``webhook-id``."""
-        raise NotImplementedError(f"{type(self).__name__} does not store webhook deliveries")
+    @abstractmethod
+    def update_work(
+        self, kind: str, work_id: str, change: WorkChange, *, durable: bool = False
+    ) -> Work | None:
+        """Apply ``change`` (:mod:`.outbox`'s transitions) to the row atomically; the row
+        after. Relaxed by default: a lost update only repeats an attempt, which the work
+        makes idempotent (a resume, a delivery with the same ``webhook-id``)."""
 
     def delivery_cursor(self, subscription: str) -> int | None:
         """The sequence up to which ``subscription``'s deliveries were made from the
@@ -582,7 +347,7 @@ class Ledger(ABC):
         *,
         start: int | None,
         to: int,
-        deliveries: Sequence[Delivery] = (),
+        deliveries: Sequence[Work] = (),
         now: float,
     ) -> bool:
         """Move ``subscription``'s cursor from ``start`` (None: start it) to ``to`` and
@@ -663,13 +428,10 @@ class Ledger(ABC):
     aget_lease = _twin(get_lease)
     alist_leases = _twin(list_leases)
     acheck_storage = _twin(check_storage)
-    aget_resume_work = _twin(get_resume_work)
-    alist_resume_work = _twin(list_resume_work)
-    aupdate_resume_work = _twin(update_resume_work)
-    aget_delivery = _twin(get_delivery)
-    alist_deliveries = _twin(list_deliveries)
-    aclaim_deliveries = _twin(claim_deliveries)
-    aupdate_delivery = _twin(update_delivery)
+    aget_work = _twin(get_work)
+    alist_work = _twin(list_work)
+    aclaim_work = _twin(claim_work)
+    aupdate_work = _twin(update_work)
     adelivery_cursor = _twin(delivery_cursor)
     aadvance_delivery_cursor = _twin(advance_delivery_cursor)
     aupdate_execution = _twin(update_execution)

@@ -18,7 +18,7 @@ from typing import Any
 
 from aais_langgraph.protocol import canonical_json
 
-from .base import AuditEntry, JsonDict
+from .records import AuditEntry, JsonDict
 
 __all__ = [
     "ChainStart",

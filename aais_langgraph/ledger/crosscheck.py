@@ -18,7 +18,6 @@ from dataclasses import replace
 from aais_langgraph.protocol import AAISValidationError, sha256_digest
 
 from .audit import AuditVerification, verify_audit
-from .base import AuditEntry, LedgerContents
 from .compaction import carried_digest, tombstones_problem
 from .integrity import (
     checkpoint_seal,
@@ -29,6 +28,7 @@ from .integrity import (
     seal_problem,
     sealed,
 )
+from .records import AuditEntry, LedgerContents
 
 __all__ = ["verify_contents"]
 

@@ -22,17 +22,18 @@ from typing import Any
 
 from ..observability.signals import report_integrity_error
 from ..protocol import AAISValidationError, canonical_json
-from ._records import (
-    dump_json,
-    granted_audit,
-    load_json,
-    request_fields,
-    requested_audit,
-    resolved_audit,
-)
+from ._records import granted_audit, request_fields, requested_audit, resolved_audit
 from .audit import chain_hash
-from .base import AuditEntry, Grant, JsonDict, StoredRequest, StoredResolution
 from .executions import Execution, execution_audit
+from .records import (
+    AuditEntry,
+    Grant,
+    JsonDict,
+    StoredRequest,
+    StoredResolution,
+    dump_json,
+    load_json,
+)
 
 __all__ = [
     "MAC_PREFIX",

@@ -28,14 +28,27 @@ from ._records import (
     revoked_audit,
     with_sequence,
 )
-from .base import (
+from .base import Ledger
+from .deliveries import DeliveryPlan
+from .executions import Execution, ExecutionChange, ExecutionState, execution_audit
+from .integrity import LedgerIntegrityError, execution_vouched, sealed_checkpoint
+from .outbox import (
+    OPEN_STATES,
+    RESUME,
+    Work,
+    WorkChange,
+    WorkState,
+    claimed,
+    coalesces,
+    settled_change,
+)
+from .records import (
     THREAD_POSTERS,
     AuditEntry,
     AuditKind,
     Grant,
     JsonDict,
     Lease,
-    Ledger,
     LedgerContents,
     PendingRow,
     ResolutionWrite,
@@ -43,16 +56,7 @@ from .base import (
     StoredResolution,
     ThreadRecord,
 )
-from .deliveries import Delivery, DeliveryChange, DeliveryState, coalesces
-from .executions import Execution, ExecutionChange, ExecutionState, execution_audit
-from .integrity import LedgerIntegrityError, execution_vouched, sealed_checkpoint
-from .resume_work import (
-    ResumeWork,
-    ResumeWorkChange,
-    ResumeWorkState,
-    new_resume_work,
-    settle_change,
-)
+from .resume_work import new_resume_work
 from .retention import (
     CompactedRequestError,
     CompactionReport,
@@ -72,7 +76,9 @@ the request's requester extension, else its context's) and the context's ``reque
 class InMemoryLedger(Ledger):
     """A thread-safe ledger held in memory; every method runs under one lock."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, delivery_plan: DeliveryPlan | None = None) -> None:
+        """``delivery_plan``: the webhook deliveries its writes record (None: none)."""
+        self._delivery_plan = delivery_plan
         self._lock = threading.Lock()
         self._requests: dict[str, StoredRequest] = {}
         # Insertion order is sequence order: sequences are allocated under the lock.
@@ -92,10 +98,9 @@ class InMemoryLedger(Ledger):
         self._execution_entries: dict[str, AuditEntry] = {}
         self._thread_owners: dict[str, str] = {}
         self._thread_posts: dict[str, dict[str, float]] = {}
-        self._resume_work: dict[str, ResumeWork] = {}
+        self._work: dict[tuple[str, str], Work] = {}
         self._compacted: set[str] = set()
         self._vouched_tombstones: frozenset[str] | None = None
-        self._deliveries: dict[str, Delivery] = {}
         self._delivery_cursors: dict[str, int] = {}
 
     # -- requests ------------------------------------------------------------------
@@ -230,9 +235,8 @@ class InMemoryLedger(Ledger):
             if grant is not None:
                 self._grants[grant.grant_id] = replace(grant, audit_index=indexes["granted"])
             if request.thread_id is not None and not write.in_run:
-                self._resume_work[write.request_id] = new_resume_work(
-                    write.request_id, request.thread_id, time.time()
-                )
+                now = time.time()
+                self._record_work(new_resume_work(write.request_id, request.thread_id, now), now)
             self._audit.extend(entries)
             self._record_deliveries("approval.resolved", request)
             return _copy_resolution(resolution), True
@@ -397,10 +401,7 @@ class InMemoryLedger(Ledger):
         with self._lock:
             if keeps_all(policy, len(self._resolutions)):
                 return CompactionReport()
-            open_work = [w.request_id for w in self._resume_work.values() if w.state != "done"]
-            open_work += [
-                d.request_id for d in self._deliveries.values() if d.state in ("pending", "dead")
-            ]
+            open_work = [w.request_id for w in self._work.values() if w.state in OPEN_STATES]
             plan = plan_compaction(self._contents(), open_work, policy, now=now)
             if plan is None:
                 return CompactionReport()
@@ -408,14 +409,10 @@ class InMemoryLedger(Ledger):
                 for rows in (self._requests, self._resolutions, self._executions):
                     rows.pop(request_id, None)
                 self._execution_entries.pop(request_id, None)
-                self._resume_work.pop(request_id, None)
-            for delivery_id, delivery in list(self._deliveries.items()):
-                # Deliveries still to be sent (or retried by hand) stay.
-                if delivery.request_id in plan.removed and delivery.state not in (
-                    "pending",
-                    "dead",
-                ):
-                    del self._deliveries[delivery_id]
+            for slot, work in list(self._work.items()):
+                # Work still to do (or to retry by hand) stays.
+                if work.request_id in plan.removed and work.state not in OPEN_STATES:
+                    del self._work[slot]
             for grant_id in plan.removed_grants:
                 del self._grants[grant_id]
             self._compacted.update(plan.removed)
@@ -510,9 +507,9 @@ class InMemoryLedger(Ledger):
 
     def release_lease(self, thread_id: str, holder: str, *, done: Sequence[str] = ()) -> bool:
         with self._lock:
-            settle = settle_change("done", time.time())
+            settle = settled_change("done", time.time())
             for request_id in done:
-                self._change_resume_work(request_id, settle)
+                self._change_work(RESUME, request_id, settle)
             current = self._leases.get(thread_id)
             if current is None or current.holder != holder:
                 return False
@@ -560,45 +557,16 @@ class InMemoryLedger(Ledger):
         with self._lock:
             return sorted(self._leases.values(), key=lambda lease: lease.thread_id)
 
-    # -- durable resume work -------------------------------------------------------
+    # -- the outbox ---------------------------------------------------------------
 
-    def get_resume_work(self, request_id: str) -> ResumeWork | None:
-        with self._lock:
-            return self._resume_work.get(request_id)
-
-    def list_resume_work(
-        self,
-        *,
-        states: tuple[ResumeWorkState, ...] = ("due", "unknown"),
-        due_before: float | None = None,
-        thread_id: str | None = None,
-        limit: int | None = None,
-    ) -> list[ResumeWork]:
-        with self._lock:
-            found = [
-                work
-                for work in self._resume_work.values()
-                if work.state in states
-                and (due_before is None or work.next_at <= due_before)
-                and thread_id in (None, work.thread_id)
-            ]
-        found.sort(key=lambda work: (work.next_at, work.request_id))
-        return found if limit is None else found[: max(limit, 0)]
-
-    def update_resume_work(
-        self, request_id: str, change: ResumeWorkChange, *, durable: bool = False
-    ) -> ResumeWork | None:
-        with self._lock:
-            return self._change_resume_work(request_id, change)
-
-    def _change_resume_work(self, request_id: str, change: ResumeWorkChange) -> ResumeWork | None:
-        """Apply ``change`` to the request's resume work (the caller holds the lock)."""
-        updated = change(self._resume_work.get(request_id))
-        if updated is not None:
-            self._resume_work[request_id] = updated
-        return updated
-
-    # -- webhook deliveries --------------------------------------------------------
+    def _record_work(self, work: Work, now: float) -> None:
+        """Record new work (under the lock): a row already recorded stays as it is; one
+        it coalesces is replaced."""
+        if work.coalesce_key is not None:
+            for key, earlier in list(self._work.items()):
+                if coalesces(earlier, work, now):
+                    self._work[key] = replace(earlier, state="coalesced", updated_at=now)
+        self._work.setdefault((work.kind, work.work_id), work)
 
     def _record_deliveries(self, notice: Any, request: StoredRequest) -> None:
         """The deliveries the plan asks for with this write (under the lock)."""
@@ -606,63 +574,72 @@ class InMemoryLedger(Ledger):
             return
         now = time.time()
         for delivery in self.delivery_plan.deliveries(notice, request, now):
-            for earlier in list(self._deliveries.values()) if delivery.coalesce_key else ():
-                if coalesces(earlier, delivery, now):
-                    self._deliveries[earlier.delivery_id] = replace(
-                        earlier, state="coalesced", updated_at=now
-                    )
-            self._deliveries.setdefault(delivery.delivery_id, delivery)
+            self._record_work(delivery, now)
 
-    def get_delivery(self, delivery_id: str) -> Delivery | None:
+    def get_work(self, kind: str, work_id: str) -> Work | None:
         with self._lock:
-            return self._deliveries.get(delivery_id)
+            return self._work.get((kind, work_id))
 
-    def list_deliveries(
+    def list_work(
         self,
+        kind: str,
         *,
-        states: tuple[DeliveryState, ...] = ("pending", "dead"),
+        states: tuple[WorkState, ...] = OPEN_STATES,
+        due_before: float | None = None,
+        thread_id: str | None = None,
         request_id: str | None = None,
         limit: int | None = None,
-    ) -> list[Delivery]:
+    ) -> list[Work]:
         with self._lock:
             found = [
-                delivery
-                for delivery in self._deliveries.values()
-                if delivery.state in states and request_id in (None, delivery.request_id)
+                work
+                for work in self._work.values()
+                if work.kind == kind
+                and work.state in states
+                and (due_before is None or work.next_at <= due_before)
+                and thread_id in (None, work.thread_id)
+                and request_id in (None, work.request_id)
             ]
-        found.sort(key=lambda delivery: (delivery.next_at, delivery.delivery_id))
+        found.sort(key=lambda work: (work.next_at, work.work_id))
         return found if limit is None else found[: max(limit, 0)]
 
-    def claim_deliveries(
+    def claim_work(
         self,
+        kind: str,
         holder: str,
         *,
-        subscriptions: tuple[str, ...],
+        targets: tuple[str, ...],
         ttl: float,
         now: float,
         limit: int = 20,
-    ) -> list[Delivery]:
+    ) -> list[Work]:
         check_ttl(ttl)
         with self._lock:
             due = sorted(
                 (
-                    delivery
-                    for delivery in self._deliveries.values()
-                    if delivery.due(now) and delivery.subscription in subscriptions
+                    work
+                    for work in self._work.values()
+                    if work.kind == kind and work.due(now) and work.target in targets
                 ),
-                key=lambda delivery: (delivery.next_at, delivery.delivery_id),
+                key=lambda work: (work.next_at, work.work_id),
             )[: max(limit, 0)]
-            claimed = [replace(d, claimed_by=holder, claim_until=now + ttl) for d in due]
-            for delivery in claimed:
-                self._deliveries[delivery.delivery_id] = delivery
-            return claimed
+            taken = [claimed(work, holder, now + ttl) for work in due]
+            for work in taken:
+                self._work[(kind, work.work_id)] = work
+            return taken
 
-    def update_delivery(self, delivery_id: str, change: DeliveryChange) -> Delivery | None:
+    def update_work(
+        self, kind: str, work_id: str, change: WorkChange, *, durable: bool = False
+    ) -> Work | None:
         with self._lock:
-            updated = change(self._deliveries.get(delivery_id))
-            if updated is not None:
-                self._deliveries[delivery_id] = updated
-            return updated
+            return self._change_work(kind, work_id, change)
+
+    def _change_work(self, kind: str, work_id: str, change: WorkChange) -> Work | None:
+        """Apply ``change`` to one row (the caller holds the lock)."""
+        updated = change(self._work.get((kind, work_id)))
+        if updated is not None:
+            self._work[(kind, work_id)] = updated
+        return updated
 
     def delivery_cursor(self, subscription: str) -> int | None:
         with self._lock:
@@ -674,7 +651,7 @@ class InMemoryLedger(Ledger):
         *,
         start: int | None,
         to: int,
-        deliveries: Sequence[Delivery] = (),
+        deliveries: Sequence[Work] = (),
         now: float,
     ) -> bool:
         with self._lock:
@@ -682,7 +659,7 @@ class InMemoryLedger(Ledger):
                 return False
             self._delivery_cursors[subscription] = to
             for delivery in deliveries:
-                self._deliveries.setdefault(delivery.delivery_id, delivery)
+                self._work.setdefault((delivery.kind, delivery.work_id), delivery)
             return True
 
     # -- execution records ---------------------------------------------------------

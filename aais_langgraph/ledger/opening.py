@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .base import Ledger
+from .deliveries import DeliveryPlan
 from .sqlite import SqliteLedger
 
 POSTGRES_SCHEMES = ("postgres://", "postgresql://")
@@ -35,7 +36,13 @@ def is_postgres_url(target: str) -> bool:
 
 
 @contextmanager
-def open_ledger(target: str, *, setup: bool = True, create: bool = True) -> Iterator[Ledger]:
+def open_ledger(
+    target: str,
+    *,
+    setup: bool = True,
+    create: bool = True,
+    delivery_plan: DeliveryPlan | None = None,
+) -> Iterator[Ledger]:
     """A ledger for ``target`` (SQLite file path or Postgres URL), closed on exit.
 
     The schema is created when missing (an older one migrated) unless
@@ -44,13 +51,21 @@ def open_ledger(target: str, *, setup: bool = True, create: bool = True) -> Iter
     anything writes to it: a missing file, an empty one, another application's
     database or an unreadable one raises :class:`NotALedgerError` and is left
     untouched. Postgres needs the ``postgres`` extra.
+
+    Args:
+        target: A SQLite file path or a ``postgres://`` / ``postgresql://`` URL.
+        setup: Create the schema when missing (SQLite: also on first use).
+        create: Whether a target without a ledger may become one.
+        delivery_plan: The webhook deliveries the ledger's writes record (None: none).
     """
     if not target:
         raise ValueError("db: expected a SQLite file path or a postgresql:// URL")
     if is_postgres_url(target):
         from .postgres import PostgresLedger
 
-        with PostgresLedger.from_conn_string(target, pool_size=4) as ledger:
+        with PostgresLedger.from_conn_string(
+            target, pool_size=4, delivery_plan=delivery_plan
+        ) as ledger:
             if not create:
                 _check_existing(ledger)
             if setup:
@@ -60,7 +75,7 @@ def open_ledger(target: str, *, setup: bool = True, create: bool = True) -> Iter
     if not create and not Path(target).is_file():
         raise NotALedgerError("db: no ledger file at this path (create one with the init command)")
     try:
-        ledger_file = SqliteLedger(target, auto_setup=setup)
+        ledger_file = SqliteLedger(target, auto_setup=setup, delivery_plan=delivery_plan)
     except sqlite3.DatabaseError as error:
         raise NotALedgerError(f"db: not a SQLite database ({error})") from None
     try:

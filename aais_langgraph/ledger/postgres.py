@@ -43,14 +43,13 @@ from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
 
 from . import _postgres_rows as db
-from . import deliveries as dl
 from . import executions as ex
-from . import resume_work as rw
 from ._counters import Counters, Cursor, Probe, Tip, sql_for
 from ._postgres_server_counters import STAMP_FUNCTIONS, StampedCounters
 from ._records import request_fields
 from ._sql import SqlLedger
-from .base import ResolutionWrite, StoredRequest, StoredResolution
+from .deliveries import DeliveryPlan
+from .records import ResolutionWrite, StoredRequest, StoredResolution
 from .retention import POSTGRES_COMPACTED_SCHEMA
 
 
@@ -68,6 +67,8 @@ class PostgresLedger(SqlLedger):
     at a time; it must not be inside a transaction when the ledger is called, because
     the ledger commits its own. Either may be in autocommit mode or not, and may use
     any row factory (LangGraph's ``PostgresSaver`` wants ``dict_row``).
+    ``delivery_plan`` names the webhook deliveries its writes record in their own
+    transactions (:mod:`.deliveries`; None: none).
     """
 
     mark = "%s"
@@ -76,8 +77,12 @@ class PostgresLedger(SqlLedger):
     requester_subject = db.REQUESTER_SUBJECT
 
     def __init__(
-        self, conn: psycopg.Connection[Any] | ConnectionPool[psycopg.Connection[Any]]
+        self,
+        conn: psycopg.Connection[Any] | ConnectionPool[psycopg.Connection[Any]],
+        *,
+        delivery_plan: DeliveryPlan | None = None,
     ) -> None:
+        self._delivery_plan = delivery_plan
         self._pool: ConnectionPool[psycopg.Connection[Any]] | None = None
         self._conn: psycopg.Connection[Any] | None = None
         if isinstance(conn, ConnectionPool):
@@ -92,12 +97,16 @@ class PostgresLedger(SqlLedger):
     @classmethod
     @contextmanager
     def from_conn_string(
-        cls, conn_string: str, *, pool_size: int | None = None
+        cls,
+        conn_string: str,
+        *,
+        pool_size: int | None = None,
+        delivery_plan: DeliveryPlan | None = None,
     ) -> Iterator[PostgresLedger]:
         """A ledger on its own connection (or a pool of up to ``pool_size``), closed on exit."""
         if pool_size is None:
             with psycopg.Connection.connect(conn_string, autocommit=True) as conn:
-                yield cls(conn)
+                yield cls(conn, delivery_plan=delivery_plan)
             return
         if pool_size < 1:
             raise ValueError("pool_size: a pool needs at least one connection")
@@ -110,7 +119,7 @@ class PostgresLedger(SqlLedger):
             open=False,
         )
         with pool:
-            yield cls(pool)
+            yield cls(pool, delivery_plan=delivery_plan)
 
     def setup(self) -> None:
         """Create the schema if missing; idempotent and safe to run from several processes."""
@@ -119,8 +128,7 @@ class PostgresLedger(SqlLedger):
             for statement in (
                 *db.SCHEMA,
                 *ex.POSTGRES_EXECUTIONS_SCHEMA,
-                *rw.POSTGRES_RESUME_WORK_SCHEMA,
-                *dl.POSTGRES_DELIVERIES_SCHEMA,
+                *db.OUTBOX_DDL,
                 *POSTGRES_COMPACTED_SCHEMA,
                 *STAMP_FUNCTIONS,
             ):

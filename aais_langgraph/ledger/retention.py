@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from aais_langgraph.protocol import AAISValidationError, parse_timestamp
 
 from .audit import chain_hash
-from .base import AuditEntry, JsonDict, LedgerContents
 from .compaction import (
     carried_digest,
     history_audit,
@@ -44,6 +43,7 @@ from .compaction import (
     tombstones_problem,
 )
 from .integrity import LedgerIntegrityError, sealed_checkpoint
+from .records import AuditEntry, JsonDict, LedgerContents
 
 __all__ = [
     "POSTGRES_COMPACTED_SCHEMA",

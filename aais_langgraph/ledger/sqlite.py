@@ -19,11 +19,10 @@ from contextlib import closing, contextmanager
 from typing import Literal
 
 from . import _sqlite_rows as db
-from . import deliveries as dl
 from . import executions as ex
-from . import resume_work as rw
 from ._counters import Cursor, Tip
 from ._sql import SqlLedger
+from .deliveries import DeliveryPlan
 from .retention import SQLITE_COMPACTED_SCHEMA
 
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
@@ -50,6 +49,9 @@ class SqliteLedger(SqlLedger):
     ``create=False``, which the CLI uses for everything but ``init``, checks the
     file *before* anything writes to it and refuses a missing, empty, foreign or
     unreadable one (:class:`~.opening.NotALedgerError`).
+
+    ``delivery_plan`` names the webhook deliveries its writes record in their own
+    transactions (:mod:`.deliveries`; None: none).
     """
 
     execution_subject = db.EXECUTION_SUBJECT
@@ -63,7 +65,9 @@ class SqliteLedger(SqlLedger):
         busy_timeout: float = 30.0,
         synchronous: Synchronous | None = "FULL",
         auto_setup: bool = True,
+        delivery_plan: DeliveryPlan | None = None,
     ) -> None:
+        self._delivery_plan = delivery_plan
         if synchronous is not None and synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
             raise ValueError("synchronous: expected OFF, NORMAL, FULL or EXTRA")
         if isinstance(path_or_conn, sqlite3.Connection):
@@ -93,10 +97,15 @@ class SqliteLedger(SqlLedger):
         busy_timeout: float = 30.0,
         synchronous: Synchronous | None = "FULL",
         auto_setup: bool = True,
+        delivery_plan: DeliveryPlan | None = None,
     ) -> Iterator[SqliteLedger]:
         """A ledger on its own connection to a file path (or ``:memory:``), closed on exit."""
         ledger = cls(
-            conn_string, busy_timeout=busy_timeout, synchronous=synchronous, auto_setup=auto_setup
+            conn_string,
+            busy_timeout=busy_timeout,
+            synchronous=synchronous,
+            auto_setup=auto_setup,
+            delivery_plan=delivery_plan,
         )
         try:
             yield ledger
@@ -120,8 +129,7 @@ class SqliteLedger(SqlLedger):
                 for statement in (
                     *db.SCHEMA,
                     *ex.SQLITE_EXECUTIONS_SCHEMA,
-                    *rw.SQLITE_RESUME_WORK_SCHEMA,
-                    *dl.SQLITE_DELIVERIES_SCHEMA,
+                    *db.OUTBOX_DDL,
                     *SQLITE_COMPACTED_SCHEMA,
                 ):
                     cur.execute(statement)

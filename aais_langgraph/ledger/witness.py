@@ -31,8 +31,9 @@ from typing import Any, Literal, Protocol
 
 from aais_langgraph.protocol import canonical_json, format_timestamp, utc_now
 
-from .base import JsonDict, Ledger
+from .base import Ledger
 from .integrity import MAC_PREFIX
+from .records import JsonDict
 from .retention import CompactionReport
 
 __all__ = [

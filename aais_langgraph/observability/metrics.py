@@ -70,12 +70,14 @@ it back)."""
 
 def ledger_delivery_counts(ledger: Any, now: float) -> Mapping[str, int] | None:
     """The ledger's open webhook deliveries by :data:`DELIVERY_STATES` (its
-    ``list_deliveries``: O(open deliveries)), or None when it stores none."""
-    listing = getattr(ledger, "list_deliveries", None)
+    outbox: O(open deliveries)), or None when it stores none."""
+    from ..ledger.outbox import DELIVERY
+
+    listing = getattr(ledger, "list_work", None)
     if listing is None:
         return None
     try:
-        rows = listing(states=("pending", "dead"))
+        rows = listing(DELIVERY, states=("due", "claimed", "dead"))
     except NotImplementedError:  # a ledger that does not store webhook deliveries
         return None
     counts = dict.fromkeys(DELIVERY_STATES, 0)
@@ -236,11 +238,11 @@ class ApprovalMetrics:
         by_state = dict.fromkeys(RESUME_WORK_STATES, 0)
         oldest_work: float | None = None
         leases: dict[str, bool] = {}
-        for item in ledger.list_resume_work(states=("due", "unknown")):
+        for item in ledger.list_work("resume", states=("due", "unknown")):
             if item.state == "unknown":
                 by_state["unknown"] += 1
                 continue
-            oldest_work = _older(oldest_work, item.since)
+            oldest_work = _older(oldest_work, item.created_at)
             if item.thread_id not in leases:
                 lease = ledger.get_lease(item.thread_id)
                 leases[item.thread_id] = lease is not None and lease.expires_at > now

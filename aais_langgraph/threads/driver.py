@@ -56,7 +56,8 @@ from ..gate.run_context import REQUESTER_KEY, find_authority
 from ..gate.seams import task_finished_in, task_of_namespace
 from ..ledger import Execution, Lease, StoredRequest, ThreadRecord
 from ..ledger.executions import presumed_change
-from ..ledger.resume_work import ResumeWork, attempt_change, settle_change
+from ..ledger.outbox import RESUME, retried_change, settled_change
+from ..ledger.resume_work import RESUME_BACKOFF, ResumeWork
 from ..observability.traces import RESUME_SPAN, resumed_attributes, traced
 from ..protocol import Actor, ApprovalResolved, ApprovalSnapshot, parse_timestamp
 from ..protocol.extensions import EXTENSION_NAMESPACE
@@ -239,7 +240,7 @@ class ThreadDriver:
         instead, see :meth:`LeasedThread.finish`)."""
         now = time.time()
         for request_id in resumed_requests(view, resume):
-            self.authority.ledger.update_resume_work(request_id, settle_change("done", now))
+            self.authority.ledger.update_work(RESUME, request_id, settled_change("done", now))
 
     # -- reading ------------------------------------------------------------------
 
@@ -546,8 +547,8 @@ class ThreadDriver:
         report = DueReport()
         moment = time.time() if now is None else now
         self.settle_claims()
-        due = self.authority.ledger.list_resume_work(
-            states=("due",), due_before=moment, limit=limit
+        due = self.authority.ledger.list_work(
+            RESUME, states=("due",), due_before=moment, limit=limit
         )
         for thread_id, work in _by_thread(due).items():
             try:
@@ -568,8 +569,8 @@ class ThreadDriver:
         report = DueReport()
         moment = time.time() if now is None else now
         await self.asettle_claims()
-        due = await self.authority.ledger.alist_resume_work(
-            states=("due",), due_before=moment, limit=limit
+        due = await self.authority.ledger.alist_work(
+            RESUME, states=("due",), due_before=moment, limit=limit
         )
         for thread_id, work in _by_thread(due).items():
             try:
@@ -674,7 +675,7 @@ class ThreadDriver:
             if item.request_id in ids:
                 report.resumed.append(item.request_id)
                 continue
-            current = ledger.get_resume_work(item.request_id)
+            current = ledger.get_work(RESUME, item.request_id)
             if current is None or current.state != "due":
                 report.settled.append(item.request_id)
                 continue
@@ -695,12 +696,13 @@ class ThreadDriver:
         ledger = self.authority.ledger
         if not held and work.attempts + 1 >= MAX_RESUME_ATTEMPTS:
             given_up = f"{reason} after {work.attempts + 1} attempts; a human must look"
-            ledger.update_resume_work(
-                work.request_id, settle_change("unknown", now, reason=given_up)
+            ledger.update_work(
+                RESUME, work.request_id, settled_change("unknown", now, reason=given_up)
             )
             report.stalled.append(work.request_id)
             return
-        ledger.update_resume_work(work.request_id, attempt_change(reason, now, retry_at=retry_at))
+        retried = retried_change(reason, now, backoff=RESUME_BACKOFF, sooner=retry_at)
+        ledger.update_work(RESUME, work.request_id, retried)
         report.deferred.append(work.request_id)
 
     def _failed(
@@ -710,7 +712,7 @@ class ThreadDriver:
         ledger = self.authority.ledger
         retry_at: float | None = None
         if isinstance(error, LeaseHeldError):
-            lease = ledger.get_lease(work[0].thread_id)
+            lease = ledger.get_lease(str(work[0].thread_id))
             reason = "the thread's run lease is held" + _held_by(lease)
             retry_at = None if lease is None else lease.expires_at
         elif isinstance(error, RejectedResumeError):
@@ -720,7 +722,7 @@ class ThreadDriver:
             logger.warning("resume work: %s", reason)
         for item in work:
             if isinstance(error, ExecutionUnknownError) and error.request_id == item.request_id:
-                ledger.update_resume_work(item.request_id, settle_change("unknown", now))
+                ledger.update_work(RESUME, item.request_id, settled_change("unknown", now))
                 report.unknown.append(item.request_id)
                 continue
             if isinstance(error, ExecutionUnknownError):
@@ -758,7 +760,7 @@ def _pending_by_thread(
 def _by_thread(work: Sequence[ResumeWork]) -> dict[str, list[ResumeWork]]:
     by_thread: dict[str, list[ResumeWork]] = {}
     for item in work:
-        by_thread.setdefault(item.thread_id, []).append(item)
+        by_thread.setdefault(str(item.thread_id), []).append(item)
     return by_thread
 
 
@@ -777,12 +779,12 @@ def _settle_gone(authority: ApprovalAuthority, thread_id: str, view: ThreadView)
         return
     ledger = authority.ledger
     now = time.time()
-    for work in ledger.list_resume_work(states=("due",), thread_id=thread_id):
+    for work in ledger.list_work(RESUME, states=("due",), thread_id=thread_id):
         if work.request_id in view.interrupts:
             continue
         stored = authority.get_stored_request(work.request_id)
         if stored is None or not view.waiting(stored):
-            ledger.update_resume_work(work.request_id, settle_change("done", now))
+            ledger.update_work(RESUME, work.request_id, settled_change("done", now))
 
 
 def _sender(record: ThreadRecord | None) -> str | None:
@@ -825,17 +827,17 @@ def waiting_resumes(
     ledger = authority.ledger
     listed: list[dict[str, Any]] = []
     if request_id is not None:
-        one = ledger.get_resume_work(request_id)
+        one = ledger.get_work(RESUME, request_id)
         found = [] if one is None or one.state == "done" else [one]
     else:
-        found = ledger.list_resume_work()
+        found = ledger.list_work(RESUME)
     for work in found:
         stored = ledger.get_request(work.request_id)
         if session_id is not None and (stored is None or stored.session_id != session_id):
             continue
         resolution = ledger.get_resolution(work.request_id)
         outcome = None if resolution is None else resolution.envelope["resolution"]["outcome"]
-        lease = ledger.get_lease(work.thread_id)
+        lease = ledger.get_lease(str(work.thread_id))
         holder = None
         if lease is not None and lease.expires_at > time.time():
             origin = holder_origin(lease.holder)

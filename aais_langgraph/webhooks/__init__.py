@@ -2,8 +2,8 @@
 
 A subscription (a ``[[webhooks]]`` table of the access-policy file, or
 :class:`WebhookSubscription` in code) is told about new requests, resolutions and
-requests that expire soon. :class:`SubscriptionPlan`, set on the ledger with
-``ledger.delivery_plan``, records each delivery in the same transaction
+requests that expire soon. :class:`SubscriptionPlan`, given to the ledger's constructor
+(``delivery_plan=``), records each delivery in the same transaction
 as the request or resolution that causes it; :class:`WebhookWorker` signs and
 sends them (Standard Webhooks), retried with backoff across restarts and
 replicas until delivered or dead (:mod:`aais_langgraph.ledger.deliveries`),

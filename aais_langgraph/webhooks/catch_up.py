@@ -1,7 +1,7 @@
 """Catching up from the event stream: the deliveries a writer without the subscriptions missed.
 
 A ledger records a delivery in the same transaction as its request or resolution
-only when its ``delivery_plan`` is set, and that is set per process: a request
+only when it was opened with a ``delivery_plan``, which each process gives its own: a request
 raised by a library program, LangGraph Server or the CLI without
 ``--access-policy`` records none. So the sender also reads the ledger's events.
 Each subscription keeps a durable cursor (the sequence up to which its

@@ -35,18 +35,20 @@ from collections.abc import AsyncIterator, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, cast
 
 import httpx
 from standardwebhooks.webhooks import Webhook
 
 from ..authority import ApprovalAuthority, Principal
 from ..ledger import LedgerIntegrityError
-from ..ledger.deliveries import (
-    Delivery,
-    DeliveryChange,
-    delivered_change,
-    failed_change,
+from ..ledger.deliveries import Delivery, DeliveryNotice
+from ..ledger.outbox import (
+    DELIVERY,
+    Backoff,
+    WorkChange,
+    retried_change,
+    settled_change,
     skipped_change,
 )
 from ..observability import delivery_span
@@ -134,9 +136,10 @@ class WebhookWorker:
 
     def claim(self, *, limit: int | None = None) -> list[Delivery]:
         """Claim due deliveries of this worker's subscriptions (at most ``limit``)."""
-        return self.authority.ledger.claim_deliveries(
+        return self.authority.ledger.claim_work(
+            DELIVERY,
             self.holder,
-            subscriptions=tuple(sorted(self.subscriptions)),
+            targets=tuple(sorted(self.subscriptions)),
             ttl=self.claim_ttl,
             now=time.time(),
             limit=self.batch if limit is None else limit,
@@ -168,20 +171,20 @@ class WebhookWorker:
     def deliver(self, delivery: Delivery) -> Delivery | None:
         """One attempt of a claimed delivery, in an ``aais.delivery`` span; the row after it."""
         with delivery_span(
-            delivery_id=delivery.delivery_id,
-            event_type=delivery.notice,
+            delivery_id=delivery.work_id,
+            event_type=str(delivery.topic),
             attempt=delivery.attempts + 1,
             request_id=delivery.request_id,
         ) as notes:
             change = self._attempt(delivery, notes)
-            after = self.authority.ledger.update_delivery(delivery.delivery_id, change)
-            result = "error" if after is None else _RESULTS.get(after.state, after.state)
+            after = self.authority.ledger.update_work(DELIVERY, delivery.work_id, change)
+            result = "error" if after is None else _RESULTS.get(after.shown_state, after.state)
             notes.set("aais.delivery.result", result)
         return after
 
-    def _attempt(self, delivery: Delivery, notes: SpanNotes) -> DeliveryChange:
+    def _attempt(self, delivery: Delivery, notes: SpanNotes) -> WorkChange:
         now = time.time()
-        subscription = self.subscriptions.get(delivery.subscription)
+        subscription = self.subscriptions.get(str(delivery.target))
         if subscription is None:  # pragma: no cover - claims name known subscriptions only
             return skipped_change("the subscription is no longer configured", now)
         try:
@@ -194,16 +197,16 @@ class WebhookWorker:
             return self._failed(subscription, delivery, "the ledger does not vouch for the request")
         headers = {"content-type": "application/json", "user-agent": "aais-langgraph-webhooks"}
         if subscription.secret:
-            headers.update(signed_headers(subscription.secret, delivery.delivery_id, body, now=now))
+            headers.update(signed_headers(subscription.secret, delivery.work_id, body, now=now))
         else:
-            headers["webhook-id"] = delivery.delivery_id
+            headers["webhook-id"] = delivery.work_id
         try:
             answer = self._client.post(subscription.url, content=body.encode(), headers=headers)
         except httpx.HTTPError as error:
             return self._failed(subscription, delivery, type(error).__name__)
         notes.set("aais.delivery.status_code", answer.status_code)
         if 200 <= answer.status_code < 300:
-            return delivered_change(time.time())
+            return settled_change("done", time.time(), counted=True)
         return self._failed(subscription, delivery, f"HTTP {answer.status_code}")
 
     def _say_not_visible(self, subscription: WebhookSubscription) -> None:
@@ -221,15 +224,13 @@ class WebhookWorker:
 
     def _failed(
         self, subscription: WebhookSubscription, delivery: Delivery, error: str
-    ) -> DeliveryChange:
-        now = time.time()
-        wait = min(self.retry_base * 2 ** min(delivery.attempts, 30), self.retry_max)
+    ) -> WorkChange:
         logger.info("webhook %s: attempt failed (%s)", subscription.name, error)
-        return failed_change(
-            self.holder,
+        return retried_change(
             error,
-            now,
-            retry_at=now + wait,
+            time.time(),
+            backoff=Backoff(first=self.retry_base, most=self.retry_max),
+            holder=self.holder,
             max_attempts=subscription.max_attempts,
         )
 
@@ -240,7 +241,8 @@ class WebhookWorker:
         if requested is None:
             raise _Skipped("the request is no longer stored")
         resolved = authority.get_resolution(delivery.request_id)
-        if delivery.notice == "approval.expiring":
+        notice = cast("DeliveryNotice", delivery.topic)
+        if notice == "approval.expiring":
             if resolved is not None:
                 raise _Skipped("the request was resolved before it expired")
             if authority.expiry_of(requested.request).timestamp() <= now:
@@ -251,14 +253,14 @@ class WebhookWorker:
             raise _Skipped("none of the subscription's groups decides the request")
         if subscription.format == "slack":
             payload = slack_body(
-                delivery.notice,
+                notice,
                 requested,
                 resolved,
                 inbox_url=subscription.inbox_url,
                 include_arguments=subscription.include_arguments,
             )
         else:
-            payload = aais_body(delivery.notice, requested, resolved, now)
+            payload = aais_body(notice, requested, resolved, now)
         return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
 
     def _decided_by_groups(self, subscription: WebhookSubscription, request: Any) -> bool:

@@ -30,6 +30,7 @@ from aais_agui.agent import AAISLangGraphAgent
 from aais_agui.mapping import resume_entry_for
 from aais_langgraph import ApprovalAuthority, build_decision
 from aais_langgraph.authority import new_holder
+from aais_langgraph.ledger import RESUME
 
 from .conftest import ALICE, Clock
 from .demo_graph import EffectLog
@@ -315,7 +316,7 @@ async def test_expired_interrupt_is_a_run_error_that_records_the_expiry(
     recorded = authority.get_resolution(request_id(item))
     assert recorded is not None and recorded.resolution.outcome == "expired"
     assert effects.list() == []
-    assert authority.ledger.get_resume_work(request_id(item)).state == "done"
+    assert authority.ledger.get_work(RESUME, request_id(item)).state == "done"
 
 
 async def test_expired_interrupt_can_still_be_cancelled(

@@ -13,6 +13,7 @@ from ag_ui.core import BaseEvent, EventType, Interrupt
 
 from aais_agui.agent import AAISLangGraphAgent
 from aais_langgraph import ApprovalAuthority, build_decision
+from aais_langgraph.ledger import RESUME
 
 from .conftest import ALICE
 from .demo_graph import EffectLog
@@ -43,9 +44,9 @@ async def test_recording_an_answer_outside_a_run_leaves_due_resume_work(
     agent: AAISLangGraphAgent, authority: ApprovalAuthority
 ) -> None:
     thread_id, [item] = await paused(agent)
-    assert authority.ledger.get_resume_work(request_id(item)) is None
+    assert authority.ledger.get_work(RESUME, request_id(item)) is None
     approve_elsewhere(authority, item)
-    work = authority.ledger.get_resume_work(request_id(item))
+    work = authority.ledger.get_work(RESUME, request_id(item))
     assert work is not None
     assert (work.state, work.thread_id, work.attempts) == ("due", thread_id, 0)
 
@@ -65,7 +66,7 @@ async def test_reconnect_after_an_approval_elsewhere_runs_the_action_once(
     assert finished.type == EventType.RUN_FINISHED and finished.outcome is None
     assert request_id(item) not in offered_request_ids(events)
     assert effects.list() == [(thread_id, "delete_file", "/srv/report.txt")]
-    assert authority.ledger.get_resume_work(request_id(item)).state == "done"
+    assert authority.ledger.get_work(RESUME, request_id(item)).state == "done"
     state = await state_of(graph, thread_id)
     assert state.interrupts == () and state.values["result"] == "deleted"
 
@@ -83,7 +84,7 @@ async def test_a_second_reconnect_after_an_approval_elsewhere_runs_nothing_more(
     assert finished.type == EventType.RUN_FINISHED and finished.outcome is None
     assert request_id(item) not in offered_request_ids(events)
     assert effects.list() == [(thread_id, "delete_file", "/srv/report.txt")]
-    assert authority.ledger.get_resume_work(request_id(item)).state == "done"
+    assert authority.ledger.get_work(RESUME, request_id(item)).state == "done"
 
 
 async def test_reconnect_after_a_cancel_elsewhere_continues_past_it_without_the_action(
@@ -91,7 +92,7 @@ async def test_reconnect_after_a_cancel_elsewhere_continues_past_it_without_the_
 ) -> None:
     thread_id, [item] = await paused(agent)
     authority.cancel(request_id(item))
-    assert authority.ledger.get_resume_work(request_id(item)).state == "due"
+    assert authority.ledger.get_work(RESUME, request_id(item)).state == "due"
 
     events = await run(agent, thread_id)
 
@@ -99,7 +100,7 @@ async def test_reconnect_after_a_cancel_elsewhere_continues_past_it_without_the_
     assert finished.type == EventType.RUN_FINISHED and finished.outcome is None
     assert request_id(item) not in offered_request_ids(events)
     assert effects.list() == []
-    assert authority.ledger.get_resume_work(request_id(item)).state == "done"
+    assert authority.ledger.get_work(RESUME, request_id(item)).state == "done"
     state = await state_of(graph, thread_id)
     # The gate's on_reject ran: the thread went on past the cancelled request.
     assert state.interrupts == () and state.values["result"] == "cancelled"
@@ -119,7 +120,7 @@ async def test_reconnect_after_one_of_two_approvals_elsewhere_offers_only_the_ot
         request_id(by_target["bob@example.com"])
     ]
     assert [target for _, _, target in effects.list()] == ["ann@example.com"]
-    assert authority.ledger.get_resume_work(request_id(by_target["ann@example.com"])).state == (
+    assert authority.ledger.get_work(RESUME, request_id(by_target["ann@example.com"])).state == (
         "done"
     )
 
@@ -134,5 +135,5 @@ async def test_reconnect_to_a_thread_paused_on_an_unanswered_request_still_offer
     assert [(i.id, request_id(i)) for i in again] == [(item.id, request_id(item))]
     assert again[0].metadata == item.metadata
     assert authority.get_resolution(request_id(item)) is None
-    assert authority.ledger.get_resume_work(request_id(item)) is None
+    assert authority.ledger.get_work(RESUME, request_id(item)) is None
     assert effects.list() == []

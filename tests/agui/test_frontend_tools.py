@@ -28,7 +28,7 @@ from aais_agui import create_app, local_development_authenticator, run_agent_inp
 from aais_agui.http.security import Authenticated
 from aais_langgraph import ApprovalAuthority
 from aais_langgraph.authority import AccessPolicy
-from aais_langgraph.ledger import SqliteLedger
+from aais_langgraph.ledger import RESUME, SqliteLedger
 from aais_langgraph.protocol import Actor, ApprovalRequested, build_decision
 from aais_langgraph.threads import run_config
 from aais_langgraph.tools import PAGE_BINDING_KEY, PageBinding, PageToolGate, registry_revision
@@ -339,7 +339,7 @@ def test_approval_given_outside_the_page_releases_nothing_and_claims_nothing(
     assert answer.json()["resolution"]["outcome"] == "approved"
     # The decision resumed the thread in the background, with no page to hand the call to.
     deadline = time.monotonic() + 20
-    while authority.ledger.list_resume_work(thread_id="t-inbox"):
+    while authority.ledger.list_work(RESUME, thread_id="t-inbox"):
         assert time.monotonic() < deadline, "the background resume did not finish"
         time.sleep(0.05)
     reconnect = page_run(client, "t-inbox")

@@ -7,7 +7,7 @@ import sqlite3
 import httpx
 
 from aais_langgraph.authority.resolutions import resolution_envelope
-from aais_langgraph.ledger._records import dump_json
+from aais_langgraph.ledger.records import dump_json
 from aais_langgraph.protocol import ApprovalRequested, utc_now
 
 from .transports.test_http import Site, client, decision, pause, post_decision, request_id, site  # noqa: F401

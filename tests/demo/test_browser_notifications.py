@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 
 from aais_agui import run_agent_input
-from aais_langgraph.ledger import Delivery, SqliteLedger
+from aais_langgraph.ledger import DELIVERY, Delivery, SqliteLedger
 from webhooks.receivers import SECRET, Receiver
 
 from .support import agui_run, free_port, interrupts_of, running, wait_for
@@ -36,7 +36,7 @@ max_attempts = 1
 def stored(db: Path, delivery_id: str) -> Delivery | None:
     """The delivery's row as the ledger holds it now."""
     with SqliteLedger.from_path(db) as ledger:
-        return ledger.get_delivery(delivery_id)
+        return ledger.get_work(DELIVERY, delivery_id)
 
 
 def test_a_dead_delivery_is_shown_to_who_may_see_it_and_retried_from_the_page(
@@ -86,11 +86,11 @@ def test_a_dead_delivery_is_shown_to_who_may_see_it_and_retried_from_the_page(
             # Handed back by the page: pending again with its attempts counted afresh, and
             # being sent (the receiver holds its answer).
             row = stored(db, delivery_id)
-            assert row is not None and (row.state, row.attempts) == ("pending", 0)
+            assert row is not None and (row.shown_state, row.attempts) == ("pending", 0)
             wait_for(lambda: receiver.posts == 2, what="the retried POST")
             answer.set()
             wait_for(
-                lambda: getattr(stored(db, delivery_id), "state", None) == "delivered",
+                lambda: getattr(stored(db, delivery_id), "shown_state", None) == "delivered",
                 what="the retried delivery to be delivered",
             )
     finally:

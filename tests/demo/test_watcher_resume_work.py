@@ -14,7 +14,7 @@ from aais_agui.demo import DemoWorkspace, build_demo_agent
 from aais_agui.http.watcher import DecisionWatcher
 from aais_langgraph import ApprovalAuthority, build_decision
 from aais_langgraph.gate import AUTHORITY_KEY
-from aais_langgraph.ledger import SqliteLedger
+from aais_langgraph.ledger import RESUME, SqliteLedger
 
 ALICE = {"id": "alice", "type": "human"}
 REMOTE_HOLDER = "holder_remote"  # no origin: presumed alive, only its expiry frees the lease
@@ -55,7 +55,7 @@ async def test_due_defers_an_approval_while_a_remote_holder_holds_the_lease_then
     watcher = DecisionWatcher(graph, authority, poll_interval=0.05)
 
     assert await watcher.due() == []
-    work = ledger.get_resume_work(request_id)
+    work = ledger.get_work(RESUME, request_id)
     assert work is not None and work.state == "due" and work.attempts == 1
     assert "lease" in (work.last_error or "")
     assert still_paused(graph) and workspace.executed() == []
@@ -63,7 +63,7 @@ async def test_due_defers_an_approval_while_a_remote_holder_holds_the_lease_then
     await asyncio.sleep(max(lease.expires_at - time.time(), 0.0) + 0.05)  # at most ~1 s
     assert await watcher.due() == [request_id]
 
-    assert ledger.get_resume_work(request_id).state == "done"
+    assert ledger.get_work(RESUME, request_id).state == "done"
     assert not still_paused(graph)
     assert [entry["tool"] for entry in workspace.executed()] == ["run_shell"]
     assert await watcher.due() == []
@@ -78,7 +78,7 @@ async def test_a_watcher_running_in_the_background_resumes_an_approval_recorded_
     async with watcher.running():
         request_id = approve(authority, requested)
         deadline = time.monotonic() + 10
-        while authority.ledger.get_resume_work(request_id).state != "done":
+        while authority.ledger.get_work(RESUME, request_id).state != "done":
             assert time.monotonic() < deadline, "the watcher did not resume the thread in 10 s"
             await asyncio.sleep(0.05)
         await watcher.idle()

@@ -33,6 +33,7 @@ import time
 from typing import Any
 
 from aais_langgraph.authority import run_lease
+from aais_langgraph.ledger import RESUME
 from aais_langgraph.threads import ThreadDriver
 
 from .worker import HUMAN, Backend, build, mark, open_backend, wait_for_go
@@ -41,7 +42,7 @@ from .worker import HUMAN, Backend, build, mark, open_backend, wait_for_go
 def work_rows(backend: Backend, request_ids: list[str]) -> dict[str, Any]:
     rows: dict[str, Any] = {}
     for request_id in request_ids:
-        work = backend.ledger.get_resume_work(request_id)
+        work = backend.ledger.get_work(RESUME, request_id)
         rows[request_id] = None if work is None else work.to_json()
     return rows
 

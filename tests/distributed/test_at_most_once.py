@@ -26,6 +26,7 @@ from aais_langgraph.gate import (
     stranded_threads,
     unknown_executions,
 )
+from aais_langgraph.ledger import RESUME
 from hostile.report import record
 
 from .harness import Scene, decide
@@ -160,7 +161,7 @@ def test_kill_9_on_a_bare_gate_is_unknown_only_while_its_node_had_not_finished(
     with scene.replica() as (graph, backend):
         driver = ThreadDriver(graph, backend.authority, lease_ttl=TTL)
         deadline = time.monotonic() + RECOVERY_SECONDS
-        while (work := backend.authority.ledger.get_resume_work(request_id)) is not None:
+        while (work := backend.authority.ledger.get_work(RESUME, request_id)) is not None:
             if work.state != "due":
                 break
             assert time.monotonic() < deadline, f"{point}: resume work still {work}"

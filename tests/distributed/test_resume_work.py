@@ -39,6 +39,7 @@ import pytest
 from aais_langgraph import ApprovalRequested, pending_approvals
 from aais_langgraph.authority import holder_is_dead, holder_origin
 from aais_langgraph.gate import reconcile_execution, unknown_executions
+from aais_langgraph.ledger import RESUME
 from aais_langgraph.threads import waiting_resumes
 from hostile.report import record
 
@@ -159,7 +160,7 @@ def tally(
 
 
 def work_state(backend: Any, request_id: str) -> str | None:
-    work = backend.ledger.get_resume_work(request_id)
+    work = backend.ledger.get_work(RESUME, request_id)
     return None if work is None else str(work.state)
 
 
@@ -167,9 +168,9 @@ def assert_finished(scene: Scene, request_id: str, outcome: str = "approved") ->
     """Ran once, the work is done, nothing is pending or waiting to resume."""
     assert scene.effects() == [f"{request_id} deploy"]
     with scene.replica() as (graph, backend):
-        work = backend.ledger.get_resume_work(request_id)
+        work = backend.ledger.get_work(RESUME, request_id)
         assert work is not None and work.state == "done", work
-        assert backend.ledger.list_resume_work() == []
+        assert backend.ledger.list_work(RESUME) == []
         assert waiting_resumes(backend.authority) == []
         assert pending_approvals(backend.authority, graph).snapshot.pending == []
         final = graph.get_state(config(scene.job()))
@@ -355,7 +356,7 @@ def test_3_two_replicas_resume_every_approval_exactly_once(scene: Scene) -> None
             backend.authority.decide(decide(requested), actor=HUMAN).resolution.outcome
             for requested in requests.values()
         ]
-        due = backend.ledger.list_resume_work(states=("due",))
+        due = backend.ledger.list_work(RESUME, states=("due",))
     assert told == ["approved"] * THREADS
     assert sorted(work.request_id for work in due) == sorted(ids)
     assert scene.effects() == []
@@ -381,8 +382,8 @@ def test_3_two_replicas_resume_every_approval_exactly_once(scene: Scene) -> None
     assert set(resumed[0]).isdisjoint(resumed[1])
     assert (row.once, row.lost, row.double) == (THREADS, 0, 0)
     with scene.replica() as (graph, backend):
-        assert backend.ledger.list_resume_work() == []
-        assert all(backend.ledger.get_resume_work(rid).state == "done" for rid in ids)  # type: ignore[union-attr]
+        assert backend.ledger.list_work(RESUME) == []
+        assert all(backend.ledger.get_work(RESUME, rid).state == "done" for rid in ids)  # type: ignore[union-attr]
         for thread in requests:
             final = graph.get_state({"configurable": {"thread_id": thread}})
             assert final.next == () and final.values["outcome"] == "approved", thread

@@ -19,7 +19,7 @@ from aais_langgraph import ApprovalAuthority, ApprovalRequested, SqliteLedger, r
 from aais_langgraph.authority.resolutions import resolution_envelope
 from aais_langgraph.gate import resume_resolved, resume_stranded
 from aais_langgraph.ledger import LedgerIntegrityError, ResolutionWrite
-from aais_langgraph.ledger._records import dump_json
+from aais_langgraph.ledger.records import dump_json
 from hostile.report import refused
 
 from .support import (

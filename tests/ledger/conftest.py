@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from aais_langgraph.ledger import InMemoryLedger, Ledger, SqliteLedger
+from aais_langgraph.ledger import DeliveryPlan, InMemoryLedger, Ledger, SqliteLedger
 from support.pg_cluster import ALLOW_NO_POSTGRES, fresh_schema_url
 
 if TYPE_CHECKING:
@@ -31,21 +31,25 @@ def sqlite_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(params=BACKENDS)
-def make_ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Ledger]]:
+def make_ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..., Ledger]]:
     """Opens new, empty ledgers of the backend under test; closed when the test ends."""
     backend: str = request.param
     numbers = itertools.count()
 
     with ExitStack() as opened:
 
-        def make() -> Ledger:
+        def make(delivery_plan: DeliveryPlan | None = None) -> Ledger:
             if backend == "memory":
-                return InMemoryLedger()
+                return InMemoryLedger(delivery_plan=delivery_plan)
             if backend == "sqlite":
                 path = tmp_path / f"ledger-{next(numbers)}.db"
-                return opened.enter_context(SqliteLedger.from_conn_string(path))
+                return opened.enter_context(
+                    SqliteLedger.from_conn_string(path, delivery_plan=delivery_plan)
+                )
             url = fresh_schema_url(request.getfixturevalue("postgres_cluster"))
-            postgres = opened.enter_context(_postgres_ledger_class().from_conn_string(url))
+            postgres = opened.enter_context(
+                _postgres_ledger_class().from_conn_string(url, delivery_plan=delivery_plan)
+            )
             postgres.setup()
             return postgres
 
@@ -53,7 +57,7 @@ def make_ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Call
 
 
 @pytest.fixture
-def ledger(make_ledger: Callable[[], Ledger]) -> Ledger:
+def ledger(make_ledger: Callable[..., Ledger]) -> Ledger:
     return make_ledger()
 
 

@@ -17,9 +17,9 @@ from aais_langgraph.ledger import (
     RetentionPolicy,
     verify_audit,
 )
-from aais_langgraph.ledger.deliveries import retry_change
 from aais_langgraph.ledger.executions import claim_change
-from aais_langgraph.ledger.resume_work import attempt_change
+from aais_langgraph.ledger.outbox import DELIVERY, RESUME, reopened_change, retried_change
+from aais_langgraph.ledger.resume_work import RESUME_BACKOFF
 
 from .envelopes import approval, grant_for, request_envelope
 
@@ -125,9 +125,13 @@ def _steps() -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
         ("list_leases", (), {}),
         ("check_storage", (), {}),
         ("release_lease", ("thr_1", "run_a"), {}),
-        ("get_resume_work", ("apr_1",), {}),
-        ("update_resume_work", ("apr_1", attempt_change("busy", 10.0)), {}),
-        ("list_resume_work", (), {"thread_id": "thr_1"}),
+        ("get_work", (RESUME, "apr_1"), {}),
+        (
+            "update_work",
+            (RESUME, "apr_1", retried_change("busy", 10.0, backoff=RESUME_BACKOFF)),
+            {},
+        ),
+        ("list_work", (RESUME,), {"thread_id": "thr_1"}),
         ("update_execution", ("apr_1", claim), {}),
         ("get_execution", ("apr_1",), {}),
         ("execution_with_entry", ("apr_1",), {}),
@@ -139,10 +143,10 @@ def _steps() -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
         ("requests_of_thread", ("thr_1",), {}),
         ("list_executions", (), {"states": ("executing",)}),
         ("unknown_executions", (), {"now": 4.0}),
-        ("claim_deliveries", ("sender",), {"subscriptions": ("ops",), "ttl": 5.0, "now": 4.0}),
-        ("get_delivery", ("msg_1",), {}),
-        ("update_delivery", ("msg_1", retry_change(4.0)), {}),
-        ("list_deliveries", (), {"states": ("dead",)}),
+        ("claim_work", (DELIVERY, "sender"), {"targets": ("ops",), "ttl": 5.0, "now": 4.0}),
+        ("get_work", (DELIVERY, "msg_1"), {}),
+        ("update_work", (DELIVERY, "msg_1", reopened_change(4.0)), {}),
+        ("list_work", (DELIVERY,), {"states": ("dead",)}),
         ("advance_delivery_cursor", ("ops",), {"start": None, "to": 1, "now": 4.0}),
         ("advance_delivery_cursor", ("ops",), {"start": 0, "to": 2, "now": 4.0}),
         ("delivery_cursor", ("ops",), {}),
@@ -154,7 +158,7 @@ def _comparable(value: Any) -> Any:
     """``value`` without what two ledgers legitimately differ in: audit times, hence hashes."""
     if isinstance(value, AuditEntry):
         return value.index, value.kind, value.payload
-    if isinstance(value, ResumeWork):  # ``since`` is each ledger's own clock
+    if isinstance(value, ResumeWork):  # ``created_at`` is each ledger's own clock
         return value.request_id, value.thread_id, value.state, value.attempts, value.last_error
     if isinstance(value, CompactionReport):
         return replace(value, checkpoint=_comparable(value.checkpoint), chained_from=None)

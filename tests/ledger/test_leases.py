@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from aais_langgraph.ledger import Lease, Ledger
+from aais_langgraph.ledger import RESUME, Lease, Ledger
 
 
 def test_free_lease_is_acquired(ledger: Ledger) -> None:
@@ -89,16 +89,16 @@ def test_a_release_marks_the_finished_resume_work_done_in_the_same_write(ledger:
         requested = request_envelope(request_id)
         ledger.add_request(requested, thread_id="thr_1")
         ledger.record_resolution(approval(requested, resolution_id=f"res_{request_id}"))
-    assert {w.request_id for w in ledger.list_resume_work()} >= {"apr_1", "apr_2", "apr_3"}
+    assert {w.request_id for w in ledger.list_work(RESUME)} >= {"apr_1", "apr_2", "apr_3"}
     ledger.acquire_lease("thr_1", "worker_a", ttl=30, now=1000.0)
 
     assert ledger.release_lease("thr_1", "worker_a", done=("apr_1", "apr_2", "apr_unknown"))
 
-    states = {w.request_id: w.state for w in ledger.list_resume_work(states=("due", "done"))}
+    states = {w.request_id: w.state for w in ledger.list_work(RESUME, states=("due", "done"))}
     assert states["apr_1"] == states["apr_2"] == "done"
     assert states["apr_3"] == "due"
     assert "apr_unknown" not in states
     assert ledger.get_lease("thr_1") is None
     # A lease lost meanwhile is not released, and the finished work is done all the same.
     assert ledger.release_lease("thr_1", "worker_a", done=("apr_3",)) is False
-    assert ledger.get_resume_work("apr_3").state == "done"  # type: ignore[union-attr]
+    assert ledger.get_work(RESUME, "apr_3").state == "done"  # type: ignore[union-attr]

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from aais_langgraph.authority import ApprovalAuthority, UnknownRequestError
-from aais_langgraph.ledger import Ledger, verify_contents
+from aais_langgraph.ledger import DELIVERY, RESUME, Ledger, shown_states, verify_contents
 from aais_langgraph.ledger.deliveries import new_delivery
 from aais_langgraph.ledger.executions import claim_change
 from aais_langgraph.ledger.retention import CompactedRequestError, RetentionPolicy
@@ -132,7 +132,7 @@ def test_open_resume_work_and_unfinished_executions_stay(ledger: Ledger) -> None
     report = ledger.compact_history(RetentionPolicy(keep_last=0), now=now)
 
     assert report.requests_removed == 1
-    assert ledger.get_resume_work("apr_thread") is not None
+    assert ledger.get_work(RESUME, "apr_thread") is not None
     assert authority.execution("apr_running") is not None
     _verified(ledger)
 
@@ -220,21 +220,26 @@ class _ResolvedNotices:
         return [new_delivery("sub", notice, request, now)]
 
 
-def test_requests_with_deliveries_still_to_send_stay(ledger: Ledger) -> None:
-    ledger.delivery_plan = _ResolvedNotices()
+def test_requests_with_deliveries_still_to_send_stay(make_ledger: Callable[..., Ledger]) -> None:
+    ledger = make_ledger(delivery_plan=_ResolvedNotices())
     authority = ApprovalAuthority(ledger)
     _approve(authority, "apr_sent")
     _approve(authority, "apr_waiting")
-    [sent] = [d for d in ledger.list_deliveries() if d.request_id == "apr_sent"]
-    ledger.update_delivery(
-        sent.delivery_id, lambda d: None if d is None else dataclasses.replace(d, state="delivered")
+    [sent] = [d for d in ledger.list_work(DELIVERY) if d.request_id == "apr_sent"]
+    ledger.update_work(
+        DELIVERY,
+        sent.work_id,
+        lambda d: None if d is None else dataclasses.replace(d, state="done"),
     )
 
     report = ledger.compact_history(RetentionPolicy(keep_last=0), now=time.time())
 
     assert report.requests_removed == 1
     assert ledger.get_request("apr_waiting") is not None
-    every = ledger.list_deliveries(states=("pending", "delivered", "dead", "coalesced", "skipped"))
+    every = ledger.list_work(
+        DELIVERY,
+        states=shown_states(DELIVERY, ("pending", "delivered", "dead", "coalesced", "skipped")),
+    )
     assert [d.request_id for d in every] == ["apr_waiting"]  # the delivered one went
     _verified(ledger)
 

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from aais_langgraph.authority import ApprovalAuthority
 from aais_langgraph.ledger import (
+    RESUME,
     InMemoryLedger,
     Ledger,
     LedgerContents,
@@ -71,9 +72,10 @@ def _play(ledger: Ledger, plan: list[Step]) -> None:
                 build_decision(requested, decision=decision, scope="once", actor=ACTOR)
             )
         if number % 2:  # a thread's resume work: done for some, still open for others
-            work = ledger.get_resume_work(request_id)
+            work = ledger.get_work(RESUME, request_id)
             if work is not None and number % 4 == 1:
-                ledger.update_resume_work(
+                ledger.update_work(
+                    RESUME,
                     request_id,
                     lambda w: None if w is None else dataclasses.replace(w, state="done"),
                 )

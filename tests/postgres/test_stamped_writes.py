@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from aais_langgraph.ledger import verify_audit
 from aais_langgraph.ledger._postgres_server_counters import dump_template, fill, jcs_template
-from aais_langgraph.ledger._records import dump_json
 from aais_langgraph.ledger.postgres import PostgresLedger
+from aais_langgraph.ledger.records import dump_json
 from aais_langgraph.protocol import canonical_json
 from ledger.envelopes import approval, grant_for, request_envelope
 

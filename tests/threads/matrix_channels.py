@@ -41,6 +41,7 @@ from aais_langgraph import (
     resume_with_decisions,
 )
 from aais_langgraph.cli import main as cli_main
+from aais_langgraph.ledger import RESUME
 from aais_langgraph.protocol import AAISValidationError
 from aais_langgraph.threads import resume_resolved
 from agui.http_support import sse_messages
@@ -120,7 +121,7 @@ class Matrix:
         ledger = self.site.authority.ledger
         deadline = time.monotonic() + SETTLE_WAIT
         while any(
-            (work := ledger.get_resume_work(request_id)) is not None and work.state == "due"
+            (work := ledger.get_work(RESUME, request_id)) is not None and work.state == "due"
             for request_id in cell.request_ids
         ):
             assert time.monotonic() < deadline, "a recorded answer was never resumed"

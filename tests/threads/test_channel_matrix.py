@@ -4,7 +4,7 @@ One parametrised test, channel x answer (the channels are in ``matrix_channels.p
 Every cell pauses a fresh thread of the served demo graph, sends one answer through
 one channel and then checks, through the public API only: whether the action ran
 (the effect log), what the ledger holds for the request (``get_resolution``,
-``ledger.get_resume_work``), whether ``pending_approvals`` still lists it, whether
+``ledger.get_work``), whether ``pending_approvals`` still lists it, whether
 the thread is still paused, and that the recorded decision names the channel's
 authenticated actor, never the body's.
 
@@ -30,6 +30,7 @@ import httpx
 import pytest
 
 from aais_langgraph import pending_approvals
+from aais_langgraph.ledger import RESUME
 from agui.served_site import Site, served_site
 from hostile.report import hostile_input
 from presenter.support import presenter
@@ -106,7 +107,7 @@ def observe(site: Site, cell: Cell) -> dict[str, Any]:
     }
     first, *others = cell.request_ids
     recorded = site.authority.get_resolution(first)
-    work = site.authority.ledger.get_resume_work(first)
+    work = site.authority.ledger.get_work(RESUME, first)
     ran = site.effects.list(cell.thread_id)
     seen: dict[str, Any] = {
         "recorded": None if recorded is None else recorded.resolution.outcome,

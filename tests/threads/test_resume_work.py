@@ -21,6 +21,7 @@ from langgraph.types import Command
 from aais_langgraph import request_approval
 from aais_langgraph.authority import holder_is_dead, holder_origin, new_holder
 from aais_langgraph.cli import main as cli_main
+from aais_langgraph.ledger import RESUME
 from aais_langgraph.threads import RESUMING_EXTENSION, ThreadDriver, waiting_resumes
 from gate.support import (
     HUMAN,
@@ -51,7 +52,7 @@ def test_an_answer_recorded_outside_a_run_leaves_due_resume_work(
     graph, requested = _pause(backend, effects)
     backend.authority.decide(decide(requested), actor=HUMAN)
 
-    work = backend.authority.ledger.get_resume_work(requested.request.id)
+    work = backend.authority.ledger.get_work(RESUME, requested.request.id)
     assert work is not None and work.state == "due" and work.thread_id == "t-1"
     assert effects.ran == []
 
@@ -59,8 +60,8 @@ def test_an_answer_recorded_outside_a_run_leaves_due_resume_work(
 
     assert report.resumed == [requested.request.id]
     assert effects.ran == ["ls -la"]
-    assert backend.authority.ledger.get_resume_work(requested.request.id).state == "done"
-    assert backend.authority.ledger.list_resume_work() == []
+    assert backend.authority.ledger.get_work(RESUME, requested.request.id).state == "done"
+    assert backend.authority.ledger.list_work(RESUME) == []
     again = ThreadDriver(graph, backend.authority).resume_due()
     assert again.resumed == [] and effects.ran == ["ls -la"]
 
@@ -73,7 +74,7 @@ def test_an_answer_the_paused_run_records_itself_leaves_no_resume_work(
     graph.invoke(Command(resume=decided), config("t-1"))
 
     assert effects.ran == ["ls -la"]
-    assert backend.authority.ledger.get_resume_work(requested.request.id) is None
+    assert backend.authority.ledger.get_work(RESUME, requested.request.id) is None
 
 
 def test_resume_with_decisions_marks_its_work_done(backend: Backend, effects: Effects) -> None:
@@ -82,7 +83,7 @@ def test_resume_with_decisions_marks_its_work_done(backend: Backend, effects: Ef
     driver.resume_with_decisions(config("t-1"), decide(requested), actor=HUMAN)
 
     assert effects.ran == ["ls -la"]
-    assert backend.authority.ledger.get_resume_work(requested.request.id).state == "done"
+    assert backend.authority.ledger.get_work(RESUME, requested.request.id).state == "done"
     assert waiting_resumes(backend.authority) == []
 
 
@@ -99,7 +100,7 @@ def test_a_lease_held_elsewhere_defers_the_work_until_it_expires(
     first = driver.resume_due()
 
     assert first.deferred == [requested.request.id] and effects.ran == []
-    work = ledger.get_resume_work(requested.request.id)
+    work = ledger.get_work(RESUME, requested.request.id)
     assert work.attempts == 1 and work.state == "due"
     assert "lease" in (work.last_error or "")
     assert work.next_at <= lease.expires_at + 1e-6
@@ -147,7 +148,7 @@ def test_a_failing_resume_counts_attempts_backs_off_and_is_kept(
     ledger = backend.authority.ledger
 
     assert driver.resume_due().deferred == [requested.request.id]
-    work = ledger.get_resume_work(requested.request.id)
+    work = ledger.get_work(RESUME, requested.request.id)
     assert work.attempts == 1 and work.last_error == "resuming failed: RuntimeError"
     assert "sk-live" not in str(waiting_resumes(backend.authority))
     assert work.next_at > time.time()
@@ -155,7 +156,7 @@ def test_a_failing_resume_counts_attempts_backs_off_and_is_kept(
 
     later = work.next_at + 0.01
     assert driver.resume_due(now=later).deferred == [requested.request.id]
-    second = ledger.get_resume_work(requested.request.id)
+    second = ledger.get_work(RESUME, requested.request.id)
     assert second.attempts == 2 and second.next_at - later > work.next_at - work.updated_at
     assert driver.resume_due(now=later + 60).resumed == [requested.request.id]
     assert effects.ran == ["ls -la"]
@@ -187,7 +188,7 @@ def test_work_for_a_thread_that_moved_on_is_settled_without_a_resume(
 
     assert report.settled == [requested.request.id] and report.resumed == []
     assert effects.ran == ["ls -la"]
-    assert backend.authority.ledger.get_resume_work(requested.request.id).state == "done"
+    assert backend.authority.ledger.get_work(RESUME, requested.request.id).state == "done"
 
 
 # -- leases held by processes that died -------------------------------------------------
@@ -347,7 +348,7 @@ def test_a_graph_never_settles_or_cancels_another_graphs_thread(
     memory_backend.authority.decide(decide(requested), actor=HUMAN)
     report_a = ThreadDriver(graph_a, memory_backend.authority).resume_due()
     assert report_a.settled == [] and report_a.resumed == []
-    assert memory_backend.authority.ledger.get_resume_work(waiting).state == "due"
+    assert memory_backend.authority.ledger.get_work(RESUME, waiting).state == "due"
 
     report_b = ThreadDriver(graph_b, memory_backend.authority).resume_due(now=time.time() + 60)
     assert report_b.resumed == [waiting]

@@ -14,6 +14,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 
 from aais_langgraph import request_approval
+from aais_langgraph.ledger import RESUME
 from aais_langgraph.threads import ThreadDriver, waiting_resumes
 from aais_langgraph.threads.driver import MAX_RESUME_ATTEMPTS
 from gate.support import (
@@ -104,7 +105,7 @@ def test_a_resume_killed_between_the_steps_writes_and_the_next_checkpoint_is_dri
 
     report = ThreadDriver(graph, backend.authority).resume_due(now=latest_moment())
 
-    work = backend.authority.ledger.get_resume_work(requested.request.id)
+    work = backend.authority.ledger.get_work(RESUME, requested.request.id)
     assert work is not None and work.state == "done"
     assert report.deferred == []
     state = graph.get_state(config("t-1"))
@@ -138,7 +139,7 @@ def test_work_whose_thread_never_pauses_on_its_request_is_settled_with_its_reaso
             break
 
     assert stalled == [stored.request_id]
-    work = backend.authority.ledger.get_resume_work(stored.request_id)
+    work = backend.authority.ledger.get_work(RESUME, stored.request_id)
     assert work is not None and work.state == "unknown"
     assert work.last_error.startswith("the thread has not paused on the request yet after ")
     [listed] = waiting_resumes(backend.authority)

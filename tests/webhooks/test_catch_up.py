@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from aais_langgraph.authority import ApprovalAuthority
-from aais_langgraph.ledger import SqliteLedger
+from aais_langgraph.ledger import DELIVERY, SqliteLedger, shown_states
 from aais_langgraph.ledger.deliveries import delivery_id_for
 from aais_langgraph.webhooks import SubscriptionPlan, WebhookWorker
 
@@ -37,9 +37,9 @@ def _close_ledgers() -> Iterator[None]:
 OPENED: list[SqliteLedger] = []
 
 
-def opened(path: Path) -> SqliteLedger:
+def opened(path: Path, plan: SubscriptionPlan | None = None) -> SqliteLedger:
     """A ledger on its own connection to the file (as another process has), closed after."""
-    ledger = SqliteLedger(path)
+    ledger = SqliteLedger(path, delivery_plan=plan)
     OPENED.append(ledger)
     return ledger
 
@@ -52,9 +52,7 @@ def writer(path: Path) -> ApprovalAuthority:
 def sender(path: Path, url: str, *, plan: bool = False) -> WebhookWorker:
     """A server's webhook sender on the same file (``plan``: its writes record deliveries)."""
     subs = [subscription(url, notices=NOTICES)]
-    ledger = opened(path)
-    if plan:
-        ledger.delivery_plan = SubscriptionPlan(subs)
+    ledger = opened(path, SubscriptionPlan(subs) if plan else None)
     return WebhookWorker(ApprovalAuthority(ledger), subs, **FAST)
 
 
@@ -66,7 +64,7 @@ def test_a_request_and_resolution_without_a_plan_are_delivered_once(
     assert worker.deliver_due() == []  # the subscription's cursor starts here
     other = writer(path)
     approve(other, ask(other, "apr_1"))
-    assert other.ledger.list_deliveries(states=EVERY) == []
+    assert other.ledger.list_work(DELIVERY, states=shown_states(DELIVERY, EVERY)) == []
 
     drain(worker)
     drain(worker)
@@ -89,9 +87,9 @@ def test_a_writer_with_the_plan_gets_no_second_delivery(tmp_path: Path, receiver
     assert worker.catch_up() == 2  # the same ids: the rows the writer recorded stay
     drain(worker)
 
-    rows = authority.ledger.list_deliveries(states=EVERY)
-    assert sorted(d.notice for d in rows) == ["approval.requested", "approval.resolved"]
-    assert all(d.state == "delivered" and d.attempts == 1 for d in rows)
+    rows = authority.ledger.list_work(DELIVERY, states=shown_states(DELIVERY, EVERY))
+    assert sorted(d.topic for d in rows) == ["approval.requested", "approval.resolved"]
+    assert all(d.shown_state == "delivered" and d.attempts == 1 for d in rows)
     assert len(receiver.bodies) == 2 and receiver.duplicates == 0
 
 
@@ -102,7 +100,7 @@ def test_a_new_subscription_is_not_told_the_history(tmp_path: Path, receiver: Re
     worker = sender(path, receiver.url)
     assert worker.deliver_due() == []
     assert worker.catch_up() == 0
-    assert worker.authority.ledger.list_deliveries(states=EVERY) == []
+    assert worker.authority.ledger.list_work(DELIVERY, states=shown_states(DELIVERY, EVERY)) == []
     assert worker.authority.ledger.delivery_cursor("ops") == other.ledger.last_sequence()
 
 
@@ -140,7 +138,7 @@ def test_replicas_on_one_file_record_each_delivery_once(tmp_path: Path, receiver
         recorded += sum(pool.map(lambda worker: worker.catch_up(), replicas))
 
     assert recorded == 40
-    assert len(other.ledger.list_deliveries(states=EVERY)) == 40
+    assert len(other.ledger.list_work(DELIVERY, states=shown_states(DELIVERY, EVERY))) == 40
     ledger = replicas[1].authority.ledger
     assert ledger.delivery_cursor("ops") == ledger.last_sequence()
     # A sender that read the cursor before another moved it writes nothing.
@@ -163,4 +161,4 @@ def test_events_compacted_before_the_cursor_reached_them_are_passed_over(
         assert worker.catch_up() == 0
     assert "3 event(s) were compacted" in caplog.text
     assert worker.authority.ledger.delivery_cursor("ops") == last
-    assert worker.authority.ledger.list_deliveries(states=EVERY) == []
+    assert worker.authority.ledger.list_work(DELIVERY, states=shown_states(DELIVERY, EVERY)) == []

@@ -14,7 +14,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from aais_langgraph.authority import ApprovalAuthority
-from aais_langgraph.ledger import SqliteLedger
+from aais_langgraph.ledger import DELIVERY, SqliteLedger, shown_states
 from aais_langgraph.webhooks import SubscriptionPlan, WebhookSubscription
 
 from .receivers import SECRET, Receiver
@@ -50,50 +50,58 @@ def wait_for(condition: object, what: str, *, limit: float = 30.0) -> None:
 def test_a_sender_killed_mid_delivery_loses_no_notification(tmp_path: Path) -> None:
     db = tmp_path / "ledger.db"
     hold = threading.Event()
-    with Receiver(hold=hold, fail_first=3) as receiver, SqliteLedger.from_conn_string(db) as ledger:
+    with Receiver(hold=hold, fail_first=3) as receiver:
         subscription = WebhookSubscription(
             name="ops", url=receiver.url, secret=SECRET, notices=frozenset({"approval.requested"})
         )
-        ledger.delivery_plan = SubscriptionPlan([subscription])
-        authority = ApprovalAuthority(ledger)
+        plan = SubscriptionPlan([subscription])
+        with SqliteLedger.from_conn_string(db, delivery_plan=plan) as ledger:
+            authority = ApprovalAuthority(ledger)
 
-        def ask(index: int) -> None:
-            authority.request(
-                {"kind": "tool_call", "name": "shell", "summary": "Run it", "arguments": {}},
-                origin={"harness": "tests", "session_id": "sess_1"},
-                request_id=f"apr_{index}",
-                thread_id=f"thr_{index}",
-                expires_in=timedelta(hours=1),
+            def ask(index: int) -> None:
+                authority.request(
+                    {"kind": "tool_call", "name": "shell", "summary": "Run it", "arguments": {}},
+                    origin={"harness": "tests", "session_id": "sess_1"},
+                    request_id=f"apr_{index}",
+                    thread_id=f"thr_{index}",
+                    expires_in=timedelta(hours=1),
+                )
+
+            for index in range(FIRST_BATCH):
+                ask(index)
+            with sender(db, receiver.url, "first") as first:
+                # The receiver has recorded some POSTs whose answers it holds back: mid-delivery.
+                wait_for(lambda: len(receiver.bodies) >= 8, "the first sender's POSTs")
+                os.kill(first.pid, signal.SIGKILL)
+                first.wait(timeout=10)
+            hold.set()
+            in_flight = ledger.list_work(DELIVERY, states=shown_states(DELIVERY, ("pending",)))
+            assert any(item.claimed_by == "first" for item in in_flight)
+
+            for index in range(FIRST_BATCH, FIRST_BATCH + SECOND_BATCH):
+                ask(index)  # written while no sender runs
+            with sender(db, receiver.url, "second"):
+                wait_for(
+                    lambda: (
+                        not ledger.list_work(DELIVERY, states=shown_states(DELIVERY, ("pending",)))
+                    ),
+                    "every delivery",
+                )
+
+            every = ledger.list_work(
+                DELIVERY, states=shown_states(DELIVERY, ("pending", "delivered", "dead"))
             )
-
-        for index in range(FIRST_BATCH):
-            ask(index)
-        with sender(db, receiver.url, "first") as first:
-            # The receiver has recorded some POSTs whose answers it holds back: mid-delivery.
-            wait_for(lambda: len(receiver.bodies) >= 8, "the first sender's POSTs")
-            os.kill(first.pid, signal.SIGKILL)
-            first.wait(timeout=10)
-        hold.set()
-        in_flight = ledger.list_deliveries(states=("pending",))
-        assert any(item.claimed_by == "first" for item in in_flight)
-
-        for index in range(FIRST_BATCH, FIRST_BATCH + SECOND_BATCH):
-            ask(index)  # written while no sender runs
-        with sender(db, receiver.url, "second"):
-            wait_for(lambda: not ledger.list_deliveries(states=("pending",)), "every delivery")
-
-        every = ledger.list_deliveries(states=("pending", "delivered", "dead"))
-        sent = len(every)
-        delivered = sum(1 for item in every if item.state == "delivered")
-        received = set(receiver.bodies)
-        lost = {item.delivery_id for item in every} - received
-        print(
-            f"\nwebhook crash figures: notifications {sent}, delivered {delivered}, "
-            f"received (unique webhook-id) {len(received)}, duplicates {receiver.duplicates}, "
-            f"refused with 500 {receiver.fail_first}, lost {len(lost)}"
-        )
-        assert sent == FIRST_BATCH + SECOND_BATCH
-        assert delivered == sent and not lost and len(received) == sent
-        assert receiver.rejected == 0
-        # What the killed sender had in flight was sent again, with the same webhook-id.
-        assert receiver.duplicates >= 1
+            sent = len(every)
+            delivered = sum(1 for item in every if item.shown_state == "delivered")
+            received = set(receiver.bodies)
+            lost = {item.work_id for item in every} - received
+            print(
+                f"\nwebhook crash figures: notifications {sent}, delivered {delivered}, "
+                f"received (unique webhook-id) {len(received)}, duplicates {receiver.duplicates}, "
+                f"refused with 500 {receiver.fail_first}, lost {len(lost)}"
+            )
+            assert sent == FIRST_BATCH + SECOND_BATCH
+            assert delivered == sent and not lost and len(received) == sent
+            assert receiver.rejected == 0
+            # What the killed sender had in flight was sent again, with the same webhook-id.
+            assert receiver.duplicates >= 1

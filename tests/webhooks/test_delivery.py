@@ -13,7 +13,7 @@ import pytest
 
 from aais_langgraph.authority import AccessPolicy, ApprovalAuthority
 from aais_langgraph.cli import main as cli_main
-from aais_langgraph.ledger import InMemoryLedger, Ledger, SqliteLedger
+from aais_langgraph.ledger import DELIVERY, InMemoryLedger, Ledger, SqliteLedger, shown_states
 from aais_langgraph.ledger.deliveries import Delivery
 from aais_langgraph.protocol import build_decision
 from aais_langgraph.webhooks import (
@@ -34,10 +34,14 @@ def subscription(url: str, **settings: Any) -> WebhookSubscription:
 
 
 def served(
-    ledger: Ledger, subscriptions: list[WebhookSubscription], **options: Any
+    ledger: Ledger | None, subscriptions: list[WebhookSubscription], **options: Any
 ) -> tuple[ApprovalAuthority, WebhookWorker]:
+    """A sender for ``subscriptions`` and an authority on ``ledger``, opened with their plan
+    (None: a new in-memory ledger)."""
     authorizer = options.pop("authorizer", None)
-    ledger.delivery_plan = SubscriptionPlan(subscriptions)
+    if ledger is None:
+        ledger = InMemoryLedger(delivery_plan=SubscriptionPlan(subscriptions))
+    assert ledger.delivery_plan is not None
     authority = ApprovalAuthority(ledger, authorizer=authorizer)
     return authority, WebhookWorker(authority, subscriptions, **{**FAST, **options})
 
@@ -77,7 +81,9 @@ def drain(worker: WebhookWorker, *, passes: int = 200) -> list[Delivery]:
     settled: list[Delivery] = []
     for _ in range(passes):
         settled.extend(worker.deliver_due())
-        if not worker.authority.ledger.list_deliveries(states=("pending",)):
+        if not worker.authority.ledger.list_work(
+            DELIVERY, states=shown_states(DELIVERY, ("pending",))
+        ):
             return settled
         time.sleep(0.01)
     raise AssertionError("deliveries still pending")
@@ -91,7 +97,7 @@ def receiver() -> Iterator[Receiver]:
 
 def test_a_receiver_verifies_the_signed_aais_envelope(receiver: Receiver) -> None:
     notices = frozenset({"approval.requested", "approval.resolved"})
-    authority, worker = served(InMemoryLedger(), [subscription(receiver.url, notices=notices)])
+    authority, worker = served(None, [subscription(receiver.url, notices=notices)])
     requested = ask(authority, "apr_1")
     approve(authority, requested)
     drain(worker)
@@ -111,21 +117,21 @@ def test_a_receiver_with_another_secret_rejects_the_signature() -> None:
     with Receiver(secret="whsec_" + "QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFB") as other:
         notices = frozenset({"approval.requested"})
         sub = subscription(other.url, max_attempts=1, notices=notices)
-        authority, worker = served(InMemoryLedger(), [sub])
+        authority, worker = served(None, [sub])
         ask(authority, "apr_1")
         drain(worker)
         assert other.rejected >= 1 and other.bodies == {}
-    dead = worker.authority.ledger.list_deliveries(states=("dead",))
+    dead = worker.authority.ledger.list_work(DELIVERY, states=shown_states(DELIVERY, ("dead",)))
     assert {d.last_error for d in dead} == {"HTTP 400"}
 
 
 def test_a_receiver_that_answers_500_gets_it_once_it_recovers() -> None:
     with Receiver(fail_first=3) as flaky:
         notices = frozenset({"approval.requested"})
-        authority, worker = served(InMemoryLedger(), [subscription(flaky.url, notices=notices)])
+        authority, worker = served(None, [subscription(flaky.url, notices=notices)])
         ask(authority, "apr_1")
         settled = drain(worker)
-        assert [d.state for d in settled] == ["pending"] * 3 + ["delivered"]
+        assert [d.shown_state for d in settled] == ["pending"] * 3 + ["delivered"]
         assert settled[-1].attempts == 4 and settled[0].last_error == "HTTP 500"
         assert len(flaky.bodies) == 1 and flaky.duplicates == 0
 
@@ -134,12 +140,13 @@ def test_a_delivery_sent_once_is_listed_with_one_attempt(
     receiver: Receiver, tmp_path: Path
 ) -> None:
     db = tmp_path / "ledger.db"
-    with SqliteLedger.from_conn_string(db) as ledger:
-        notices = frozenset({"approval.requested"})
-        authority, worker = served(ledger, [subscription(receiver.url, notices=notices)])
+    notices = frozenset({"approval.requested"})
+    subs = [subscription(receiver.url, notices=notices)]
+    with SqliteLedger.from_conn_string(db, delivery_plan=SubscriptionPlan(subs)) as ledger:
+        authority, worker = served(ledger, subs)
         ask(authority, "apr_1")
         [delivered] = drain(worker)
-        assert (delivered.state, delivered.attempts) == ("delivered", 1)
+        assert (delivered.shown_state, delivered.attempts) == ("delivered", 1)
         out = io.StringIO()
         assert (
             cli_main(["webhooks", "list", "--state", "delivered", "--db", str(db)], stdout=out) == 0
@@ -152,10 +159,10 @@ def test_a_delivery_sent_once_is_listed_with_one_attempt(
 def test_a_receiver_that_is_down_gets_it_when_it_comes_back() -> None:
     down = Receiver(port=free_port(), start=False)
     notices = frozenset({"approval.requested"})
-    authority, worker = served(InMemoryLedger(), [subscription(down.url, notices=notices)])
+    authority, worker = served(None, [subscription(down.url, notices=notices)])
     ask(authority, "apr_1")
     first = worker.deliver_due()
-    assert [(d.state, d.last_error) for d in first] == [("pending", "ConnectError")]
+    assert [(d.shown_state, d.last_error) for d in first] == [("pending", "ConnectError")]
     down.start()
     try:
         drain(worker)
@@ -168,7 +175,7 @@ def test_a_slow_receiver_gets_it_again_with_the_same_webhook_id() -> None:
     with Receiver(slow_first=1, slow_seconds=0.8) as slow:
         notices = frozenset({"approval.requested"})
         sub = subscription(slow.url, notices=notices)
-        authority, worker = served(InMemoryLedger(), [sub], timeout=0.2)
+        authority, worker = served(None, [sub], timeout=0.2)
         ask(authority, "apr_1")
         settled = drain(worker)
         assert settled[0].last_error == "ReadTimeout"
@@ -184,29 +191,27 @@ def test_a_slow_receiver_gets_it_again_with_the_same_webhook_id() -> None:
 def test_after_max_attempts_it_is_dead_and_the_cli_lists_and_retries_it(tmp_path: Path) -> None:
     port = free_port()
     db = tmp_path / "ledger.db"
-    with SqliteLedger.from_conn_string(db) as ledger:
-        notices = frozenset({"approval.requested"})
-        sub = subscription(f"http://127.0.0.1:{port}/hook", notices=notices, max_attempts=2)
+    notices = frozenset({"approval.requested"})
+    sub = subscription(f"http://127.0.0.1:{port}/hook", notices=notices, max_attempts=2)
+    with SqliteLedger.from_conn_string(db, delivery_plan=SubscriptionPlan([sub])) as ledger:
         authority, worker = served(ledger, [sub])
         ask(authority, "apr_1")
         drain(worker)
-        [dead] = ledger.list_deliveries(states=("dead",))
+        [dead] = ledger.list_work(DELIVERY, states=shown_states(DELIVERY, ("dead",)))
         assert (dead.attempts, dead.last_error) == (2, "ConnectError")
 
         out = io.StringIO()
         assert cli_main(["--db", str(db), "webhooks", "list"], stdout=out) == 0
-        assert dead.delivery_id in out.getvalue() and "1 deliveries, 1 dead" in out.getvalue()
+        assert dead.work_id in out.getvalue() and "1 deliveries, 1 dead" in out.getvalue()
         assert str(port) not in out.getvalue()  # the receiver's URL is never shown
 
         with Receiver(port=port) as back:
             out = io.StringIO()
-            assert (
-                cli_main(["--db", str(db), "webhooks", "retry", dead.delivery_id], stdout=out) == 0
-            )
+            assert cli_main(["--db", str(db), "webhooks", "retry", dead.work_id], stdout=out) == 0
             drain(worker)
-            assert list(back.bodies) == [dead.delivery_id]
+            assert list(back.bodies) == [dead.work_id]
         again = io.StringIO()
-        assert cli_main(["--db", str(db), "webhooks", "retry", dead.delivery_id], stdout=again) == 1
+        assert cli_main(["--db", str(db), "webhooks", "retry", dead.work_id], stdout=again) == 1
 
 
 def test_the_subscriber_is_told_only_what_its_principal_may_view(receiver: Receiver) -> None:
@@ -218,12 +223,12 @@ def test_the_subscriber_is_told_only_what_its_principal_may_view(receiver: Recei
         subscription(receiver.url, name="sre", as_groups=frozenset({"sre"}), notices=notices),
         subscription(receiver.url, name="ops", as_groups=frozenset({"ops"}), notices=notices),
     ]
-    authority, worker = served(InMemoryLedger(), subs, authorizer=policy)
+    authority, worker = served(None, subs, authorizer=policy)
     ask(authority, "apr_deploy", name="deploy_prod")
     ask(authority, "apr_shell", name="shell", thread_id="thr_2")
     drain(worker)
 
-    told = {(d.subscription, d.request_id): d.state for d in _every(authority.ledger)}
+    told = {(d.target, d.request_id): d.shown_state for d in _every(authority.ledger)}
     assert told == {
         ("sre", "apr_deploy"): "delivered",
         ("sre", "apr_shell"): "skipped",
@@ -239,7 +244,7 @@ def test_a_notice_its_principal_may_not_view_is_logged_once_without_values(
     policy = AccessPolicy.from_mapping({"default_approvers": ["sre"]})
     notices = frozenset({"approval.requested"})
     subs = [subscription(receiver.url, name="ops", as_groups=frozenset({"ops"}), notices=notices)]
-    authority, worker = served(InMemoryLedger(), subs, authorizer=policy)
+    authority, worker = served(None, subs, authorizer=policy)
     for number in range(3):
         ask(authority, f"apr_{number}", thread_id=f"thr_{number}", summary="Wipe /srv/payroll")
     with caplog.at_level("INFO", logger="aais_langgraph.webhooks"):
@@ -267,7 +272,7 @@ def test_a_group_filter_keeps_the_requests_the_group_decides(receiver: Receiver)
         as_groups=frozenset({"bots"}),
         notices=frozenset({"approval.requested"}),
     )
-    authority, worker = served(InMemoryLedger(), [sub], authorizer=policy)
+    authority, worker = served(None, [sub], authorizer=policy)
     ask(authority, "apr_high", risk="high")
     ask(authority, "apr_low", risk="low", thread_id="thr_2")
     drain(worker)
@@ -276,7 +281,7 @@ def test_a_group_filter_keeps_the_requests_the_group_decides(receiver: Receiver)
 
 def test_a_coalescing_subscription_sends_one_notice_per_thread(receiver: Receiver) -> None:
     sub = subscription(receiver.url, coalesce=True, notices=frozenset({"approval.requested"}))
-    authority, worker = served(InMemoryLedger(), [sub])
+    authority, worker = served(None, [sub])
     for index in range(5):
         ask(authority, f"apr_{index}")
     ask(authority, "apr_other", thread_id="thr_2")
@@ -289,7 +294,7 @@ def test_an_expiry_notice_goes_out_before_expiry_unless_resolved(receiver: Recei
     sub = subscription(
         receiver.url, notices=frozenset({"approval.expiring"}), expiring_before=3600.0
     )
-    authority, worker = served(InMemoryLedger(), [sub])
+    authority, worker = served(None, [sub])
     ask(authority, "apr_soon", expires_in=600.0)
     ask(authority, "apr_later", expires_in=7200.0, thread_id="thr_2")
     answered = ask(authority, "apr_answered", expires_in=600.0, thread_id="thr_3")
@@ -298,7 +303,7 @@ def test_an_expiry_notice_goes_out_before_expiry_unless_resolved(receiver: Recei
 
     assert [body["type"] for body in receiver.bodies.values()] == ["approval.expiring"]
     assert [b["data"]["request"]["id"] for b in receiver.bodies.values()] == ["apr_soon"]
-    states = {d.request_id: d.state for d in _every(authority.ledger)}
+    states = {d.request_id: d.shown_state for d in _every(authority.ledger)}
     assert states == {"apr_soon": "delivered", "apr_later": "pending", "apr_answered": "skipped"}
 
 
@@ -311,7 +316,7 @@ def test_the_slack_format_shows_summary_risk_and_link_without_arguments() -> Non
             inbox_url="https://approvals.example/",
             notices=frozenset({"approval.requested"}),
         )
-        authority, worker = served(InMemoryLedger(), [sub])
+        authority, worker = served(None, [sub])
         ask(authority, "apr_1", name="deploy", risk="high", summary="Run deploy<prod>")
         drain(worker)
         [message] = slack.bodies.values()
@@ -326,7 +331,7 @@ def test_the_slack_format_shows_arguments_when_allowed() -> None:
         sub = WebhookSubscription(
             name="slack", url=slack.url, format="slack", include_arguments=True
         )
-        authority, worker = served(InMemoryLedger(), [sub])
+        authority, worker = served(None, [sub])
         ask(authority, "apr_1")
         drain_due_only(worker)
         [message] = slack.bodies.values()
@@ -337,8 +342,11 @@ def test_two_senders_on_one_ledger_send_each_notice_once(
     tmp_path: Path, receiver: Receiver
 ) -> None:
     db = tmp_path / "ledger.db"
-    with SqliteLedger.from_conn_string(db) as first, SqliteLedger.from_conn_string(db) as second:
-        subs = [subscription(receiver.url, notices=frozenset({"approval.requested"}))]
+    subs = [subscription(receiver.url, notices=frozenset({"approval.requested"}))]
+    with (
+        SqliteLedger.from_conn_string(db, delivery_plan=SubscriptionPlan(subs)) as first,
+        SqliteLedger.from_conn_string(db, delivery_plan=SubscriptionPlan(subs)) as second,
+    ):
         authority, one = served(first, subs)
         _, two = served(second, subs)
         for index in range(30):
@@ -400,7 +408,7 @@ def drain_due_only(worker: WebhookWorker) -> None:
 
 def _every(ledger: Ledger) -> list[Delivery]:
     states = ("pending", "delivered", "dead", "coalesced", "skipped")
-    return ledger.list_deliveries(states=states)  # type: ignore[arg-type]
+    return ledger.list_work(DELIVERY, states=shown_states(DELIVERY, states))  # type: ignore[arg-type]
 
 
 def test_the_cli_records_the_notices_of_its_own_writes(
@@ -418,7 +426,7 @@ def test_the_cli_records_the_notices_of_its_own_writes(
     args = ["--db", str(db), "--access-policy", str(policy), "approve", "apr_1", "--yes"]
     assert cli_main(args, stdout=out) == 0, out.getvalue()
     with SqliteLedger.from_conn_string(db) as ledger:
-        assert [d.notice for d in ledger.list_deliveries()] == ["approval.resolved"]
+        assert [d.topic for d in ledger.list_work(DELIVERY)] == ["approval.resolved"]
 
 
 def test_the_cli_names_a_bad_subscription_setting(tmp_path: Path) -> None:

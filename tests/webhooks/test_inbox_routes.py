@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from aais_agui.http.deliveries import deliveries_router
 from aais_agui.http.security import Authenticated, Security
 from aais_langgraph.authority import AccessPolicy, ApprovalAuthority
-from aais_langgraph.ledger import InMemoryLedger
+from aais_langgraph.ledger import DELIVERY, InMemoryLedger
 from aais_langgraph.protocol import Actor
 from aais_langgraph.webhooks import SubscriptionPlan, WebhookSubscription, WebhookWorker
 
@@ -39,8 +39,7 @@ def dead_delivery() -> tuple[ApprovalAuthority, WebhookWorker, str]:
         as_groups=frozenset({"sre"}),
         max_attempts=1,
     )
-    ledger = InMemoryLedger()
-    ledger.delivery_plan = SubscriptionPlan([sub])
+    ledger = InMemoryLedger(delivery_plan=SubscriptionPlan([sub]))
     policy = AccessPolicy.from_mapping({"default_approvers": ["sre"]})
     authority = ApprovalAuthority(ledger, authorizer=policy)
     authority.request(
@@ -52,7 +51,7 @@ def dead_delivery() -> tuple[ApprovalAuthority, WebhookWorker, str]:
     worker = WebhookWorker(authority, [sub], timeout=0.5, claim_ttl=5.0)
     [dead] = worker.deliver_due()
     assert dead.state == "dead"
-    return authority, worker, dead.delivery_id
+    return authority, worker, dead.work_id
 
 
 def test_the_inbox_lists_a_dead_delivery_and_hands_it_back() -> None:
@@ -79,6 +78,6 @@ def test_a_viewer_who_may_not_see_the_request_is_not_shown_its_deliveries() -> N
             f"/inbox/webhooks/{delivery_id}/retry", headers={**JSON, "x-user": "mallory"}
         )
         assert refused.status_code == 404
-    stored = authority.ledger.get_delivery(delivery_id)
+    stored = authority.ledger.get_work(DELIVERY, delivery_id)
     assert stored is not None and stored.state == "dead"
     worker.close()

@@ -7,6 +7,7 @@ from contextlib import ExitStack
 from datetime import timedelta
 
 from aais_langgraph.authority import ApprovalAuthority
+from aais_langgraph.ledger import DELIVERY, shown_states
 from aais_langgraph.ledger.postgres import PostgresLedger
 from aais_langgraph.webhooks import SubscriptionPlan, WebhookSubscription, WebhookWorker
 
@@ -19,13 +20,16 @@ def test_three_replicas_on_postgres_send_each_notice_once(postgres_url: str) -> 
             name="ops", url=receiver.url, secret=SECRET, notices=frozenset({"approval.requested"})
         )
         with ExitStack() as stack:
+            plan = SubscriptionPlan([sub])
             opened = [
-                stack.enter_context(PostgresLedger.from_conn_string(postgres_url)) for _ in range(3)
+                stack.enter_context(
+                    PostgresLedger.from_conn_string(postgres_url, delivery_plan=plan)
+                )
+                for _ in range(3)
             ]
             opened[0].setup()
             workers = []
             for ledger in opened:
-                ledger.delivery_plan = SubscriptionPlan([sub])
                 authority = ApprovalAuthority(ledger)
                 workers.append(WebhookWorker(authority, [sub], timeout=2.0, claim_ttl=10.0))
 
@@ -45,7 +49,9 @@ def test_three_replicas_on_postgres_send_each_notice_once(postgres_url: str) -> 
                 sent = 0
                 for _ in range(100):
                     sent += len(worker.deliver_due())
-                    if not worker.authority.ledger.list_deliveries(states=("pending",)):
+                    if not worker.authority.ledger.list_work(
+                        DELIVERY, states=shown_states(DELIVERY, ("pending",))
+                    ):
                         break
                 return sent
 

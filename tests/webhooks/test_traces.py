@@ -36,8 +36,7 @@ def test_a_delivery_attempt_is_a_span_with_its_result(exporter: InMemorySpanExpo
         sub = WebhookSubscription(
             name="ops", url=receiver.url, secret=SECRET, notices=frozenset({"approval.requested"})
         )
-        ledger = InMemoryLedger()
-        ledger.delivery_plan = SubscriptionPlan([sub])
+        ledger = InMemoryLedger(delivery_plan=SubscriptionPlan([sub]))
         authority = ApprovalAuthority(ledger)
         authority.request(
             {"kind": "tool_call", "name": "deploy", "summary": "Deploy", "arguments": {}},

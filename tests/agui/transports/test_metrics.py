@@ -18,10 +18,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from aais_agui import bearer_token_authenticator, create_app, run_agent_input
 from aais_langgraph import ApprovalAuthority, build_decision
 from aais_langgraph.authority.resolutions import resolution_envelope
-from aais_langgraph.ledger import SqliteLedger
-from aais_langgraph.ledger._records import dump_json
+from aais_langgraph.ledger import RESUME, SqliteLedger
 from aais_langgraph.ledger.executions import claim_change
-from aais_langgraph.ledger.resume_work import attempt_change
+from aais_langgraph.ledger.outbox import retried_change
+from aais_langgraph.ledger.records import dump_json
+from aais_langgraph.ledger.resume_work import RESUME_BACKOFF
 from aais_langgraph.observability import ApprovalMetrics
 from aais_langgraph.protocol import ApprovalRequested, utc_now
 
@@ -216,7 +217,9 @@ def test_resume_work_is_queued_in_progress_then_failing(client: httpx.Client, si
         value(before, "aais_resume_work", state="queued")
     )
 
-    ledger.update_resume_work(request_id, attempt_change("the gate refused", now))
+    ledger.update_work(
+        RESUME, request_id, retried_change("the gate refused", now, backoff=RESUME_BACKOFF)
+    )
     ledger.release_lease(thread_id, "holder-under-test")
     failing = scrape(client)
     assert value(failing, "aais_resume_work", state="failing") == (

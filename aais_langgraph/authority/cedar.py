@@ -21,6 +21,10 @@ Each question becomes one Cedar request:
   ``already_approved`` (whether they gave an earlier approval of the same
   quorum; forbid it to require distinct approvers).
 
+"Which groups decide this request?" (a webhook subscription's ``groups``) is asked
+with the group itself as the principal, ``Group::"<name>"`` (``principal in
+Group::"sre"`` holds for it), with ``own`` and ``already_approved`` false.
+
 A thread is yours to post to and read; let others in with policies, e.g.::
 
     permit (principal, action in [Action::"start"], resource);

@@ -164,7 +164,9 @@ class ApprovalAuthority:
     (default :class:`~.authorization.AllowAuthenticated`): every call that names a
     human actor (or a :class:`~.authorization.Principal` with groups) is checked, and a
     refusal raises :class:`~.authorization.ForbiddenError` with nothing recorded.
-    Calls without an actor are trusted in-process code.
+    Calls without an actor are trusted in-process code. Every such question is asked
+    of :attr:`access` (:class:`~.access.Access`, with async twins), which holds the
+    authorizer; the state machine here only calls it.
 
     ``limits`` bounds what one session or requester may keep pending and how fast a
     requester may ask (default :class:`RequestLimits`; ``RequestLimits.unbounded()``
@@ -964,14 +966,6 @@ class ApprovalAuthority:
         return await asyncio.to_thread(
             self.match_grant, action, origin, now=now, requester=requester
         )
-
-    async def athread_access(self, principal: Principal | None, thread_id: str) -> ThreadAccess:
-        return await self.access.athread_access(principal, thread_id)
-
-    async def apost_to_thread(
-        self, principal: Principal | None, thread_id: str, *, exists: bool, record: bool = True
-    ) -> ThreadRecord | None:
-        return await self.access.apost_to_thread(principal, thread_id, exists=exists, record=record)
 
     async def alist_grants(
         self, *, session_id: str | None = None, include_revoked: bool = False

@@ -6,8 +6,9 @@ them, the first valid resolution wins atomically, replays are recognised, and
 approvals come only from offered choices, before expiry, for the exact action
 digest (the judgement is :func:`~.judgement.judge`). Every stored row read back
 goes through the vouched records, so nothing acts on a row the audit does not
-vouch for. Each method has an ``a``-prefixed async twin that runs it in a worker
-thread (the ledger call inside is blocking I/O).
+vouch for. Who may do what is asked of its access object
+(:class:`~.access.Access`). Each method has an ``a``-prefixed async twin that runs
+it in a worker thread (the ledger call inside is blocking I/O).
 """
 
 from __future__ import annotations
@@ -151,7 +152,8 @@ class ApprovalAuthority:
     ``actor`` passed to :meth:`decide` is what the authenticated channel says. It
     *replaces* the actor in the decision body, so a presenter cannot claim to be
     someone else; with ``actor=None`` (trusted in-process callers) the body's actor
-    is recorded as given. Every method has an ``a``-prefixed async twin.
+    is recorded as given. Every method has an ``a``-prefixed async twin (the
+    authorization questions have theirs on :attr:`access`).
 
     ``key`` is the authority key (bytes, or text as UTF-8; default: the one
     ``AAIS_AUTHORITY_KEY_FILE`` or ``AAIS_AUTHORITY_KEY`` configures, if any).

@@ -271,7 +271,7 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
                 yield event
             return
         principal = checked_principal(self.actor)
-        access = await self.authority.athread_access(principal, input.thread_id)
+        access = await self.authority.access.athread_access(principal, input.thread_id)
         if principal is None and access.record is not None:
             # A run with no actor (an endpoint that authenticates nobody) may start
             # threads of its own, never read or continue one a person started.
@@ -431,21 +431,21 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
             return (None if record is None else record.sender), access
         if view.open and not await self._adds_message(input, config):
             try:
-                await self.authority.apost_to_thread(
+                await self.authority.access.apost_to_thread(
                     principal, input.thread_id, exists=True, record=False
                 )
             except ForbiddenError:
                 return None  # they may see it, not post to it: served from the checkpoint
             return (None if record is None else record.sender), access
         try:
-            posted = await self.authority.apost_to_thread(
+            posted = await self.authority.access.apost_to_thread(
                 principal, input.thread_id, exists=view.known or bool(view.open)
             )
         except ForbiddenError:
             raise _PostRefused() from None
         if posted is None:
             return None, access
-        return posted.sender, await self.authority.athread_access(principal, input.thread_id)
+        return posted.sender, await self.authority.access.athread_access(principal, input.thread_id)
 
     async def _adds_message(self, input: RunAgentInput, config: Mapping[str, Any]) -> bool:
         """Whether ``input`` brings a message the thread does not hold yet (a new or edited

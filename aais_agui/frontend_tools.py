@@ -281,7 +281,7 @@ def plan_page_resume(
         if same_action(request.action_digest, now):
             continue
         try:
-            authority.require(actor, "decide", request.id)
+            authority.access.require(actor, "decide", request.id)
         except ForbiddenError:
             continue
         stale[entry.interrupt_id] = authority.supersede(request.id).to_json()

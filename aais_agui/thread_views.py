@@ -21,7 +21,6 @@ whoever sent it, as long as they may read the thread.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterable
 from dataclasses import replace
@@ -103,10 +102,7 @@ class ThreadEventFilter:
             if request_id is not None and request_id not in known
         ]
         if new:
-            authority, viewer = self._authority, self._viewer
-            seen = await asyncio.to_thread(
-                lambda: {rid for rid in new if authority.may_view(viewer, rid)}
-            )
+            seen = await self._authority.access.avisible(self._viewer, new)
             self.access = replace(
                 self.access,
                 shown=self.access.shown | seen,

@@ -41,9 +41,8 @@ def deliveries_router(
     async def deliveries(request: Request) -> dict[str, Any]:
         viewer = (await security.actor(request)).principal
         found = await ledger.alist_work(DELIVERY, states=("due", "claimed", "dead"), limit=limit)
-        shown = await asyncio.to_thread(
-            lambda: [item for item in found if authority.may_view(viewer, item.request_id)]
-        )
+        visible = await authority.access.avisible(viewer, [item.request_id for item in found])
+        shown = [item for item in found if item.request_id in visible]
         return {"deliveries": [item.to_json() for item in shown]}
 
     @router.post("/inbox/webhooks/{delivery_id}/retry")
@@ -53,8 +52,8 @@ def deliveries_router(
             message = f"/path/delivery_id: ids are limited to {MAX_CLIENT_ID_LENGTH} characters"
             raise HTTPException(422, {"code": "aais.id_too_long", "message": message})
         found = await ledger.aget_work(DELIVERY, delivery_id)
-        visible = found is not None and await asyncio.to_thread(
-            authority.may_view, authenticated.principal, found.request_id
+        visible = found is not None and await authority.access.amay_view(
+            authenticated.principal, found.request_id
         )
         retried = None
         if visible:

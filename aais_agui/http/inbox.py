@@ -24,7 +24,6 @@ Everything but the static files needs an authenticated actor.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from importlib import resources
 from typing import Any
@@ -129,7 +128,7 @@ def inbox_router(
         _check_id("request_id", request_id)
         requested = await authority.aget_request(request_id)
         # A request the viewer may not see is answered as if it did not exist.
-        if requested is None or not await asyncio.to_thread(authority.may_view, viewer, request_id):
+        if requested is None or not await authority.access.amay_view(viewer, request_id):
             raise HTTPException(
                 404, {"code": "aais.unknown_request", "message": "no such approval request"}
             )
@@ -138,8 +137,8 @@ def inbox_router(
         if stored is not None:
             for kind in ("approve", "deny", "cancel"):
                 verb: Verb = "cancel" if kind == "cancel" else "decide"
-                resource = authority.resource_of(stored, requested.request, decision=kind)
-                allowed = await asyncio.to_thread(authority.permits, viewer, verb, resource)
+                resource = authority.access.resource_of(stored, requested.request, decision=kind)
+                allowed = await authority.access.apermits(viewer, verb, resource)
                 permissions[kind] = {"allowed": allowed.allowed, "reason": allowed.reason}
         return {
             "request_id": request_id,
@@ -160,7 +159,7 @@ def inbox_router(
     async def thread(thread_id: str, request: Request) -> dict[str, Any]:
         viewer = (await security.actor(request)).principal
         _check_id("thread_id", thread_id)
-        access = await authority.athread_access(viewer, thread_id)
+        access = await authority.access.athread_access(viewer, thread_id)
         if not access.visible:
             # Answered as a thread nobody started: whether it exists is not told.
             return {"thread_id": thread_id, "messages": [], "interrupts": [], "settled": True}

@@ -39,9 +39,7 @@ def metrics_router(
     @router.get(path, include_in_schema=False)
     async def scrape(request: Request) -> Response:
         principal = (await security.actor(request)).principal
-        allowed = await asyncio.to_thread(
-            metrics.authority.permits, principal, "metrics", Resource()
-        )
+        allowed = await metrics.authority.access.apermits(principal, "metrics", Resource())
         if not allowed:
             raise HTTPException(403, {"code": FORBIDDEN, "message": allowed.reason})
         body, content_type = await asyncio.to_thread(

@@ -123,10 +123,7 @@ async def event_stream(
             )
             return
         page = await follower.aread()
-        shown = (
-            page.events if visible.trusted else await asyncio.to_thread(visible.keep, page.events)
-        )
-        for envelope in shown:
+        for envelope in await visible.akeep(page.events):
             yield format_message(envelope, event_id=int(envelope["sequence"]))
         if page.events:
             quiet_since = time.monotonic()

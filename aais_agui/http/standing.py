@@ -35,12 +35,10 @@ from fastapi import APIRouter, HTTPException, Request
 from aais_langgraph.authority import (
     ApprovalAuthority,
     ForbiddenError,
-    Principal,
     explain_constraints,
 )
 from aais_langgraph.ledger import AuditVerification, Grant
 from aais_langgraph.protocol import RESOLVED_BY_EXTENSION, format_timestamp
-from aais_langgraph.threads import EventFilter
 
 from .limits import MAX_CLIENT_ID_LENGTH, id_too_long
 from .security import Security
@@ -121,11 +119,9 @@ class AuditStatusCache:
         }
 
 
-def _recent_resolutions(
-    authority: ApprovalAuthority, limit: int, viewer: Principal | None = None
-) -> list[dict[str, Any]]:
-    """The last ``limit`` resolutions in the event stream that ``viewer`` may see, newest
-    first, with their actor."""
+def _recent_resolutions(authority: ApprovalAuthority) -> list[dict[str, Any]]:
+    """The resolutions among the event stream's latest events, newest first, with their
+    actor (who may see which is asked afterwards)."""
     last = authority.ledger.last_sequence()
     events = authority.ledger.events_after(max(0, last - _EVENT_WINDOW), limit=_EVENT_WINDOW)
     actors: dict[str, dict[str, Any]] = {}
@@ -152,14 +148,16 @@ def _recent_resolutions(
                 }
             )
     found.reverse()
-    visible = EventFilter(authority, viewer)
-    recent = [item for item in found if visible({"resolution": item})][:limit]
-    for item in recent:
+    return found
+
+
+def _name_actions(authority: ApprovalAuthority, items: list[dict[str, Any]]) -> None:
+    """Add the name and summary of each resolution's action (None: its request is gone)."""
+    for item in items:
         requested = authority.get_request(str(item["request_id"]))
         action = None if requested is None else requested.request.action
         item["action_name"] = None if action is None else action.name
         item["summary"] = None if action is None else action.summary
-    return recent
 
 
 def standing_router(
@@ -182,9 +180,8 @@ def standing_router(
             for grant in await authority.alist_grants()
             if grant.revoked_at is None and (grant.expires_at is None or now < grant.expires_at)
         ]
-        live = await asyncio.to_thread(
-            lambda: [g for g in live if authority.may_view(viewer, g.request_id)]
-        )
+        visible = await authority.access.avisible(viewer, [grant.request_id for grant in live])
+        live = [grant for grant in live if grant.request_id in visible]
         live.sort(key=lambda grant: grant.created_at, reverse=True)
         return {"grants": [_grant_json(grant) for grant in live]}
 
@@ -208,7 +205,10 @@ def standing_router(
     @router.get("/inbox/resolutions")
     async def resolutions(request: Request) -> dict[str, Any]:
         viewer = (await security.actor(request)).principal
-        items = await asyncio.to_thread(_recent_resolutions, authority, recent, viewer)
+        found = await asyncio.to_thread(_recent_resolutions, authority)
+        visible = await authority.access.avisible(viewer, [str(i["request_id"]) for i in found])
+        items = [item for item in found if str(item["request_id"]) in visible][:recent]
+        await asyncio.to_thread(_name_actions, authority, items)
         return {"resolutions": items, "audit": await audit.status()}
 
     return router

@@ -255,12 +255,7 @@ class _Connection:
                 await self._gap(follower.last, page.last_sequence)
                 follower = EventFollower(self.authority, await self._snapshot())
                 continue
-            shown = (
-                page.events
-                if self.visible.trusted
-                else await asyncio.to_thread(self.visible.keep, page.events)
-            )
-            for envelope in shown:
+            for envelope in await self.visible.akeep(page.events):
                 await self._send(envelope)
             if not follower.full:
                 await asyncio.sleep(self.poll_interval)

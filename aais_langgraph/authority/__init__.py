@@ -4,6 +4,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..ledger import LedgerIntegrityError
 from ..ledger.holders import HolderOrigin, holder_is_dead, holder_origin, new_holder
+from .access import Access
 from .access_policy import AccessPolicy, load_access_policy
 from .authority import ApprovalAuthority, Clock
 from .authorization import (
@@ -12,6 +13,7 @@ from .authorization import (
     AllowAuthenticated,
     Authorizer,
     ForbiddenError,
+    GroupDecisions,
     Permission,
     Principal,
     Resource,
@@ -54,6 +56,7 @@ __all__ = [
     "HIDDEN_REQUEST",
     "KNOWN_KEYS",
     "TERMINAL",
+    "Access",
     "AccessPolicy",
     "AllowAuthenticated",
     "ApprovalAuthority",
@@ -65,6 +68,7 @@ __all__ = [
     "EventFollower",
     "EventPage",
     "ForbiddenError",
+    "GroupDecisions",
     "HolderOrigin",
     "Judgement",
     "LeaseHeldError",

@@ -254,6 +254,20 @@ class AccessPolicy:
             return ALLOWED
         return Permission(False, "you may not reconcile this outcome (reconcile.groups)")
 
+    def group_may_decide(self, group: str, resource: Resource) -> Permission:
+        """Whether members of ``group`` decide ``resource`` by the rules
+        (:class:`~.authorization.GroupDecisions`): the administrator groups decide
+        everything; otherwise the first matching rule's groups (or ``"*"``) decide."""
+        if group in self.administrator_groups:
+            return ALLOWED
+        request = resource.request
+        if request is None:
+            return Permission(False, "nothing to decide: the request is not known")
+        rule = self.rule_for(request)
+        if ANYONE in rule.groups or group in rule.groups:
+            return ALLOWED
+        return Permission(False, f"only {_who(rule)} may decide this ({rule.describe()})")
+
     def _administers(self, principal: Principal) -> bool:
         return principal.id in self.administrators or not self.administrator_groups.isdisjoint(
             principal.groups

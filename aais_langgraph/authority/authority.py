@@ -6,16 +6,15 @@ them, the first valid resolution wins atomically, replays are recognised, and
 approvals come only from offered choices, before expiry, for the exact action
 digest (the judgement is :func:`~.judgement.judge`). Every stored row read back
 goes through the vouched records, so nothing acts on a row the audit does not
-vouch for. Each method has an ``a``-prefixed async twin that runs it in a worker
-thread (the ledger call inside is blocking I/O).
+vouch for. Who may do what is asked of its access object
+(:class:`~.access.Access`). Each method has an ``a``-prefixed async twin that runs
+it in a worker thread (the ledger call inside is blocking I/O).
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
@@ -55,17 +54,14 @@ from ..protocol import (
 )
 from ..protocol.extensions import NOTE_EXTENSION, REQUESTER_EXTENSION, RESOLVED_BY_EXTENSION
 from ..protocol.notes import decision_note
+from .access import Access
 from .authorization import (
     AllowAuthenticated,
     Authorizer,
-    ForbiddenError,
     Permission,
     Principal,
-    QuorumRule,
     Resource,
     Verb,
-    ViewSelector,
-    approved_by_of,
     as_principal,
     checked_principal,
     requester_of,
@@ -92,9 +88,6 @@ from .thread_access import ThreadAccess
 from .vouch import VouchedRecords
 
 Clock = Callable[[], datetime]
-
-THREAD_REQUESTS = 100_000
-"""The most requests of one thread :meth:`ApprovalAuthority.thread_access` reads."""
 
 EXPIRY: dict[str, str] = {
     "id": "aais-langgraph.expiry",
@@ -153,17 +146,14 @@ def _requester_of(context: Mapping[str, Any] | None) -> str | None:
     return checked_requester((context or {}).get("requester"), "context.requester")
 
 
-GRANT_NOT_REVOCABLE = "no grant with that id that you may revoke"
-"""The one reason given for an unknown grant and for one the actor may not view."""
-
-
 class ApprovalAuthority:
     """Records requests, judges decisions, keeps grants and the audit chain.
 
     ``actor`` passed to :meth:`decide` is what the authenticated channel says. It
     *replaces* the actor in the decision body, so a presenter cannot claim to be
     someone else; with ``actor=None`` (trusted in-process callers) the body's actor
-    is recorded as given. Every method has an ``a``-prefixed async twin.
+    is recorded as given. Every method has an ``a``-prefixed async twin (the
+    authorization questions have theirs on :attr:`access`).
 
     ``key`` is the authority key (bytes, or text as UTF-8; default: the one
     ``AAIS_AUTHORITY_KEY_FILE`` or ``AAIS_AUTHORITY_KEY`` configures, if any).
@@ -176,7 +166,9 @@ class ApprovalAuthority:
     (default :class:`~.authorization.AllowAuthenticated`): every call that names a
     human actor (or a :class:`~.authorization.Principal` with groups) is checked, and a
     refusal raises :class:`~.authorization.ForbiddenError` with nothing recorded.
-    Calls without an actor are trusted in-process code.
+    Calls without an actor are trusted in-process code. Every such question is asked
+    of :attr:`access` (:class:`~.access.Access`, with async twins), which holds the
+    authorizer; the state machine here only calls it.
 
     ``limits`` bounds what one session or requester may keep pending and how fast a
     requester may ask (default :class:`RequestLimits`; ``RequestLimits.unbounded()``
@@ -213,39 +205,73 @@ class ApprovalAuthority:
         self._requests = request_cache()
         self._records = VouchedRecords(self.ledger, resolve_key(key))
         self.bounds = Bounds(limits if limits is not None else RequestLimits(), self.ledger)
-        self.authorizer: Authorizer = authorizer if authorizer is not None else AllowAuthenticated()
+        self.access = Access(
+            self.ledger,
+            self._records,
+            authorizer if authorizer is not None else AllowAuthenticated(),
+        )
 
     def expiry_of(self, request: Request | StoredRequest) -> datetime:
         """When ``request`` expires: its ``expires_at``, else ``created_at`` + default_expiry."""
         return effective_expiry(request, self.default_expiry.total_seconds())
 
-    # -- authorization ----------------------------------------------------------------
+    # -- authorization: the access object's questions ------------------------------------
+
+    @property
+    def authorizer(self) -> Authorizer:
+        """Who decides who may do what (the access object's authorizer; replaceable)."""
+        return self.access.authorizer
+
+    @authorizer.setter
+    def authorizer(self, authorizer: Authorizer) -> None:
+        self.access.authorizer = authorizer
 
     def resource_of(
         self, stored: StoredRequest, request: Request, *, decision: str | None = None
     ) -> Resource:
-        """What an access to ``request`` (stored as ``stored``) is asked about."""
-        resource = self.request_resource(request, decision=decision)
-        if resource.requester is None:  # a request recorded before the extension existed
-            found = stored.context.get("requester")
-            resource = replace(resource, requester=found if isinstance(found, str) else None)
-        return replace(resource, thread_id=stored.thread_id)
+        """:meth:`Access.resource_of <.access.Access.resource_of>`."""
+        return self.access.resource_of(stored, request, decision=decision)
 
     def request_resource(self, request: Request, *, decision: str | None = None) -> Resource:
-        """What an access to ``request`` is asked about, from the request alone."""
-        return Resource(
-            request=request,
-            requester=requester_of(request),
-            decision=decision,
-            approved_by=approved_by_of(request),
-        )
+        """:meth:`Access.request_resource <.access.Access.request_resource>`."""
+        return self.access.request_resource(request, decision=decision)
 
     def quorum_of(self, kind: str, name: str, risk: str) -> int:
-        """How many distinct approvals an action of this kind, name and risk level needs
-        (1 unless the authorizer is a :class:`~.authorization.QuorumRule` asking more)."""
-        if isinstance(self.authorizer, QuorumRule):
-            return max(1, int(self.authorizer.quorum(kind, name, risk)))
-        return 1
+        """:meth:`Access.quorum <.access.Access.quorum>`: distinct approvals needed."""
+        return self.access.quorum(kind, name, risk)
+
+    def permits(self, principal: Principal, verb: Verb, resource: Resource) -> Permission:
+        """:meth:`Access.permits <.access.Access.permits>`."""
+        return self.access.permits(principal, verb, resource)
+
+    def view_selection(self, principal: Principal | None) -> PendingSelection | None:
+        """:meth:`Access.view_selection <.access.Access.view_selection>`."""
+        return self.access.view_selection(principal)
+
+    def may_view(self, principal: Principal | None, request_id: str) -> bool:
+        """:meth:`Access.may_view <.access.Access.may_view>`."""
+        return self.access.may_view(principal, request_id)
+
+    def require(
+        self,
+        actor: Principal | Actor | Mapping[str, Any] | None,
+        verb: Verb,
+        request_id: str,
+        *,
+        decision: str | None = None,
+    ) -> None:
+        """:meth:`Access.require <.access.Access.require>`."""
+        self.access.require(actor, verb, request_id, decision=decision)
+
+    def thread_access(self, principal: Principal | None, thread_id: str) -> ThreadAccess:
+        """:meth:`Access.thread_access <.access.Access.thread_access>`."""
+        return self.access.thread_access(principal, thread_id)
+
+    def post_to_thread(
+        self, principal: Principal | None, thread_id: str, *, exists: bool, record: bool = True
+    ) -> ThreadRecord | None:
+        """:meth:`Access.post_to_thread <.access.Access.post_to_thread>`."""
+        return self.access.post_to_thread(principal, thread_id, exists=exists, record=record)
 
     def decided_by(self, resolved: ApprovalResolved) -> str | None:
         """The id of the actor whose decision ``resolved`` records (None: no decision, or
@@ -265,139 +291,6 @@ class ApprovalAuthority:
                 found = actor.get("id") if isinstance(actor, dict) else None
                 return found if isinstance(found, str) else None
         return None
-
-    def permits(self, principal: Principal, verb: Verb, resource: Resource) -> Permission:
-        """The authorizer's answer (administrators may do everything)."""
-        if principal.administrator:
-            return Permission(True)
-        return self.authorizer.authorize(principal, verb, resource)
-
-    def view_selection(self, principal: Principal | None) -> PendingSelection | None:
-        """The pending rows a listing for ``principal`` reads (None: every row): what the
-        authorizer selects for them when it is a :class:`~.authorization.ViewSelector`."""
-        if principal is None or principal.administrator:
-            return None
-        authorizer = self.authorizer
-        if isinstance(authorizer, AllowAuthenticated) or not isinstance(authorizer, ViewSelector):
-            return None
-        selection = authorizer.view_selection(principal)
-        return None if selection.unbounded else selection
-
-    def may_view(self, principal: Principal | None, request_id: str) -> bool:
-        """Whether ``principal`` may see the request (None: a trusted caller sees all)."""
-        if principal is None or principal.administrator:
-            return True
-        stored = self.ledger.get_request(request_id)
-        if stored is None:
-            return False
-        request = self._records.request(stored)[1].request
-        return self.permits(principal, "view", self.resource_of(stored, request)).allowed
-
-    def require(
-        self,
-        actor: Principal | Actor | Mapping[str, Any] | None,
-        verb: Verb,
-        request_id: str,
-        *,
-        decision: str | None = None,
-    ) -> None:
-        """Raise :class:`ForbiddenError` unless ``actor`` may ``verb`` the request (a
-        channel that records several answers at once asks first, so a refusal records
-        none of them). No actor or a ``policy`` actor: a trusted caller, nothing to check."""
-        principal = checked_principal(actor)
-        if principal is None:
-            return
-        stored = self.ledger.get_request(request_id)
-        if stored is None:
-            raise UnknownRequestError("/request_id")
-        request = self._records.request(stored)[1].request
-        self._require(principal, verb, self.resource_of(stored, request, decision=decision))
-
-    def thread_resource(
-        self,
-        thread_id: str,
-        record: ThreadRecord | None,
-        requesters: frozenset[str] = frozenset(),
-    ) -> Resource:
-        """What an access to a thread is asked about: who started it, who posted to it, and
-        the requesters of its requests."""
-        participants = frozenset() if record is None else record.participants
-        return Resource(
-            thread_id=thread_id,
-            owner=None if record is None else record.owner,
-            participants=participants,
-            requesters=requesters | participants,
-        )
-
-    def thread_access(self, principal: Principal | None, thread_id: str) -> ThreadAccess:
-        """What ``principal`` may see of the thread (:class:`~.thread_access.ThreadAccess`):
-        its content when the authorizer lets them ``view`` the thread, and each of its
-        requests they may ``view``. None or an administrator: everything."""
-        record = self.ledger.thread_record(thread_id)
-        if principal is None or principal.administrator:
-            return ThreadAccess.everything(thread_id, record)
-        rows = self.ledger.requests_of_thread(thread_id, limit=THREAD_REQUESTS)
-        resources = [
-            (row, self.resource_of(row, self._records.request(row)[1].request)) for row in rows
-        ]
-        requesters = frozenset(r.requester for _, r in resources if r.requester is not None)
-        seen = self.permits(principal, "view", self.thread_resource(thread_id, record, requesters))
-        shown: set[str] = set()
-        hidden: set[str] = set()
-        hidden_calls: set[str] = set()
-        for row, resource in resources:
-            if self.permits(principal, "view", resource).allowed:
-                shown.add(row.request_id)
-                continue
-            hidden.add(row.request_id)
-            call = row.context.get("tool_call_id")
-            if isinstance(call, str):
-                hidden_calls.add(call)
-        return ThreadAccess(
-            thread_id,
-            record,
-            content=seen.allowed,
-            shown=frozenset(shown),
-            hidden=frozenset(hidden),
-            hidden_tool_calls=frozenset(hidden_calls),
-            refusal=seen,
-        )
-
-    def post_to_thread(
-        self, principal: Principal | None, thread_id: str, *, exists: bool, record: bool = True
-    ) -> ThreadRecord | None:
-        """Check that ``principal`` may start (a new thread) or post to (continue) the
-        thread, then record the post: its runs act for them from now on. ``exists``: the
-        graph holds a checkpoint of the thread (one nobody started through a channel,
-        such as an in-process run, is not new); ``record=False``: a run that brings no
-        new message (it continues what is there), checked as a post but not recorded as
-        one. Raises :class:`ForbiddenError` with nothing recorded; returns the thread's
-        record (None for a trusted caller, who posts as nobody)."""
-        checked = checked_principal(principal)
-        if checked is None:
-            return None
-        now = time.time()
-        found = self.ledger.thread_record(thread_id)
-        new = (
-            found is None and not exists and not self.ledger.requests_of_thread(thread_id, limit=1)
-        )
-        if new:
-            self._require(checked, "start", self.thread_resource(thread_id, None))
-            found = self.ledger.post_to_thread(thread_id, checked.id, now=now, start=True)
-            if found.owner == checked.id:
-                return found
-            # Someone else started it a moment ago: posting to it is asked about instead.
-        self._require(checked, "post", self.thread_resource(thread_id, found))
-        if not record:
-            return found
-        return self.ledger.post_to_thread(thread_id, checked.id, now=now)
-
-    def _require(self, principal: Principal | None, verb: Verb, resource: Resource) -> None:
-        if principal is None:
-            return
-        permission = self.permits(principal, verb, resource)
-        if not permission.allowed:
-            raise ForbiddenError(verb, permission.reason)
 
     # -- screening ------------------------------------------------------------------
 
@@ -461,11 +354,8 @@ class ApprovalAuthority:
 
     def _granted_for(self, grant: Grant) -> str | None:
         """Who the request that made ``grant`` acted for (None: nobody named)."""
-        stored = self.ledger.get_request(grant.request_id)
-        if stored is None:
-            return None
-        request = self._records.request(stored)[1].request
-        return self.resource_of(stored, request).requester
+        resource = self.access.stored_resource(grant.request_id)
+        return None if resource is None else resource.requester
 
     def list_grants(
         self, *, session_id: str | None = None, include_revoked: bool = False
@@ -482,32 +372,12 @@ class ApprovalAuthority:
         ``actor`` (who the authenticated channel says revoked it) is named in the audit
         entry, and must be allowed to ``revoke`` it (:class:`ForbiddenError` otherwise).
         For a checked actor, an unknown grant and one they may not even view raise the
-        same :class:`ForbiddenError` (:data:`GRANT_NOT_REVOCABLE`): the answer does not
+        same :class:`ForbiddenError` (:data:`~.access.GRANT_NOT_REVOCABLE`): the answer does not
         tell whether such a grant exists.
         """
-        principal = checked_principal(actor)
-        if principal is not None and not principal.administrator:
-            resource = self.grant_resource(grant_id)
-            if resource.request is None:
-                raise ForbiddenError("revoke", GRANT_NOT_REVOCABLE)
-            permission = self.permits(principal, "revoke", resource)
-            if not permission.allowed:
-                if not self.permits(principal, "view", resource).allowed:
-                    raise ForbiddenError("revoke", GRANT_NOT_REVOCABLE)
-                raise ForbiddenError("revoke", permission.reason)
+        self.access.require_revoke(actor, grant_id)
         who = None if actor is None else as_principal(actor).actor.to_json()
         return self.ledger.revoke_grant(grant_id, now=self.clock().timestamp(), actor=who)
-
-    def grant_resource(self, grant_id: str) -> Resource:
-        """What an access to a grant is asked about: the grant and the request that made it."""
-        for grant in self.ledger.list_grants(include_revoked=True):
-            if grant.grant_id == grant_id:
-                stored = self.ledger.get_request(grant.request_id)
-                if stored is None:
-                    break
-                request = self._records.request(stored)[1].request
-                return replace(self.resource_of(stored, request), grant_id=grant_id)
-        return Resource(grant_id=grant_id)
 
     # -- presenters ------------------------------------------------------------------
 
@@ -784,10 +654,10 @@ class ApprovalAuthority:
             raise UnknownRequestError()
         requested = self._records.request(stored_row)[1]
         # Who may give this decision: refused before anything is read or recorded.
-        self._require(
+        self.access.check(
             principal,
             "cancel" if decision.decision == "cancel" else "decide",
-            self.resource_of(stored_row, requested.request, decision=decision.decision),
+            self.access.resource_of(stored_row, requested.request, decision=decision.decision),
         )
         fingerprint = sha256_digest(decision.model_dump(mode="json"))
         moment = now if now is not None else self.clock()
@@ -942,8 +812,8 @@ class ApprovalAuthority:
             raise UnknownRequestError("/request_id")
         requested = self._records.request(stored)[1]
         if outcome == "cancelled":
-            resource = self.resource_of(stored, requested.request, decision="cancel")
-            self._require(checked_principal(actor), "cancel", resource)
+            resource = self.access.resource_of(stored, requested.request, decision="cancel")
+            self.access.check(checked_principal(actor), "cancel", resource)
         existing = self.ledger.get_resolution(request_id)
         if existing is not None:
             kept = self._records.resolution(existing)
@@ -1097,16 +967,6 @@ class ApprovalAuthority:
     ) -> Grant | None:
         return await asyncio.to_thread(
             self.match_grant, action, origin, now=now, requester=requester
-        )
-
-    async def athread_access(self, principal: Principal | None, thread_id: str) -> ThreadAccess:
-        return await asyncio.to_thread(self.thread_access, principal, thread_id)
-
-    async def apost_to_thread(
-        self, principal: Principal | None, thread_id: str, *, exists: bool, record: bool = True
-    ) -> ThreadRecord | None:
-        return await asyncio.to_thread(
-            lambda: self.post_to_thread(principal, thread_id, exists=exists, record=record)
         )
 
     async def alist_grants(

@@ -23,7 +23,7 @@ team's policy file; :class:`~.authorization_cedar.CedarAuthorizer` asks Cedar.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -39,6 +39,7 @@ __all__ = [
     "AllowAuthenticated",
     "Authorizer",
     "ForbiddenError",
+    "GroupDecisions",
     "Permission",
     "Principal",
     "QuorumRule",
@@ -214,6 +215,18 @@ class ViewSelector(Protocol):
 
 
 @runtime_checkable
+class GroupDecisions(Protocol):
+    """An authorizer that can say whether its policy lets a group, as such, decide a
+    request (optional): whether a member of ``group`` who is nobody in particular (not
+    its requester, no earlier approval of its quorum) may approve it. A webhook
+    subscription for the requests some groups decide asks this."""
+
+    def group_may_decide(self, group: str, resource: Resource) -> Permission:
+        """Whether the policy lets members of ``group`` decide ``resource``."""
+        ...
+
+
+@runtime_checkable
 class Authorizer(Protocol):
     """Decides whether ``principal`` may ``verb`` ``resource``; must not raise for a refusal.
 
@@ -240,25 +253,11 @@ class AllowAuthenticated:
             return Permission(False, f"a service may not {verb}; name its scopes in a policy")
         return ALLOWED
 
+    def group_may_decide(self, group: str, resource: Resource) -> Permission:
+        """Every group's members are people, and every person may decide."""
+        return ALLOWED
+
 
 def is_deterministic(authorizer: Authorizer) -> bool:
     """Whether ``authorizer`` declares its answers depend only on principal and resource."""
     return getattr(authorizer, "deterministic", False) is True
-
-
-def check(authorizer: Authorizer, principal: Principal, verb: Verb, resource: Resource) -> None:
-    """Raise :class:`ForbiddenError` unless ``authorizer`` allows it (administrators always)."""
-    if principal.administrator:
-        return
-    permission = authorizer.authorize(principal, verb, resource)
-    if not permission.allowed:
-        raise ForbiddenError(verb, permission.reason)
-
-
-def visible(
-    authorizer: Authorizer, principal: Principal, resources: Iterable[Resource]
-) -> list[bool]:
-    """For each resource, whether ``principal`` may view it."""
-    if principal.administrator:
-        return [True for _ in resources]
-    return [authorizer.authorize(principal, "view", item).allowed for item in resources]

@@ -21,6 +21,10 @@ Each question becomes one Cedar request:
   ``already_approved`` (whether they gave an earlier approval of the same
   quorum; forbid it to require distinct approvers).
 
+"Which groups decide this request?" (a webhook subscription's ``groups``) is asked
+with the group itself as the principal, ``Group::"<name>"`` (``principal in
+Group::"sre"`` holds for it), with ``own`` and ``already_approved`` false.
+
 A thread is yours to post to and read; let others in with policies, e.g.::
 
     permit (principal, action in [Action::"start"], resource);
@@ -85,22 +89,50 @@ class CedarAuthorizer:
         )
 
     def authorize(self, principal: Principal, verb: Verb, resource: Resource) -> Permission:
-        user = {"type": _principal_type(principal), "id": principal.id}
+        owner = resource.requester if resource.request is not None else resource.owner
+        return self._ask(
+            {"type": _principal_type(principal), "id": principal.id},
+            self._principal_entities(principal),
+            verb,
+            resource,
+            own=owner is not None and owner == principal.id,
+            already_approved=principal.id in resource.approved_by,
+        )
+
+    def group_may_decide(self, group: str, resource: Resource) -> Permission:
+        """Whether a policy lets ``Group::"<group>"`` itself ``decide`` the resource
+        (:class:`~.authorization.GroupDecisions`): the group is the principal (``principal
+        in Group::"sre"`` holds for it), ``own`` and ``already_approved`` are false. A
+        policy that permits only a named user, or only ``principal is User``, grants no
+        group."""
+        uid = {"type": "Group", "id": group}
+        return self._ask(uid, self._group_entities(group), "decide", resource)
+
+    def _ask(
+        self,
+        principal: dict[str, str],
+        known: cedarpy.Entities,
+        verb: Verb,
+        resource: Resource,
+        *,
+        own: bool = False,
+        already_approved: bool = False,
+    ) -> Permission:
+        """One Cedar request: ``principal`` (its entities parsed in ``known``) ``verb``
+        ``resource``."""
         target, attrs = _resource(resource)
         # The principal's entities are parsed once (per id and groups) and the resource's
         # are added to them: Cedar parses only what changes per question.
         delta = json.dumps([{"uid": target, "attrs": attrs, "parents": []}])
-        entities = self._principal_entities(principal).with_added_json_str(delta)
-        owner = resource.requester if resource.request is not None else resource.owner
-        own = owner is not None and owner == principal.id
+        entities = known.with_added_json_str(delta)
         request = {
-            "principal": user,
+            "principal": principal,
             "action": {"type": "Action", "id": verb},
             "resource": target,
             "context": {
                 "decision": resource.decision or "",
                 "own": own,
-                "already_approved": principal.id in resource.approved_by,
+                "already_approved": already_approved,
             },
         }
         result = cedarpy.is_authorized(request, self._policies, entities)
@@ -118,6 +150,24 @@ class CedarAuthorizer:
         if reasons:
             return Permission(False, "refused by Cedar policy " + ", ".join(reasons))
         return Permission(False, f"no Cedar policy permits {verb} here")
+
+    def _group_entities(self, group: str) -> cedarpy.Entities:
+        """The parsed entity of ``Group::"<group>"`` (kept with the principals')."""
+        key: tuple[str, frozenset[str]] = (f"Group:{group}", frozenset())
+        with self._lock:
+            found = self._principals.get(key)
+            if found is not None:
+                self._principals.move_to_end(key)
+                return found
+        document = [{"uid": {"type": "Group", "id": group}, "attrs": {}, "parents": []}]
+        return self._keep(key, cedarpy.Entities.from_json_str(json.dumps(document)))
+
+    def _keep(self, key: tuple[str, frozenset[str]], parsed: cedarpy.Entities) -> cedarpy.Entities:
+        with self._lock:
+            self._principals[key] = parsed
+            while len(self._principals) > _PRINCIPALS:
+                self._principals.popitem(last=False)
+        return parsed
 
     def _principal_entities(self, principal: Principal) -> cedarpy.Entities:
         """The parsed entities of ``principal``: a ``User`` in one ``Group`` per group."""
@@ -141,12 +191,7 @@ class CedarAuthorizer:
                 for name in groups
             ),
         ]
-        parsed = cedarpy.Entities.from_json_str(json.dumps(document))
-        with self._lock:
-            self._principals[key] = parsed
-            while len(self._principals) > _PRINCIPALS:
-                self._principals.popitem(last=False)
-        return parsed
+        return self._keep(key, cedarpy.Entities.from_json_str(json.dumps(document)))
 
 
 def _principal_type(principal: Principal) -> str:

@@ -4,7 +4,7 @@ A thread is a resource like a request (the authorizer is asked ``start``, ``post
 and ``view`` about it, see :mod:`.access_policy` and :mod:`.cedar`), and it holds
 requests each with its own visibility. :class:`ThreadAccess` is the answer for one
 principal, worked out once per call by
-:meth:`~aais_langgraph.authority.ApprovalAuthority.thread_access`:
+:meth:`~aais_langgraph.authority.Access.thread_access`:
 
 - ``content``: they may read the thread itself (its messages and state);
 - ``shown``: the requests on it they may view; who may view one follows it, so they

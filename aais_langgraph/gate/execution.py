@@ -320,7 +320,7 @@ def reconcile_execution(
     nothing to reconcile (unknown id, or a run is still executing or finished it).
     """
     if not isinstance(actor, str):
-        authority.require(actor, "reconcile", request_id)
+        authority.access.require(actor, "reconcile", request_id)
         actor = actor.id
     before = authority.execution(request_id)
     after = authority.change_execution(request_id, reconcile_change(outcome, actor, time.time()))

@@ -1,7 +1,7 @@
 """Quorum: an action that runs only after several distinct people approved it.
 
 SPEC §10 leaves quorum to the runtime, as separate requests. When the authority's
-authorizer asks for n approvals (:meth:`~aais_langgraph.authority.ApprovalAuthority.quorum_of`,
+authorizer asks for n approvals (:meth:`~aais_langgraph.authority.Access.quorum`,
 an access policy rule's ``quorum = n``), the gate asks n times in a row, one AAIS
 request each, every one bound to the same action digest and resolved on its own:
 
@@ -87,7 +87,7 @@ class Quorum:
     ) -> Quorum | None:
         """The first place of a new request for ``action``, when it needs a quorum."""
         level = Risk.from_data(risk, pointer="/risk").level
-        needed = authority.quorum_of(action.kind, action.name, level)
+        needed = authority.access.quorum(action.kind, action.name, level)
         return cls(1, needed) if needed > 1 else None
 
 

@@ -49,7 +49,7 @@ def pending_snapshot(
     checkpoint lacks the request's interrupt), so this listing costs what is
     pending, not the history. ``now`` defaults to the authority's clock.
     ``selection`` reads only the pending rows it admits (a superset of what one
-    viewer may see: :meth:`~aais_langgraph.authority.ApprovalAuthority.view_selection`);
+    viewer may see: :meth:`~aais_langgraph.authority.Access.view_selection`);
     the snapshot still holds every row read, for the caller's exact check to cut.
 
     With ``graph`` and ``reconcile`` (the default), the checkpointer is also read

@@ -26,22 +26,12 @@ from dataclasses import dataclass
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from ..authority import AllowAuthenticated, ApprovalAuthority, Principal
+from ..authority import ApprovalAuthority, Principal
 from ..authority.authorization import is_deterministic
 from ..authority.resolutions import UNKNOWN_EXECUTIONS_EXTENSION
 from ..protocol import ApprovalSnapshot, Request
 
 __all__ = ["EventFilter", "visible_snapshot"]
-
-
-def _trusted(authority: ApprovalAuthority, viewer: Principal | None) -> bool:
-    """Whether ``viewer`` sees everything: no principal, an administrator, or an authority
-    that lets every authenticated principal see everything (nothing to ask per item)."""
-    return (
-        viewer is None
-        or viewer.administrator
-        or isinstance(authority.authorizer, AllowAuthenticated)
-    )
 
 
 def visible_snapshot(
@@ -52,7 +42,7 @@ def visible_snapshot(
     With a deterministic authorizer (``deterministic = True``: see
     :class:`~aais_langgraph.authority.Authorizer`) each request's answer is remembered per
     viewer, for the requests of their last listing."""
-    if _trusted(authority, viewer):
+    if authority.access.sees_everything(viewer):
         return snapshot
     assert viewer is not None
     pending = _visible_requests(authority, viewer, snapshot.snapshot.pending)
@@ -70,7 +60,7 @@ def visible_snapshot(
                     if not isinstance(item, Mapping)
                     or "request_id" not in item
                     or item["request_id"] in shown
-                    or authority.may_view(viewer, str(item["request_id"]))
+                    or authority.access.may_view(viewer, str(item["request_id"]))
                 ]
                 if not value and key == UNKNOWN_EXECUTIONS_EXTENSION:
                     continue
@@ -81,7 +71,8 @@ def visible_snapshot(
 
 def _may_view(authority: ApprovalAuthority, viewer: Principal, request: Request) -> bool:
     # The requester travels on the request (the authority adds it from the context).
-    return authority.permits(viewer, "view", authority.request_resource(request)).allowed
+    access = authority.access
+    return access.permits(viewer, "view", access.request_resource(request)).allowed
 
 
 _ViewerKey = tuple[object, str, frozenset[str]]
@@ -158,11 +149,32 @@ class EventFilter:
     @property
     def trusted(self) -> bool:
         """Whether everything passes (no principal, or an administrator): nothing to read."""
-        return _trusted(self._authority, self._viewer)
+        return self._authority.access.sees_everything(self._viewer)
 
     def keep(self, envelopes: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The envelopes the viewer may receive, in order."""
         return envelopes if self.trusted else [e for e in envelopes if self(e)]
+
+    async def akeep(self, envelopes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """:meth:`keep`, asking about the requests not seen yet off the event loop, at once."""
+        if self.trusted:
+            return envelopes
+        ids = [_request_id_of(envelope) for envelope in envelopes]
+        answers = {rid: self._seen[rid] for rid in ids if rid is not None and rid in self._seen}
+        asked = {rid for rid in ids if rid is not None and rid not in answers}
+        if asked:
+            shown = await self._authority.access.avisible(self._viewer, asked)
+            for rid in asked:
+                answers[rid] = rid in shown
+                self._remember(rid, answers[rid])
+        return [
+            e for e, rid in zip(envelopes, ids, strict=True) if rid is not None and answers[rid]
+        ]
+
+    def _remember(self, request_id: str, visible: bool) -> None:
+        self._seen[request_id] = visible
+        if len(self._seen) > self._size:
+            self._seen.popitem(last=False)
 
     def __call__(self, envelope: Mapping[str, Any]) -> bool:
         if self.trusted:
@@ -172,10 +184,8 @@ class EventFilter:
             return False  # not about one request: nothing a filtered stream passes on
         known = self._seen.get(request_id)
         if known is None:
-            known = self._authority.may_view(self._viewer, request_id)
-            self._seen[request_id] = known
-            if len(self._seen) > self._size:
-                self._seen.popitem(last=False)
+            known = self._authority.access.may_view(self._viewer, request_id)
+            self._remember(request_id, known)
         return known
 
 

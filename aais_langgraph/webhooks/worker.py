@@ -11,8 +11,10 @@ again with the same ``webhook-id`` (at least once: receivers drop duplicates by 
 One attempt, in order: the request as the ledger vouches for it (gone: skipped);
 an expiry notice for a request no longer pending, or past its expiry, is skipped;
 the subscription's principal must be allowed to ``view`` the request, and with
-``groups`` one of the groups must be allowed to decide it (else skipped; a principal
-that may not view is logged once per subscription, without values); then the
+``groups`` the policy must let one of the groups decide it, asked of the policy
+about each group as such (:meth:`~aais_langgraph.authority.Access.deciding_groups`;
+else skipped; a principal that may not view is logged once per subscription,
+without values); then the
 body (:mod:`.formats`) is signed per Standard Webhooks (``webhook-id``,
 ``webhook-timestamp``, ``webhook-signature``, with the ``standardwebhooks``
 library) and POSTed. A 2xx answer delivers it; anything else backs off
@@ -40,7 +42,7 @@ from typing import Any, cast
 import httpx
 from standardwebhooks.webhooks import Webhook
 
-from ..authority import ApprovalAuthority, Principal
+from ..authority import ApprovalAuthority
 from ..ledger import LedgerIntegrityError
 from ..ledger.deliveries import Delivery, DeliveryNotice
 from ..ledger.outbox import (
@@ -53,7 +55,6 @@ from ..ledger.outbox import (
 )
 from ..observability import delivery_span
 from ..observability.traces import SpanNotes
-from ..protocol import Actor, id_for
 from .catch_up import catch_up
 from .formats import aais_body, slack_body
 from .subscriptions import WebhookSubscription
@@ -247,10 +248,15 @@ class WebhookWorker:
                 raise _Skipped("the request was resolved before it expired")
             if authority.expiry_of(requested.request).timestamp() <= now:
                 raise _Skipped("the request expired before the notice was sent")
-        if not authority.may_view(subscription.principal, delivery.request_id):
+        access = authority.access
+        if not access.may_view(subscription.principal, delivery.request_id):
             raise _Skipped(_NOT_VISIBLE)
-        if subscription.groups and not self._decided_by_groups(subscription, requested.request):
-            raise _Skipped("none of the subscription's groups decides the request")
+        if subscription.groups:
+            deciding = access.deciding_groups(requested.request, subscription.groups)
+            if deciding is None:
+                raise _Skipped("the authorizer cannot say which groups decide the request")
+            if not deciding:
+                raise _Skipped("none of the subscription's groups decides the request")
         if subscription.format == "slack":
             payload = slack_body(
                 notice,
@@ -262,14 +268,6 @@ class WebhookWorker:
         else:
             payload = aais_body(notice, requested, resolved, now)
         return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-
-    def _decided_by_groups(self, subscription: WebhookSubscription, request: Any) -> bool:
-        resource = self.authority.request_resource(request, decision="approve")
-        member = Actor(id=id_for(f"webhook-{subscription.name}-member"), type="human")
-        return any(
-            self.authority.permits(Principal(member, groups=frozenset({group})), "decide", resource)
-            for group in sorted(subscription.groups)
-        )
 
     # -- in the background -------------------------------------------------------------
 

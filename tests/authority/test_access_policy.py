@@ -21,8 +21,8 @@ from aais_langgraph.authority import (
     RequestLimits,
     load_access_policy,
 )
+from aais_langgraph.authority.access import GRANT_NOT_REVOCABLE
 from aais_langgraph.authority.access_policy import ApproverRule
-from aais_langgraph.authority.authority import GRANT_NOT_REVOCABLE
 from aais_langgraph.gate.execution import reconcile_execution
 from aais_langgraph.ledger import InMemoryLedger, Ledger
 from aais_langgraph.protocol import Actor, ApprovalRequested, ApprovalResolved, build_request

@@ -10,7 +10,7 @@ import pytest
 
 from aais_langgraph import build_decision
 from aais_langgraph.authority import ApprovalAuthority, ForbiddenError, Principal
-from aais_langgraph.authority.authority import GRANT_NOT_REVOCABLE
+from aais_langgraph.authority.access import GRANT_NOT_REVOCABLE
 from aais_langgraph.authority.cedar import CedarAuthorizer
 from aais_langgraph.ledger import Ledger
 from aais_langgraph.protocol import Actor, ApprovalRequested, ApprovalResolved

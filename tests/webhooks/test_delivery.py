@@ -11,7 +11,15 @@ from typing import Any
 import aais
 import pytest
 
-from aais_langgraph.authority import AccessPolicy, ApprovalAuthority
+from aais_langgraph.authority import (
+    AccessPolicy,
+    ApprovalAuthority,
+    CedarAuthorizer,
+    Permission,
+    Principal,
+    Resource,
+    Verb,
+)
 from aais_langgraph.cli import main as cli_main
 from aais_langgraph.ledger import DELIVERY, InMemoryLedger, Ledger, SqliteLedger, shown_states
 from aais_langgraph.ledger.deliveries import Delivery
@@ -277,6 +285,45 @@ def test_a_group_filter_keeps_the_requests_the_group_decides(receiver: Receiver)
     ask(authority, "apr_low", risk="low", thread_id="thr_2")
     drain(worker)
     assert [body["data"]["request"]["id"] for body in receiver.bodies.values()] == ["apr_high"]
+
+
+def test_a_group_filter_under_cedar_keeps_the_requests_the_group_decides(
+    receiver: Receiver,
+) -> None:
+    policy = CedarAuthorizer(
+        'permit (principal in Group::"bots", action == Action::"view", resource);\n'
+        'permit (principal in Group::"sre", action == Action::"decide", resource)'
+        " when { resource.risk_rank >= 2 };"
+    )
+    sub = subscription(
+        receiver.url,
+        groups=frozenset({"sre"}),
+        as_groups=frozenset({"bots"}),
+        notices=frozenset({"approval.requested"}),
+    )
+    authority, worker = served(InMemoryLedger(), [sub], authorizer=policy)
+    ask(authority, "apr_high", risk="high")
+    ask(authority, "apr_low", risk="low", thread_id="thr_2")
+    drain(worker)
+    assert [body["data"]["request"]["id"] for body in receiver.bodies.values()] == ["apr_high"]
+
+
+def test_a_group_filter_skips_what_an_authorizer_without_group_answers_cannot_say(
+    receiver: Receiver,
+) -> None:
+    class PeopleOnly:
+        def authorize(self, principal: Principal, verb: Verb, resource: Resource) -> Permission:
+            return Permission(verb == "view")
+
+    sub = subscription(
+        receiver.url, groups=frozenset({"sre"}), notices=frozenset({"approval.requested"})
+    )
+    authority, worker = served(InMemoryLedger(), [sub], authorizer=PeopleOnly())
+    ask(authority, "apr_1")
+    drain(worker)
+    [skipped] = _every(authority.ledger)
+    assert skipped.state == "skipped" and receiver.bodies == {}
+    assert skipped.last_error == "the authorizer cannot say which groups decide the request"
 
 
 def test_a_coalescing_subscription_sends_one_notice_per_thread(receiver: Receiver) -> None:

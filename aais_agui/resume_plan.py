@@ -113,14 +113,13 @@ def _judge_entry(
         raise ResumeRejected("aais.invalid_resume", f"resume[{index}]: {error}") from None
     now, expires_at = authority.clock(), authority.expiry_of(request)
     if isinstance(answer, ApprovalDecided):
-        # The authority's judgement, asked before anything is recorded; each refusing
-        # rule is answered with its AG-UI code. Digest first: a forged digest is named
-        # as such even on an expired request.
-        verdict = judge(request, answer.decision, now=None, expires_at=None)
-        if verdict.rule not in ("request", "digest"):
-            verdict = judge(request, answer.decision, now=now, expires_at=expires_at)
-        if not verdict.passed and verdict.rule != "expired":
-            raise _refusal(verdict.rule, index, entry.interrupt_id, request)
+        # The authority's judgement, asked once before anything is recorded; each refusing
+        # rule is answered with its AG-UI code. The decision's binding first: a forged
+        # digest is named as such even on an expired request.
+        verdict = judge(request, answer.decision, now=now, expires_at=expires_at)
+        rule = verdict.first_of(("request", "digest"))
+        if rule not in ("ok", "expired"):
+            raise _refusal(rule, index, entry.interrupt_id, request)
     return _Answer(entry.interrupt_id, requested, answer, now >= expires_at)
 
 

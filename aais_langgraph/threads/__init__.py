@@ -41,7 +41,7 @@ from .recovery import (
     resolved_threads,
     stranded_threads,
 )
-from .runs import DEFAULT_LEASE_WAIT, run_config
+from .runs import DEFAULT_LEASE_WAIT, LeasedThread, run_config
 from .views import ThreadView
 from .visibility import EventFilter, visible_snapshot
 
@@ -53,6 +53,7 @@ __all__ = [
     "DueReport",
     "EventFilter",
     "IntegrityProblem",
+    "LeasedThread",
     "ResolvedScan",
     "ThreadDriver",
     "ThreadView",

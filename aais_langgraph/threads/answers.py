@@ -9,7 +9,7 @@ through the request id carried in each interrupt's value, never by position
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,3 +122,20 @@ def record_answers(
         if recorded is not None:
             resume[interrupt_id] = recorded.to_json()
     return results, resume
+
+
+def recorded_resume(
+    authority: ApprovalAuthority, view: ThreadView, *, only: Collection[str] | None = None
+) -> tuple[dict[str, Any], list[ApprovalResolved]]:
+    """Resume with what is recorded: interrupt id -> the recorded resolution of each request
+    the thread waits on (of ``only``, when given) that has one, and those resolutions."""
+    resume: dict[str, Any] = {}
+    results: list[ApprovalResolved] = []
+    for request_id, interrupt_id in view.interrupts.items():
+        if only is not None and request_id not in only:
+            continue
+        recorded = authority.get_resolution(request_id)
+        if recorded is not None:
+            resume[interrupt_id] = recorded.to_json()
+            results.append(recorded)
+    return resume, results

@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -60,7 +60,7 @@ from ..ledger.resume_work import ResumeWork, attempt_change, settle_change
 from ..observability.traces import RESUME_SPAN, resumed_attributes, traced
 from ..protocol import Actor, ApprovalResolved, ApprovalSnapshot, parse_timestamp
 from ..protocol.extensions import EXTENSION_NAMESPACE
-from .answers import Answer, parse_answers, record_answers
+from .answers import Answer, parse_answers, record_answers, recorded_resume
 from .inbox import apending_snapshot, pending_snapshot
 from .recovery import astranded_threads, stranded_threads
 from .runs import DEFAULT_LEASE_WAIT, LeasedThread, resumed_requests, run_config, thread_of
@@ -203,17 +203,17 @@ class ThreadDriver:
         *,
         context: Any = None,
         lease_wait: float | None = None,
+        thread: LeasedThread | None = None,
     ) -> T:
         """Under the thread's lease: read its checkpoint, ``plan`` the resume map (empty:
         nothing is invoked), invoke; returns what ``plan`` returned with the map. The
         resume work of every request the thread was resumed with is then done (marked
-        in the lease's release)."""
-        with self.leased(config, lease_wait=lease_wait) as thread:
-            view = thread.view()
-            resume, result = plan(view)
-            thread.resume(resume, context)
-            thread.finish(view, resume)
-        return result
+        in the lease's release). ``thread``: a lease the caller holds (from
+        :meth:`leased`), driven without taking another."""
+        if thread is not None:
+            return _drive_held(thread, plan, context)
+        with self.leased(config, lease_wait=lease_wait) as held:
+            return _drive_held(held, plan, context)
 
     @traced(RESUME_SPAN, resumed_attributes)
     async def adrive(
@@ -223,15 +223,14 @@ class ThreadDriver:
         *,
         context: Any = None,
         lease_wait: float | None = None,
+        thread: LeasedThread | None = None,
     ) -> T:
         """Async twin of :meth:`drive` (``plan`` runs in a worker thread, as the ledger
         calls in it block)."""
-        async with self.aleased(config, lease_wait=lease_wait) as thread:
-            view = await thread.aview()
-            resume, result = await asyncio.to_thread(plan, view)
-            await thread.aresume(resume, context)
-            thread.finish(view, resume)
-        return result
+        if thread is not None:
+            return await _adrive_held(thread, plan, context)
+        async with self.aleased(config, lease_wait=lease_wait) as held:
+            return await _adrive_held(held, plan, context)
 
     def settle_resumed(self, view: ThreadView, resume: Mapping[str, Any]) -> None:
         """Mark done the resume work of the requests a run on ``view`` was just resumed
@@ -343,22 +342,18 @@ class ThreadDriver:
 
     # -- resuming what was recorded elsewhere ----------------------------------------
 
-    def _recorded_plan(
-        self, thread_id: str
-    ) -> Callable[[ThreadView], tuple[dict[str, Any], list[Any]]]:
-        """Resume every waiting request that has a recorded resolution with it; settle the
-        open work of requests the thread no longer waits on."""
+    def recorded_plan(
+        self, thread_id: str | None = None, *, only: Collection[str] | None = None
+    ) -> Callable[[ThreadView], tuple[dict[str, Any], list[ApprovalResolved]]]:
+        """The plan that resumes every waiting request (of ``only``, when given) that has a
+        recorded resolution with it (:func:`~.answers.recorded_resume`); with ``thread_id``,
+        it also settles the open work of requests the thread no longer waits on."""
         authority = self.authority
 
         def plan(view: ThreadView) -> tuple[dict[str, Any], list[ApprovalResolved]]:
-            resume: dict[str, Any] = {}
-            results: list[ApprovalResolved] = []
-            for request_id, interrupt_id in view.interrupts.items():
-                recorded = authority.get_resolution(request_id)
-                if recorded is not None:
-                    resume[interrupt_id] = recorded.to_json()
-                    results.append(recorded)
-            _settle_gone(authority, thread_id, view)
+            resume, results = recorded_resume(authority, view, only=only)
+            if thread_id is not None:
+                _settle_gone(authority, thread_id, view)
             return resume, results
 
         return plan
@@ -376,7 +371,7 @@ class ThreadDriver:
         stay pending."""
         return self.drive(
             _with_thread(config, thread_id),
-            self._recorded_plan(thread_id),
+            self.recorded_plan(thread_id),
             context=context,
             lease_wait=lease_wait,
         )
@@ -392,7 +387,7 @@ class ThreadDriver:
         """Async twin of :meth:`resume_resolved`."""
         return await self.adrive(
             _with_thread(config, thread_id),
-            self._recorded_plan(thread_id),
+            self.recorded_plan(thread_id),
             context=context,
             lease_wait=lease_wait,
         )
@@ -730,6 +725,28 @@ class ThreadDriver:
             self._attempt(
                 item, cause, report, now, retry_at=retry_at, held=isinstance(error, LeaseHeldError)
             )
+
+
+def _drive_held(
+    thread: LeasedThread, plan: Callable[[ThreadView], tuple[Mapping[str, Any], T]], context: Any
+) -> T:
+    """One step of :meth:`ThreadDriver.drive` on a held lease: read, plan, resume, finish."""
+    view = thread.view()
+    resume, result = plan(view)
+    thread.resume(resume, context)
+    thread.finish(view, resume)
+    return result
+
+
+async def _adrive_held(
+    thread: LeasedThread, plan: Callable[[ThreadView], tuple[Mapping[str, Any], T]], context: Any
+) -> T:
+    """Async twin of :func:`_drive_held`."""
+    view = await thread.aview()
+    resume, result = await asyncio.to_thread(plan, view)
+    await thread.aresume(resume, context)
+    thread.finish(view, resume)
+    return result
 
 
 def _not_resumed(

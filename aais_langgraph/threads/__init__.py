@@ -6,7 +6,7 @@ the module-level functions (``resume_with_decisions``, ``pending_approvals``,
 node: that is :mod:`aais_langgraph.gate`, which never imports this package.
 """
 
-from .answers import Cancellation
+from .answers import AnswerPlanner, AnswerRefused, Cancellation, OpenAnswer, recorded_resume
 from .driver import (
     RESUMING_EXTENSION,
     DueReport,
@@ -49,11 +49,14 @@ __all__ = [
     "DEFAULT_LEASE_WAIT",
     "INTEGRITY_ERRORS_EXTENSION",
     "RESUMING_EXTENSION",
+    "AnswerPlanner",
+    "AnswerRefused",
     "Cancellation",
     "DueReport",
     "EventFilter",
     "IntegrityProblem",
     "LeasedThread",
+    "OpenAnswer",
     "ResolvedScan",
     "ThreadDriver",
     "ThreadView",
@@ -71,6 +74,7 @@ __all__ = [
     "drive",
     "pending_approvals",
     "reconcile_checkpoints",
+    "recorded_resume",
     "resolved_threads",
     "resume_resolved",
     "resume_stranded",

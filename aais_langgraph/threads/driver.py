@@ -60,7 +60,7 @@ from ..ledger.resume_work import ResumeWork, attempt_change, settle_change
 from ..observability.traces import RESUME_SPAN, resumed_attributes, traced
 from ..protocol import Actor, ApprovalResolved, ApprovalSnapshot, parse_timestamp
 from ..protocol.extensions import EXTENSION_NAMESPACE
-from .answers import Answer, parse_answers, record_answers, recorded_resume
+from .answers import Answer, AnswerPlanner, recorded_resume
 from .inbox import apending_snapshot, pending_snapshot
 from .recovery import astranded_threads, stranded_threads
 from .runs import DEFAULT_LEASE_WAIT, LeasedThread, resumed_requests, run_config, thread_of
@@ -304,6 +304,12 @@ class ThreadDriver:
 
     # -- answering --------------------------------------------------------------------
 
+    @property
+    def planner(self) -> AnswerPlanner:
+        """The one answer planner (:mod:`~.answers`): the only place that authorizes and
+        records answers for a paused thread, one by one or all or nothing."""
+        return AnswerPlanner(self.authority)
+
     def resume_with_decisions(
         self,
         config: Mapping[str, Any],
@@ -314,10 +320,11 @@ class ThreadDriver:
     ) -> list[ApprovalResolved]:
         """Answer pending approvals of one thread and resume it (see the module-level
         :func:`resume_with_decisions`)."""
-        answers = parse_answers(self.authority, thread_of(self.run_config(config)), decisions)
+        planner = self.planner
+        answers = planner.parse(thread_of(self.run_config(config)), decisions)
 
         def plan(view: ThreadView) -> tuple[dict[str, Any], list[ApprovalResolved]]:
-            results, resume = record_answers(self.authority, answers, view, actor)
+            results, resume = planner.record(answers, view, actor)
             return resume, results
 
         return self.drive(config, plan, context=context)
@@ -331,11 +338,12 @@ class ThreadDriver:
         context: Any = None,
     ) -> list[ApprovalResolved]:
         """Async twin of :meth:`resume_with_decisions`."""
+        planner = self.planner
         thread_id = thread_of(self.run_config(config))
-        answers = await asyncio.to_thread(parse_answers, self.authority, thread_id, decisions)
+        answers = await asyncio.to_thread(planner.parse, thread_id, decisions)
 
         def plan(view: ThreadView) -> tuple[dict[str, Any], list[ApprovalResolved]]:
-            results, resume = record_answers(self.authority, answers, view, actor)
+            results, resume = planner.record(answers, view, actor)
             return resume, results
 
         return await self.adrive(config, plan, context=context)

@@ -11,9 +11,11 @@ a method with its ``a``-prefixed async twin::
 
 Every resume runs :meth:`ThreadDriver.drive`: take the thread's run lease, read
 its checkpoint (a :class:`~.views.ThreadView`), plan the ``Command(resume=...)``
-map, invoke. The answer paths of ``aais_agui`` (the AG-UI agent, the decisions
-endpoints, the watcher) and the library's module-level functions (thin wrappers
-at the end of this module) all go through it, so they cannot drift apart.
+map, invoke (on a lease the caller holds, with ``thread=``). The answer paths of
+``aais_agui`` (the AG-UI agent, the decisions endpoints, the watcher), edits and the
+quickstart's module-level functions (thin wrappers at the end of this module) all go
+through it, so they cannot drift apart; every answer is authorized and recorded by
+the one planner (:attr:`ThreadDriver.planner`, :mod:`.answers`).
 
 Durable resume work (:mod:`aais_langgraph.ledger.resume_work`): an answer recorded
 outside a run writes "this thread must be resumed" with the resolution.
@@ -70,20 +72,10 @@ from .visibility import visible_snapshot
 __all__ = [
     "DueReport",
     "ThreadDriver",
-    "acancel_thread",
-    "adrive",
     "apending_approvals",
-    "aresume_resolved",
-    "aresume_stranded",
     "aresume_with_decisions",
-    "asweep_expired",
-    "cancel_thread",
-    "drive",
     "pending_approvals",
-    "resume_resolved",
-    "resume_stranded",
     "resume_with_decisions",
-    "sweep_expired",
 ]
 
 logger = logging.getLogger(__name__)
@@ -405,7 +397,15 @@ class ThreadDriver:
     ) -> list[ApprovalResolved]:
         """Resume every thread paused on a request that already has a resolution (found
         from the event stream after ``after_sequence``: also ledgers written before
-        resume work existed); a busy or refusing thread is left for the next sweep."""
+        resume work existed).
+
+        Each thread is resumed under its run lease, so a sweep racing a presenter's
+        retry resumes it once. A thread whose lease stays held (a live run drives it, or
+        a crashed remote holder's lease has not expired yet), or whose gate refuses the
+        resume for now (another run's execution claim on the approval, or an outcome
+        that is unknown until a human reconciles it), is left for the next sweep.
+        Approvals an approval's own resume work waits for are resumed by
+        :meth:`resume_due` too."""
         resumed: list[ApprovalResolved] = []
         self.settle_claims()
         for thread_id in stranded_threads(
@@ -878,7 +878,7 @@ def with_resuming(snapshot: ApprovalSnapshot, resuming: list[dict[str, Any]]) ->
     return snapshot.model_copy(update={"extensions": extensions})
 
 
-# -- the module-level names: thin wrappers over a ThreadDriver ---------------------------
+# -- the quickstart's module-level names: thin wrappers over a ThreadDriver -------------
 
 
 def _driver(
@@ -892,42 +892,6 @@ def _driver(
 ) -> ThreadDriver:
     found = find_authority(authority, cast(RunnableConfig, config), context=context)
     return ThreadDriver(graph, found, lease_ttl=lease_ttl, lease_wait=lease_wait, served=served)
-
-
-def drive(
-    graph: Any,
-    config: Mapping[str, Any],
-    plan: Callable[[ThreadView], tuple[Mapping[str, Any], T]],
-    *,
-    authority: ApprovalAuthority,
-    context: Any = None,
-    lease_ttl: float = DEFAULT_LEASE_TTL,
-    lease_wait: float = DEFAULT_LEASE_WAIT,
-    recorded_only: bool = False,
-) -> T:
-    """:meth:`ThreadDriver.drive` for one call."""
-    driver = ThreadDriver(
-        graph, authority, lease_ttl=lease_ttl, lease_wait=lease_wait, served=recorded_only
-    )
-    return driver.drive(config, plan, context=context)
-
-
-async def adrive(
-    graph: Any,
-    config: Mapping[str, Any],
-    plan: Callable[[ThreadView], tuple[Mapping[str, Any], T]],
-    *,
-    authority: ApprovalAuthority,
-    context: Any = None,
-    lease_ttl: float = DEFAULT_LEASE_TTL,
-    lease_wait: float = DEFAULT_LEASE_WAIT,
-    recorded_only: bool = False,
-) -> T:
-    """Async twin of :func:`drive`."""
-    driver = ThreadDriver(
-        graph, authority, lease_ttl=lease_ttl, lease_wait=lease_wait, served=recorded_only
-    )
-    return await driver.adrive(config, plan, context=context)
 
 
 def resume_with_decisions(
@@ -967,112 +931,6 @@ async def aresume_with_decisions(
     """Async twin of :func:`resume_with_decisions`."""
     driver = _driver(graph, authority, config, context, lease_ttl, lease_wait)
     return await driver.aresume_with_decisions(config, decisions, actor=actor, context=context)
-
-
-def resume_resolved(
-    graph: Any,
-    authority: ApprovalAuthority,
-    thread_id: str,
-    *,
-    config: Mapping[str, Any] | None = None,
-    context: Any = None,
-    lease_ttl: float = DEFAULT_LEASE_TTL,
-    lease_wait: float = DEFAULT_LEASE_WAIT,
-    recorded_only: bool = False,
-) -> list[ApprovalResolved]:
-    """Resume a thread whose waiting requests were resolved elsewhere (CLI, sweep, cancel,
-    a decisions endpoint), each with its recorded resolution; the others stay pending.
-
-    ``config`` is the base run config (``thread_id`` is set from the argument);
-    ``recorded_only`` is for servers (see :class:`ThreadDriver`'s ``served``).
-    """
-    driver = ThreadDriver(
-        graph, authority, lease_ttl=lease_ttl, lease_wait=lease_wait, served=recorded_only
-    )
-    return driver.resume_resolved(thread_id, config=config, context=context)
-
-
-async def aresume_resolved(
-    graph: Any,
-    authority: ApprovalAuthority,
-    thread_id: str,
-    *,
-    config: Mapping[str, Any] | None = None,
-    context: Any = None,
-    lease_ttl: float = DEFAULT_LEASE_TTL,
-    lease_wait: float = DEFAULT_LEASE_WAIT,
-    recorded_only: bool = False,
-) -> list[ApprovalResolved]:
-    """Async twin of :func:`resume_resolved`."""
-    driver = ThreadDriver(
-        graph, authority, lease_ttl=lease_ttl, lease_wait=lease_wait, served=recorded_only
-    )
-    return await driver.aresume_resolved(thread_id, config=config, context=context)
-
-
-def resume_stranded(
-    graph: Any,
-    authority: ApprovalAuthority,
-    *,
-    after_sequence: int = 0,
-    context: Any = None,
-    lease_ttl: float = DEFAULT_LEASE_TTL,
-    lease_wait: float = DEFAULT_LEASE_WAIT,
-) -> list[ApprovalResolved]:
-    """Resume every thread paused on a request that already has a resolution.
-
-    Each thread is resumed under its run lease, so a sweep racing a presenter's
-    retry resumes it once. A thread whose lease stays held (a live run drives it,
-    or a crashed remote holder's lease has not expired yet), or whose gate refuses
-    the resume for now (another run's execution claim on the approval, or an
-    outcome that is unknown until a human reconciles it), is left for the next
-    sweep. Approvals an approval's own resume work waits for are resumed by
-    :meth:`ThreadDriver.resume_due` too.
-    """
-    driver = ThreadDriver(graph, authority, lease_ttl=lease_ttl, lease_wait=lease_wait)
-    return driver.resume_stranded(after_sequence=after_sequence, context=context)
-
-
-async def aresume_stranded(
-    graph: Any,
-    authority: ApprovalAuthority,
-    *,
-    after_sequence: int = 0,
-    context: Any = None,
-    lease_ttl: float = DEFAULT_LEASE_TTL,
-    lease_wait: float = DEFAULT_LEASE_WAIT,
-) -> list[ApprovalResolved]:
-    """Async twin of :func:`resume_stranded`."""
-    driver = ThreadDriver(graph, authority, lease_ttl=lease_ttl, lease_wait=lease_wait)
-    return await driver.aresume_stranded(after_sequence=after_sequence, context=context)
-
-
-def sweep_expired(
-    graph: Any, authority: ApprovalAuthority, *, now: datetime | None = None, context: Any = None
-) -> list[ApprovalResolved]:
-    """Resolve overdue requests ``expired`` and resume their runs so none hangs forever."""
-    return ThreadDriver(graph, authority).sweep_expired(now=now, context=context)
-
-
-async def asweep_expired(
-    graph: Any, authority: ApprovalAuthority, *, now: datetime | None = None, context: Any = None
-) -> list[ApprovalResolved]:
-    """Async twin of :func:`sweep_expired`."""
-    return await ThreadDriver(graph, authority).asweep_expired(now=now, context=context)
-
-
-def cancel_thread(
-    graph: Any, authority: ApprovalAuthority, thread_id: str, *, context: Any = None
-) -> list[ApprovalResolved]:
-    """Cancel every pending request of a thread and let its run continue past them."""
-    return ThreadDriver(graph, authority).cancel_thread(thread_id, context=context)
-
-
-async def acancel_thread(
-    graph: Any, authority: ApprovalAuthority, thread_id: str, *, context: Any = None
-) -> list[ApprovalResolved]:
-    """Async twin of :func:`cancel_thread`."""
-    return await ThreadDriver(graph, authority).acancel_thread(thread_id, context=context)
 
 
 def pending_approvals(

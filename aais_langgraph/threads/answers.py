@@ -240,6 +240,18 @@ class AnswerPlanner:
             resume[item.interrupt_id] = self._record_one(index, item, expired, actor).to_json()
         return resume
 
+    def supersede(
+        self, request_id: str, actor: Principal | Actor | Mapping[str, Any] | None
+    ) -> ApprovalResolved | None:
+        """Resolve ``stale`` a request whose action changed since it was shown (a page tool
+        call whose page moved on), when ``actor`` may decide it; None (nothing recorded)
+        when they may not, so their answer is planned as sent."""
+        try:
+            self.authority.require(actor, "decide", request_id)
+        except ForbiddenError:
+            return None
+        return self.authority.supersede(request_id)
+
     def _record_one(
         self,
         index: int,

@@ -76,7 +76,7 @@ from aais_langgraph.authority import (
 )
 from aais_langgraph.gate import REQUESTER_KEY
 from aais_langgraph.protocol import AAISValidationError, Actor
-from aais_langgraph.threads import DEFAULT_LEASE_WAIT, ThreadDriver, ThreadView
+from aais_langgraph.threads import DEFAULT_LEASE_WAIT, LeasedThread, ThreadDriver, ThreadView
 from aais_langgraph.tools import PageBinding, PageToolGate
 
 from .frontend_tools import arelay_for, held, page_binding, plan_page_resume, with_page
@@ -340,20 +340,16 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
                         protocol_version=input.protocol_version,
                     )
                     self._planned_resume = await self._plan(view, input.resume)
-                else:
-                    recorded = await asyncio.to_thread(self._recorded_answers, view)
-                    if recorded:
-                        # Answered elsewhere and not resumed yet (a crash, a busy lease):
-                        # resume with the recorded answers instead of offering them again.
-                        await thread.aresume(recorded)
-                        thread.finish(view, recorded)
-                        async for event in held(relay, await self._after_recorded(input, config)):
-                            shown = await visible.afilter(
-                                await aattribute_interrupts(event, self.authority)
-                            )
-                            if shown is not None:
-                                yield shown
-                        return
+                elif view.interrupts and await self._resume_recorded(config, thread):
+                    # Answered elsewhere and not resumed yet (a crash, a busy lease): resumed
+                    # with the recorded answers instead of offering them again.
+                    async for event in held(relay, await self._after_recorded(input, config)):
+                        shown = await visible.afilter(
+                            await aattribute_interrupts(event, self.authority)
+                        )
+                        if shown is not None:
+                            yield shown
+                    return
                 streamed = held(relay, super().run(input))
                 async for event in settle_outcome(streamed, watch, self.graph, config):
                     shown = await visible.afilter(
@@ -465,14 +461,11 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
                 return True
         return False
 
-    def _recorded_answers(self, view: ThreadView) -> dict[str, Any]:
-        """Interrupt id -> recorded resolution, for the open interrupts already answered."""
-        answers: dict[str, Any] = {}
-        for request_id, interrupt_id in view.interrupts.items():
-            recorded = self.authority.get_resolution(request_id)
-            if recorded is not None:
-                answers[interrupt_id] = recorded.to_json()
-        return answers
+    async def _resume_recorded(self, config: Mapping[str, Any], thread: LeasedThread) -> bool:
+        """Resume the held thread with the answers already recorded for it (the driver's
+        recorded plan); False when there were none."""
+        resumed = await self.driver.adrive(config, self.driver.recorded_plan(), thread=thread)
+        return bool(resumed)
 
     async def _after_recorded(
         self, input: RunAgentInput, config: Mapping[str, Any]

@@ -42,8 +42,9 @@ from ag_ui.core import (
 from langchain_core.messages import AIMessage
 from langchain_core.messages import ToolMessage as LangChainToolMessage
 
-from aais_langgraph.authority import ApprovalAuthority, ForbiddenError, Principal
+from aais_langgraph.authority import ApprovalAuthority, Principal
 from aais_langgraph.protocol import Actor, ApprovalRequested, same_action
+from aais_langgraph.threads import AnswerPlanner
 from aais_langgraph.tools import (
     PAGE_BINDING_KEY,
     PAGE_TOOL_EXTENSION,
@@ -280,11 +281,9 @@ def plan_page_resume(
         now = {**shown, "arguments": page_tool_arguments(shown["arguments"]["arguments"], page)}
         if same_action(request.action_digest, now):
             continue
-        try:
-            authority.access.require(actor, "decide", request.id)
-        except ForbiddenError:
-            continue
-        stale[entry.interrupt_id] = authority.supersede(request.id).to_json()
+        superseded = AnswerPlanner(authority).supersede(request.id, actor)
+        if superseded is not None:
+            stale[entry.interrupt_id] = superseded.to_json()
     if not stale:
         return dict(plan(authority, pending, entries, actor=actor))
     rest = {key: value for key, value in pending.items() if key not in stale}

@@ -1,46 +1,41 @@
-"""Turn an AG-UI ``resume[]`` into a LangGraph id-keyed resume map, through the authority.
+"""Turn an AG-UI ``resume[]`` into a LangGraph id-keyed resume map, through the one planner.
 
-Everything is checked before anything is recorded: every entry names an open
-interrupt, every open interrupt is answered, and each AAIS decision carries
-the request's digest and an offered choice (the authority's judgement,
-:func:`~aais_langgraph.authority.judge`). A decision that arrives at or after
-expiry resolves its request ``expired``, as on every channel, and the run is
-refused (``aais.expired``). Only then are the decisions recorded (with the
-authenticated actor) and the map built from the *recorded* resolutions, as
-:func:`aais_langgraph.aresume_with_decisions` does. Callers hold the thread's run
-lease around planning and the run.
+This module translates, nothing more: every entry must name an open interrupt, once,
+and every open interrupt must be answered; each AAIS entry becomes an answer
+(:func:`~aais_agui.mapping.parse_resume_entry`) to the request its interrupt carries,
+and the answers go to the driver's planner all or nothing
+(:meth:`aais_langgraph.threads.AnswerPlanner.record_all`: judged, authorized, then
+recorded under the authenticated actor; one refused answer refuses them all). Its
+refusals become ``RUN_ERROR`` codes here (:class:`ResumeRejected`). Plain LangGraph
+interrupts get the entry's payload (or the cancel sentinel). Callers hold the thread's
+run lease around planning and the run.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from ag_ui.core import ResumeEntry
 from langchain_core.runnables import RunnableConfig
 
-from aais_langgraph.authority import (
-    TERMINAL,
-    ApprovalAuthority,
-    ForbiddenError,
-    Principal,
-    judge,
-)
+from aais_langgraph.authority import ApprovalAuthority, Principal
 from aais_langgraph.protocol import (
     AAISValidationError,
     Actor,
     ApprovalDecided,
     ApprovalRequested,
-    ApprovalResolved,
     decision_note,
 )
-from aais_langgraph.threads import Cancellation, run_config
+from aais_langgraph.threads import (
+    AnswerPlanner,
+    AnswerRefused,
+    Cancellation,
+    OpenAnswer,
+    run_config,
+)
 
 from .mapping import is_approval_request, parse_resume_entry
-
-logger = logging.getLogger(__name__)
 
 #: ag-ui-langgraph's sentinel for a cancelled plain (non-AAIS) interrupt.
 PLAIN_CANCELLED = "__agui_cancelled__"
@@ -67,14 +62,6 @@ class ResumeRejected(Exception):
         self.message = message
 
 
-@dataclass(frozen=True)
-class _Answer:
-    interrupt_id: str
-    requested: ApprovalRequested
-    answer: ApprovalDecided | Cancellation
-    expired: bool
-
-
 def _check_coverage(entries: Sequence[ResumeEntry], pending: Mapping[str, Any]) -> None:
     seen: set[str] = set()
     for index, entry in enumerate(entries):
@@ -99,10 +86,8 @@ def _check_coverage(entries: Sequence[ResumeEntry], pending: Mapping[str, Any]) 
         )
 
 
-def _judge_entry(
-    authority: ApprovalAuthority, index: int, entry: ResumeEntry, value: Any
-) -> _Answer:
-    """Parse one AAIS answer and apply the checks that must pass before anything is recorded."""
+def _answer_of(index: int, entry: ResumeEntry, value: Any) -> OpenAnswer:
+    """The AAIS answer an entry carries, to the request of the interrupt it names."""
     requested = ApprovalRequested.from_data(value, pointer=f"/interrupts/{entry.interrupt_id}")
     request = requested.request
     try:
@@ -111,21 +96,20 @@ def _judge_entry(
             decision_note(answer.decision)  # a bad reviewer note is refused before any record
     except AAISValidationError as error:
         raise ResumeRejected("aais.invalid_resume", f"resume[{index}]: {error}") from None
-    now, expires_at = authority.clock(), authority.expiry_of(request)
-    if isinstance(answer, ApprovalDecided):
-        # The authority's judgement, asked before anything is recorded; each refusing
-        # rule is answered with its AG-UI code. Digest first: a forged digest is named
-        # as such even on an expired request.
-        verdict = judge(request, answer.decision, now=None, expires_at=None)
-        if verdict.rule not in ("request", "digest"):
-            verdict = judge(request, answer.decision, now=now, expires_at=expires_at)
-        if not verdict.passed and verdict.rule != "expired":
-            raise _refusal(verdict.rule, index, entry.interrupt_id, request)
-    return _Answer(entry.interrupt_id, requested, answer, now >= expires_at)
+    return OpenAnswer(entry.interrupt_id, request, answer)
 
 
-def _refusal(rule: str, index: int, interrupt_id: str, request: Any) -> ResumeRejected:
-    """The ``RUN_ERROR`` for a decision the judgement refused (names ids, never values)."""
+def _rejected(refused: AnswerRefused, entries: Sequence[ResumeEntry]) -> ResumeRejected:
+    """The ``RUN_ERROR`` for the planner's refusal (names ids and rules, never values)."""
+    interrupt_id = refused.answer.interrupt_id
+    index = [entry.interrupt_id for entry in entries].index(interrupt_id)
+    rule = refused.rule
+    if rule == "unauthenticated":
+        return ResumeRejected("aais.unauthenticated", UNAUTHENTICATED_ANSWER)
+    if rule == "forbidden":
+        return ResumeRejected(
+            refused.code, f"interrupt {interrupt_id}: forbidden: {refused.reason}"
+        )
     if rule == "digest":
         return ResumeRejected(
             "aais.digest_mismatch",
@@ -136,72 +120,25 @@ def _refusal(rule: str, index: int, interrupt_id: str, request: Any) -> ResumeRe
         return ResumeRejected(
             "aais.expired",
             f"resume[{index}]: interrupt {interrupt_id} expired at "
-            f"{request.expires_at}; cancel it to continue the thread",
+            f"{refused.answer.request.expires_at}; cancel it to continue the thread",
         )
     if rule == "request":
         return ResumeRejected(
             "aais.invalid_resume",
             f"resume[{index}]: the decision does not name the request of interrupt {interrupt_id}",
         )
-    return ResumeRejected(
-        "aais.invalid_resume",
-        f"resume[{index}]: the decision and scope were not offered by the request",
-    )
-
-
-def _record(
-    authority: ApprovalAuthority, judged: _Answer, actor: Principal | Actor | Mapping[str, Any]
-) -> ApprovalResolved:
-    """Record one answer; return the request's recorded resolution or refuse."""
-    request_id = judged.requested.request.id
-    if isinstance(judged.answer, Cancellation):
-        closed = (
-            authority.expire(request_id, actor=actor)
-            if judged.expired
-            else authority.cancel(request_id, reason=judged.answer.reason, actor=actor)
-        ).resolution
-        if closed.outcome == "invalid":  # the policy refused this actor's cancel
-            raise ResumeRejected(
-                "aais.invalid", f"interrupt {judged.interrupt_id}: invalid: {closed.message}"
-            )
-        if closed.outcome not in ("cancelled", "expired"):
-            raise ResumeRejected(
-                "aais.conflict",
-                f"interrupt {judged.interrupt_id}: already resolved {closed.outcome}; "
-                "reconnect to continue the thread",
-            )
-    else:
-        outcome = authority.decide(judged.answer, actor=actor).resolution
-        if outcome.outcome not in TERMINAL:
-            raise ResumeRejected(
-                f"aais.{outcome.outcome}",
-                f"interrupt {judged.interrupt_id}: {outcome.outcome}: {outcome.message}",
-            )
-    recorded = authority.get_resolution(request_id)
-    if recorded is None:  # pragma: no cover - a terminal outcome is always recorded
-        raise ResumeRejected("aais.invalid_resume", f"interrupt {judged.interrupt_id}: unresolved")
-    return recorded
-
-
-def _authorize(
-    authority: ApprovalAuthority,
-    judged: _Answer,
-    actor: Principal | Actor | Mapping[str, Any] | None,
-) -> None:
-    """Refuse (``aais.forbidden``) an answer the authenticated principal may not give."""
-    answer = judged.answer
-    kind = "cancel" if isinstance(answer, Cancellation) else answer.decision.decision
-    try:
-        authority.require(
-            actor,
-            "cancel" if kind == "cancel" else "decide",
-            judged.requested.request.id,
-            decision=kind,
+    if rule == "choice":
+        return ResumeRejected(
+            "aais.invalid_resume",
+            f"resume[{index}]: the decision and scope were not offered by the request",
         )
-    except ForbiddenError as error:
-        raise ResumeRejected(
-            error.code, f"interrupt {judged.interrupt_id}: forbidden: {error.reason}"
-        ) from None
+    if rule == "conflict" and isinstance(refused.answer.answer, Cancellation):
+        return ResumeRejected(
+            "aais.conflict",
+            f"interrupt {interrupt_id}: already resolved {refused.reason}; "
+            "reconnect to continue the thread",
+        )
+    return ResumeRejected(f"aais.{rule}", f"interrupt {interrupt_id}: {rule}: {refused.reason}")
 
 
 def plan_resume(
@@ -217,34 +154,28 @@ def plan_resume(
     plain LangGraph interrupts get the entry's payload (or the cancel sentinel).
     """
     _check_coverage(entries, pending)
-    judged: list[_Answer] = []
+    planner = AnswerPlanner(authority)
+    answers: list[OpenAnswer] = []
     resume: dict[str, Any] = {}
-    for index, entry in enumerate(entries):
-        value = pending[entry.interrupt_id]
-        if is_approval_request(value):
-            judged.append(_judge_entry(authority, index, entry, value))
-        elif entry.status == "cancelled":
-            resume[entry.interrupt_id] = {PLAIN_CANCELLED: True, "interrupt_id": entry.interrupt_id}
-        else:
-            resume[entry.interrupt_id] = entry.payload
-    if judged and actor is None:
-        raise ResumeRejected("aais.unauthenticated", UNAUTHENTICATED_ANSWER)
-    for item in judged:  # every answer is allowed, or none is recorded
-        _authorize(authority, item, actor)
-    late = [item for item in judged if item.expired and isinstance(item.answer, ApprovalDecided)]
-    if late:
-        # SPEC §11: a decision at or after expiry resolves the request ``expired`` (as
-        # on every channel, under the authenticated actor); the run is refused, and the
-        # resolution's resume work continues the thread past it.
-        for item in late:
-            authority.decide(cast(ApprovalDecided, item.answer), actor=actor)
-        first = late[0]
-        index = [entry.interrupt_id for entry in entries].index(first.interrupt_id)
-        raise _refusal("expired", index, first.interrupt_id, first.requested.request)
-    for item in judged:
-        assert actor is not None
-        resume[item.interrupt_id] = _record(authority, item, actor).to_json()
-    return resume
+    try:
+        for index, entry in enumerate(entries):
+            value = pending[entry.interrupt_id]
+            if is_approval_request(value):
+                try:
+                    answers.append(_answer_of(index, entry, value))
+                except (ResumeRejected, AAISValidationError):
+                    planner.check(answers)  # an earlier entry's refusal is named first
+                    raise
+            elif entry.status == "cancelled":
+                resume[entry.interrupt_id] = {
+                    PLAIN_CANCELLED: True,
+                    "interrupt_id": entry.interrupt_id,
+                }
+            else:
+                resume[entry.interrupt_id] = entry.payload
+        return {**resume, **planner.record_all(answers, actor)}
+    except AnswerRefused as refused:
+        raise _rejected(refused, entries) from None
 
 
 def served_config(config: Mapping[str, Any] | None, authority: ApprovalAuthority) -> RunnableConfig:

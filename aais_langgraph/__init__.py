@@ -6,8 +6,8 @@ envelope models and builders in :mod:`aais_langgraph.protocol`, ledgers and
 ``open_ledger`` in :mod:`aais_langgraph.ledger`, constraints, keys and leases in
 :mod:`aais_langgraph.authority`, what runs inside a node in
 :mod:`aais_langgraph.gate`, what drives paused threads from outside a run
-(:class:`ThreadDriver`, housekeeping and crash recovery: ``sweep_expired``,
-``cancel_thread``, ``resume_stranded``, ...) in :mod:`aais_langgraph.threads`,
+(:class:`ThreadDriver` and its housekeeping and crash recovery methods:
+``sweep_expired``, ``cancel_thread``, ``resume_stranded``, ...) in :mod:`aais_langgraph.threads`,
 tool middleware in :mod:`aais_langgraph.tools`.
 """
 

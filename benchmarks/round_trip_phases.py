@@ -48,13 +48,13 @@ def phases(trips: int, *, kind: str = "sqlite") -> None:
 
     from aais_langgraph import ApprovalRequested, build_decision, resume_with_decisions
     from aais_langgraph.gate import request
-    from aais_langgraph.threads import driver, runs
+    from aais_langgraph.threads import answers, runs
 
     _timed(request, "_open_request", "  node: open the request (first run: screen, build, store)")
     _timed(request, "_ask", "  node: interrupt() (first run: raise; second: judge the answer)")
-    _timed(driver, "parse_answers", "  driver: parse the answers")
+    _timed(answers.AnswerPlanner, "parse", "  driver: parse the answers")
     _timed(runs.LeasedThread, "view", "  driver: read the thread's checkpoint")
-    _timed(driver, "record_answers", "  driver: decide (the resolution's durable write)")
+    _timed(answers.AnswerPlanner, "record", "  driver: decide (the resolution's durable write)")
     _timed(runs.LeasedThread, "resume", "  driver: the second invoke")
     actor = bench_gate.ACTOR
     per_trip: defaultdict[str, list[float]] = defaultdict(list)

@@ -19,11 +19,7 @@ IN_THEIR_LAYER = {
     ],
     "aais_langgraph.threads": [
         "ThreadView",
-        "cancel_thread",
-        "resume_resolved",
-        "resume_stranded",
         "stranded_threads",
-        "sweep_expired",
         "waiting_resumes",
     ],
     "aais_langgraph.authority": ["AskEveryTime", "explain_constraints", "load_authority_key"],
@@ -73,7 +69,7 @@ def test_names_that_moved_to_threads_are_still_found_in_gate() -> None:
     import aais_langgraph.gate as gate
     import aais_langgraph.threads as threads
 
-    for name in ("resume_stranded", "sweep_expired", "pending_approvals", "Cancellation"):
+    for name in ("pending_approvals", "Cancellation"):
         assert getattr(gate, name) is getattr(threads, name), name
     with pytest.raises(AttributeError):
         gate.no_such_name  # noqa: B018

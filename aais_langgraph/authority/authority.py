@@ -679,13 +679,18 @@ class ApprovalAuthority:
             now=moment,
             expires_at=self.expiry_of(request),
             current_action=current,
-            policy_objection=None,
         )
         if verdict.passed:
             # The policy sees every decision (approve, deny, cancel) that passed the checks.
             objection = self.policy.on_decision(request, decision)
             if objection is not None:
-                verdict = Judgement("invalid", objection[:2000] or "Refused by policy.", False)
+                verdict = Judgement(
+                    "invalid",
+                    objection[:2000] or "Refused by policy.",
+                    False,
+                    "policy",
+                    "/decision",
+                )
         resolved = resolution_envelope(
             request,
             outcome=verdict.outcome,

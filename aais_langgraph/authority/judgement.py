@@ -9,6 +9,7 @@ in different orders.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Literal
@@ -16,7 +17,16 @@ from typing import Literal
 from ..ledger.records import StoredRequest
 from ..protocol import Action, Decision, Outcome, Request, parse_timestamp, same_action
 
-__all__ = ["MESSAGES", "TERMINAL", "Judgement", "Rule", "effective_expiry", "judge", "same_action"]
+__all__ = [
+    "MESSAGES",
+    "ORDER",
+    "TERMINAL",
+    "Judgement",
+    "Rule",
+    "effective_expiry",
+    "judge",
+    "same_action",
+]
 
 MESSAGES: dict[str, str] = {
     "approved": "Approved.",
@@ -39,23 +49,33 @@ TERMINAL: frozenset[str] = frozenset({"approved", "denied", "cancelled", "expire
 Rule = Literal["request", "expired", "digest", "action", "choice", "policy", "ok"]
 """Which check a judgement turned on (``ok``: every check passed)."""
 
+ORDER: tuple[Rule, ...] = ("request", "expired", "digest", "action", "choice")
+"""The checks of :func:`judge`, in the order its outcome follows (SPEC §4.2, §9)."""
+
 
 @dataclass(frozen=True)
 class Judgement:
     """The outcome of one decision, whether it ends the request, and the check it turned
     on: ``rule`` and ``pointer`` (the field of the ``approval.decided`` envelope at fault,
-    empty when none) let each channel answer in its own words and codes."""
+    empty when none) let each channel answer in its own words and codes; ``broken`` lists
+    every check the decision failed, in :data:`ORDER` (``rule`` is its first)."""
 
     outcome: Outcome
     message: str
     terminal: bool
     rule: Rule = "ok"
     pointer: str = ""
+    broken: tuple[Rule, ...] = ()
 
     @property
     def passed(self) -> bool:
         """True when no check refused the decision (its outcome may still be a denial)."""
         return self.rule == "ok"
+
+    def first_of(self, rules: Sequence[Rule]) -> Rule:
+        """The first of ``rules`` the decision broke (a channel that names some checks
+        before others, e.g. a forged digest before an expiry), else :attr:`rule`."""
+        return next((rule for rule in rules if rule in self.broken), self.rule)
 
 
 def effective_expiry(request: Request | StoredRequest, default_lifetime_seconds: float) -> datetime:
@@ -80,35 +100,39 @@ def judge(
     now: datetime | None,
     expires_at: datetime | None,
     current_action: Action | None = None,
-    policy_objection: str | None = None,
 ) -> Judgement:
     """The one judgement of an answer against its request, every channel's: the
     authority's decide, the gate's validation of a resume value, the AG-UI and
     presenter pre-checks.
 
-    Applies the checks in spec order (SPEC §4.2, §9): the decision names this
+    Makes every check, in :data:`ORDER` (SPEC §4.2, §9): the decision names this
     request, expiry by the authority's clock (skipped when ``now`` is None: a check
     before the authority's), the decision's digest, the digest of the action about
-    to run (``current_action``, time of use), the offered choice, and the policy
-    (``policy_objection``, for approvals). The digest comparison exists only here.
+    to run (``current_action``, time of use), the offered choice. The outcome is the
+    first check's that failed; ``broken`` names them all, so a channel asks once. The
+    authority's policy is asked after a passed judgement (it may object to any
+    decision). The digest comparison exists only here.
     """
+    failed: list[tuple[Rule, Outcome, str, bool, str]] = []
     if decision.request_id != request.id:
-        return Judgement(
-            "invalid", MESSAGES["other_request"], False, "request", "/decision/request_id"
+        failed.append(
+            ("request", "invalid", MESSAGES["other_request"], False, "/decision/request_id")
         )
     if now is not None and expires_at is not None and now >= expires_at:
-        return Judgement("expired", MESSAGES["expired"], True, "expired", "/decision")
+        failed.append(("expired", "expired", MESSAGES["expired"], True, "/decision"))
     if not same_action(request.action_digest, decision.action_digest):
-        return Judgement(
-            "stale", MESSAGES["stale_decision"], False, "digest", "/decision/action_digest"
+        failed.append(
+            ("digest", "stale", MESSAGES["stale_decision"], False, "/decision/action_digest")
         )
     if current_action is not None and not same_action(request.action_digest, current_action):
-        return Judgement("stale", MESSAGES["stale_action"], True, "action", "/current_action")
+        failed.append(("action", "stale", MESSAGES["stale_action"], True, "/current_action"))
     if request.offers(decision.decision, decision.scope) is None:
-        return Judgement("invalid", MESSAGES["invalid_choice"], False, "choice", "/decision")
+        failed.append(("choice", "invalid", MESSAGES["invalid_choice"], False, "/decision"))
+    if failed:
+        rule, outcome, message, terminal, pointer = failed[0]
+        broken = tuple(item[0] for item in failed)
+        return Judgement(outcome, message, terminal, rule, pointer, broken)
     if decision.decision == "approve":
-        if policy_objection is not None:
-            return Judgement("invalid", policy_objection, False, "policy", "/decision")
         return Judgement("approved", MESSAGES["approved"], True)
     if decision.decision == "deny":
         return Judgement("denied", MESSAGES["denied"], True)

@@ -35,7 +35,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 
 from ..protocol import AAISValidationError, Actor, ApprovalDecided
-from .response import Answer, refuse
+from .response import BoundAnswer, refuse
 
 __all__ = [
     "ALLOW_UNAUTHENTICATED_VAR",
@@ -88,7 +88,7 @@ class AnswerChannel:
     pointer: str = "/decision"
     warn: bool = False
 
-    def admit(self, answer: Answer) -> Answer:
+    def admit(self, answer: BoundAnswer) -> BoundAnswer:
         """The answer as the gate may judge it, or raise the refusal (keeps the interrupt)."""
         if not isinstance(answer, ApprovalDecided):
             return answer  # a notice is judged against the ledger alone
@@ -105,7 +105,7 @@ class AnswerChannel:
         decision = answer.decision.model_copy(update={"actor": self.actor})
         return answer.model_copy(update={"decision": decision})
 
-    def guard(self, settle: Callable[[Answer], S]) -> Callable[[Answer], S]:
+    def guard(self, settle: Callable[[BoundAnswer], S]) -> Callable[[BoundAnswer], S]:
         """``settle`` behind :meth:`admit`."""
         if self.refusal is None and self.actor is None and not self.warn:
             return settle

@@ -37,7 +37,7 @@ from ..ledger.executions import ExecutionChange, claim_change, finish_change, re
 from ..ledger.outbox import RESUME, reopened_change
 from ..protocol import Actor, ApprovalResolved, Request
 from ..protocol.extensions import EXTENSION_NAMESPACE
-from .response import Answer, AnswerType, Refusal, RejectedResumeError
+from .response import AnswerType, BoundAnswer, Refusal, RejectedResumeError
 from .run_context import retry_request_id
 from .seams import mark_invalid_resume, task_finished, task_finished_in, task_of_namespace
 
@@ -189,7 +189,9 @@ class RetryAnswerType(AnswerType):
 
     __slots__ = ("replaced",)
 
-    def __init__(self, request: Request, settle: Callable[[Answer], Any], replaced: str) -> None:
+    def __init__(
+        self, request: Request, settle: Callable[[BoundAnswer], Any], replaced: str
+    ) -> None:
         super().__init__(request, settle)
         self.replaced = replaced
 

@@ -1,7 +1,8 @@
-"""What a gate makes of an answer: judged while LangGraph validates the resume value
-(:func:`judge`; :func:`prejudge` + :func:`judge_late` for async gates, whose ledger work
-runs in a thread), then checked once more against the action computed now
+"""What a gate makes of an answer: resolved while LangGraph validates the resume value
+(:func:`resolve_answer`; :func:`prejudge` + :func:`resolve_late` for async gates, whose
+ledger work runs in a thread), then checked once more against the action computed now
 (:func:`at_time_of_use`). A refusal raised while validating keeps the interrupt pending.
+The judgement itself is the authority's one pure :func:`~aais_langgraph.authority.judge`.
 """
 
 from __future__ import annotations
@@ -19,16 +20,16 @@ from .execution import (
     claim_of,
     settle,
 )
-from .response import Answer, Refusal, RejectedResumeError, refuse
+from .response import BoundAnswer, Refusal, RejectedResumeError, refuse
 
-__all__ = ["at_time_of_use", "judge", "judge_late", "prejudge"]
+__all__ = ["at_time_of_use", "prejudge", "resolve_answer", "resolve_late"]
 
 
-def judge(
+def resolve_answer(
     authority: ApprovalAuthority,
     request: Request,
     action: Action,
-    answer: Answer,
+    answer: BoundAnswer,
     known: ApprovalResolved | None = None,
     claim: Claim | None = None,
 ) -> ApprovalResolved:
@@ -73,9 +74,10 @@ def prejudge(
     authority: ApprovalAuthority,
     request: Request,
     recorded: ApprovalResolved | None,
-    answer: Answer,
-) -> Answer:
-    """The checks :func:`judge` makes that need no I/O (async gates judge later, in a thread).
+    answer: BoundAnswer,
+) -> BoundAnswer:
+    """The checks :func:`resolve_answer` makes that need no I/O (async gates resolve the
+    answer later, in a thread).
 
     ``recorded`` is the resolution read before the interrupt. What only the
     ledger can tell (a decision racing another) is judged after the answer is
@@ -97,16 +99,16 @@ def prejudge(
     return answer
 
 
-def judge_late(
+def resolve_late(
     authority: ApprovalAuthority,
     request: Request,
     action: Action,
-    answer: Answer,
+    answer: BoundAnswer,
     claim: Claim | None,
 ) -> ApprovalResolved:
-    """:func:`judge` after the answer was accepted: a refusal can only fail closed now."""
+    """:func:`resolve_answer` after the answer was accepted: a refusal can only fail closed now."""
     try:
-        return judge(authority, request, action, answer, claim=claim)
+        return resolve_answer(authority, request, action, answer, claim=claim)
     except Refusal as refusal:
         if isinstance(refusal.error, ExecutionUnknownError):
             raise refusal.error from None

@@ -42,9 +42,9 @@ from .execution import (
     RetryAnswerType,
     execution_state,
 )
-from .judging import at_time_of_use, judge, judge_late, prejudge
+from .judging import at_time_of_use, prejudge, resolve_answer, resolve_late
 from .quorum import Quorum, quorum_choices
-from .response import Answer, AnswerType, Refusal, RejectedResumeError, refuse
+from .response import AnswerType, BoundAnswer, Refusal, RejectedResumeError, refuse
 from .run_context import (
     RunCoordinates,
     claim_ttl,
@@ -221,7 +221,7 @@ def request_approval(
         claim = _claim_for(coordinates, idempotent) if last else None
         while True:
             settle_answer = functools.partial(
-                judge, found, request, action_model, known=opened.recorded, claim=claim
+                resolve_answer, found, request, action_model, known=opened.recorded, claim=claim
             )
             # The run's answer channel decides whose raw decision counts (invariant 7).
             resolved: ApprovalResolved = _ask(
@@ -374,13 +374,15 @@ async def arequest_approval(
         last = place is None or place.last
         check = functools.partial(prejudge, found, request, opened.recorded)
         guarded = answer_channel().guard(check)
-        answer: Answer = _ask(opened, _answer_type(request, guarded, _retry_of))
+        answer: BoundAnswer = _ask(opened, _answer_type(request, guarded, _retry_of))
         while answer is SKIPPED:
             coordinates = current_coordinates(retry_of=_retry_of)  # the next slot
             answer = _ask(opened, _answer_type(request, guarded, _retry_of))
         # Only the last approval of a quorum executes (and claims) the action.
         claim = _claim_for(coordinates, idempotent) if last else None
-        resolved = await asyncio.to_thread(judge_late, found, request, action_model, answer, claim)
+        resolved = await asyncio.to_thread(
+            resolve_late, found, request, action_model, answer, claim
+        )
         if last or not resolved.approved or place is None:
             break
         following = await asyncio.to_thread(_following, found, request, place, resolved)

@@ -44,8 +44,8 @@ from ..protocol import AAISValidationError, ApprovalDecided, ApprovalResolved, R
 from ..protocol.answer_schema import decided_schema, envelope_schema
 from .seams import mark_invalid_resume
 
-Answer = Union[ApprovalDecided, ApprovalResolved]  # noqa: UP007
-_Envelopes = Annotated[Answer, Field(discriminator="type")]
+BoundAnswer = Union[ApprovalDecided, ApprovalResolved]  # noqa: UP007
+_Envelopes = Annotated[BoundAnswer, Field(discriminator="type")]
 
 
 class RejectedResumeError(AAISValidationError):
@@ -106,7 +106,7 @@ def _without_input(error: ValidationError) -> ValidationError:
 
 
 @functools.lru_cache(maxsize=1)
-def _envelopes() -> TypeAdapter[Answer]:
+def _envelopes() -> TypeAdapter[BoundAnswer]:
     return TypeAdapter(_Envelopes, config=ConfigDict(hide_input_in_errors=True))
 
 
@@ -118,7 +118,7 @@ _BINDING = {
 """What the schema validation of a resume value says for each binding rule it refuses."""
 
 
-def parse_answer(request: Request, value: Any) -> Answer:
+def parse_answer(request: Request, value: Any) -> BoundAnswer:
     """The answer as an envelope bound to ``request``, or raise :class:`Refusal`."""
     if isinstance(value, BaseModel) and not isinstance(value, (ApprovalDecided, ApprovalResolved)):
         value = value.model_dump(mode="json")
@@ -158,7 +158,7 @@ class AnswerType:
         "settle",
     )
 
-    def __init__(self, request: Request, settle: Callable[[Answer], Any]) -> None:
+    def __init__(self, request: Request, settle: Callable[[BoundAnswer], Any]) -> None:
         self.request = request
         self.settle = settle
         schema = core_schema.no_info_plain_validator_function(

@@ -1,30 +1,21 @@
 """Outside a run: the one driver of paused threads, their listing and their recovery.
 
-:class:`ThreadDriver` answers, resumes and lists paused threads of one graph;
-the module-level functions (``resume_with_decisions``, ``pending_approvals``,
-``resume_stranded``, ...) are thin wrappers over it. Nothing here runs inside a
+:class:`ThreadDriver` answers, resumes and lists paused threads of one graph,
+every answer through its one planner (:class:`AnswerPlanner`); the quickstart's
+module-level ``resume_with_decisions`` and ``pending_approvals`` are thin wrappers
+over it. Nothing here runs inside a
 node: that is :mod:`aais_langgraph.gate`, which never imports this package.
 """
 
-from .answers import Cancellation
+from .answers import AnswerPlanner, AnswerRefused, Cancellation, OpenAnswer, recorded_resume
 from .driver import (
     RESUMING_EXTENSION,
     DueReport,
     ThreadDriver,
-    acancel_thread,
-    adrive,
     apending_approvals,
-    aresume_resolved,
-    aresume_stranded,
     aresume_with_decisions,
-    asweep_expired,
-    cancel_thread,
-    drive,
     pending_approvals,
-    resume_resolved,
-    resume_stranded,
     resume_with_decisions,
-    sweep_expired,
     waiting_resumes,
     with_resuming,
 )
@@ -41,7 +32,7 @@ from .recovery import (
     resolved_threads,
     stranded_threads,
 )
-from .runs import DEFAULT_LEASE_WAIT, run_config
+from .runs import DEFAULT_LEASE_WAIT, LeasedThread, run_config
 from .views import ThreadView
 from .visibility import EventFilter, visible_snapshot
 
@@ -49,34 +40,29 @@ __all__ = [
     "DEFAULT_LEASE_WAIT",
     "INTEGRITY_ERRORS_EXTENSION",
     "RESUMING_EXTENSION",
+    "AnswerPlanner",
+    "AnswerRefused",
     "Cancellation",
     "DueReport",
     "EventFilter",
     "IntegrityProblem",
+    "LeasedThread",
+    "OpenAnswer",
     "ResolvedScan",
     "ThreadDriver",
     "ThreadView",
-    "acancel_thread",
-    "adrive",
     "apending_approvals",
     "areconcile_checkpoints",
     "aresolved_threads",
-    "aresume_resolved",
-    "aresume_stranded",
     "aresume_with_decisions",
     "astranded_threads",
-    "asweep_expired",
-    "cancel_thread",
-    "drive",
     "pending_approvals",
     "reconcile_checkpoints",
+    "recorded_resume",
     "resolved_threads",
-    "resume_resolved",
-    "resume_stranded",
     "resume_with_decisions",
     "run_config",
     "stranded_threads",
-    "sweep_expired",
     "visible_snapshot",
     "waiting_resumes",
     "with_resuming",

@@ -1,27 +1,55 @@
-"""Answers to a paused thread: what a presenter may send, and the resume map they make.
+"""The one answer planner: what a presenter may send a paused thread, authorized and recorded.
 
-:meth:`~.driver.ThreadDriver.resume_with_decisions` parses every answer before
-anything changes (:func:`parse_answers`), then under the thread's run lease has
-the authority record each one and resumes the graph by interrupt id, matched
-through the request id carried in each interrupt's value, never by position
-(:func:`record_answers`).
+:class:`AnswerPlanner` is the only place that authorizes and records answers for a
+paused thread; every channel hands it parsed answers and gets back the resolutions and
+the ``Command(resume=...)`` map, keyed by interrupt id and matched through the request
+id carried in each interrupt's value, never by position. Two modes:
+
+- one by one (:meth:`AnswerPlanner.record`, the library's and the decision endpoints'
+  :meth:`~.driver.ThreadDriver.resume_with_decisions`): every answer is authorized
+  before any is recorded, then each is recorded and its outcome returned, whatever it
+  is (``stale`` and ``invalid`` included);
+- all or nothing (:meth:`AnswerPlanner.record_all`, an AG-UI ``resume[]``): each answer
+  is judged against the request its interrupt carries and authorized before any is
+  recorded, and the first refused answer refuses the set (:class:`AnswerRefused`).
+
+:func:`recorded_resume` is the one map of "resume with what is recorded".
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime
+from typing import Any, cast
 
-from ..authority import TERMINAL, ApprovalAuthority, Principal, UnknownRequestError, Verb
+from ..authority import (
+    TERMINAL,
+    ApprovalAuthority,
+    ForbiddenError,
+    Principal,
+    UnknownRequestError,
+    Verb,
+    judge,
+)
 from ..protocol import (
     AAISValidationError,
     Actor,
     ApprovalDecided,
     ApprovalResolved,
+    Request,
     parse_envelope,
 )
 from .views import ThreadView
+
+__all__ = [
+    "Answer",
+    "AnswerPlanner",
+    "AnswerRefused",
+    "Cancellation",
+    "OpenAnswer",
+    "recorded_resume",
+]
 
 
 @dataclass(frozen=True)
@@ -33,34 +61,230 @@ class Cancellation:
 
 
 Answer = ApprovalDecided | Cancellation | Mapping[str, Any] | str | bytes
+"""What a presenter may send: a decision (an envelope, its JSON or its text) or a
+:class:`Cancellation`."""
 
 
-def parse_answers(
-    authority: ApprovalAuthority, thread_id: str, answers: Sequence[Answer] | Answer
-) -> list[ApprovalDecided | Cancellation]:
-    """Validate every answer before anything changes: shape, known request, this thread."""
-    items: Sequence[Answer] = (
-        [answers]
-        if isinstance(answers, (ApprovalDecided, Cancellation, Mapping, str, bytes))
-        else answers
-    )
-    if not items:
-        raise AAISValidationError("/decisions", "at least one decision is required")
-    parsed: list[ApprovalDecided | Cancellation] = []
-    for index, item in enumerate(items):
-        answer = item if isinstance(item, Cancellation) else _parse_decided(item, index)
-        request_id = (
-            answer.request_id if isinstance(answer, Cancellation) else answer.decision.request_id
+@dataclass(frozen=True)
+class OpenAnswer:
+    """An answer to one interrupt the thread waits on, with the request that interrupt
+    carries (all-or-nothing planning judges it against that request)."""
+
+    interrupt_id: str
+    request: Request
+    answer: ApprovalDecided | Cancellation
+
+
+class AnswerRefused(Exception):
+    """One answer refused an all-or-nothing set (:meth:`AnswerPlanner.record_all`).
+
+    ``index`` is the answer's place in the set and ``rule`` why it was refused: a check
+    of the judgement (``request``, ``digest``, ``choice``), ``expired``,
+    ``unauthenticated``, ``forbidden`` (``code`` is the authorization's), or the outcome
+    the authority answered while recording (``invalid``, ``conflict``, ``stale``).
+    ``reason`` never echoes a value.
+    """
+
+    def __init__(
+        self, rule: str, index: int, answer: OpenAnswer, reason: str = "", code: str = ""
+    ) -> None:
+        super().__init__(f"answer {index}: {rule}")
+        self.rule = rule
+        self.index = index
+        self.answer = answer
+        self.reason = reason
+        self.code = code
+
+
+def _request_id(answer: ApprovalDecided | Cancellation) -> str:
+    return answer.request_id if isinstance(answer, Cancellation) else answer.decision.request_id
+
+
+def _verb(answer: ApprovalDecided | Cancellation) -> tuple[Verb, str]:
+    """The authorization question an answer asks: its verb and its decision kind."""
+    kind = "cancel" if isinstance(answer, Cancellation) else answer.decision.decision
+    return ("cancel" if kind == "cancel" else "decide"), kind
+
+
+@dataclass(frozen=True)
+class AnswerPlanner:
+    """Authorizes and records the answers to one paused thread (see the module)."""
+
+    authority: ApprovalAuthority
+
+    def parse(
+        self, thread_id: str, answers: Sequence[Answer] | Answer
+    ) -> list[ApprovalDecided | Cancellation]:
+        """Validate every answer before anything changes: shape, known request, this thread."""
+        items: Sequence[Answer] = (
+            [answers]
+            if isinstance(answers, (ApprovalDecided, Cancellation, Mapping, str, bytes))
+            else answers
         )
-        stored = authority.get_stored_request(request_id)
-        if stored is None:
-            raise UnknownRequestError(f"/decisions/{index}/decision/request_id")
-        if stored.thread_id is not None and stored.thread_id != thread_id:
-            raise AAISValidationError(
-                f"/decisions/{index}/decision/request_id", "request belongs to another thread"
+        if not items:
+            raise AAISValidationError("/decisions", "at least one decision is required")
+        parsed: list[ApprovalDecided | Cancellation] = []
+        for index, item in enumerate(items):
+            answer = item if isinstance(item, Cancellation) else _parse_decided(item, index)
+            stored = self.authority.get_stored_request(_request_id(answer))
+            if stored is None:
+                raise UnknownRequestError(f"/decisions/{index}/decision/request_id")
+            if stored.thread_id is not None and stored.thread_id != thread_id:
+                raise AAISValidationError(
+                    f"/decisions/{index}/decision/request_id", "request belongs to another thread"
+                )
+            parsed.append(answer)
+        return parsed
+
+    def authorize(
+        self,
+        answers: Sequence[ApprovalDecided | Cancellation],
+        actor: Principal | Actor | Mapping[str, Any] | None,
+    ) -> None:
+        """Raise :class:`~aais_langgraph.authority.ForbiddenError` for the first answer
+        ``actor`` may not give (asked for all before any is recorded)."""
+        for answer in answers:
+            verb, kind = _verb(answer)
+            self.authority.require(actor, verb, _request_id(answer), decision=kind)
+
+    def record(
+        self,
+        answers: list[ApprovalDecided | Cancellation],
+        view: ThreadView,
+        actor: Principal | Actor | Mapping[str, Any] | None,
+    ) -> tuple[list[ApprovalResolved], dict[str, Any]]:
+        """Record each answer; collect the resume map for the ones whose run still waits.
+
+        Every answer ``actor`` may not give raises
+        :class:`~aais_langgraph.authority.ForbiddenError` before any answer is recorded."""
+        self.authorize(answers, actor)
+        authority = self.authority
+        results: list[ApprovalResolved] = []
+        resume: dict[str, Any] = {}
+        for answer in answers:
+            request_id = _request_id(answer)
+            interrupt_id = view.interrupts.get(request_id)
+            if isinstance(answer, Cancellation):
+                resolved = authority.cancel(request_id, reason=answer.reason, actor=actor)
+            elif interrupt_id is None and self._superseded(view, request_id):
+                # The run moved on (e.g. state was edited): the action this decision saw is gone.
+                resolved = authority.supersede(request_id)
+            else:
+                resolved = authority.decide(answer, actor=actor)
+            results.append(resolved)
+            if interrupt_id is None:
+                continue
+            # A stale, invalid or conflicting answer changed nothing; resume only with
+            # what the ledger holds (a conflict's recorded resolution unsticks the run).
+            recorded = (
+                resolved
+                if resolved.resolution.outcome in TERMINAL
+                else authority.get_resolution(request_id)
             )
-        parsed.append(answer)
-    return parsed
+            if recorded is not None:
+                resume[interrupt_id] = recorded.to_json()
+        return results, resume
+
+    def check(self, answers: Sequence[OpenAnswer], *, now: datetime | None = None) -> list[int]:
+        """Judge each decision once against the request its interrupt carries, in order;
+        raise :class:`AnswerRefused` for the first whose binding is wrong (``request``, then
+        ``digest``, named before an expiry) or whose choice was not offered. Returns the
+        places of the decisions that arrived at or after their request's expiry (by ``now``,
+        default the authority's clock)."""
+        authority = self.authority
+        now = authority.clock() if now is None else now
+        late: list[int] = []
+        for index, item in enumerate(answers):
+            if isinstance(item.answer, ApprovalDecided):
+                expires_at = authority.expiry_of(item.request)
+                verdict = judge(item.request, item.answer.decision, now=now, expires_at=expires_at)
+                rule = verdict.first_of(("request", "digest"))
+                if rule not in ("ok", "expired"):
+                    raise AnswerRefused(rule, index, item, verdict.message)
+                if now >= expires_at:
+                    late.append(index)
+        return late
+
+    def record_all(
+        self,
+        answers: Sequence[OpenAnswer],
+        actor: Principal | Actor | Mapping[str, Any] | None,
+    ) -> dict[str, Any]:
+        """All or nothing: the resume map with the recorded resolution of every answer, or
+        :class:`AnswerRefused` for the first refused one.
+
+        In order, before anything is recorded: each decision's judgement (:meth:`check`);
+        an actor (``unauthenticated``); every answer's authorization (``forbidden``). A
+        decision at or after expiry then resolves its request ``expired``, as on every
+        channel (SPEC §11), and refuses the set (``expired``). Only then is each answer
+        recorded; the authority's own refusal of one (a policy objection, a race lost:
+        ``invalid``, ``conflict``) stops there.
+        """
+        authority = self.authority
+        now = authority.clock()
+        late = self.check(answers, now=now)
+        if answers and actor is None:
+            raise AnswerRefused("unauthenticated", 0, answers[0])
+        for index, item in enumerate(answers):
+            try:
+                self.authorize([item.answer], actor)
+            except ForbiddenError as error:
+                raise AnswerRefused("forbidden", index, item, error.reason, error.code) from None
+        if late:
+            for index in late:
+                authority.decide(cast(ApprovalDecided, answers[index].answer), actor=actor)
+            raise AnswerRefused("expired", late[0], answers[late[0]])
+        resume: dict[str, Any] = {}
+        for index, item in enumerate(answers):
+            expired = now >= authority.expiry_of(item.request)
+            resume[item.interrupt_id] = self._record_one(index, item, expired, actor).to_json()
+        return resume
+
+    def supersede(
+        self, request_id: str, actor: Principal | Actor | Mapping[str, Any] | None
+    ) -> ApprovalResolved | None:
+        """Resolve ``stale`` a request whose action changed since it was shown (a page tool
+        call whose page moved on), when ``actor`` may decide it; None (nothing recorded)
+        when they may not, so their answer is planned as sent."""
+        try:
+            self.authority.require(actor, "decide", request_id)
+        except ForbiddenError:
+            return None
+        return self.authority.supersede(request_id)
+
+    def _record_one(
+        self,
+        index: int,
+        item: OpenAnswer,
+        expired: bool,
+        actor: Principal | Actor | Mapping[str, Any] | None,
+    ) -> ApprovalResolved:
+        """Record one answer of an all-or-nothing set; its recorded resolution, or refuse."""
+        authority = self.authority
+        request_id = item.request.id
+        if isinstance(item.answer, Cancellation):
+            if expired:
+                closed = authority.expire(request_id, actor=actor)
+            else:
+                closed = authority.cancel(request_id, reason=item.answer.reason, actor=actor)
+            outcome = closed.resolution
+            if outcome.outcome == "invalid":  # the policy refused this actor's cancel
+                raise AnswerRefused("invalid", index, item, outcome.message)
+            if outcome.outcome not in ("cancelled", "expired"):
+                raise AnswerRefused("conflict", index, item, outcome.outcome)
+            return closed
+        resolved = authority.decide(item.answer, actor=actor)
+        outcome = resolved.resolution
+        if outcome.outcome not in TERMINAL:
+            raise AnswerRefused(outcome.outcome, index, item, outcome.message)
+        return resolved
+
+    def _superseded(self, view: ThreadView, request_id: str) -> bool:
+        """True when the thread no longer waits for this unresolved request (its task is gone)."""
+        stored = self.authority.get_stored_request(request_id)
+        if stored is None or self.authority.get_resolution(request_id) is not None:
+            return False
+        return not view.waiting(stored)
 
 
 def _parse_decided(item: Answer, index: int) -> ApprovalDecided:
@@ -70,55 +294,18 @@ def _parse_decided(item: Answer, index: int) -> ApprovalDecided:
         raise AAISValidationError(f"/decisions/{index}{error.pointer}", error.reason) from None
 
 
-def _superseded(authority: ApprovalAuthority, view: ThreadView, request_id: str) -> bool:
-    """True when the thread no longer waits for this unresolved request (its task is gone)."""
-    stored = authority.get_stored_request(request_id)
-    if stored is None or authority.get_resolution(request_id) is not None:
-        return False
-    return not view.waiting(stored)
-
-
-def record_answers(
-    authority: ApprovalAuthority,
-    answers: list[ApprovalDecided | Cancellation],
-    view: ThreadView,
-    actor: Principal | Actor | Mapping[str, Any] | None,
-) -> tuple[list[ApprovalResolved], dict[str, Any]]:
-    """Record each answer; collect the resume map for the ones whose run still waits.
-
-    Every answer ``actor`` may not give raises :class:`~aais_langgraph.authority.ForbiddenError`
-    before any answer is recorded."""
-    for answer in answers:
-        if isinstance(answer, Cancellation):
-            authority.require(actor, "cancel", answer.request_id, decision="cancel")
-        else:
-            kind = answer.decision.decision
-            verb: Verb = "cancel" if kind == "cancel" else "decide"
-            authority.require(actor, verb, answer.decision.request_id, decision=kind)
-    results: list[ApprovalResolved] = []
+def recorded_resume(
+    authority: ApprovalAuthority, view: ThreadView, *, only: Collection[str] | None = None
+) -> tuple[dict[str, Any], list[ApprovalResolved]]:
+    """Resume with what is recorded: interrupt id -> the recorded resolution of each request
+    the thread waits on (of ``only``, when given) that has one, and those resolutions."""
     resume: dict[str, Any] = {}
-    for answer in answers:
-        request_id = (
-            answer.request_id if isinstance(answer, Cancellation) else answer.decision.request_id
-        )
-        interrupt_id = view.interrupts.get(request_id)
-        if isinstance(answer, Cancellation):
-            resolved = authority.cancel(request_id, reason=answer.reason, actor=actor)
-        elif interrupt_id is None and _superseded(authority, view, request_id):
-            # The run moved on (e.g. state was edited): the action this decision saw is gone.
-            resolved = authority.supersede(request_id)
-        else:
-            resolved = authority.decide(answer, actor=actor)
-        results.append(resolved)
-        if interrupt_id is None:
+    results: list[ApprovalResolved] = []
+    for request_id, interrupt_id in view.interrupts.items():
+        if only is not None and request_id not in only:
             continue
-        # A stale, invalid or conflicting answer changed nothing; resume only with
-        # what the ledger holds (a conflict's recorded resolution unsticks the run).
-        recorded = (
-            resolved
-            if resolved.resolution.outcome in TERMINAL
-            else authority.get_resolution(request_id)
-        )
+        recorded = authority.get_resolution(request_id)
         if recorded is not None:
             resume[interrupt_id] = recorded.to_json()
-    return results, resume
+            results.append(recorded)
+    return resume, results

@@ -11,9 +11,11 @@ a method with its ``a``-prefixed async twin::
 
 Every resume runs :meth:`ThreadDriver.drive`: take the thread's run lease, read
 its checkpoint (a :class:`~.views.ThreadView`), plan the ``Command(resume=...)``
-map, invoke. The answer paths of ``aais_agui`` (the AG-UI agent, the decisions
-endpoints, the watcher) and the library's module-level functions (thin wrappers
-at the end of this module) all go through it, so they cannot drift apart.
+map, invoke (on a lease the caller holds, with ``thread=``). The answer paths of
+``aais_agui`` (the AG-UI agent, the decisions endpoints, the watcher), edits and the
+quickstart's module-level functions (thin wrappers at the end of this module) all go
+through it, so they cannot drift apart; every answer is authorized and recorded by
+the one planner (:attr:`ThreadDriver.planner`, :mod:`.answers`).
 
 Durable resume work (:mod:`aais_langgraph.ledger.resume_work`): an answer recorded
 outside a run writes "this thread must be resumed" with the resolution.
@@ -28,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -61,7 +63,7 @@ from ..ledger.resume_work import RESUME_BACKOFF, ResumeWork
 from ..observability.traces import RESUME_SPAN, resumed_attributes, traced
 from ..protocol import Actor, ApprovalResolved, ApprovalSnapshot, parse_timestamp
 from ..protocol.extensions import EXTENSION_NAMESPACE
-from .answers import Answer, parse_answers, record_answers
+from .answers import Answer, AnswerPlanner, recorded_resume
 from .inbox import apending_snapshot, pending_snapshot
 from .recovery import astranded_threads, stranded_threads
 from .runs import DEFAULT_LEASE_WAIT, LeasedThread, resumed_requests, run_config, thread_of
@@ -71,20 +73,10 @@ from .visibility import visible_snapshot
 __all__ = [
     "DueReport",
     "ThreadDriver",
-    "acancel_thread",
-    "adrive",
     "apending_approvals",
-    "aresume_resolved",
-    "aresume_stranded",
     "aresume_with_decisions",
-    "asweep_expired",
-    "cancel_thread",
-    "drive",
     "pending_approvals",
-    "resume_resolved",
-    "resume_stranded",
     "resume_with_decisions",
-    "sweep_expired",
 ]
 
 logger = logging.getLogger(__name__)
@@ -204,17 +196,17 @@ class ThreadDriver:
         *,
         context: Any = None,
         lease_wait: float | None = None,
+        thread: LeasedThread | None = None,
     ) -> T:
         """Under the thread's lease: read its checkpoint, ``plan`` the resume map (empty:
         nothing is invoked), invoke; returns what ``plan`` returned with the map. The
         resume work of every request the thread was resumed with is then done (marked
-        in the lease's release)."""
-        with self.leased(config, lease_wait=lease_wait) as thread:
-            view = thread.view()
-            resume, result = plan(view)
-            thread.resume(resume, context)
-            thread.finish(view, resume)
-        return result
+        in the lease's release). ``thread``: a lease the caller holds (from
+        :meth:`leased`), driven without taking another."""
+        if thread is not None:
+            return _drive_held(thread, plan, context)
+        with self.leased(config, lease_wait=lease_wait) as held:
+            return _drive_held(held, plan, context)
 
     @traced(RESUME_SPAN, resumed_attributes)
     async def adrive(
@@ -224,15 +216,14 @@ class ThreadDriver:
         *,
         context: Any = None,
         lease_wait: float | None = None,
+        thread: LeasedThread | None = None,
     ) -> T:
         """Async twin of :meth:`drive` (``plan`` runs in a worker thread, as the ledger
         calls in it block)."""
-        async with self.aleased(config, lease_wait=lease_wait) as thread:
-            view = await thread.aview()
-            resume, result = await asyncio.to_thread(plan, view)
-            await thread.aresume(resume, context)
-            thread.finish(view, resume)
-        return result
+        if thread is not None:
+            return await _adrive_held(thread, plan, context)
+        async with self.aleased(config, lease_wait=lease_wait) as held:
+            return await _adrive_held(held, plan, context)
 
     def settle_resumed(self, view: ThreadView, resume: Mapping[str, Any]) -> None:
         """Mark done the resume work of the requests a run on ``view`` was just resumed
@@ -306,6 +297,12 @@ class ThreadDriver:
 
     # -- answering --------------------------------------------------------------------
 
+    @property
+    def planner(self) -> AnswerPlanner:
+        """The one answer planner (:mod:`~.answers`): the only place that authorizes and
+        records answers for a paused thread, one by one or all or nothing."""
+        return AnswerPlanner(self.authority)
+
     def resume_with_decisions(
         self,
         config: Mapping[str, Any],
@@ -316,10 +313,11 @@ class ThreadDriver:
     ) -> list[ApprovalResolved]:
         """Answer pending approvals of one thread and resume it (see the module-level
         :func:`resume_with_decisions`)."""
-        answers = parse_answers(self.authority, thread_of(self.run_config(config)), decisions)
+        planner = self.planner
+        answers = planner.parse(thread_of(self.run_config(config)), decisions)
 
         def plan(view: ThreadView) -> tuple[dict[str, Any], list[ApprovalResolved]]:
-            results, resume = record_answers(self.authority, answers, view, actor)
+            results, resume = planner.record(answers, view, actor)
             return resume, results
 
         return self.drive(config, plan, context=context)
@@ -333,33 +331,30 @@ class ThreadDriver:
         context: Any = None,
     ) -> list[ApprovalResolved]:
         """Async twin of :meth:`resume_with_decisions`."""
+        planner = self.planner
         thread_id = thread_of(self.run_config(config))
-        answers = await asyncio.to_thread(parse_answers, self.authority, thread_id, decisions)
+        answers = await asyncio.to_thread(planner.parse, thread_id, decisions)
 
         def plan(view: ThreadView) -> tuple[dict[str, Any], list[ApprovalResolved]]:
-            results, resume = record_answers(self.authority, answers, view, actor)
+            results, resume = planner.record(answers, view, actor)
             return resume, results
 
         return await self.adrive(config, plan, context=context)
 
     # -- resuming what was recorded elsewhere ----------------------------------------
 
-    def _recorded_plan(
-        self, thread_id: str
-    ) -> Callable[[ThreadView], tuple[dict[str, Any], list[Any]]]:
-        """Resume every waiting request that has a recorded resolution with it; settle the
-        open work of requests the thread no longer waits on."""
+    def recorded_plan(
+        self, thread_id: str | None = None, *, only: Collection[str] | None = None
+    ) -> Callable[[ThreadView], tuple[dict[str, Any], list[ApprovalResolved]]]:
+        """The plan that resumes every waiting request (of ``only``, when given) that has a
+        recorded resolution with it (:func:`~.answers.recorded_resume`); with ``thread_id``,
+        it also settles the open work of requests the thread no longer waits on."""
         authority = self.authority
 
         def plan(view: ThreadView) -> tuple[dict[str, Any], list[ApprovalResolved]]:
-            resume: dict[str, Any] = {}
-            results: list[ApprovalResolved] = []
-            for request_id, interrupt_id in view.interrupts.items():
-                recorded = authority.get_resolution(request_id)
-                if recorded is not None:
-                    resume[interrupt_id] = recorded.to_json()
-                    results.append(recorded)
-            _settle_gone(authority, thread_id, view)
+            resume, results = recorded_resume(authority, view, only=only)
+            if thread_id is not None:
+                _settle_gone(authority, thread_id, view)
             return resume, results
 
         return plan
@@ -377,7 +372,7 @@ class ThreadDriver:
         stay pending."""
         return self.drive(
             _with_thread(config, thread_id),
-            self._recorded_plan(thread_id),
+            self.recorded_plan(thread_id),
             context=context,
             lease_wait=lease_wait,
         )
@@ -393,7 +388,7 @@ class ThreadDriver:
         """Async twin of :meth:`resume_resolved`."""
         return await self.adrive(
             _with_thread(config, thread_id),
-            self._recorded_plan(thread_id),
+            self.recorded_plan(thread_id),
             context=context,
             lease_wait=lease_wait,
         )
@@ -403,7 +398,15 @@ class ThreadDriver:
     ) -> list[ApprovalResolved]:
         """Resume every thread paused on a request that already has a resolution (found
         from the event stream after ``after_sequence``: also ledgers written before
-        resume work existed); a busy or refusing thread is left for the next sweep."""
+        resume work existed).
+
+        Each thread is resumed under its run lease, so a sweep racing a presenter's
+        retry resumes it once. A thread whose lease stays held (a live run drives it, or
+        a crashed remote holder's lease has not expired yet), or whose gate refuses the
+        resume for now (another run's execution claim on the approval, or an outcome
+        that is unknown until a human reconciles it), is left for the next sweep.
+        Approvals an approval's own resume work waits for are resumed by
+        :meth:`resume_due` too."""
         resumed: list[ApprovalResolved] = []
         self.settle_claims()
         for thread_id in stranded_threads(
@@ -734,6 +737,28 @@ class ThreadDriver:
             )
 
 
+def _drive_held(
+    thread: LeasedThread, plan: Callable[[ThreadView], tuple[Mapping[str, Any], T]], context: Any
+) -> T:
+    """One step of :meth:`ThreadDriver.drive` on a held lease: read, plan, resume, finish."""
+    view = thread.view()
+    resume, result = plan(view)
+    thread.resume(resume, context)
+    thread.finish(view, resume)
+    return result
+
+
+async def _adrive_held(
+    thread: LeasedThread, plan: Callable[[ThreadView], tuple[Mapping[str, Any], T]], context: Any
+) -> T:
+    """Async twin of :func:`_drive_held`."""
+    view = await thread.aview()
+    resume, result = await asyncio.to_thread(plan, view)
+    await thread.aresume(resume, context)
+    thread.finish(view, resume)
+    return result
+
+
 def _not_resumed(
     work: Sequence[ResumeWork], resumed: Sequence[ApprovalResolved]
 ) -> list[ResumeWork]:
@@ -855,7 +880,7 @@ def with_resuming(snapshot: ApprovalSnapshot, resuming: list[dict[str, Any]]) ->
     return snapshot.model_copy(update={"extensions": extensions})
 
 
-# -- the module-level names: thin wrappers over a ThreadDriver ---------------------------
+# -- the quickstart's module-level names: thin wrappers over a ThreadDriver -------------
 
 
 def _driver(
@@ -869,42 +894,6 @@ def _driver(
 ) -> ThreadDriver:
     found = find_authority(authority, cast(RunnableConfig, config), context=context)
     return ThreadDriver(graph, found, lease_ttl=lease_ttl, lease_wait=lease_wait, served=served)
-
-
-def drive(
-    graph: Any,
-    config: Mapping[str, Any],
-    plan: Callable[[ThreadView], tuple[Mapping[str, Any], T]],
-    *,
-    authority: ApprovalAuthority,
-    context: Any = None,
-    lease_ttl: float = DEFAULT_LEASE_TTL,
-    lease_wait: float = DEFAULT_LEASE_WAIT,
-    recorded_only: bool = False,
-) -> T:
-    """:meth:`ThreadDriver.drive` for one call."""
-    driver = ThreadDriver(
-        graph, authority, lease_ttl=lease_ttl, lease_wait=lease_wait, served=recorded_only
-    )
-    return driver.drive(config, plan, context=context)
-
-
-async def adrive(
-    graph: Any,
-    config: Mapping[str, Any],
-    plan: Callable[[ThreadView], tuple[Mapping[str, Any], T]],
-    *,
-    authority: ApprovalAuthority,
-    context: Any = None,
-    lease_ttl: float = DEFAULT_LEASE_TTL,
-    lease_wait: float = DEFAULT_LEASE_WAIT,
-    recorded_only: bool = False,
-) -> T:
-    """Async twin of :func:`drive`."""
-    driver = ThreadDriver(
-        graph, authority, lease_ttl=lease_ttl, lease_wait=lease_wait, served=recorded_only
-    )
-    return await driver.adrive(config, plan, context=context)
 
 
 def resume_with_decisions(
@@ -944,112 +933,6 @@ async def aresume_with_decisions(
     """Async twin of :func:`resume_with_decisions`."""
     driver = _driver(graph, authority, config, context, lease_ttl, lease_wait)
     return await driver.aresume_with_decisions(config, decisions, actor=actor, context=context)
-
-
-def resume_resolved(
-    graph: Any,
-    authority: ApprovalAuthority,
-    thread_id: str,
-    *,
-    config: Mapping[str, Any] | None = None,
-    context: Any = None,
-    lease_ttl: float = DEFAULT_LEASE_TTL,
-    lease_wait: float = DEFAULT_LEASE_WAIT,
-    recorded_only: bool = False,
-) -> list[ApprovalResolved]:
-    """Resume a thread whose waiting requests were resolved elsewhere (CLI, sweep, cancel,
-    a decisions endpoint), each with its recorded resolution; the others stay pending.
-
-    ``config`` is the base run config (``thread_id`` is set from the argument);
-    ``recorded_only`` is for servers (see :class:`ThreadDriver`'s ``served``).
-    """
-    driver = ThreadDriver(
-        graph, authority, lease_ttl=lease_ttl, lease_wait=lease_wait, served=recorded_only
-    )
-    return driver.resume_resolved(thread_id, config=config, context=context)
-
-
-async def aresume_resolved(
-    graph: Any,
-    authority: ApprovalAuthority,
-    thread_id: str,
-    *,
-    config: Mapping[str, Any] | None = None,
-    context: Any = None,
-    lease_ttl: float = DEFAULT_LEASE_TTL,
-    lease_wait: float = DEFAULT_LEASE_WAIT,
-    recorded_only: bool = False,
-) -> list[ApprovalResolved]:
-    """Async twin of :func:`resume_resolved`."""
-    driver = ThreadDriver(
-        graph, authority, lease_ttl=lease_ttl, lease_wait=lease_wait, served=recorded_only
-    )
-    return await driver.aresume_resolved(thread_id, config=config, context=context)
-
-
-def resume_stranded(
-    graph: Any,
-    authority: ApprovalAuthority,
-    *,
-    after_sequence: int = 0,
-    context: Any = None,
-    lease_ttl: float = DEFAULT_LEASE_TTL,
-    lease_wait: float = DEFAULT_LEASE_WAIT,
-) -> list[ApprovalResolved]:
-    """Resume every thread paused on a request that already has a resolution.
-
-    Each thread is resumed under its run lease, so a sweep racing a presenter's
-    retry resumes it once. A thread whose lease stays held (a live run drives it,
-    or a crashed remote holder's lease has not expired yet), or whose gate refuses
-    the resume for now (another run's execution claim on the approval, or an
-    outcome that is unknown until a human reconciles it), is left for the next
-    sweep. Approvals an approval's own resume work waits for are resumed by
-    :meth:`ThreadDriver.resume_due` too.
-    """
-    driver = ThreadDriver(graph, authority, lease_ttl=lease_ttl, lease_wait=lease_wait)
-    return driver.resume_stranded(after_sequence=after_sequence, context=context)
-
-
-async def aresume_stranded(
-    graph: Any,
-    authority: ApprovalAuthority,
-    *,
-    after_sequence: int = 0,
-    context: Any = None,
-    lease_ttl: float = DEFAULT_LEASE_TTL,
-    lease_wait: float = DEFAULT_LEASE_WAIT,
-) -> list[ApprovalResolved]:
-    """Async twin of :func:`resume_stranded`."""
-    driver = ThreadDriver(graph, authority, lease_ttl=lease_ttl, lease_wait=lease_wait)
-    return await driver.aresume_stranded(after_sequence=after_sequence, context=context)
-
-
-def sweep_expired(
-    graph: Any, authority: ApprovalAuthority, *, now: datetime | None = None, context: Any = None
-) -> list[ApprovalResolved]:
-    """Resolve overdue requests ``expired`` and resume their runs so none hangs forever."""
-    return ThreadDriver(graph, authority).sweep_expired(now=now, context=context)
-
-
-async def asweep_expired(
-    graph: Any, authority: ApprovalAuthority, *, now: datetime | None = None, context: Any = None
-) -> list[ApprovalResolved]:
-    """Async twin of :func:`sweep_expired`."""
-    return await ThreadDriver(graph, authority).asweep_expired(now=now, context=context)
-
-
-def cancel_thread(
-    graph: Any, authority: ApprovalAuthority, thread_id: str, *, context: Any = None
-) -> list[ApprovalResolved]:
-    """Cancel every pending request of a thread and let its run continue past them."""
-    return ThreadDriver(graph, authority).cancel_thread(thread_id, context=context)
-
-
-async def acancel_thread(
-    graph: Any, authority: ApprovalAuthority, thread_id: str, *, context: Any = None
-) -> list[ApprovalResolved]:
-    """Async twin of :func:`cancel_thread`."""
-    return await ThreadDriver(graph, authority).acancel_thread(thread_id, context=context)
 
 
 def pending_approvals(

@@ -27,7 +27,6 @@ different edit of a superseded request is refused.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import timedelta
@@ -255,18 +254,6 @@ def _edit_plan(
     return plan
 
 
-def _recorded(
-    authority: ApprovalAuthority, successor: ApprovalRequested, view: ThreadView
-) -> dict[str, Any]:
-    """The resume map handing the paused successor its recorded resolution (empty if it
-    is not waiting or not resolved)."""
-    interrupt_id = view.interrupts.get(successor.request.id)
-    recorded = authority.get_resolution(successor.request.id)
-    if interrupt_id is None or recorded is None:
-        return {}
-    return {interrupt_id: recorded.to_json()}
-
-
 def edit_tool_call(
     graph: Any,
     config: RunnableConfig,
@@ -317,16 +304,11 @@ def edit_tool_call(
     )
     driver = ThreadDriver(graph, found, lease_ttl=lease_ttl, lease_wait=lease_wait)
     with driver.leased(config) as thread:
-        view = thread.view()
-        resume, successor = plan(view)
-        thread.resume(resume, context)
-        thread.finish(view, resume)
+        successor = driver.drive(config, plan, context=context, thread=thread)
         if approve:
             # The run now waits on the successor, which already holds its approval.
-            paused = thread.view()
-            follow = _recorded(found, successor, paused)
-            thread.resume(follow, context)
-            thread.finish(paused, follow)
+            follow = driver.recorded_plan(only=(successor.request.id,))
+            driver.drive(config, follow, context=context, thread=thread)
     return successor
 
 
@@ -352,13 +334,8 @@ async def aedit_tool_call(
     )
     driver = ThreadDriver(graph, found, lease_ttl=lease_ttl, lease_wait=lease_wait)
     async with driver.aleased(config) as thread:
-        view = await thread.aview()
-        resume, successor = await asyncio.to_thread(plan, view)
-        await thread.aresume(resume, context)
-        thread.finish(view, resume)
+        successor = await driver.adrive(config, plan, context=context, thread=thread)
         if approve:
-            paused = await thread.aview()
-            follow = await asyncio.to_thread(_recorded, found, successor, paused)
-            await thread.aresume(follow, context)
-            thread.finish(paused, follow)
+            follow = driver.recorded_plan(only=(successor.request.id,))
+            await driver.adrive(config, follow, context=context, thread=thread)
     return successor

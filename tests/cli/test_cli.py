@@ -14,9 +14,8 @@ import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import START, StateGraph
 
-from aais_langgraph import ApprovalAuthority, SqliteLedger, request_approval
+from aais_langgraph import ApprovalAuthority, SqliteLedger, ThreadDriver, request_approval
 from aais_langgraph.cli import main
-from aais_langgraph.gate import resume_resolved
 
 SECRETLESS_COMMAND = "ls\x1b[31m -la \u202e"
 CHOICES = [
@@ -116,9 +115,9 @@ def test_approve_then_server_resume_runs_the_action_once(paused: Any) -> None:
     code, out = run_cli(db, "approve", ids["t-approve"], "--yes")
     assert code == 0 and out.strip().endswith("approved: Approved.")
     assert executed == []  # recording a decision runs nothing by itself
-    resume_resolved(graph, authority, "t-approve")
+    ThreadDriver(graph, authority).resume_resolved("t-approve")
     assert executed == [SECRETLESS_COMMAND]
-    resume_resolved(graph, authority, "t-approve")
+    ThreadDriver(graph, authority).resume_resolved("t-approve")
     assert executed == [SECRETLESS_COMMAND]
     code, out = run_cli(db, "deny", ids["t-approve"], "--yes")
     assert code == 1 and "already resolved: approved" in out
@@ -128,7 +127,7 @@ def test_deny_records_denied_and_the_run_finishes_without_the_action(paused: Any
     db, graph, authority, ids, executed = paused
     code, out = run_cli(db, "deny", ids["t-deny"], "--yes")
     assert code == 0 and "denied" in out
-    resume_resolved(graph, authority, "t-deny")
+    ThreadDriver(graph, authority).resume_resolved("t-deny")
     assert executed == []
     state = graph.get_state({"configurable": {"thread_id": "t-deny"}})
     assert state.values["outcome"] == "denied"

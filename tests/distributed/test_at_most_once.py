@@ -22,7 +22,6 @@ import pytest
 from aais_langgraph import ThreadDriver, resume_with_decisions
 from aais_langgraph.gate import (
     reconcile_execution,
-    resume_stranded,
     stranded_threads,
     unknown_executions,
 )
@@ -76,7 +75,7 @@ def recover(scene: Scene) -> None:
         while time.monotonic() < deadline:
             if not stranded_threads(graph, backend.authority):
                 return
-            resume_stranded(graph, backend.authority, lease_ttl=TTL)
+            ThreadDriver(graph, backend.authority, lease_ttl=TTL).resume_stranded()
             if unknown_executions(backend.authority, thread_id=scene.thread):
                 return
             time.sleep(0.2)
@@ -112,7 +111,7 @@ def cycle(scene: Scene, point: str, node: str) -> Cycle:
         if request_id in unknown:
             # A human reconciles it as done: the run finishes without running it again.
             assert reconcile_execution(backend.authority, request_id, "done", actor="ops")
-            resume_stranded(graph, backend.authority, lease_ttl=TTL)
+            ThreadDriver(graph, backend.authority, lease_ttl=TTL).resume_stranded()
             final = graph.get_state(config(scene.job()))
             assert final.next == () and final.values["outcome"] == "conflict", point
     after = sum(1 for line in scene.effects() if line.startswith(request_id + " "))

@@ -25,12 +25,12 @@ import pytest
 from aais_langgraph import (
     ApprovalRequested,
     ExecutionUnknownError,
+    ThreadDriver,
     pending_approvals,
     resume_with_decisions,
 )
 from aais_langgraph.gate import (
     reconcile_execution,
-    resume_stranded,
     stranded_threads,
     unknown_executions,
 )
@@ -120,12 +120,12 @@ def test_b_killed_after_the_node_got_its_approval_is_retried_with_a_fresh_reques
     assert scene.effects() == []
     with scene.replica() as (graph, backend):
         assert stranded_threads(graph, backend.authority) == {scene.thread: [request_id]}
-        assert resume_stranded(graph, backend.authority, lease_ttl=TTL) == []
+        assert ThreadDriver(graph, backend.authority, lease_ttl=TTL).resume_stranded() == []
         [unknown] = unknown_executions(backend.authority)
         assert unknown.request_id == request_id
 
         reconcile_execution(backend.authority, request_id, "retry", actor="ops")
-        assert resume_stranded(graph, backend.authority, lease_ttl=TTL) == [
+        assert ThreadDriver(graph, backend.authority, lease_ttl=TTL).resume_stranded() == [
             backend.authority.get_resolution(request_id)
         ]
         [fresh] = pending_approvals(backend.authority, graph).snapshot.pending
@@ -155,7 +155,7 @@ def test_c_killed_while_the_action_runs_is_not_run_again(scene: Scene) -> None:
     request_id = requested.request.id
     assert scene.effects() == [f"{request_id} deploy"]
     with scene.replica() as (graph, backend):
-        assert resume_stranded(graph, backend.authority, lease_ttl=TTL) == []
+        assert ThreadDriver(graph, backend.authority, lease_ttl=TTL).resume_stranded() == []
         with pytest.raises(ExecutionUnknownError):  # the presenter's retry hears it too
             resume_with_decisions(
                 graph, config(scene.job()), [decision], actor=HUMAN,
@@ -170,7 +170,7 @@ def test_c_killed_while_the_action_runs_is_not_run_again(scene: Scene) -> None:
         assert len(graph.get_state(config(scene.job())).interrupts) == 1  # still paused
 
         reconcile_execution(backend.authority, request_id, "done", actor="ops")
-        resume_stranded(graph, backend.authority, lease_ttl=TTL)
+        ThreadDriver(graph, backend.authority, lease_ttl=TTL).resume_stranded()
         final = graph.get_state(config(scene.job()))
 
     tally(scene)
@@ -189,7 +189,7 @@ def test_c_an_idempotent_action_killed_while_it_runs_is_run_again(scene: Scene) 
 
     request_id = requested.request.id
     with scene.replica() as (graph, backend):
-        [resumed] = resume_stranded(graph, backend.authority, lease_ttl=TTL)
+        [resumed] = ThreadDriver(graph, backend.authority, lease_ttl=TTL).resume_stranded()
         final = graph.get_state(config(scene.job()))
 
     # Declared idempotent: running it again is the documented retry, in a row of its own.

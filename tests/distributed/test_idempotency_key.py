@@ -20,10 +20,11 @@ from aais_langgraph import (
     ApprovalAuthority,
     ApprovalRequested,
     InMemoryLedger,
+    ThreadDriver,
     build_decision,
     resume_with_decisions,
 )
-from aais_langgraph.gate import approval_key, requires_approval, resume_resolved
+from aais_langgraph.gate import approval_key, requires_approval
 
 HUMAN = {"id": "user_alex", "type": "human"}
 CLAIM_TTL = 0.3
@@ -76,7 +77,7 @@ def test_a_re_executed_body_gets_the_same_key_and_applies_its_effect_once() -> N
         )
 
     time.sleep(CLAIM_TTL + 0.1)
-    [resolved] = resume_resolved(graph, authority, "t-key", lease_ttl=CLAIM_TTL)
+    [resolved] = ThreadDriver(graph, authority, lease_ttl=CLAIM_TTL).resume_resolved("t-key")
 
     assert graph.get_state(config).values["done"] is True
     assert keys == [requested.request.id] * 2  # ran twice, one key

@@ -21,6 +21,7 @@ from aais_langgraph import (
     ApprovalRequested,
     ExecutionUnknownError,
     InMemoryLedger,
+    ThreadDriver,
     build_decision,
     resume_with_decisions,
 )
@@ -31,7 +32,6 @@ from aais_langgraph.gate import (
     pending_approvals,
     reconcile_execution,
     requires_approval,
-    resume_resolved,
     unknown_executions,
 )
 
@@ -100,7 +100,7 @@ def test_a_re_run_after_a_dead_run_raises_unknown_and_keeps_the_interrupt() -> N
     requested = approve_and_crash(graph, authority, config)
 
     with pytest.raises(ExecutionUnknownError) as raised:
-        resume_resolved(graph, authority, "t-unknown", lease_ttl=LEASE_TTL)
+        ThreadDriver(graph, authority, lease_ttl=LEASE_TTL).resume_resolved("t-unknown")
 
     request_id = requested.request.id
     assert raised.value.request_id == request_id and "deploy v2" not in str(raised.value)
@@ -124,7 +124,7 @@ def test_reconciled_done_continues_without_running_and_is_not_approved() -> None
     requested = approve_and_crash(graph, authority, config)
 
     assert reconcile_execution(authority, requested.request.id, "done", actor="ops")
-    [resumed] = resume_resolved(graph, authority, "t-done", lease_ttl=LEASE_TTL)
+    [resumed] = ThreadDriver(graph, authority, lease_ttl=LEASE_TTL).resume_resolved("t-done")
 
     assert resumed.approved  # what the driver replayed: the recorded resolution
     final = graph.get_state(config)
@@ -142,7 +142,7 @@ def test_reconciled_retry_asks_again_with_a_fresh_request_and_runs_once() -> Non
     requested = approve_and_crash(graph, authority, config)
 
     assert reconcile_execution(authority, requested.request.id, "retry", actor="ops")
-    resume_resolved(graph, authority, "t-retry", lease_ttl=LEASE_TTL)
+    ThreadDriver(graph, authority, lease_ttl=LEASE_TTL).resume_resolved("t-retry")
     [interrupt] = graph.get_state(config).interrupts
     fresh = ApprovalRequested.from_data(interrupt.value)
     assert fresh.request.id != requested.request.id
@@ -165,7 +165,7 @@ def test_an_idempotent_node_is_run_again_with_the_same_key() -> None:
     config: Any = {"configurable": {"thread_id": "t-idem"}}
     requested = approve_and_crash(graph, authority, config)
 
-    [resolved] = resume_resolved(graph, authority, "t-idem", lease_ttl=LEASE_TTL)
+    [resolved] = ThreadDriver(graph, authority, lease_ttl=LEASE_TTL).resume_resolved("t-idem")
 
     assert resolved.approved and graph.get_state(config).values["done"] is True
     assert runs == [requested.request.id] * 2
@@ -209,7 +209,7 @@ def test_the_not_run_result_cannot_be_mistaken_for_an_approval() -> None:
     )
     reconcile_execution(authority, request_id, "done", actor="ops")
 
-    resume_resolved(graph, authority, "t-node")
+    ThreadDriver(graph, authority).resume_resolved("t-node")
 
     approval = graph.get_state(config).values["approval"]
     aais.validate(approval)

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from langgraph.graph import END, START, StateGraph
 
-from aais_langgraph import ApprovalAuthority, request_approval, resume_with_decisions
-from aais_langgraph.gate import AUTHORITY_KEY, sweep_expired
+from aais_langgraph import ApprovalAuthority, ThreadDriver, request_approval, resume_with_decisions
+from aais_langgraph.gate import AUTHORITY_KEY
 
 from .support import (
     HUMAN,
@@ -93,7 +93,7 @@ def test_sweep_resumes_gates_that_look_in_configurable(backend: Backend, effects
     paused(graph.invoke({"command": "ls"}, carrying))
     backend.clock.advance(3600)
 
-    [expired] = sweep_expired(graph, backend.authority)
+    [expired] = ThreadDriver(graph, backend.authority).sweep_expired()
 
     assert expired.resolution.outcome == "expired"
     assert graph.get_state(config("t-conf")).values["outcome"] == "expired"

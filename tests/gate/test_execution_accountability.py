@@ -25,10 +25,11 @@ from langgraph.graph import END, START, StateGraph
 from aais_langgraph import (
     ApprovalAuthority,
     ApprovalRequested,
+    ThreadDriver,
     build_decision,
     resume_with_decisions,
 )
-from aais_langgraph.gate import reconcile_execution, requires_approval, resume_resolved
+from aais_langgraph.gate import reconcile_execution, requires_approval
 from aais_langgraph.ledger import LedgerIntegrityError, SqliteLedger, chain_hash
 from hostile.report import record
 
@@ -145,7 +146,9 @@ def resume_refused(files: Files, key: bytes | None = None) -> LedgerIntegrityErr
     before = len(files.runs)
     with files.process(key) as process:
         with pytest.raises(LedgerIntegrityError) as raised:
-            resume_resolved(process.graph, process.authority, "t-1", lease_ttl=LEASE_TTL)
+            ThreadDriver(process.graph, process.authority, lease_ttl=LEASE_TTL).resume_resolved(
+                "t-1"
+            )
         assert len(process.graph.get_state(process.config).interrupts) == 1
     ran = len(files.runs) - before
     record(CATEGORY, 1, failed_open=int(ran > 0), double_runs=ran)
@@ -178,7 +181,7 @@ def test_deleting_the_claim_after_a_crash_does_not_run_the_action_again(
 def test_an_edited_state_does_not_hide_an_unknown_outcome(files: Files, state: str) -> None:
     request_id = approve_and_crash(files)
     with files.process() as process, pytest.raises(Exception, match="unknown"):
-        resume_resolved(process.graph, process.authority, "t-1", lease_ttl=LEASE_TTL)
+        ThreadDriver(process.graph, process.authority, lease_ttl=LEASE_TTL).resume_resolved("t-1")
     files.raw("UPDATE aais_executions SET state = ?, reconciled_by = 'alice'", state)
 
     refused = resume_refused(files)
@@ -247,7 +250,7 @@ def test_a_planted_executed_row_does_not_skip_an_approved_action(files: Files) -
 def test_an_execution_row_for_no_request_fails_verify(files: Files) -> None:
     approve_elsewhere(files)
     with files.process() as process:  # the action runs, normally
-        resume_resolved(process.graph, process.authority, "t-1", lease_ttl=LEASE_TTL)
+        ThreadDriver(process.graph, process.authority, lease_ttl=LEASE_TTL).resume_resolved("t-1")
     assert verify(files).ok
     files.raw(
         "INSERT INTO aais_executions SELECT 'apr_nobody', thread_id, state, holder, attempt, "
@@ -273,7 +276,7 @@ def test_running_an_approved_action_moves_the_tip_so_a_restore_fails_the_kept_ti
     before = verify(files, KEY).tip
 
     with files.process(KEY) as process:
-        resume_resolved(process.graph, process.authority, "t-1", lease_ttl=LEASE_TTL)
+        ThreadDriver(process.graph, process.authority, lease_ttl=LEASE_TTL).resume_resolved("t-1")
     kept = verify(files, KEY).tip  # the tip the operator keeps elsewhere after the run
     assert files.runs == ["ran"]
     assert kept is not None and before is not None and kept[0] > before[0]
@@ -299,7 +302,9 @@ def test_a_reconcile_is_an_audit_entry_naming_its_actor(files: Files) -> None:
         )
         assert entry.kind == "execution"
         assert (entry.payload["state"], entry.payload["reconciled_by"]) == ("done", "ops-alice")
-        [replayed] = resume_resolved(process.graph, process.authority, "t-1", lease_ttl=LEASE_TTL)
+        [replayed] = ThreadDriver(
+            process.graph, process.authority, lease_ttl=LEASE_TTL
+        ).resume_resolved("t-1")
         assert replayed.approved  # the recorded resolution; the gate did not run it
         assert process.graph.get_state(process.config).values["outcome"] == "conflict"
     assert files.runs == ["ran"]

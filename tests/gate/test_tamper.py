@@ -15,9 +15,14 @@ from typing import Any
 import pytest
 from langgraph.types import Command
 
-from aais_langgraph import ApprovalAuthority, ApprovalRequested, SqliteLedger, resume_with_decisions
+from aais_langgraph import (
+    ApprovalAuthority,
+    ApprovalRequested,
+    SqliteLedger,
+    ThreadDriver,
+    resume_with_decisions,
+)
 from aais_langgraph.authority.resolutions import resolution_envelope
-from aais_langgraph.gate import resume_resolved, resume_stranded
 from aais_langgraph.ledger import LedgerIntegrityError, ResolutionWrite
 from aais_langgraph.ledger.records import dump_json
 from hostile.report import refused
@@ -98,11 +103,11 @@ def test_a_forged_resolution_row_is_refused_by_resume_resolved(
     insert_forged(sqlite_backend.path, requested)
 
     with refused(TAMPERING, LedgerIntegrityError, opened=ran(effects)) as raised:
-        resume_resolved(graph, fresh, "t-1")
+        ThreadDriver(graph, fresh).resume_resolved("t-1")
     assert raised.value.table == "aais_resolutions"
     assert raised.value.row_id == requested.request.id
     with refused(TAMPERING, LedgerIntegrityError, opened=ran(effects)):
-        resume_stranded(graph, fresh)
+        ThreadDriver(graph, fresh).resume_stranded()
     assert effects.ran == []
 
 
@@ -174,7 +179,7 @@ def test_with_a_key_an_approval_forged_with_a_recomputed_chain_is_refused(
         result = keyed.verify_audit()
         opened = ran(effects, also=lambda: result.ok)
         with refused(TAMPERING, LedgerIntegrityError, opened=opened):
-            resume_resolved(graph, keyed, "t-1")
+            ThreadDriver(graph, keyed).resume_resolved("t-1")
         assert not result.ok
         assert (result.table, result.row_id) == ("aais_resolutions", requested.request.id)
         assert effects.ran == []
@@ -204,7 +209,7 @@ def test_with_a_key_a_seal_copied_from_another_row_does_not_verify(
             )
         opened = ran(effects, also=lambda: keyed.verify_audit().ok)
         with refused(TAMPERING, LedgerIntegrityError, opened=opened):
-            resume_resolved(graph, keyed, "t-2")
+            ThreadDriver(graph, keyed).resume_resolved("t-2")
         assert keyed.verify_audit().table == "aais_resolutions"
         assert effects.ran == []
 

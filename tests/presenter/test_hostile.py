@@ -13,8 +13,7 @@ import copy
 import json
 from typing import Any
 
-from aais_langgraph import build_decision
-from aais_langgraph.gate import resume_stranded
+from aais_langgraph import ThreadDriver, build_decision
 from aais_langgraph.protocol import DEFAULT_MAX_BYTES
 from hostile.conftest import SENTINEL
 from hostile.report import record
@@ -73,7 +72,7 @@ def test_hostile_lines_get_one_reply_each_and_change_nothing(paused: Paused) -> 
                 assert reply["extensions"]["aais-langgraph.org/in_reply_to"]["line"] == number
                 failed_open += reply["resolution"]["outcome"] == "approved"
         assert paused.authority.get_resolution(request_id) is None
-        assert resume_stranded(paused.graph, paused.authority) == []
+        assert ThreadDriver(paused.graph, paused.authority).resume_stranded() == []
         assert paused.executed == []
         at_limit = DEFAULT_MAX_BYTES - len(json.dumps(decided))
         stdio.send(" " * at_limit + json.dumps(decided))  # exactly the limit: read
@@ -81,7 +80,7 @@ def test_hostile_lines_get_one_reply_each_and_change_nothing(paused: Paused) -> 
         assert stdio.close() == 0
         diagnostics = stdio.stderr()
         assert "\x1b" not in diagnostics and SENTINEL not in diagnostics
-    resume_stranded(paused.graph, paused.authority)
+    ThreadDriver(paused.graph, paused.authority).resume_stranded()
     double = max(len(paused.executed) - 1, 0)
     record(CATEGORY, len(hostile), failed_open=failed_open, double_runs=double)
     assert failed_open == 0 and paused.executed == ["notes.txt"]

@@ -13,10 +13,9 @@ from pathlib import Path
 import aais
 import pytest
 
-from aais_langgraph import ApprovalAuthority, build_decision
+from aais_langgraph import ApprovalAuthority, ThreadDriver, build_decision
 from aais_langgraph.authority import DEFAULT_STREAM
 from aais_langgraph.cli.presenter import IN_REPLY_TO, StdioPresenter
-from aais_langgraph.gate import resume_stranded
 from aais_langgraph.ledger import open_ledger
 from aais_langgraph.protocol import Actor
 
@@ -44,10 +43,11 @@ def test_a_paused_graph_is_approved_through_stdio_and_runs_once(paused: Paused) 
         }
         assert paused.executed == []  # the presenter records; it runs nothing
         assert stdio.close() == 0
-    assert [r.resolution.request_id for r in resume_stranded(paused.graph, paused.authority)] == [
-        request_id
-    ]
-    assert resume_stranded(paused.graph, paused.authority) == []
+    assert [
+        r.resolution.request_id
+        for r in ThreadDriver(paused.graph, paused.authority).resume_stranded()
+    ] == [request_id]
+    assert ThreadDriver(paused.graph, paused.authority).resume_stranded() == []
     assert paused.executed == ["notes.txt"]
 
 
@@ -96,7 +96,7 @@ def test_conflict_stale_and_invalid_are_reported_and_the_request_stays_answerabl
     replies = [d for d in stdio.seen if is_reply(d)]
     assert [d["sequence"] for d in replies] == [1, 2, 3, 4, 5]
     assert len({d["stream"] for d in replies}) == 1
-    resume_stranded(paused.graph, paused.authority)
+    ThreadDriver(paused.graph, paused.authority).resume_stranded()
     assert paused.executed == ["notes.txt"]
 
 

@@ -43,7 +43,6 @@ from aais_langgraph import (
 from aais_langgraph.cli import main as cli_main
 from aais_langgraph.ledger import RESUME
 from aais_langgraph.protocol import AAISValidationError
-from aais_langgraph.threads import resume_resolved
 from agui.http_support import sse_messages
 from agui.served_site import Site
 from agui.transports.test_websocket import open_ws, receive, receive_until
@@ -129,7 +128,9 @@ class Matrix:
 
     def resume_recorded(self, cell: Cell) -> None:
         """What a server does after a decision recorded elsewhere (CLI, stdio presenter)."""
-        resume_resolved(self.site.graph, self.site.authority, cell.thread_id, recorded_only=True)
+        ThreadDriver(self.site.graph, self.site.authority, served=True).resume_resolved(
+            cell.thread_id
+        )
 
 
 # -- answers ------------------------------------------------------------------------------

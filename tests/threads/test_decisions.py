@@ -18,11 +18,11 @@ from aais_langgraph import (
     ApprovalAuthority,
     PolicyVerdict,
     RejectedResumeError,
+    ThreadDriver,
     pending_approvals,
     resume_with_decisions,
 )
 from aais_langgraph.protocol import Action, Decision, Origin, Request
-from aais_langgraph.threads import resume_resolved
 from gate.support import (
     HUMAN,
     SECRET,
@@ -301,7 +301,7 @@ def test_conflicting_raw_resume_of_a_waiting_run_is_refused_and_keeps_the_interr
     assert effects.ran == []
     assert pending_ids(graph, THREAD) == [pending.id]
     # The recorded approval still drives the run, exactly once.
-    [resumed] = resume_resolved(graph, backend.authority, THREAD)
+    [resumed] = ThreadDriver(graph, backend.authority).resume_resolved(THREAD)
     assert resumed.approved
     assert effects.ran == ["ls -la"]
 

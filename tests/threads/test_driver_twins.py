@@ -19,18 +19,14 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 
-from aais_langgraph import ApprovalAuthority, build_decision
+from aais_langgraph import ApprovalAuthority, ThreadDriver, build_decision
 from aais_langgraph.ledger import InMemoryLedger
 from aais_langgraph.protocol import ApprovalRequested, ApprovalResolved
 from aais_langgraph.threads import (
     apending_approvals,
-    aresume_resolved,
-    aresume_stranded,
     aresume_with_decisions,
     astranded_threads,
     pending_approvals,
-    resume_resolved,
-    resume_stranded,
     resume_with_decisions,
     stranded_threads,
 )
@@ -115,9 +111,9 @@ def test_resume_resolved_twins_agree() -> None:
             build_decision(requested, decision="deny", scope="once", actor=HUMAN), actor=HUMAN
         )
         if use_async:
-            resolved = run(aresume_resolved(w.graph, w.authority, "t"))
+            resolved = run(ThreadDriver(w.graph, w.authority).aresume_resolved("t"))
         else:
-            resolved = resume_resolved(w.graph, w.authority, "t")
+            resolved = ThreadDriver(w.graph, w.authority).resume_resolved("t")
         return outcomes(resolved), final(w, "t"), w.effects.ran
 
     sync, asynchronous = both(case)
@@ -136,7 +132,7 @@ def test_the_decisions_endpoint_resume_is_resume_resolved_for_a_server() -> None
         if use_async:
             ids = run(resume.aresume_recorded(w.graph, w.authority, "t"))
         else:
-            resolved = resume_resolved(w.graph, w.authority, "t", recorded_only=True)
+            resolved = ThreadDriver(w.graph, w.authority, served=True).resume_resolved("t")
             ids = [r.resolution.request_id for r in resolved]
         return ids == [requested.request.id], final(w, "t"), w.effects.ran
 
@@ -182,11 +178,11 @@ def test_recovery_twins_agree() -> None:
         )
         if use_async:
             found = run(astranded_threads(w.graph, w.authority))
-            resolved = run(aresume_stranded(w.graph, w.authority))
+            resolved = run(ThreadDriver(w.graph, w.authority).aresume_stranded())
             after = run(astranded_threads(w.graph, w.authority))
         else:
             found = stranded_threads(w.graph, w.authority)
-            resolved = resume_stranded(w.graph, w.authority)
+            resolved = ThreadDriver(w.graph, w.authority).resume_stranded()
             after = stranded_threads(w.graph, w.authority)
         found_ids = {thread: ids == [requested.request.id] for thread, ids in found.items()}
         return found_ids, outcomes(resolved), after, final(w, "stuck"), w.effects.ran

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aais_langgraph import Cancellation, pending_approvals, resume_with_decisions
-from aais_langgraph.threads import cancel_thread, sweep_expired
+from aais_langgraph import Cancellation, ThreadDriver, pending_approvals, resume_with_decisions
 from gate.support import (
     HUMAN,
     Backend,
@@ -34,7 +33,7 @@ def test_sweep_expired_resolves_overdue_requests_and_resumes_their_runs(
     later = start(graph, "t-3")  # expires 15 minutes from now
     backend.clock.advance(6 * 60)
 
-    expired = sweep_expired(graph, backend.authority)
+    expired = ThreadDriver(graph, backend.authority).sweep_expired()
 
     assert sorted(r.resolution.request_id for r in expired) == sorted(
         [first.request.id, second.request.id]
@@ -47,7 +46,7 @@ def test_sweep_expired_resolves_overdue_requests_and_resumes_their_runs(
     assert [r.id for r in pending_approvals(backend.authority, graph).snapshot.pending] == [
         later.request.id
     ]
-    assert sweep_expired(graph, backend.authority) == []
+    assert ThreadDriver(graph, backend.authority).sweep_expired() == []
     assert effects.ran == []
 
 
@@ -58,7 +57,7 @@ def test_cancel_thread_cancels_every_pending_request_of_the_thread(
     paused(graph.invoke({"commands": ["ls a", "ls b", "ls c"]}, config("t-fan")))
     other = start(gated_graph(backend, effects), "t-other")
 
-    cancelled = cancel_thread(graph, backend.authority, "t-fan")
+    cancelled = ThreadDriver(graph, backend.authority).cancel_thread("t-fan")
 
     assert len(cancelled) == 3
     assert {r.resolution.outcome for r in cancelled} == {"cancelled"}

@@ -14,8 +14,8 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
 
-from aais_langgraph import build_decision, resume_with_decisions
-from aais_langgraph.gate import approval_key, resume_resolved, unknown_executions
+from aais_langgraph import ThreadDriver, build_decision, resume_with_decisions
+from aais_langgraph.gate import approval_key, unknown_executions
 
 from .helpers import ALICE, call, pending, script, thread, tool_graph, tool_messages, turn
 
@@ -74,7 +74,7 @@ def test_the_model_is_told_the_outcome_is_unknown_and_the_tool_is_not_re_run(
     graph = agent(kind, keys, saver, authority)
     request_id = crash_once(graph, authority)
 
-    resume_resolved(graph, authority, "t1", lease_ttl=LEASE_TTL)
+    ThreadDriver(graph, authority, lease_ttl=LEASE_TTL).resume_resolved("t1")
 
     message = tool_messages(graph, thread())["c1"]
     assert message.status == "error" and "unknown" in str(message.content)
@@ -94,7 +94,7 @@ def test_a_tool_declared_idempotent_is_run_again_with_the_same_key(
     graph = agent(kind, keys, saver, authority, idempotent=True)
     request_id = crash_once(graph, authority)
 
-    resume_resolved(graph, authority, "t1", lease_ttl=LEASE_TTL)
+    ThreadDriver(graph, authority, lease_ttl=LEASE_TTL).resume_resolved("t1")
 
     message = tool_messages(graph, thread())["c1"]
     assert message.status != "error" and message.content == "transferred"

@@ -9,7 +9,7 @@ import httpx
 from fastapi.testclient import TestClient
 from langgraph.checkpoint.memory import InMemorySaver
 
-from aais_agui import bearer_token_authenticator, create_app, run_agent_input
+from aais_agui import ApprovalService, bearer_token_authenticator, create_app, run_agent_input
 from aais_langgraph import build_decision
 from aais_langgraph.authority import ApprovalAuthority
 from aais_langgraph.ledger import SqliteLedger
@@ -88,12 +88,12 @@ def test_an_app_made_with_webhooks_sends_them_while_it_serves(tmp_path: Path) ->
                 secret=SECRET,
                 notices=frozenset({"approval.requested"}),
             )
+            service = ApprovalService(
+                builder, ApprovalAuthority(ledger), checkpointer=InMemorySaver(), webhooks=[ops]
+            )
             app = create_app(
-                builder,
-                authority=ApprovalAuthority(ledger),
+                service,
                 authenticate=bearer_token_authenticator({"s3cret": {"id": "x", "type": "human"}}),
-                checkpointer=InMemorySaver(),
-                webhooks=[ops],
             )
             with TestClient(app, headers=TOKEN) as client:
                 [interrupt] = interrupts_of(agui_run(client, run_agent_input("t-1", text="go")))

@@ -217,7 +217,8 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
             "description": self.description,
             "config": self.config,
         }
-        if accepts is None or "service" in accepts:
+        shared = self.graph is self.service.graph and self.authority is self.service.authority
+        if shared and (accepts is None or "service" in accepts):
             kwargs["service"] = self.service
         for key, (value, default) in settings.items():
             if accepts is None or key in accepts:
@@ -234,7 +235,8 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
                 f"{type(self).__name__} must override clone() or let its __init__ take "
                 "name, graph, description, config and authority by keyword"
             ) from error
-        twin.service = self.service  # a subclass that takes no service built an idle one
+        if shared:  # a subclass that takes no service built an idle one
+            twin.service = self.service
         twin.actor = self.actor
         twin.page_origin = self.page_origin
         vouched = claim_vouched_actor()  # the stock endpoint's dependency authenticated it

@@ -7,23 +7,18 @@ Built once, handed to whatever serves: ``create_app``, the routers
 :func:`~aais_agui.http.inbox.inbox_router`), the AG-UI agent and ``aais-agui serve``.
 Every resume they start, the watcher's and the background ones alike, goes through
 the service's one :class:`~aais_langgraph.threads.ThreadDriver`, so one setting
-(``lease_wait``, say) holds for every channel. While it serves (:meth:`ApprovalService.lifespan`)
-it runs its named periodic jobs (:mod:`aais_agui.scheduler`):
+(``lease_wait``, say) holds for every channel. While it serves
+(:meth:`ApprovalService.lifespan`) it runs its named periodic jobs
+(:mod:`aais_agui.scheduler`), each at the interval its setting gives (None: off):
 
-==================  ==========================================  ==========================
-job                 does                                        interval (off with None)
-==================  ==========================================  ==========================
-``resume_due``      resumes threads whose approvals another     ``resume_due_every``
-                    process recorded; the due resume work
-``sweep_expired``   resolves overdue requests ``expired``       ``sweep_expired_every``
-                    (off by default)
-``orphans``         cancels requests their thread left behind   ``orphans_every``
-``deliveries``      sends the webhook deliveries (with          ``deliveries_every``
-                    ``webhooks``)
-``retention``       compacts the ledger (with ``retention``)    ``retention_every``
-``witness``         publishes the audit tip (with               ``witness_poll``
-                    ``witnesses``)
-==================  ==========================================  ==========================
+- ``resume_due`` (``resume_due_every``): resumes threads whose approvals another process
+  recorded, and the ledger's due resume work (:mod:`aais_agui.watcher`);
+- ``sweep_expired`` (``sweep_expired_every``, off by default): resolves overdue requests
+  ``expired`` and resumes their runs;
+- ``orphans`` (``orphans_every``): cancels the requests their thread left behind;
+- ``deliveries`` (``deliveries_every``, with ``webhooks``): sends webhook deliveries;
+- ``retention`` (``retention_every``, with ``retention``) and ``witness``
+  (``witness_poll``, with ``witnesses``): :mod:`aais_agui.ledger_upkeep`.
 """
 
 from __future__ import annotations
@@ -48,13 +43,10 @@ from .watcher import DecisionWatcher
 if TYPE_CHECKING:
     from aais_langgraph.webhooks import WebhookSubscription, WebhookWorker
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "JOBS", "ApprovalService", "ServiceSettings"]
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "ApprovalService", "ServiceSettings"]
 
 DEFAULT_MAX_BODY_BYTES = 1_000_000
 """The largest request body (and WebSocket frame) a server reads, in bytes."""
-
-JOBS = ("resume_due", "sweep_expired", "orphans", "deliveries", "retention", "witness")
-"""The service's periodic jobs, in the order they start."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -170,7 +162,8 @@ class ApprovalService:
         webhooks: Subscriptions, or a :class:`~aais_langgraph.webhooks.WebhookWorker`
             of ``authority`` (needs the ``notify`` extra): the ledger records their
             deliveries with each request and resolution, and the ``deliveries`` job
-            sends them while the service serves.
+            sends them while the service serves (every ``deliveries_every`` seconds; a
+            given worker is closed when the service stops).
     """
 
     def __init__(
@@ -253,11 +246,6 @@ class ApprovalService:
             self._resumes = BackgroundResumes(self.driver)
         return self._resumes
 
-    @property
-    def subscriptions(self) -> list[WebhookSubscription]:
-        """The webhook subscriptions whose deliveries the ledger records."""
-        return list(self._subscriptions)
-
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[ApprovalService]:
         """Serve for the duration of the block: open the checkpointer (when given one to
@@ -283,7 +271,7 @@ class ApprovalService:
                 self.scheduler = None
 
     def _jobs(self, stack: AsyncExitStack) -> list[PeriodicJob]:
-        """The periodic jobs the settings switch on, in :data:`JOBS` order."""
+        """The periodic jobs the settings switch on, in the order of the table above."""
         settings = self.settings
         jobs: list[PeriodicJob] = []
         if self._graph is not None:

@@ -169,3 +169,13 @@ def test_a_failing_job_is_logged_by_name_and_stops_no_other(
         asyncio.run(asyncio.wait_for(serve(), timeout=30))
     assert len(ran) >= 3
     assert any("scheduled job broken failed" in record.getMessage() for record in caplog.records)
+
+
+def test_serve_no_watch_switches_off_the_watcher_jobs_only() -> None:
+    from aais_agui.cli import _parser, service_settings
+
+    watching = service_settings(_parser().parse_args(["serve", "pkg:graph"]))
+    assert (watching.resume_due_every, watching.orphans_every) == (0.5, 30.0)
+    quiet = service_settings(_parser().parse_args(["serve", "pkg:graph", "--no-watch"]))
+    assert (quiet.resume_due_every, quiet.orphans_every) == (None, None)
+    assert quiet.deliveries_every == watching.deliveries_every

@@ -1,9 +1,11 @@
 """AAIS approvals surfaced to AG-UI frontends: interrupt mapping, an AG-UI server for
 LangGraph graphs, and the AAIS HTTP/SSE presenter profile.
 
-The agent side sits here (the AG-UI agent, the pure mapping, run outcomes, the
+The served process is one :class:`~aais_agui.service.ApprovalService` (its driver,
+periodic jobs and lifespan; the watcher, background resumes and ledger upkeep it runs);
+the agent side sits here too (the AG-UI agent, the pure mapping, run outcomes, the
 re-offer after a refused resume, resume planning); the transports (routers, SSE,
-WebSocket, security, hosts, limits, decisions, the watcher, ``create_app``) sit in
+WebSocket, security, hosts, limits, decisions, ``create_app``) sit in
 :mod:`aais_agui.http`. The mapping needs only the core dependencies; the server
 names below are imported on first use and need the ``server`` extra.
 """
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
     )
     from .http.stock_endpoint import stock_endpoint_dependency
     from .http.websocket import websocket_router
+    from .service import ApprovalService, ServiceSettings
 
 SERVER_EXTRA = 'pip install "aais-langgraph[server]"'
 """What to run when a server name is used without the ``server`` extra installed."""
@@ -45,6 +48,7 @@ AUTH_EXTRA = 'pip install "aais-langgraph[server,auth]"'
 
 _SERVER_NAMES = {
     "AAISLangGraphAgent": "agent",
+    "ApprovalService": "service",
     "Authenticated": "http.security",
     "Authenticator": "http.security",
     "Security": "http.security",
@@ -56,6 +60,7 @@ _SERVER_NAMES = {
     "JwtSettings": "http.jwt_tokens",
     "jwt_authenticator": "http.jwt_tokens",
     "local_development_authenticator": "http.security",
+    "ServiceSettings": "service",
     "stock_endpoint_dependency": "http.stock_endpoint",
     "websocket_router": "http.websocket",
 }
@@ -80,10 +85,12 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "AAISLangGraphAgent",
+    "ApprovalService",
     "Authenticated",
     "Authenticator",
     "JwtSettings",
     "Security",
+    "ServiceSettings",
     "agui_router",
     "approvals_router",
     "bearer_token_authenticator",

@@ -64,7 +64,6 @@ from pydantic import PydanticUserError
 from typing_extensions import Self
 
 from aais_langgraph.authority import (
-    DEFAULT_LEASE_TTL,
     FORBIDDEN,
     ApprovalAuthority,
     ForbiddenError,
@@ -76,7 +75,7 @@ from aais_langgraph.authority import (
 )
 from aais_langgraph.gate import REQUESTER_KEY
 from aais_langgraph.protocol import AAISValidationError, Actor
-from aais_langgraph.threads import DEFAULT_LEASE_WAIT, LeasedThread, ThreadDriver, ThreadView
+from aais_langgraph.threads import LeasedThread, ThreadDriver, ThreadView
 from aais_langgraph.tools import PageBinding, PageToolGate
 
 from .frontend_tools import arelay_for, held, page_binding, plan_page_resume, with_page
@@ -85,6 +84,7 @@ from .mapping import carries_aais, is_approval_request, request_to_interrupt
 from .reoffer import reoffer_events
 from .resume_plan import UNAUTHENTICATED_ANSWER, ResumeRejected, plan_resume, served_config
 from .run_outcomes import aattribute_interrupts, acancel_watch, run_error_for, settle_outcome
+from .service import ApprovalService, ServiceSettings
 from .state_keys import channel_schema_keys
 from .thread_views import ThreadEventFilter
 from .vouched_actor import claim_vouched_actor
@@ -100,7 +100,9 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
 
     ``authority`` judges every decision; it also reaches the graph's gates
     through ``configurable["aais_authority"]``. Each run holds the thread's run
-    lease, so two presenters can never drive one paused thread at once. Set
+    lease, so two presenters can never drive one paused thread at once. Runs go
+    through the driver of :attr:`service` (given, or built once here; every
+    :meth:`clone` shares it). Set
     :attr:`actor` (the authenticated actor, see :meth:`with_actor`) before a run
     that answers approvals: a resume without one is refused.
     """
@@ -115,8 +117,8 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
         self,
         *,
         name: str,
-        graph: Any,
-        authority: ApprovalAuthority,
+        graph: Any = None,
+        authority: ApprovalAuthority | None = None,
         description: str | None = None,
         config: Mapping[str, Any] | None = None,
         enable_legacy_on_interrupt_event: bool = True,
@@ -124,16 +126,18 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
         emit_raw_events: bool = True,
         emit_subagent_events: bool | None = None,
         subagent_visibility: str | None = None,
-        lease_ttl: float = DEFAULT_LEASE_TTL,
-        lease_wait: float = DEFAULT_LEASE_WAIT,
         page_tools: PageToolGate | None = None,
+        settings: ServiceSettings | None = None,
+        service: ApprovalService | None = None,
     ) -> None:
         """Serve ``graph`` as the AG-UI agent ``name``.
 
         Args:
             name: the agent's name (ag-ui-langgraph's).
-            graph: the compiled LangGraph graph, with a checkpointer.
-            authority: the approval authority that judges every decision.
+            graph: the compiled LangGraph graph, with a checkpointer (default: the
+                service's).
+            authority: the approval authority that judges every decision (default: the
+                service's).
             description: the agent's description (ag-ui-langgraph's).
             config: the run config; the authority is added to its ``configurable``.
             enable_legacy_on_interrupt_event: the legacy ``on_interrupt`` CUSTOM event, as
@@ -148,11 +152,19 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
             emit_subagent_events: ag-ui-langgraph's alias of ``subagent_visibility``.
             subagent_visibility: ``"inline"``, ``"attributed"`` or ``"hidden"``, as
                 ag-ui-langgraph.
-            lease_ttl: seconds a run's thread lease lives without renewal.
-            lease_wait: seconds a run waits for a thread another run holds.
             page_tools: the graph's page tool gate: the model's calls of the frontend tools
-                it gates reach the client only once approved (:mod:`.frontend_tools`).
+                it gates reach the client only once approved (:mod:`.frontend_tools`;
+                default: the service's).
+            settings: the served process's settings (its lease settings reach every
+                run), for the service built here; a given service holds its own.
+            service: the :class:`~aais_agui.service.ApprovalService` whose driver runs
+                go through (``create_app`` passes its own); without one, one is built
+                from ``graph``, ``authority``, ``config``, ``page_tools`` and ``settings``.
         """
+        service = _service_for(graph, authority, config, page_tools, settings, service)
+        graph, authority = service.graph, service.authority
+        config = service.config if config is None else config
+        page_tools = service.page_tools if page_tools is None else page_tools
         super().__init__(
             name=name,
             graph=graph,
@@ -164,33 +176,34 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
             emit_subagent_events=emit_subagent_events,
             subagent_visibility=subagent_visibility,
         )
+        self.service = service
         self.authority = authority
-        self.lease_ttl = lease_ttl
-        self.lease_wait = lease_wait
         self.actor: Principal | Actor | Mapping[str, Any] | None = None
         self._planned_resume: dict[str, Any] | None = None
         self._mapped: dict[str, tuple[Any, Interrupt]] = {}
         self.page_tools = page_tools
         self.page_origin: str | None = None
         """The page origin of this agent's runs (the request's ``Origin`` header)."""
-        self.driver = ThreadDriver(
-            graph, authority, lease_ttl=lease_ttl, lease_wait=lease_wait, served=True
-        )
+
+    @property
+    def driver(self) -> ThreadDriver:
+        """The service's one driver: every run of this agent and its clones holds its
+        thread's lease through it."""
+        return self.service.driver
 
     def clone(self) -> Self:
         """A fresh agent with the same settings and actor (one per request).
 
         Like ag-ui-langgraph's, it keeps a subclass's signature: a setting the subclass's
         ``__init__`` does not take is left out while it holds its default (the subclass
-        sets it), and raises TypeError naming it otherwise.
+        sets it), and raises TypeError naming it otherwise. The twin shares this agent's
+        service (and so its driver) whatever the subclass takes.
         """
         settings: dict[str, tuple[Any, Any]] = {
             "authority": (self.authority, _REQUIRED),
             "enable_legacy_on_interrupt_event": (self.enable_legacy_on_interrupt_event, True),
             "emit_raw_events": (self.emit_raw_events, True),
             "emit_interrupt_outcome": (self.emit_interrupt_outcome, True),
-            "lease_ttl": (self.lease_ttl, DEFAULT_LEASE_TTL),
-            "lease_wait": (self.lease_wait, DEFAULT_LEASE_WAIT),
             "page_tools": (self.page_tools, None),
         }
         if self.subagent_visibility == "hidden":
@@ -204,6 +217,9 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
             "description": self.description,
             "config": self.config,
         }
+        shared = self.graph is self.service.graph and self.authority is self.service.authority
+        if shared and (accepts is None or "service" in accepts):
+            kwargs["service"] = self.service
         for key, (value, default) in settings.items():
             if accepts is None or key in accepts:
                 kwargs[key] = value
@@ -219,6 +235,8 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
                 f"{type(self).__name__} must override clone() or let its __init__ take "
                 "name, graph, description, config and authority by keyword"
             ) from error
+        if shared:  # a subclass that takes no service built an idle one
+            twin.service = self.service
         twin.actor = self.actor
         twin.page_origin = self.page_origin
         vouched = claim_vouched_actor()  # the stock endpoint's dependency authenticated it
@@ -652,6 +670,31 @@ def _refusal(input: RunAgentInput, code: str, message: str) -> list[BaseEvent]:
 
 _REQUIRED = object()
 """A setting :meth:`AAISLangGraphAgent.clone` has no default for."""
+
+
+def _service_for(
+    graph: Any,
+    authority: ApprovalAuthority | None,
+    config: Mapping[str, Any] | None,
+    page_tools: PageToolGate | None,
+    settings: ServiceSettings | None,
+    service: ApprovalService | None,
+) -> ApprovalService:
+    """The agent's service: the one given (``ValueError`` names a graph, authority or
+    settings it does not hold), else one built from the other arguments."""
+    if service is None:
+        if graph is None or authority is None:
+            raise TypeError("graph, authority: required without a service")
+        return ApprovalService(
+            graph, authority, settings=settings, config=config, page_tools=page_tools
+        )
+    if graph is not None and graph is not service.graph:
+        raise ValueError("graph: the service serves another graph")
+    if authority is not None and authority is not service.authority:
+        raise ValueError("authority: the service has another authority")
+    if settings is not None and settings != service.settings:
+        raise ValueError("settings: the service holds its own")
+    return service
 
 
 @functools.lru_cache(maxsize=64)

@@ -41,17 +41,21 @@ import tempfile
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aais_langgraph.authority import ApprovalAuthority
 from aais_langgraph.cli import DB_ENV, add_db_option, chosen_db, escape
-from aais_langgraph.ledger import Ledger, is_postgres_url, open_ledger
+from aais_langgraph.ledger import DeliveryPlan, Ledger, is_postgres_url, open_ledger
 from aais_langgraph.threads import areconcile_checkpoints
 
-from .ledger_upkeep import add_upkeep_options, serving_upkeep, upkeep_of
-from .webhook_serving import serving_webhooks, webhook_worker
+from .ledger_upkeep import upkeep_banner
 
-__all__ = ["compiled_graph", "import_graph", "load_graph", "main"]
+if TYPE_CHECKING:
+    from aais_langgraph.webhooks import WebhookSubscription
+
+    from .service import ServiceSettings
+
+__all__ = ["compiled_graph", "import_graph", "load_graph", "main", "service_settings"]
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -63,12 +67,15 @@ def checkpoints_path(db: str) -> Path:
 
 
 @asynccontextmanager
-async def open_storage(db: str) -> AsyncIterator[tuple[Ledger, Any]]:
-    """The approval ledger and an async LangGraph checkpointer for ``--db``."""
+async def open_storage(
+    db: str, *, delivery_plan: DeliveryPlan | None = None
+) -> AsyncIterator[tuple[Ledger, Any]]:
+    """The approval ledger (recording ``delivery_plan``'s webhook deliveries with its
+    writes) and an async LangGraph checkpointer for ``--db``."""
     if is_postgres_url(db):
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
-        with open_ledger(db) as ledger:
+        with open_ledger(db, delivery_plan=delivery_plan) as ledger:
             async with AsyncPostgresSaver.from_conn_string(db) as saver:
                 await saver.setup()
                 yield ledger, saver
@@ -76,7 +83,7 @@ async def open_storage(db: str) -> AsyncIterator[tuple[Ledger, Any]]:
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     Path(db).parent.mkdir(parents=True, exist_ok=True)
-    with open_ledger(db) as ledger:
+    with open_ledger(db, delivery_plan=delivery_plan) as ledger:
         async with AsyncSqliteSaver.from_conn_string(str(checkpoints_path(db))) as saver:
             yield ledger, saver
 
@@ -121,7 +128,7 @@ def compiled_graph(target: Any, checkpointer: Any, spec: str) -> Any:
     unless it was compiled with a checkpointer of its own (said in one line)."""
     from langgraph.pregel import Pregel
 
-    from .http.served_graph import refuse_sync_checkpointer
+    from .served_graph import refuse_sync_checkpointer
 
     for _ in range(2):
         if isinstance(target, Pregel):
@@ -304,13 +311,20 @@ async def _run(
     args: argparse.Namespace, sock: socket.socket, authenticate: Any, authorizer: Any
 ) -> None:
     from .http.app import create_app
+    from .service import ApprovalService
 
-    async with open_storage(args.db) as (ledger, checkpointer):
+    settings = service_settings(args)
+    webhooks = _webhooks(args)
+    plan = None
+    if webhooks:
+        from aais_langgraph.webhooks import SubscriptionPlan
+
+        plan = SubscriptionPlan(webhooks)
+    async with open_storage(args.db, delivery_plan=plan) as (ledger, checkpointer):
         authority = ApprovalAuthority(ledger, authorizer=authorizer)
-        webhooks = webhook_worker(authority, getattr(args, "access_policy", None))
         banner = [f"approvals  aais-langgraph --db {args.db} pending"]
-        if webhooks is not None:
-            banner.append(f"webhooks   {len(webhooks.subscriptions)} subscriptions (webhooks list)")
+        if webhooks:
+            banner.append(f"webhooks   {len(webhooks)} subscriptions (webhooks list)")
         if args.command == "demo":
             from .demo import DemoWorkspace, build_demo_agent
 
@@ -321,6 +335,7 @@ async def _run(
         else:
             graph = compiled_graph(args.target, checkpointer, args.graph)
             name = args.graph.partition(":")[2] or "graph"
+        service = ApprovalService(graph, authority, settings=settings, webhooks=webhooks or None)
         # A ledger that lost requests runs are paused on (emptied, replaced) is said out loud.
         for problem in await areconcile_checkpoints(authority, checkpointer):
             banner.append(
@@ -330,15 +345,53 @@ async def _run(
         if args.host not in LOOPBACK and args.token_env is None and not args.jwt_issuer:
             banner.append("WARNING: the local-development authenticator only answers loopback")
         app = create_app(
-            graph,
-            authority=authority,
-            authenticate=authenticate,
-            name=name,
-            watch_decisions=not args.no_watch,
-            metrics=_metrics(args, authority, banner),
+            service, authenticate=authenticate, name=name, metrics=_metrics(args, authority, banner)
         )
-        async with serving_webhooks(webhooks), serving_upkeep(ledger, upkeep_of(args), banner):
-            await _serve(app, sock, args.host, banner)
+        banner.extend(upkeep_banner(settings))
+        await _serve(app, sock, args.host, banner)
+
+
+def service_settings(args: argparse.Namespace) -> ServiceSettings:
+    """The service settings ``serve``'s options give (``--no-watch``, retention,
+    witnesses); raises ``ValueError`` naming a bad option."""
+    from aais_langgraph.ledger import RetentionPolicy
+
+    from .service import ServiceSettings
+
+    days, last = getattr(args, "retention_days", None), getattr(args, "retention_last", None)
+    policy = None
+    if days is not None or last is not None:
+        try:
+            policy = RetentionPolicy(keep_days=days, keep_last=last)
+        except ValueError:
+            raise ValueError("--retention-days, --retention-last: 0 or more") from None
+    every = float(getattr(args, "retention_every", 3600.0))
+    witness_every = float(getattr(args, "witness_every", 300.0))
+    if not (every > 0 and witness_every > 0):
+        raise ValueError("--retention-every, --witness-every: must be positive")
+    watch = not getattr(args, "no_watch", False)
+    return ServiceSettings(
+        resume_due_every=ServiceSettings.resume_due_every if watch else None,
+        orphans_every=ServiceSettings.orphans_every if watch else None,
+        retention=policy,
+        retention_every=every,
+        witnesses=tuple(getattr(args, "witness", None) or ()),
+        witness_every=witness_every,
+    )
+
+
+def _webhooks(args: argparse.Namespace) -> list[WebhookSubscription]:
+    """The subscriptions in the access policy's ``[[webhooks]]`` (none without one);
+    SystemExit names a bad setting."""
+    path = getattr(args, "access_policy", None)
+    if path is None:
+        return []
+    from aais_langgraph.webhooks import load_webhooks
+
+    try:
+        return list(load_webhooks(path))
+    except (ValueError, OSError) as error:
+        raise SystemExit(f"aais-agui: {error}") from None
 
 
 def _metrics(args: argparse.Namespace, authority: ApprovalAuthority, banner: list[str]) -> Any:
@@ -407,7 +460,7 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "--metrics-host", default="127.0.0.1", help="for --metrics-port; default 127.0.0.1"
         )
-        add_upkeep_options(sub)
+        _add_upkeep_options(sub)
     demo.add_argument("--workspace", type=Path, help="where the demo's write_file may write")
     demo.set_defaults(
         token_env=None,
@@ -455,6 +508,44 @@ def _parser() -> argparse.ArgumentParser:
         help="UNSAFE outside a laptop: every loopback client approves as 'local-developer'",
     )
     return parser
+
+
+def _add_upkeep_options(parser: argparse.ArgumentParser) -> None:
+    """The server's retention and witness options."""
+    group = parser.add_argument_group("retention and witnesses")
+    group.add_argument(
+        "--retention-days",
+        type=float,
+        metavar="N",
+        help="compact resolved requests older than N days (pending work always stays)",
+    )
+    group.add_argument(
+        "--retention-last",
+        type=int,
+        metavar="N",
+        help="keep only the N most recently resolved requests (with --retention-days: either)",
+    )
+    group.add_argument(
+        "--retention-every",
+        type=float,
+        default=3600.0,
+        metavar="SECONDS",
+        help="how often retention runs; default 3600",
+    )
+    group.add_argument(
+        "--witness",
+        action="append",
+        default=[],
+        metavar="FILE|URL",
+        help="publish the audit tip to this JSON-lines file or HTTP URL (repeatable)",
+    )
+    group.add_argument(
+        "--witness-every",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="publish at least this often, moved or not; default 300",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

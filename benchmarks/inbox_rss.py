@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from aais_agui import ServiceSettings
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 TOKEN = "inbox-rss-token"
@@ -64,7 +66,7 @@ def serve(path: Path, port: int) -> None:
         authority=authority,
         authenticate=authenticate,
         checkpointer=AsyncSqliteSaver.from_conn_string(str(path)),
-        watch_decisions=False,
+        settings=ServiceSettings(resume_due_every=None, orphans_every=None),
     )
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
 

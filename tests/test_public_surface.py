@@ -44,9 +44,10 @@ IN_THEIR_LAYER = {
         "decided_response_schema",
     ],
     "aais_agui.resume_plan": ["ResumeRejected", "plan_resume"],
-    "aais_agui.http.background": ["BackgroundResumes", "aresume_recorded"],
+    "aais_agui.background": ["BackgroundResumes", "aresume_recorded"],
     "aais_agui.http.sse": ["pending_snapshot"],
-    "aais_agui.http.watcher": ["DecisionWatcher", "watcher_lifespan"],
+    "aais_agui.scheduler": ["PeriodicJob", "Scheduler"],
+    "aais_agui.watcher": ["DecisionWatcher"],
 }
 
 

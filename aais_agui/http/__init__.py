@@ -3,7 +3,8 @@
 One module a concept: ``app`` (``create_app``) assembles the routers (``agui``,
 ``approvals``, ``websocket``, ``inbox``, ``standing``), which share ``security``
 (authentication, CSRF, origins), ``hosts``, ``limits`` and ``decisions`` (the
-rules every presenter binding shares); ``sse`` is the wire encoder, ``background``
-resumes what an endpoint recorded, ``watcher`` resumes what other processes did.
+rules every presenter binding shares); ``sse`` is the wire encoder. The routers are
+handed the one :class:`~aais_agui.service.ApprovalService`, whose driver every resume
+goes through.
 Everything here needs the ``server`` extra.
 """

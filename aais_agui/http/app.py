@@ -8,20 +8,19 @@ existing app on their own (:func:`~aais_agui.http.agui.agui_router`,
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request, Response
 from fastapi.responses import JSONResponse
 
-from aais_langgraph.authority import DEFAULT_LEASE_TTL, ApprovalAuthority, LedgerIntegrityError
+from aais_langgraph.authority import ApprovalAuthority, LedgerIntegrityError
 from aais_langgraph.observability import ApprovalMetrics
-from aais_langgraph.threads import DEFAULT_LEASE_WAIT
-from aais_langgraph.tools import PageToolGate
 
 from ..agent import AAISLangGraphAgent
-from ..webhook_serving import with_webhooks
+from ..served_graph import served_graph
+from ..service import ApprovalService, ServiceSettings
 from .agui import agui_router
 from .approvals import approvals_router
 from .channels import DecisionChannelMiddleware
@@ -29,171 +28,112 @@ from .deliveries import deliveries_router
 from .inbox import SECURITY_HEADERS, inbox_router
 from .log_guard import guard_server_logs
 from .metrics import metrics_router
-from .security import DEFAULT_MAX_BODY_BYTES, Authenticator, Security
-from .served_graph import check_takes_checkpointer, opens_checkpointer, served_graph
+from .security import Authenticator, Security
 from .standing import standing_router
-from .watcher import watcher_lifespan
 from .websocket import websocket_router
-
-if TYPE_CHECKING:
-    from aais_langgraph.webhooks import WebhookSubscription, WebhookWorker
 
 
 def create_app(
-    graph: Any,
+    graph: ApprovalService | Any,
     *,
-    authority: ApprovalAuthority,
     authenticate: Authenticator,
+    authority: ApprovalAuthority | None = None,
+    settings: ServiceSettings | None = None,
     checkpointer: Any = None,
-    path: str = "/agent",
-    approvals_prefix: str = "/approvals",
     name: str = "aais-agent",
     description: str | None = None,
-    config: Mapping[str, Any] | None = None,
-    allowed_origins: Collection[str] = (),
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-    lease_ttl: float = DEFAULT_LEASE_TTL,
-    lease_wait: float = DEFAULT_LEASE_WAIT,
-    poll_interval: float = 0.2,
+    path: str = "/agent",
+    approvals_prefix: str = "/approvals",
     inbox: bool = True,
-    watch_decisions: bool = True,
     api_docs: bool = False,
-    websocket_reauth_interval: float = 15.0,
-    websocket_max_age: float | None = None,
-    page_tools: PageToolGate | None = None,
     metrics: bool | ApprovalMetrics = False,
-    webhooks: Iterable[WebhookSubscription] | WebhookWorker | None = None,
 ) -> FastAPI:
-    """An ASGI app serving ``graph`` over AG-UI at ``path`` plus the AAIS profile.
+    """An ASGI app serving a graph over AG-UI at ``path`` plus the AAIS profile.
 
-    ``graph`` is a compiled graph or a ``StateGraph`` builder. ``checkpointer`` is
-    where its checkpoints go: a checkpointer, or an async context manager that opens
-    one, such as ``AsyncSqliteSaver.from_conn_string("app.checkpoints.db")`` or
-    ``AsyncPostgresSaver.from_conn_string(url)``. A context manager is entered when
-    the app starts serving (its lifespan, which uvicorn and ``with TestClient(app)``
-    run) and closed when it stops, so the app can be built at module level; the
-    routes exist while it serves. A builder is compiled with the checkpointer, a
-    compiled graph is given it (a graph compiled with its own is refused: pass one
-    or the other). Without ``checkpointer`` the graph's own is used (a graph compiled
-    without one is refused: it could not pause on an approval). A synchronous
-    checkpointer (``SqliteSaver``, ``PostgresSaver``) is refused with ``TypeError``:
-    the server runs graphs asynchronously.
+    The app serves one :class:`~aais_agui.service.ApprovalService`: pass it, or pass the
+    graph with ``authority`` (and ``settings``, ``checkpointer``) and one is built. Its
+    lifespan (which uvicorn and ``with TestClient(app)`` run) is the service's: it opens
+    the checkpointer when given a context manager (the routes exist while it serves, so
+    the app can be built at module level) and runs the service's periodic jobs: resuming
+    what other processes decided and the ledger's due resume work, the orphan sweep,
+    webhook deliveries, retention and witnesses as its settings say
+    (:mod:`aais_agui.service`).
 
-    ``authenticate(request)`` returns the actor (an ``Actor``, a mapping, or
-    ``Authenticated(actor, cookie_session=True)`` to require CSRF tokens) or
-    None for 401; it may be async. ``allowed_origins`` lists browser origins
-    besides the server's own that may change state. ``config`` is passed to
-    every graph run (the authority is added under ``configurable``). ``inbox``
-    serves the approval inbox page at ``/``; ``watch_decisions`` (on by default)
-    runs the watcher while the app serves: it resumes threads whose approvals
-    another process decided and picks up the ledger's due resume work, so an
-    answer recorded while no server ran, or whose resume failed, still runs
-    (see :mod:`aais_agui.http.watcher`).
+    Args:
+        graph: An :class:`~aais_agui.service.ApprovalService`, or the graph to serve: a
+            compiled graph or a ``StateGraph`` builder. A builder is compiled with
+            ``checkpointer``, a compiled graph is given it (a graph compiled with its own
+            is refused: pass one or the other). Without ``checkpointer`` the graph's own
+            is used (a graph compiled without one is refused: it could not pause on an
+            approval). A synchronous checkpointer (``SqliteSaver``, ``PostgresSaver``) is
+            refused with ``TypeError``: the server runs graphs asynchronously. Webhooks,
+            a run config or page tools are given to the service.
+        authenticate: ``authenticate(request)`` returns the actor (an ``Actor``, a
+            mapping, or ``Authenticated(actor, cookie_session=True)`` to require CSRF
+            tokens) or None for 401; it may be async.
+        authority: The approval authority (with a graph; a service holds its own).
+        settings: The served process's :class:`~aais_agui.service.ServiceSettings`
+            (with a graph; a service holds its own): lease settings, the jobs'
+            intervals (``resume_due_every=None, orphans_every=None`` runs no watcher),
+            stream polls and re-authentication, ``allowed_origins``, ``max_body_bytes``.
+        checkpointer: Where the graph's checkpoints go (with a graph): a checkpointer, or
+            an async context manager that opens one, such as
+            ``AsyncSqliteSaver.from_conn_string("app.checkpoints.db")``.
+        name: The AG-UI agent's name.
+        description: The AG-UI agent's description.
+        path: Where the AG-UI endpoint is served.
+        approvals_prefix: Where the AAIS profile (HTTP, SSE, WebSocket) is served.
+        inbox: Serve the approval inbox page at ``/``.
+        api_docs: Serve the OpenAPI document at ``/openapi.json`` (with the inbox's
+            security headers). FastAPI's ``/docs`` and ``/redoc`` pages are never
+            served: they load Swagger UI / ReDoc from a CDN, and any script running on
+            the approval origin could approve as the signed-in user.
+        metrics: True serves the Prometheus metrics of the authority at ``/metrics``,
+            authenticated like the API (an
+            :class:`~aais_langgraph.observability.ApprovalMetrics` may be passed instead;
+            it needs the ``metrics`` extra); see :mod:`aais_agui.http.metrics` for
+            serving them on a port of their own.
 
     An open WebSocket re-authenticates its actor before each decision frame and every
-    ``websocket_reauth_interval`` seconds (1008 when the login ended), and so does an
-    open SSE event stream (``GET /approvals/events``: it ends when the login ended);
-    ``websocket_max_age`` (seconds) closes any WebSocket connection that old.
-
-    ``api_docs=True`` serves the OpenAPI document at ``/openapi.json`` (with the
-    inbox's security headers). FastAPI's ``/docs`` and ``/redoc`` pages are never
-    served: they load Swagger UI / ReDoc from a CDN, and any script running on
-    the approval origin could approve as the signed-in user. Open the document
-    in a viewer on another origin instead.
-
-    ``page_tools`` is the graph's :class:`~aais_langgraph.tools.PageToolGate`: the
-    frontend tool calls it gates reach the client only once approved.
-
-    ``metrics=True`` serves the Prometheus metrics of ``authority`` at ``/metrics``,
-    authenticated like the API (an :class:`~aais_langgraph.observability.ApprovalMetrics`
-    may be passed instead; it needs the ``metrics`` extra). Off by default; see
-    :mod:`aais_agui.http.metrics` for serving them on a port of their own.
-
-    ``webhooks`` (subscriptions, or a :class:`~aais_langgraph.webhooks.WebhookWorker`
-    of ``authority``; needs the ``notify`` extra) sets the ledger to record their
-    deliveries with each request and resolution and runs the sender while the app
-    serves, as ``aais-agui serve --access-policy`` does.
+    ``settings.reauth_every`` seconds (1008 when the login ended), and so does an open
+    SSE event stream (``GET /approvals/events``: it ends when the login ended).
     """
     guard_server_logs()
+    service = _service_of(graph, authority, settings, checkpointer)
     security = Security(
         authenticate=authenticate,
-        allowed_origins=frozenset(allowed_origins),
-        max_body_bytes=max_body_bytes,
+        allowed_origins=service.settings.allowed_origins,
+        max_body_bytes=service.settings.max_body_bytes,
     )
 
-    def serve(app: FastAPI, served: Any) -> None:
-        """Add the routes serving the graph ``served`` to ``app``."""
-        agent = AAISLangGraphAgent(
-            name=name,
-            graph=served,
-            authority=authority,
-            description=description,
-            config=config,
-            lease_ttl=lease_ttl,
-            lease_wait=lease_wait,
-            page_tools=page_tools,
-        )
+    def serve(app: FastAPI) -> None:
+        """Add the routes serving the service's graph to ``app``."""
+        agent = AAISLangGraphAgent(name=name, description=description, service=service)
         app.include_router(agui_router(agent, security, path=path))
-        app.include_router(
-            approvals_router(
-                served,
-                authority,
-                security,
-                prefix=approvals_prefix,
-                config=config,
-                poll_interval=poll_interval,
-                reauth_interval=websocket_reauth_interval,
-            )
-        )
-        app.include_router(
-            websocket_router(
-                served,
-                authority,
-                security,
-                prefix=approvals_prefix,
-                config=config,
-                poll_interval=poll_interval,
-                reauth_interval=websocket_reauth_interval,
-                max_age=websocket_max_age,
-            )
-        )
+        app.include_router(approvals_router(service, security, prefix=approvals_prefix))
+        app.include_router(websocket_router(service, security, prefix=approvals_prefix))
         if inbox:
             app.include_router(
-                inbox_router(
-                    served, authority, security, agent_path=path, approvals_prefix=approvals_prefix
-                )
+                inbox_router(service, security, agent_path=path, approvals_prefix=approvals_prefix)
             )
-            app.include_router(standing_router(authority, security))
-            app.include_router(deliveries_router(authority, security))
+            app.include_router(standing_router(service.authority, security))
+            app.include_router(deliveries_router(service.authority, security))
             app.add_api_route("/favicon.ico", _no_icon, include_in_schema=False)
         app.state.aais_agent = agent
 
-    def watching(served: Any) -> Any:
-        if not watch_decisions:
-            return None
-        return watcher_lifespan(served, authority, config=config, lease_ttl=lease_ttl)
-
-    if opens_checkpointer(checkpointer):
-        check_takes_checkpointer(graph)  # now, not when the app starts
-        lifespan: Any = _opening_lifespan(graph, checkpointer, serve, watching)
-        served = None
-    else:
-        served = served_graph(graph, checkpointer)
-        lifespan = watching(served)
-    lifespan = with_webhooks(lifespan, authority, webhooks)
     app = FastAPI(
         title="aais-agui",
         description="AG-UI endpoint with AAIS approvals",
-        lifespan=lifespan,
+        lifespan=_serving(service, serve),
         docs_url=None,
         redoc_url=None,
         openapi_url=None,
     )
-    if served is not None:
-        serve(app, served)
+    if not service.opens_checkpointer:
+        serve(app)
     if metrics:
         if not isinstance(metrics, ApprovalMetrics):
-            metrics = ApprovalMetrics(authority)
+            metrics = ApprovalMetrics(service.authority)
         app.include_router(metrics_router(metrics, security))
         app.state.aais_metrics = metrics
     app.add_middleware(DecisionChannelMiddleware, agent_path=path)
@@ -202,41 +142,54 @@ def create_app(
     app.add_exception_handler(HTTPException, _http_error)  # type: ignore[arg-type]
     app.add_exception_handler(LedgerIntegrityError, _integrity_error)  # type: ignore[arg-type]
     app.state.aais_security = security
+    app.state.aais_service = service
     return app
 
 
-def _opening_lifespan(
+def _service_of(
     graph: Any,
-    opener: AbstractAsyncContextManager[Any],
-    serve: Callable[[FastAPI, Any], None],
-    watching: Callable[[Any], Any],
+    authority: ApprovalAuthority | None,
+    settings: ServiceSettings | None,
+    checkpointer: Any,
+) -> ApprovalService:
+    """The service ``create_app`` serves: the one given, or one built for the graph
+    (``TypeError`` names what cannot serve)."""
+    if isinstance(graph, ApprovalService):
+        for field, value in (
+            ("authority", authority),
+            ("settings", settings),
+            ("checkpointer", checkpointer),
+        ):
+            if value is not None:
+                raise TypeError(f"{field}: the service holds its own; leave it out")
+        service = graph
+    else:
+        if authority is None:
+            raise TypeError("authority: required with a graph (or pass an ApprovalService)")
+        service = ApprovalService(graph, authority, settings=settings, checkpointer=checkpointer)
+    if not service.opens_checkpointer and service.graph is not None:
+        served_graph(service.graph, None)  # refuses a graph that cannot pause
+    return service
+
+
+def _serving(
+    service: ApprovalService, serve: Callable[[FastAPI], None]
 ) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
-    """The lifespan that opens the checkpointer, adds the graph's routes and runs the
-    watcher while the app serves; the routes go again when it stops."""
-    entered = False
+    """The app's lifespan: the service's; when it opens the checkpointer, the graph's
+    routes are added once it is open, and go again when it stops."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        nonlocal entered
-        if entered:
-            raise RuntimeError(
-                "checkpointer: its context manager was entered already; an app built "
-                "with one serves once (build the app again to serve again)"
-            )
-        entered = True
         routes = list(app.router.routes)
-        async with opener as saver:
-            served = served_graph(graph, saver)
-            serve(app, served)
+        opens = service.opens_checkpointer
+        async with service.lifespan():
+            if opens:
+                serve(app)
             try:
-                watcher = watching(served)
-                if watcher is None:
-                    yield
-                else:
-                    async with watcher(app):
-                        yield
+                yield
             finally:
-                app.router.routes[:] = routes
+                if opens:
+                    app.router.routes[:] = routes
 
     return lifespan
 

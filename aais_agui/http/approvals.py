@@ -24,7 +24,6 @@ resolution, a principal who may not cancel is 403 with nothing recorded.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request, Response
@@ -32,7 +31,6 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from aais_langgraph.authority import (
     TERMINAL,
-    ApprovalAuthority,
     ForbiddenError,
     UnknownRequestError,
 )
@@ -43,7 +41,7 @@ from aais_langgraph.protocol import (
     loads_strict,
 )
 
-from .background import BackgroundResumes
+from ..service import ApprovalService
 from .decisions import DecisionRefused, arecord_decision
 from .limits import MAX_CLIENT_ID_LENGTH, ascii_decimal, id_too_long
 from .security import CSRF_COOKIE, Security, new_csrf_token
@@ -62,21 +60,16 @@ MAX_CANCEL_REASON = 500
 
 
 def approvals_router(
-    graph: Any,
-    authority: ApprovalAuthority,
-    security: Security,
-    *,
-    prefix: str = "/approvals",
-    config: Mapping[str, Any] | None = None,
-    poll_interval: float = 0.2,
-    reauth_interval: float = 15.0,
+    service: ApprovalService, security: Security, *, prefix: str = "/approvals"
 ) -> APIRouter:
-    """The AAIS profile routes under ``prefix``; ``graph`` may be None (no resuming).
-
-    ``reauth_interval`` is how often (seconds) an open event stream's actor is
-    authenticated again."""
+    """The AAIS profile routes under ``prefix`` for ``service`` (whose graph may be None:
+    no resuming). An open event stream's actor is authenticated again every
+    ``settings.reauth_every`` seconds; a quiet one reads the ledger every
+    ``settings.stream_poll`` seconds."""
     router = APIRouter(prefix=prefix)
-    resumes = BackgroundResumes(graph, authority, config)
+    graph, authority, resumes = service.graph, service.authority, service.resumes
+    poll_interval = service.settings.stream_poll
+    reauth_interval = service.settings.reauth_every
 
     @router.get("/snapshot")
     async def snapshot(request: Request) -> dict[str, Any]:

@@ -32,9 +32,10 @@ from ag_ui_langgraph.utils import langchain_messages_to_agui
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import Response
 
-from aais_langgraph.authority import HIDDEN_REQUEST, ApprovalAuthority, Verb, explain_constraints
+from aais_langgraph.authority import HIDDEN_REQUEST, Verb, explain_constraints
 from aais_langgraph.threads import ThreadView
 
+from ..service import ApprovalService
 from ..thread_views import visible_messages
 from .limits import MAX_CLIENT_ID_LENGTH, id_too_long
 from .security import Security
@@ -84,16 +85,16 @@ def takes_messages(graph: Any) -> bool:
 
 
 def inbox_router(
-    graph: Any,
-    authority: ApprovalAuthority,
+    service: ApprovalService,
     security: Security,
     *,
     agent_path: str = "/agent",
     approvals_prefix: str = "/approvals",
     title: str = "AAIS approvals",
 ) -> APIRouter:
-    """The inbox routes; mount at the app root (the page lives at ``/``)."""
+    """The inbox routes of ``service``; mount at the app root (the page lives at ``/``)."""
     router = APIRouter()
+    graph, authority = service.graph, service.authority
 
     @router.get("/", include_in_schema=False)
     async def page() -> Response:

@@ -32,6 +32,7 @@ from starlette.requests import HTTPConnection
 from aais_langgraph.authority import Principal
 from aais_langgraph.protocol import AAISValidationError, Actor
 
+from ..service import DEFAULT_MAX_BODY_BYTES
 from .hosts import Authority, is_loopback_name, parse_host, parse_origin, with_default_port
 from .limits import ascii_decimal
 
@@ -39,7 +40,6 @@ logger = logging.getLogger(__name__)
 
 CSRF_COOKIE = "aais_csrf"
 CSRF_HEADER = "x-aais-csrf"
-DEFAULT_MAX_BODY_BYTES = 1_000_000
 _PAGE_SCHEME = {"ws": "http", "wss": "https"}
 _PROXY_HEADERS = ("forwarded", "x-forwarded-for", "x-real-ip")
 

@@ -59,7 +59,7 @@ from aais_langgraph.authority import (
 from aais_langgraph.protocol import MAX_SAFE_INTEGER, ApprovalSnapshot
 from aais_langgraph.threads import EventFilter
 
-from .background import BackgroundResumes
+from ..service import ApprovalService
 from .decisions import DecisionRefused, arecord_decision
 from .limits import ascii_decimal
 from .security import CSRF_COOKIE, Authenticated, Security
@@ -79,24 +79,24 @@ _SEQUENCE_DIGITS = len(str(MAX_SAFE_INTEGER))
 
 
 def websocket_router(
-    graph: Any,
-    authority: ApprovalAuthority,
+    service: ApprovalService,
     security: Security,
     *,
     prefix: str = "/approvals",
     path: str = "/ws",
-    config: Mapping[str, Any] | None = None,
-    poll_interval: float = 0.2,
-    reauth_interval: float = 15.0,
-    max_age: float | None = None,
 ) -> APIRouter:
-    """The WebSocket profile at ``prefix + path``; ``graph`` may be None (no resuming).
+    """The WebSocket profile at ``prefix + path`` for ``service`` (whose graph may be
+    None: no resuming).
 
-    ``reauth_interval`` is how often (seconds) an open connection's actor is
-    authenticated again for the outgoing stream (decisions are, each one);
-    ``max_age`` (seconds, or None for no limit) closes a connection that old."""
+    An open connection's actor is authenticated again for the outgoing stream every
+    ``settings.reauth_every`` seconds (decisions are, each one);
+    ``settings.websocket_max_age`` (seconds, or None for no limit) closes a connection
+    that old."""
     router = APIRouter(prefix=prefix)
-    resumes = BackgroundResumes(graph, authority, config)
+    graph, authority, resumes = service.graph, service.authority, service.resumes
+    poll_interval = service.settings.stream_poll
+    reauth_interval = service.settings.reauth_every
+    max_age = service.settings.websocket_max_age
 
     @router.websocket(path)
     async def approvals_ws(websocket: WebSocket) -> None:

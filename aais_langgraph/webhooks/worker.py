@@ -128,6 +128,7 @@ class WebhookWorker:
         self._client = httpx.Client(timeout=timeout, follow_redirects=False)
         self._lock = threading.Lock()
         self._not_visible_said: set[str] = set()
+        self._in_flight: set[asyncio.Future[Any]] = set()
 
     def close(self) -> None:
         """Close the HTTP connections."""
@@ -271,26 +272,28 @@ class WebhookWorker:
 
     # -- in the background -------------------------------------------------------------
 
+    async def asend_due(self) -> None:
+        """One pass: catch up from the events, then claim what room ``concurrency`` leaves
+        and start sending it (the sends go on in the background)."""
+        try:
+            await asyncio.to_thread(self.catch_up)
+        except Exception:
+            logger.exception("webhook worker: catching up from the events failed; retrying")
+        try:
+            room = self.concurrency - len(self._in_flight)
+            if room > 0:
+                for delivery in await asyncio.to_thread(self.claim, limit=min(room, self.batch)):
+                    task = asyncio.ensure_future(asyncio.to_thread(self.deliver, delivery))
+                    self._in_flight.add(task)
+                    task.add_done_callback(self._in_flight.discard)
+                    task.add_done_callback(_log_failure)
+        except Exception:
+            logger.exception("webhook worker: reading the ledger failed; retrying")
+
     async def run(self) -> None:
         """Claim and send until cancelled; up to ``concurrency`` deliveries in flight."""
-        in_flight: set[asyncio.Future[Any]] = set()
         while True:
-            try:
-                await asyncio.to_thread(self.catch_up)
-            except Exception:
-                logger.exception("webhook worker: catching up from the events failed; retrying")
-            try:
-                room = self.concurrency - len(in_flight)
-                if room > 0:
-                    for delivery in await asyncio.to_thread(
-                        self.claim, limit=min(room, self.batch)
-                    ):
-                        task = asyncio.ensure_future(asyncio.to_thread(self.deliver, delivery))
-                        in_flight.add(task)
-                        task.add_done_callback(in_flight.discard)
-                        task.add_done_callback(_log_failure)
-            except Exception:
-                logger.exception("webhook worker: reading the ledger failed; retrying")
+            await self.asend_due()
             await asyncio.sleep(self.poll_interval)
 
     @asynccontextmanager

@@ -12,7 +12,7 @@ from typing import Any
 from fastapi import Request
 from langgraph.checkpoint.memory import InMemorySaver
 
-from aais_agui import Authenticated, bearer_token_authenticator, create_app
+from aais_agui import Authenticated, ServiceSettings, bearer_token_authenticator, create_app
 from aais_langgraph import ApprovalAuthority
 from aais_langgraph.ledger import SqliteLedger
 from aais_langgraph.protocol import Actor
@@ -65,10 +65,12 @@ def served_site(folder: Path) -> Iterator[Site]:
         graph,
         authority=authority,
         authenticate=authenticate,
-        max_body_bytes=MAX_BODY,
-        allowed_origins=[OTHER_ORIGIN],
-        poll_interval=0.05,
-        websocket_reauth_interval=0.5,
+        settings=ServiceSettings(
+            max_body_bytes=MAX_BODY,
+            allowed_origins=[OTHER_ORIGIN],
+            stream_poll=0.05,
+            reauth_every=0.5,
+        ),
     )
     with serve(app) as url:
         yield Site(url, folder / "ledger.db", authority, effects, graph)

@@ -28,6 +28,7 @@ from typing_extensions import TypedDict
 
 from aais_agui.agent import AAISLangGraphAgent
 from aais_agui.mapping import resume_entry_for
+from aais_agui.service import ServiceSettings
 from aais_langgraph import ApprovalAuthority, build_decision
 from aais_langgraph.authority import new_holder
 from aais_langgraph.ledger import RESUME
@@ -381,7 +382,7 @@ async def test_a_thread_driven_elsewhere_is_busy(
 ) -> None:
     import time
 
-    agent = make_agent(lease_wait=0.2)
+    agent = make_agent(settings=ServiceSettings(lease_wait=0.2))
     thread_id, [item] = await paused(agent)
     authority.ledger.acquire_lease(thread_id, new_holder(), ttl=30, now=time.time())
     error = terminal(await run(agent, thread_id, resume=[answer(item)]))
@@ -416,7 +417,7 @@ async def test_nothing_is_offered_again_after_a_busy_or_unauthenticated_refusal(
 ) -> None:
     import time
 
-    agent = make_agent(lease_wait=0.2)
+    agent = make_agent(settings=ServiceSettings(lease_wait=0.2))
     thread_id, [item] = await paused(agent)
     assert reoffered(await run(agent, thread_id, resume=[answer(item)], actor=None)) == []
     authority.ledger.acquire_lease(thread_id, new_holder(), ttl=30, now=time.time())

@@ -22,6 +22,7 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from aais_agui.agent import AAISLangGraphAgent
+from aais_agui.service import ServiceSettings
 from aais_langgraph import ApprovalAuthority, build_decision, requires_approval
 from aais_langgraph.authority import ForbiddenError, RequestLimits
 
@@ -383,8 +384,7 @@ def test_clone_keeps_every_flag_and_the_actor(authority: ApprovalAuthority) -> N
         enable_legacy_on_interrupt_event=False,
         emit_raw_events=False,
         subagent_visibility="hidden",
-        lease_ttl=12.0,
-        lease_wait=0.5,
+        settings=ServiceSettings(lease_ttl=12.0, lease_wait=0.5),
     ).with_actor({"id": "alice", "type": "human"})
     twin = agent.clone()
     assert twin is not agent and type(twin) is AAISLangGraphAgent
@@ -396,12 +396,12 @@ def test_clone_keeps_every_flag_and_the_actor(authority: ApprovalAuthority) -> N
         "enable_legacy_on_interrupt_event",
         "emit_raw_events",
         "subagent_visibility",
-        "lease_ttl",
-        "lease_wait",
+        "service",
         "actor",
         "config",
     ):
         assert getattr(twin, name) == getattr(agent, name), name
+    assert twin.driver is agent.driver and twin.driver.lease_wait == 0.5
 
 
 def test_clone_keeps_a_narrower_subclass_signature(authority: ApprovalAuthority) -> None:

@@ -30,7 +30,7 @@ from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 from websockets.sync.client import ClientConnection
 
-from aais_agui import Authenticated, create_app, run_agent_input
+from aais_agui import Authenticated, ServiceSettings, create_app, run_agent_input
 from aais_langgraph import ApprovalAuthority, build_decision, requires_approval
 from aais_langgraph.authority import AccessPolicy, Principal
 from aais_langgraph.authority.authorization import FORBIDDEN
@@ -137,7 +137,12 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     authority = ApprovalAuthority(ledger, authorizer=AccessPolicy.from_mapping(POLICY))
     effects = EffectLog(folder / "effects.db")
     graph = build_demo_graph(effects, InMemorySaver())
-    app = create_app(graph, authority=authority, authenticate=authenticate, poll_interval=0.05)
+    app = create_app(
+        graph,
+        authority=authority,
+        authenticate=authenticate,
+        settings=ServiceSettings(stream_poll=0.05),
+    )
     with serve(app) as url, ExitStack() as stack:
         clients = {
             name: stack.enter_context(httpx.Client(base_url=url, headers=bearer(name), timeout=30))
@@ -797,7 +802,12 @@ def two_step_graph() -> Any:
 def test_a_run_resumed_by_an_approver_still_acts_for_who_started_it(channel: str) -> None:
     graph = two_step_graph()
     authority = ApprovalAuthority(authorizer=AccessPolicy.from_mapping(POLICY))
-    app = create_app(graph, authority=authority, authenticate=authenticate, poll_interval=0.05)
+    app = create_app(
+        graph,
+        authority=authority,
+        authenticate=authenticate,
+        settings=ServiceSettings(stream_poll=0.05),
+    )
     config = {"configurable": {"thread_id": f"thread_{uuid.uuid4().hex}"}}
     thread_id = config["configurable"]["thread_id"]
 

@@ -1,9 +1,9 @@
 """Gated page (frontend) tools over AG-UI: the call reaches the client only once approved.
 
-A real uvicorn serves ``create_app(..., page_tools=gate)`` on loopback; runs are plain
-AG-UI requests that declare ``RunAgentInput.tools`` and send an ``Origin`` header,
-as a browser page does. The model (a deterministic fake that streams its tool
-calls) calls the page tool ``change_background``.
+A real uvicorn serves ``create_app(ApprovalService(..., page_tools=gate))`` on loopback;
+runs are plain AG-UI requests that declare ``RunAgentInput.tools`` and send an
+``Origin`` header, as a browser page does. The model (a deterministic fake that streams
+its tool calls) calls the page tool ``change_background``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,13 @@ from langchain_core.messages import ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from aais_agui import create_app, local_development_authenticator, run_agent_input
+from aais_agui import (
+    ApprovalService,
+    ServiceSettings,
+    create_app,
+    local_development_authenticator,
+    run_agent_input,
+)
 from aais_agui.http.security import Authenticated
 from aais_langgraph import ApprovalAuthority
 from aais_langgraph.authority import AccessPolicy
@@ -64,13 +70,13 @@ def served(tmp_path: Path) -> Iterator[tuple[httpx.Client, ApprovalAuthority]]:
     ledger.setup()
     authority = ApprovalAuthority(ledger)
     gate = page_tool_gate()
+    settings = ServiceSettings(
+        resume_due_every=None, orphans_every=None, allowed_origins=[PAGE_ORIGIN, OTHER_ORIGIN]
+    )
+    graph = build_page_graph(gate, InMemorySaver())
     app = create_app(
-        build_page_graph(gate, InMemorySaver()),
-        authority=authority,
+        ApprovalService(graph, authority, settings=settings, page_tools=gate),
         authenticate=local_development_authenticator(),
-        allowed_origins=[PAGE_ORIGIN, OTHER_ORIGIN],
-        page_tools=gate,
-        watch_decisions=False,
     )
     with serve(app) as url, httpx.Client(base_url=url, timeout=30) as client:
         yield client, authority
@@ -376,13 +382,13 @@ def test_a_viewer_answering_from_a_changed_page_makes_nothing_stale(tmp_path: Pa
     policy = AccessPolicy.from_mapping({"default_approvers": ["sre"], "viewer_groups": ["dev"]})
     authority = ApprovalAuthority(ledger, authorizer=policy)
     gate = page_tool_gate()
+    settings = ServiceSettings(
+        resume_due_every=None, orphans_every=None, allowed_origins=[PAGE_ORIGIN]
+    )
+    graph = build_page_graph(gate, InMemorySaver())
     app = create_app(
-        build_page_graph(gate, InMemorySaver()),
-        authority=authority,
+        ApprovalService(graph, authority, settings=settings, page_tools=gate),
         authenticate=authenticate,
-        allowed_origins=[PAGE_ORIGIN],
-        page_tools=gate,
-        watch_decisions=False,
     )
     with serve(app) as url, httpx.Client(base_url=url, timeout=30) as client:
         body = run_agent_input("t-viewer", text="paint the page blue")

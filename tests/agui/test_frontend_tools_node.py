@@ -1,6 +1,6 @@
 """The real ``@ag-ui/client`` as a page with frontend tools: gated calls reach it only approved.
 
-``create_app(..., page_tools=gate)`` serves the page tool graph on loopback; the
+``create_app(ApprovalService(..., page_tools=gate))`` serves the page tool graph on loopback; the
 Node script ``tests/agui_client/page-tools.mjs`` is the page (``HttpAgent`` with
 ``RunAgentInput.tools`` and an ``Origin`` header, running each tool call the client
 reports). This test checks the ledger against what the page saw: the approved call
@@ -25,7 +25,7 @@ import pytest
 from ag_ui_validate.pytest_plugin import validate_agui
 from langgraph.checkpoint.memory import InMemorySaver
 
-from aais_agui import create_app, local_development_authenticator
+from aais_agui import ApprovalService, ServiceSettings, create_app, local_development_authenticator
 from aais_langgraph import ApprovalAuthority
 from aais_langgraph.ledger import SqliteLedger
 
@@ -47,13 +47,13 @@ def test_page_runs_only_approved_calls_of_gated_frontend_tools(tmp_path: Path) -
     ledger.setup()
     authority = ApprovalAuthority(ledger)
     gate = page_tool_gate()
+    settings = ServiceSettings(
+        resume_due_every=None, orphans_every=None, allowed_origins=[PAGE_ORIGIN]
+    )
+    graph = build_page_graph(gate, InMemorySaver())
     app = create_app(
-        build_page_graph(gate, InMemorySaver()),
-        authority=authority,
+        ApprovalService(graph, authority, settings=settings, page_tools=gate),
         authenticate=local_development_authenticator(),
-        allowed_origins=[PAGE_ORIGIN],
-        page_tools=gate,
-        watch_decisions=False,
     )
     out = tmp_path / "out"
     with serve(app) as url:

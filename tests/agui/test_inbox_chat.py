@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 from langgraph.checkpoint.memory import InMemorySaver
 
-from aais_agui import bearer_token_authenticator, create_app
+from aais_agui import ServiceSettings, bearer_token_authenticator, create_app
 from aais_langgraph import ApprovalAuthority
 from aais_langgraph.ledger import SqliteLedger
 from demo.no_chat_graph import builder as no_chat_builder
@@ -22,7 +22,10 @@ def config_of(graph: object, folder: Path) -> dict[str, object]:
     ledger.setup()
     authenticate = bearer_token_authenticator({"t": {"id": "alice", "type": "human"}})
     app = create_app(
-        graph, authority=ApprovalAuthority(ledger), authenticate=authenticate, watch_decisions=False
+        graph,
+        authority=ApprovalAuthority(ledger),
+        authenticate=authenticate,
+        settings=ServiceSettings(resume_due_every=None, orphans_every=None),
     )
     with serve(app) as url:
         response = httpx.get(f"{url}/inbox/config", headers={"Authorization": "Bearer t"})

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from aais_agui.cli import _parser
-from aais_agui.ledger_upkeep import LedgerUpkeep, UpkeepSettings, serving_upkeep, upkeep_of
+from aais_agui.cli import _parser, service_settings
+from aais_agui.ledger_upkeep import LedgerUpkeep, upkeep_banner
+from aais_agui.service import ApprovalService, ServiceSettings
 from aais_langgraph import ApprovalAuthority, SqliteLedger, build_decision
 from aais_langgraph.ledger import FileWitness, RetentionPolicy, check_witnessed
 
@@ -30,8 +31,11 @@ def lines(path: Path) -> list[dict[str, object]]:
 
 def test_a_tick_compacts_when_due_and_publishes_when_the_tip_moved(tmp_path: Path) -> None:
     witness = tmp_path / "witness.jsonl"
-    settings = UpkeepSettings(
-        RetentionPolicy(keep_last=1), 100.0, (str(witness),), witness_every=1000.0
+    settings = ServiceSettings(
+        retention=RetentionPolicy(keep_last=1),
+        retention_every=100.0,
+        witnesses=(str(witness),),
+        witness_every=1000.0,
     )
     with SqliteLedger.from_path(tmp_path / "ledger.db") as ledger:
         authority = ApprovalAuthority(ledger)
@@ -59,7 +63,7 @@ def test_a_tick_compacts_when_due_and_publishes_when_the_tip_moved(tmp_path: Pat
 
 def test_the_heartbeat_publishes_an_unmoved_tip(tmp_path: Path) -> None:
     witness = tmp_path / "witness.jsonl"
-    settings = UpkeepSettings(None, witnesses=(str(witness),), witness_every=60.0)
+    settings = ServiceSettings(witnesses=(str(witness),), witness_every=60.0)
     with SqliteLedger.from_path(tmp_path / "ledger.db") as ledger:
         approve(ApprovalAuthority(ledger), 1)
         upkeep = LedgerUpkeep(ledger, settings, key=None)
@@ -69,8 +73,8 @@ def test_the_heartbeat_publishes_an_unmoved_tip(tmp_path: Path) -> None:
 
 
 def test_a_failing_witness_does_not_stop_the_upkeep(tmp_path: Path) -> None:
-    settings = UpkeepSettings(
-        RetentionPolicy(keep_last=0), witnesses=(str(tmp_path / "missing" / "w.jsonl"),)
+    settings = ServiceSettings(
+        retention=RetentionPolicy(keep_last=0), witnesses=(str(tmp_path / "missing" / "w.jsonl"),)
     )
     with SqliteLedger.from_path(tmp_path / "ledger.db") as ledger:
         approve(ApprovalAuthority(ledger), 2)
@@ -94,30 +98,33 @@ def test_serve_options_give_the_settings() -> None:
         ]
     )
 
-    settings = upkeep_of(args)
+    settings = service_settings(args)
 
-    assert settings.policy == RetentionPolicy(keep_last=10)
+    assert settings.retention == RetentionPolicy(keep_last=10)
     assert settings.witnesses == ("w.jsonl", "http://127.0.0.1:9/tips")
     assert settings.retention_every == 60.0
-    assert upkeep_of(_parser().parse_args(["serve", "pkg:graph"])).idle
+    idle = service_settings(_parser().parse_args(["serve", "pkg:graph"]))
+    assert idle.retention is None and idle.witnesses == () and upkeep_banner(idle) == []
 
 
 def test_a_negative_retention_is_refused_by_name() -> None:
     args = argparse.Namespace(retention_days=None, retention_last=-1)
     with pytest.raises(ValueError, match="--retention-last"):
-        upkeep_of(args)
+        service_settings(args)
 
 
-def test_serving_upkeep_runs_in_the_background_and_stops(tmp_path: Path) -> None:
+def test_the_service_runs_the_witness_job_in_the_background_and_stops(tmp_path: Path) -> None:
     witness = tmp_path / "witness.jsonl"
-    settings = UpkeepSettings(None, witnesses=(str(witness),), poll=0.01)
+    settings = ServiceSettings(witnesses=(str(witness),), witness_poll=0.01)
+    assert upkeep_banner(settings) == [f"witness    {witness}"]
 
     async def serve() -> None:
-        banner: list[str] = []
-        async with serving_upkeep(ledger, settings, banner) as upkeep:
-            assert upkeep is not None and banner == [f"witness    {witness}"]
+        service = ApprovalService(None, ApprovalAuthority(ledger), settings=settings)
+        async with service.lifespan():
+            assert service.scheduler is not None and service.scheduler.names == ["witness"]
             while not witness.exists():
                 await asyncio.sleep(0.01)
+        assert service.scheduler is None
 
     with SqliteLedger.from_path(tmp_path / "ledger.db") as ledger:
         approve(ApprovalAuthority(ledger), 1)

@@ -70,11 +70,12 @@ def test_a_run_that_fails_still_ends() -> None:
 def test_the_orphan_sweep_leaves_threads_this_process_drives_for_the_next_pass() -> None:
     from types import SimpleNamespace
 
-    from aais_agui.http.watcher import ORPHAN_GRACE, DecisionWatcher
+    from aais_agui.watcher import ORPHAN_GRACE, DecisionWatcher
     from aais_langgraph import ApprovalAuthority
+    from aais_langgraph.threads import ThreadDriver
 
     authority = ApprovalAuthority(InMemoryLedger())
-    watcher = DecisionWatcher(None, authority)
+    watcher = DecisionWatcher(ThreadDriver(None, authority, served=True))
     swept: list[str | None] = []
 
     async def acancel_orphans(

@@ -27,7 +27,7 @@ from ag_ui_validate.pytest_plugin import validate_agui
 from fastapi import Request
 from langgraph.checkpoint.memory import InMemorySaver
 
-from aais_agui import create_app
+from aais_agui import ServiceSettings, create_app
 from aais_agui.http.security import Authenticated
 from aais_langgraph import ApprovalAuthority
 from aais_langgraph.authority import AccessPolicy
@@ -73,7 +73,12 @@ def test_refused_resume_is_reoffered_and_records_nothing(tmp_path: Path) -> None
     authority = ApprovalAuthority(ledger, authorizer=AccessPolicy.from_mapping(POLICY))
     effects = EffectLog(tmp_path / "effects.db")
     graph = build_demo_graph(effects, InMemorySaver())
-    app = create_app(graph, authority=authority, authenticate=authenticate, poll_interval=0.05)
+    app = create_app(
+        graph,
+        authority=authority,
+        authenticate=authenticate,
+        settings=ServiceSettings(stream_poll=0.05),
+    )
     out = tmp_path / "out"
 
     with serve(app) as url:

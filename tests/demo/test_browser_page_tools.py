@@ -20,7 +20,7 @@ from fastapi import HTTPException
 from fastapi.responses import FileResponse, HTMLResponse
 from langgraph.checkpoint.memory import InMemorySaver
 
-from aais_agui import create_app, local_development_authenticator
+from aais_agui import ApprovalService, ServiceSettings, create_app, local_development_authenticator
 from aais_langgraph import ApprovalAuthority
 from aais_langgraph.ledger import SqliteLedger
 from agui.frontend_tools_graph import PAGE_TOOL, build_page_graph, page_tool_gate
@@ -51,13 +51,12 @@ def test_page_runs_a_gated_page_tool_only_after_approval(tmp_path: Path) -> None
     ledger.setup()
     authority = ApprovalAuthority(ledger)
     gate = page_tool_gate()
+    settings = ServiceSettings(resume_due_every=None, orphans_every=None)
+    graph = build_page_graph(gate, InMemorySaver())
     app = create_app(
-        build_page_graph(gate, InMemorySaver()),
-        authority=authority,
+        ApprovalService(graph, authority, settings=settings, page_tools=gate),
         authenticate=local_development_authenticator(),
-        page_tools=gate,
         inbox=False,
-        watch_decisions=False,
     )
 
     @app.get("/page")

@@ -10,9 +10,8 @@ import httpx
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from aais_agui import run_agent_input
+from aais_agui import ApprovalService, ServiceSettings, run_agent_input
 from aais_agui.demo import DemoWorkspace, build_demo_agent
-from aais_agui.http.watcher import DecisionWatcher
 from aais_langgraph import ApprovalAuthority, build_decision
 from aais_langgraph.gate import AUTHORITY_KEY
 
@@ -78,7 +77,7 @@ async def test_watcher_resumes_a_decided_thread_once(
     paused: tuple[Any, ApprovalAuthority, DemoWorkspace, Any],
 ) -> None:
     graph, authority, workspace, requested = paused
-    watcher = DecisionWatcher(graph, authority)
+    watcher = ApprovalService(graph, authority).watcher
     assert await watcher.catch_up() == set()
     alice = {"id": "alice", "type": "human"}
     authority.decide(build_decision(requested, decision="approve", actor=alice), actor=alice)
@@ -92,8 +91,9 @@ async def test_watcher_leaves_undecided_threads_paused(
     paused: tuple[Any, ApprovalAuthority, DemoWorkspace, Any],
 ) -> None:
     graph, authority, workspace, _ = paused
-    watcher = DecisionWatcher(graph, authority, poll_interval=0.05)
-    async with watcher.running():
+    service = ApprovalService(graph, authority, settings=ServiceSettings(resume_due_every=0.05))
+    watcher = service.watcher
+    async with service.lifespan():
         await asyncio.sleep(0.3)
         await watcher.idle()
     assert watcher.after > 0

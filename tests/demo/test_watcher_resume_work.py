@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
+from aais_agui import ApprovalService, ServiceSettings
 from aais_agui.demo import DemoWorkspace, build_demo_agent
-from aais_agui.http.watcher import DecisionWatcher
 from aais_langgraph import ApprovalAuthority, build_decision
 from aais_langgraph.gate import AUTHORITY_KEY
 from aais_langgraph.ledger import RESUME, SqliteLedger
@@ -52,7 +52,7 @@ async def test_due_defers_an_approval_while_a_remote_holder_holds_the_lease_then
     lease = ledger.acquire_lease("t1", REMOTE_HOLDER, ttl=1.0, now=time.time())
     assert lease is not None
     request_id = approve(authority, requested)
-    watcher = DecisionWatcher(graph, authority, poll_interval=0.05)
+    watcher = ApprovalService(graph, authority).watcher
 
     assert await watcher.due() == []
     work = ledger.get_work(RESUME, request_id)
@@ -74,8 +74,9 @@ async def test_a_watcher_running_in_the_background_resumes_an_approval_recorded_
     paused: tuple[Any, ApprovalAuthority, DemoWorkspace, Any],
 ) -> None:
     graph, authority, workspace, requested = paused
-    watcher = DecisionWatcher(graph, authority, poll_interval=0.05)
-    async with watcher.running():
+    service = ApprovalService(graph, authority, settings=ServiceSettings(resume_due_every=0.05))
+    watcher = service.watcher
+    async with service.lifespan():
         request_id = approve(authority, requested)
         deadline = time.monotonic() + 10
         while authority.ledger.get_work(RESUME, request_id).state != "done":

@@ -21,7 +21,7 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from aais_agui import bearer_token_authenticator, create_app
+from aais_agui import ServiceSettings, bearer_token_authenticator, create_app
 from aais_langgraph import ApprovalAuthority
 from aais_langgraph.ledger.postgres import PostgresLedger
 from tests.agui.demo_graph import EffectLog, build_demo_graph
@@ -54,8 +54,7 @@ async def main() -> None:
             graph,
             authority=authority,
             authenticate=bearer_token_authenticator({TOKEN: PRESENTER}),
-            lease_wait=30.0,
-            poll_interval=0.05,
+            settings=ServiceSettings(lease_wait=30.0, stream_poll=0.05),
         )
         config = uvicorn.Config(app, host="127.0.0.1", port=args.port, log_level="warning")
         await uvicorn.Server(config).serve()

@@ -20,7 +20,13 @@ import pytest
 from fastapi import Request
 from langgraph.checkpoint.memory import InMemorySaver
 
-from aais_agui import Authenticated, bearer_token_authenticator, create_app, run_agent_input
+from aais_agui import (
+    Authenticated,
+    ServiceSettings,
+    bearer_token_authenticator,
+    create_app,
+    run_agent_input,
+)
 from aais_langgraph import ApprovalAuthority, build_decision
 from aais_langgraph.authority.policy import PolicyVerdict
 from aais_langgraph.ledger import SqliteLedger
@@ -226,9 +232,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         graph,
         authority=authority,
         authenticate=authenticate,
-        max_body_bytes=MAX_BODY,
-        allowed_origins=["https://inbox.example"],
-        poll_interval=0.05,
+        settings=ServiceSettings(
+            max_body_bytes=MAX_BODY, allowed_origins=["https://inbox.example"], stream_poll=0.05
+        ),
     )
     with serve(app) as url:
         yield Site(url, authority, effects, graph)

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from langgraph.checkpoint.memory import InMemorySaver
 
-from aais_agui import bearer_token_authenticator, create_app, run_agent_input
+from aais_agui import ServiceSettings, bearer_token_authenticator, create_app, run_agent_input
 from aais_langgraph import ApprovalAuthority
 from aais_langgraph.ledger import SqliteLedger
 from agui.demo_graph import EffectLog, build_demo_graph
@@ -252,7 +252,7 @@ def test_no_content_length_is_a_server_error(tmp_path: Path) -> None:
         build_demo_graph(effects, InMemorySaver()),
         authority=ApprovalAuthority(ledger),
         authenticate=bearer_token_authenticator(USERS),
-        max_body_bytes=1000,
+        settings=ServiceSettings(max_body_bytes=1000),
     )
     tried = errors = 0
 

@@ -122,7 +122,8 @@ def test_resume_resolved_twins_agree() -> None:
 
 
 def test_the_decisions_endpoint_resume_is_resume_resolved_for_a_server() -> None:
-    resume = pytest.importorskip("aais_agui.http.background")
+    resume = pytest.importorskip("aais_agui.background")
+    service = pytest.importorskip("aais_agui.service")
 
     def case(w: World, use_async: bool) -> Any:
         requested = start(w, "t")
@@ -130,7 +131,8 @@ def test_the_decisions_endpoint_resume_is_resume_resolved_for_a_server() -> None
             build_decision(requested, decision="approve", scope="once", actor=HUMAN), actor=HUMAN
         )
         if use_async:
-            ids = run(resume.aresume_recorded(w.graph, w.authority, "t"))
+            driver = service.ApprovalService(w.graph, w.authority).driver
+            ids = run(resume.aresume_recorded(driver, "t"))
         else:
             resolved = ThreadDriver(w.graph, w.authority, served=True).resume_resolved("t")
             ids = [r.resolution.request_id for r in resolved]

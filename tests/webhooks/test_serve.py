@@ -9,11 +9,11 @@ import httpx
 from fastapi.testclient import TestClient
 from langgraph.checkpoint.memory import InMemorySaver
 
-from aais_agui import bearer_token_authenticator, create_app, run_agent_input
+from aais_agui import ApprovalService, bearer_token_authenticator, create_app, run_agent_input
 from aais_langgraph import build_decision
 from aais_langgraph.authority import ApprovalAuthority
 from aais_langgraph.ledger import SqliteLedger
-from aais_langgraph.webhooks import WebhookSubscription
+from aais_langgraph.webhooks import SubscriptionPlan, WebhookSubscription
 from demo.support import JSON_HEADERS, agui_run, interrupts_of, running, wait_for
 from demo.tiny_graph import builder
 
@@ -78,8 +78,8 @@ def test_serve_signs_and_sends_the_policy_files_webhooks(tmp_path: Path) -> None
 
 def test_an_app_made_with_webhooks_sends_them_while_it_serves(tmp_path: Path) -> None:
     path = tmp_path / "app.db"
-    ledger = SqliteLedger(path)
     other = SqliteLedger(path)  # another process's writer: it knows no subscriptions
+    ledger = None
     try:
         with Receiver() as receiver:
             ops = WebhookSubscription(
@@ -88,12 +88,13 @@ def test_an_app_made_with_webhooks_sends_them_while_it_serves(tmp_path: Path) ->
                 secret=SECRET,
                 notices=frozenset({"approval.requested"}),
             )
+            ledger = SqliteLedger(path, delivery_plan=SubscriptionPlan([ops]))
+            service = ApprovalService(
+                builder, ApprovalAuthority(ledger), checkpointer=InMemorySaver(), webhooks=[ops]
+            )
             app = create_app(
-                builder,
-                authority=ApprovalAuthority(ledger),
+                service,
                 authenticate=bearer_token_authenticator({"s3cret": {"id": "x", "type": "human"}}),
-                checkpointer=InMemorySaver(),
-                webhooks=[ops],
             )
             with TestClient(app, headers=TOKEN) as client:
                 [interrupt] = interrupts_of(agui_run(client, run_agent_input("t-1", text="go")))
@@ -105,5 +106,6 @@ def test_an_app_made_with_webhooks_sends_them_while_it_serves(tmp_path: Path) ->
         assert asked == [interrupt["metadata"]["aais"]["request"]["id"], "apr_elsewhere"]
         assert receiver.rejected == 0 and receiver.duplicates == 0
     finally:
-        ledger.close()
+        if ledger is not None:
+            ledger.close()
         other.close()

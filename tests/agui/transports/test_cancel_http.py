@@ -16,7 +16,7 @@ import httpx
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from aais_agui import bearer_token_authenticator, create_app, run_agent_input
+from aais_agui import ServiceSettings, bearer_token_authenticator, create_app, run_agent_input
 from aais_langgraph import ApprovalAuthority
 from aais_langgraph.authority import AccessPolicy
 from aais_langgraph.ledger import SqliteLedger
@@ -39,7 +39,10 @@ class Served:
         self.graph = build_demo_graph(self.effects, InMemorySaver())
         authenticate = bearer_token_authenticator({"alice-token": ALICE, "bob-token": BOB})
         self.app = create_app(
-            self.graph, authority=self.authority, authenticate=authenticate, poll_interval=0.05
+            self.graph,
+            authority=self.authority,
+            authenticate=authenticate,
+            settings=ServiceSettings(stream_poll=0.05),
         )
 
     def result(self, thread_id: str, timeout: float = 10.0) -> str:

@@ -21,7 +21,7 @@ import jwt
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from aais_agui import create_app
+from aais_agui import ServiceSettings, create_app
 from aais_agui.http.jwt_tokens import JwtSettings, jwt_authenticator
 from aais_langgraph import ApprovalAuthority
 from aais_langgraph.ledger import SqliteLedger
@@ -55,8 +55,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         graph,
         authority=authority,
         authenticate=jwt_authenticator(settings),
-        poll_interval=0.05,
-        websocket_reauth_interval=REAUTH_INTERVAL,
+        settings=ServiceSettings(stream_poll=0.05, reauth_every=REAUTH_INTERVAL),
     )
     with serve(app) as url:
         yield Site(url, authority)

@@ -1,43 +1,42 @@
 """Resume threads whose approvals were answered by another process (CLI, another replica).
 
-:class:`DecisionWatcher` does two things while a server runs:
+:class:`DecisionWatcher` is the state behind two periodic jobs of the one
+:class:`~aais_agui.service.ApprovalService`, both run through its driver:
 
-- every poll it picks up the ledger's due resume work
+- ``resume_due`` (:meth:`DecisionWatcher.follow`) picks up the ledger's due resume work
   (:meth:`~aais_langgraph.threads.ThreadDriver.aresume_due`): every answer
   recorded outside a run left "this thread must be resumed" in the ledger with
   its resolution, so an approval recorded while the server was down, while a
   dead process held the thread's lease, or while a resume failed, is resumed
   here, retried with backoff until it is done (or its outcome is unknown);
-- it follows the event stream from its start, so a thread named by a new
+- and follows the event stream from its start, so a thread named by a new
   ``approval.resolved`` is resumed at once, and a ledger written before resume
   work existed is caught up at startup;
-- every ``orphan_interval`` seconds it cancels the pending requests their thread no
-  longer waits on (a forked or regenerated run left them behind, SPEC §11); a thread
-  a run of this process drives is left for the next pass, and a request younger than
-  a minute for a later one.
+- ``orphans`` (:meth:`DecisionWatcher.cancel_orphans`) cancels the pending requests
+  their thread no longer waits on (a forked or regenerated run left them behind, SPEC
+  §11); a thread a run of this process drives is left for the next pass, and a request
+  younger than a minute for a later one.
 
 Resuming is idempotent, so a thread this process already resumed (its decisions
 endpoint, an AG-UI resume) is only looked at, never run twice.
 
 Limits: a request that expires by the clock without a recorded resolution is
-left to ``sweep_expired`` / ``aais-langgraph expire`` (whose resolutions the
-watcher then applies).
+left to the ``sweep_expired`` job (off unless its interval is set) or
+``aais-langgraph expire``, whose resolutions the watcher then applies.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any
 
-from aais_langgraph.authority import DEFAULT_LEASE_TTL, ApprovalAuthority, LeaseHeldError
+from aais_langgraph.authority import LeaseHeldError
 from aais_langgraph.gate import ExecutionUnknownError
-from aais_langgraph.threads import DEFAULT_LEASE_WAIT, ThreadDriver, aresolved_threads
+from aais_langgraph.threads import ThreadDriver, aresolved_threads
 
-from ..local_runs import local_runs
+from .local_runs import local_runs
+
+__all__ = ["ORPHAN_GRACE", "DecisionWatcher"]
 
 logger = logging.getLogger(__name__)
 
@@ -49,25 +48,9 @@ ORPHAN_GRACE = 60.0
 class DecisionWatcher:
     """Follows the ledger's events and resumes threads paused on resolved requests."""
 
-    def __init__(
-        self,
-        graph: Any,
-        authority: ApprovalAuthority,
-        *,
-        config: Mapping[str, Any] | None = None,
-        poll_interval: float = 0.5,
-        lease_ttl: float = DEFAULT_LEASE_TTL,
-        lease_wait: float = DEFAULT_LEASE_WAIT,
-        orphan_interval: float = 30.0,
-    ) -> None:
-        self.graph = graph
-        self.authority = authority
-        self.driver = ThreadDriver(
-            graph, authority, config=config, lease_ttl=lease_ttl, lease_wait=lease_wait, served=True
-        )
-        self.poll_interval = poll_interval
-        self.orphan_interval = orphan_interval
-        self._orphans_at = 0.0
+    def __init__(self, driver: ThreadDriver) -> None:
+        self.driver = driver
+        self.authority = driver.authority
         self.after = 0
         self.resumed: list[str] = []
         """Request ids this watcher resumed, oldest first (for tests and logs)."""
@@ -146,49 +129,22 @@ class DecisionWatcher:
         finally:
             self._busy.pop(thread_id, None)
 
-    async def run(self) -> None:
-        """Follow the event stream until cancelled."""
-        while True:
-            try:
-                for thread_id in sorted(await self.catch_up()):
-                    self._schedule(thread_id)
-                if not self._busy:
-                    await self.due()
-                if time.monotonic() >= self._orphans_at:
-                    self._orphans_at = time.monotonic() + self.orphan_interval
-                    await self.cancel_orphans()
-            except Exception:
-                logger.exception("decision watcher: reading the ledger failed; retrying")
-            await asyncio.sleep(self.poll_interval)
+    async def follow(self) -> None:
+        """One pass of the ``resume_due`` job: every thread named by a new event is settled
+        in its own task, and the due resume work is picked up when none is being settled."""
+        for thread_id in sorted(await self.catch_up()):
+            self._schedule(thread_id)
+        if not self._busy:
+            await self.due()
 
     async def idle(self) -> None:
         """Wait until no resume started by this watcher is still running."""
         while self._busy:
             await asyncio.gather(*self._busy.values(), return_exceptions=True)
 
-    @asynccontextmanager
-    async def running(self) -> AsyncIterator[DecisionWatcher]:
-        """Run the watcher in the background for the duration of the block."""
-        task = asyncio.create_task(self.run(), name="aais-decision-watcher")
-        try:
-            yield self
-        finally:
+    async def stop(self) -> None:
+        """Cancel the resumes this watcher started and wait for them to end."""
+        busy = list(self._busy.values())
+        for task in busy:
             task.cancel()
-            for pending in [task, *self._busy.values()]:
-                pending.cancel()
-            await asyncio.gather(task, *self._busy.values(), return_exceptions=True)
-
-
-def watcher_lifespan(
-    graph: Any, authority: ApprovalAuthority, **options: Any
-) -> Callable[[Any], AbstractAsyncContextManager[None]]:
-    """A FastAPI ``lifespan`` running a :class:`DecisionWatcher` while the app serves."""
-
-    @asynccontextmanager
-    async def lifespan(app: Any) -> AsyncIterator[None]:
-        watcher = DecisionWatcher(graph, authority, **options)
-        app.state.aais_watcher = watcher
-        async with watcher.running():
-            yield
-
-    return lifespan
+        await asyncio.gather(*busy, return_exceptions=True)

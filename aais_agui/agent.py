@@ -75,7 +75,7 @@ from aais_langgraph.authority import (
     checked_principal,
 )
 from aais_langgraph.gate import REQUESTER_KEY
-from aais_langgraph.protocol import AAISValidationError, Actor
+from aais_langgraph.protocol import AAISValidationError, Actor, Refusal
 from aais_langgraph.threads import DEFAULT_LEASE_WAIT, ThreadDriver, ThreadView
 from aais_langgraph.tools import PageBinding, PageToolGate
 
@@ -627,8 +627,11 @@ def steering_props(forwarded_props: Any) -> list[str]:
     return [key for key in forwarded_props if camel_to_snake(str(key)) in STEERING_PROPS]
 
 
-class _PostRefused(Exception):
+class _PostRefused(Refusal):
     """The sender may not start or post to the thread; nothing was recorded or run."""
+
+    code = FORBIDDEN
+    pointer = ""
 
 
 THREAD_REFUSED = "forbidden: you may not post to or see this thread"

@@ -34,7 +34,9 @@ from aais_langgraph.protocol import (
     ApprovalDecided,
     ApprovalRequested,
     ApprovalResolved,
+    Refusal,
     decision_note,
+    outcome_refusal,
 )
 from aais_langgraph.threads import Cancellation, run_config
 
@@ -54,7 +56,7 @@ UNAUTHENTICATED_ANSWER = (
 )
 
 
-class ResumeRejected(Exception):
+class ResumeRejected(Refusal):
     """A resume the run must refuse (``RUN_ERROR``); nothing was recorded or resumed.
 
     ``code`` is a stable machine-readable ``aais.*`` code; the message names
@@ -64,6 +66,7 @@ class ResumeRejected(Exception):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
+        self.pointer = ""
         self.message = message
 
 
@@ -174,7 +177,7 @@ def _record(
         outcome = authority.decide(judged.answer, actor=actor).resolution
         if outcome.outcome not in TERMINAL:
             raise ResumeRejected(
-                f"aais.{outcome.outcome}",
+                outcome_refusal(outcome.outcome),
                 f"interrupt {judged.interrupt_id}: {outcome.outcome}: {outcome.message}",
             )
     recorded = authority.get_resolution(request_id)

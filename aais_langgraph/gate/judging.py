@@ -19,7 +19,7 @@ from .execution import (
     claim_of,
     settle,
 )
-from .response import Answer, Refusal, RejectedResumeError, refuse
+from .response import Answer, RefusalCarrier, RejectedResumeError, refuse
 
 __all__ = ["at_time_of_use", "judge", "judge_late", "prejudge"]
 
@@ -32,7 +32,7 @@ def judge(
     known: ApprovalResolved | None = None,
     claim: Claim | None = None,
 ) -> ApprovalResolved:
-    """The request's resolution for a bound answer, or raise :class:`Refusal`.
+    """The request's resolution for a bound answer, or raise :class:`RefusalCarrier`.
 
     Runs inside LangGraph's validation of the resume value. A notice is worth
     only the resolution recorded in the ledger; a decision is judged by the
@@ -107,7 +107,7 @@ def judge_late(
     """:func:`judge` after the answer was accepted: a refusal can only fail closed now."""
     try:
         return judge(authority, request, action, answer, claim=claim)
-    except Refusal as refusal:
+    except RefusalCarrier as refusal:
         if isinstance(refusal.error, ExecutionUnknownError):
             raise refusal.error from None
         if isinstance(refusal.error, RejectedResumeError) and refusal.error.code == CLAIMED:

@@ -51,7 +51,6 @@ from ag_ui.core import (
     Interrupt,
     ResumeEntry,
     RunAgentInput,
-    RunErrorEvent,
     RunFinishedEvent,
     RunStartedEvent,
 )
@@ -84,7 +83,13 @@ from .local_runs import local_runs
 from .mapping import carries_aais, is_approval_request, request_to_interrupt
 from .reoffer import reoffer_events
 from .resume_plan import UNAUTHENTICATED_ANSWER, ResumeRejected, plan_resume, served_config
-from .run_outcomes import aattribute_interrupts, acancel_watch, run_error_for, settle_outcome
+from .run_outcomes import (
+    aattribute_interrupts,
+    acancel_watch,
+    refusal_event,
+    run_error_for,
+    settle_outcome,
+)
 from .state_keys import channel_schema_keys
 from .thread_views import ThreadEventFilter
 from .vouched_actor import claim_vouched_actor
@@ -656,7 +661,7 @@ def _text_of(content: Any) -> str:
 def _refusal(input: RunAgentInput, code: str, message: str) -> list[BaseEvent]:
     return [
         RunStartedEvent(type=EventType.RUN_STARTED, thread_id=input.thread_id, run_id=input.run_id),
-        RunErrorEvent(type=EventType.RUN_ERROR, message=message, code=code),
+        refusal_event(code, message),
     ]
 
 

@@ -46,6 +46,7 @@ from aais_langgraph.protocol import (
 from .background import BackgroundResumes
 from .decisions import DecisionRefused, arecord_decision
 from .limits import MAX_CLIENT_ID_LENGTH, ascii_decimal, id_too_long
+from .refusals import refused
 from .security import CSRF_COOKIE, Security, new_csrf_token
 from .sse import event_stream, pending_snapshot
 
@@ -116,11 +117,9 @@ def approvals_router(
                 request_id, reason=reason, actor=authenticated.principal
             )
         except UnknownRequestError:
-            raise HTTPException(
-                404, {"code": "aais.unknown_request", "message": "no such approval request"}
-            ) from None
+            raise refused("aais.unknown_request", "no such approval request") from None
         except ForbiddenError as error:
-            raise HTTPException(403, {"code": error.code, "message": error.reason}) from None
+            raise refused(error.code, error.reason) from None
         outcome = resolved.resolution.outcome
         if outcome in TERMINAL:
             resumes.later(request_id)
@@ -181,9 +180,7 @@ def _after(request: Request) -> int | None:
         return None
     after = ascii_decimal(raw, max_digits=_SEQUENCE_DIGITS)
     if after is None or after > MAX_SAFE_INTEGER:
-        raise HTTPException(
-            400, {"code": "aais.bad_last_event_id", "message": "Last-Event-ID must be a sequence"}
-        )
+        raise refused("aais.bad_last_event_id", "Last-Event-ID must be a sequence")
     return after
 
 
@@ -207,4 +204,4 @@ def _cancel_reason(body: bytes) -> str | None:
 
 
 def _invalid_cancel(message: str) -> HTTPException:
-    return HTTPException(422, {"code": "aais.invalid_cancel", "message": message})
+    return refused("aais.invalid_cancel", message)

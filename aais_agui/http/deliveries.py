@@ -23,6 +23,7 @@ from aais_langgraph.authority import ApprovalAuthority
 from aais_langgraph.ledger import retry_delivery
 
 from .limits import MAX_CLIENT_ID_LENGTH, id_too_long
+from .refusals import refused
 from .security import Security
 
 __all__ = ["deliveries_router"]
@@ -51,7 +52,7 @@ def deliveries_router(
         authenticated = await security.state_change(request)
         if id_too_long(delivery_id):
             message = f"/path/delivery_id: ids are limited to {MAX_CLIENT_ID_LENGTH} characters"
-            raise HTTPException(422, {"code": "aais.id_too_long", "message": message})
+            raise refused("aais.id_too_long", message)
         found = await ledger.aget_delivery(delivery_id)
         visible = found is not None and await asyncio.to_thread(
             authority.may_view, authenticated.principal, found.request_id

@@ -77,7 +77,7 @@ class RefusalEntry:
     """One code of the vocabulary.
 
     ``http_status`` is the status an HTTP answer carries (also the status a
-    transport without statuses would have used); ``websocket_close_code`` the code a
+    transport without statuses would have used); ``websocket_close`` the code a
     WebSocket closes with for it (a refused handshake that cannot send an HTTP
     status, a connection that must end), None where the refusal is an error frame
     on an open connection or never reaches a WebSocket. ``transports`` are where
@@ -88,7 +88,7 @@ class RefusalEntry:
     meaning: str
     http_status: int
     transports: tuple[Transport, ...]
-    websocket_close_code: int | None = None
+    websocket_close: int | None = None
 
 
 BAD_AFTER: Final = "aais.bad_after"
@@ -373,7 +373,7 @@ def websocket_refusal(code: str, pointer: str, message: str, *, frame: int) -> d
 
 def websocket_close_code(code: str) -> int:
     """The close code a WebSocket ends with for a refusal (1008 when the entry has none)."""
-    close = _entry(code).websocket_close_code
+    close = _entry(code).websocket_close
     return CLOSE_POLICY if close is None else close
 
 

@@ -5,6 +5,7 @@ the catalogue is sent somewhere."""
 from __future__ import annotations
 
 import ast
+import importlib.util
 import re
 import typing
 from pathlib import Path
@@ -92,6 +93,17 @@ def test_every_catalogued_code_is_sent_somewhere() -> None:
             f"aais.{outcome}" for outcome in TERMINAL
         }
     assert set(REFUSALS) - used == set()
+
+
+def test_the_docs_page_is_rendered_from_the_catalogue() -> None:
+    script = ROOT / "scripts" / "refusals_page.py"
+    spec = importlib.util.spec_from_file_location("refusals_page", script)
+    assert spec is not None and spec.loader is not None
+    page = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(page)
+    written = (ROOT / "docs" / "refusals.md").read_text(encoding="utf-8")
+    assert written == page.render(), "run: python scripts/refusals_page.py"
+    assert "refusals.md" in (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
 
 
 def test_every_code_has_a_constant_and_a_one_sentence_meaning() -> None:

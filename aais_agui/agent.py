@@ -51,7 +51,6 @@ from ag_ui.core import (
     Interrupt,
     ResumeEntry,
     RunAgentInput,
-    RunErrorEvent,
     RunFinishedEvent,
     RunStartedEvent,
 )
@@ -74,7 +73,7 @@ from aais_langgraph.authority import (
     checked_principal,
 )
 from aais_langgraph.gate import REQUESTER_KEY
-from aais_langgraph.protocol import AAISValidationError, Actor
+from aais_langgraph.protocol import AAISValidationError, Actor, Refusal
 from aais_langgraph.threads import LeasedThread, ThreadDriver, ThreadView
 from aais_langgraph.tools import PageBinding, PageToolGate
 
@@ -83,7 +82,13 @@ from .local_runs import local_runs
 from .mapping import carries_aais, is_approval_request, request_to_interrupt
 from .reoffer import reoffer_events
 from .resume_plan import UNAUTHENTICATED_ANSWER, ResumeRejected, plan_resume, served_config
-from .run_outcomes import aattribute_interrupts, acancel_watch, run_error_for, settle_outcome
+from .run_outcomes import (
+    aattribute_interrupts,
+    acancel_watch,
+    refusal_event,
+    run_error_for,
+    settle_outcome,
+)
 from .service import ApprovalService, ServiceSettings
 from .state_keys import channel_schema_keys
 from .thread_views import ThreadEventFilter
@@ -638,8 +643,11 @@ def steering_props(forwarded_props: Any) -> list[str]:
     return [key for key in forwarded_props if camel_to_snake(str(key)) in STEERING_PROPS]
 
 
-class _PostRefused(Exception):
+class _PostRefused(Refusal):
     """The sender may not start or post to the thread; nothing was recorded or run."""
+
+    code = FORBIDDEN
+    pointer = ""
 
 
 THREAD_REFUSED = "forbidden: you may not post to or see this thread"
@@ -664,7 +672,7 @@ def _text_of(content: Any) -> str:
 def _refusal(input: RunAgentInput, code: str, message: str) -> list[BaseEvent]:
     return [
         RunStartedEvent(type=EventType.RUN_STARTED, thread_id=input.thread_id, run_id=input.run_id),
-        RunErrorEvent(type=EventType.RUN_ERROR, message=message, code=code),
+        refusal_event(code, message),
     ]
 
 

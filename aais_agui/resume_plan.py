@@ -25,7 +25,9 @@ from aais_langgraph.protocol import (
     Actor,
     ApprovalDecided,
     ApprovalRequested,
+    Refusal,
     decision_note,
+    outcome_refusal,
 )
 from aais_langgraph.threads import (
     AnswerPlanner,
@@ -49,7 +51,7 @@ UNAUTHENTICATED_ANSWER = (
 )
 
 
-class ResumeRejected(Exception):
+class ResumeRejected(Refusal):
     """A resume the run must refuse (``RUN_ERROR``); nothing was recorded or resumed.
 
     ``code`` is a stable machine-readable ``aais.*`` code; the message names
@@ -59,6 +61,7 @@ class ResumeRejected(Exception):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
+        self.pointer = ""
         self.message = message
 
 
@@ -127,7 +130,7 @@ def _rejected(refused: AnswerRefused, entries: Sequence[ResumeEntry]) -> ResumeR
             "aais.invalid_resume",
             f"resume[{index}]: the decision does not name the request of interrupt {interrupt_id}",
         )
-    if rule == "choice":
+    if rule in ("choice", "action"):
         return ResumeRejected(
             "aais.invalid_resume",
             f"resume[{index}]: the decision and scope were not offered by the request",
@@ -138,7 +141,9 @@ def _rejected(refused: AnswerRefused, entries: Sequence[ResumeEntry]) -> ResumeR
             f"interrupt {interrupt_id}: already resolved {refused.reason}; "
             "reconnect to continue the thread",
         )
-    return ResumeRejected(f"aais.{rule}", f"interrupt {interrupt_id}: {rule}: {refused.reason}")
+    return ResumeRejected(
+        outcome_refusal(rule), f"interrupt {interrupt_id}: {rule}: {refused.reason}"
+    )
 
 
 def plan_resume(

@@ -36,7 +36,7 @@ from ag_ui.core import BaseEvent, EventType, Interrupt, ResumeEntry, RunErrorEve
 from ag_ui.core.events import RunFinishedCancelledOutcome, RunFinishedInterruptOutcome
 
 from aais_langgraph.authority import ApprovalAuthority, ForbiddenError, RequestLimitError
-from aais_langgraph.protocol import id_for
+from aais_langgraph.protocol import agui_refusal, id_for
 
 from .mapping import METADATA_KEY, is_approval_request
 
@@ -46,6 +46,7 @@ __all__ = [
     "CancelWatch",
     "aattribute_interrupts",
     "acancel_watch",
+    "refusal_event",
     "run_error_for",
     "settle_outcome",
     "speaks_cancelled",
@@ -77,15 +78,20 @@ def speaks_cancelled(protocol_version: str | None) -> bool:
     return major.isdigit() and int(major) >= 1
 
 
+def refusal_event(code: str, message: str) -> RunErrorEvent:
+    """The ``RUN_ERROR`` of refusal ``code`` (:data:`~aais_langgraph.protocol.REFUSALS`);
+    ``message`` names fields and rules, never a value."""
+    fields = agui_refusal(code, message)
+    return RunErrorEvent(type=EventType.RUN_ERROR, message=fields["message"], code=fields["code"])
+
+
 def run_error_for(error: BaseException) -> RunErrorEvent | None:
     """The ``RUN_ERROR`` with the AAIS code for a refusal that stopped a run; None for any
     other exception (ag-ui-langgraph reports it). The message never holds a value."""
     if isinstance(error, RequestLimitError):
-        return RunErrorEvent(type=EventType.RUN_ERROR, message=str(error), code=error.code)
+        return refusal_event(error.code, str(error))
     if isinstance(error, ForbiddenError):
-        return RunErrorEvent(
-            type=EventType.RUN_ERROR, message=f"forbidden: {error.reason}", code=error.code
-        )
+        return refusal_event(error.code, f"forbidden: {error.reason}")
     return None
 
 

@@ -118,7 +118,8 @@ async def main() -> None:
             graph = build_demo_graph(effects, saver)
             app = create_app(graph, authority=authority, authenticate=authenticate)
             transport = httpx.ASGITransport(app=app)
-            async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+            client = httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1")
+            async with client:
                 for i in range(3):
                     await approval(client, effects, f"warm-{i}", args.answer)
                 count_ledger(counts)

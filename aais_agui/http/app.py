@@ -28,6 +28,7 @@ from .deliveries import deliveries_router
 from .inbox import SECURITY_HEADERS, inbox_router
 from .log_guard import guard_server_logs
 from .metrics import metrics_router
+from .refusals import refusal_response
 from .security import Authenticator, Security
 from .standing import standing_router
 from .websocket import websocket_router
@@ -209,8 +210,7 @@ def _serve_openapi(app: FastAPI) -> None:
 
 async def _integrity_error(request: Request, error: LedgerIntegrityError) -> JSONResponse:
     """A stored row the audit does not vouch for: refused, named by table and id (503)."""
-    body = {"code": "aais.ledger_integrity", "message": str(error)}
-    return JSONResponse({"error": body}, status_code=503)
+    return refusal_response("aais.ledger_integrity", str(error))
 
 
 async def _http_error(request: Request, error: HTTPException) -> JSONResponse:

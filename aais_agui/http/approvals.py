@@ -44,6 +44,7 @@ from aais_langgraph.protocol import (
 from ..service import ApprovalService
 from .decisions import DecisionRefused, arecord_decision
 from .limits import MAX_CLIENT_ID_LENGTH, ascii_decimal, id_too_long
+from .refusals import refused
 from .security import CSRF_COOKIE, Security, new_csrf_token
 from .sse import event_stream, pending_snapshot
 
@@ -109,11 +110,9 @@ def approvals_router(
                 request_id, reason=reason, actor=authenticated.principal
             )
         except UnknownRequestError:
-            raise HTTPException(
-                404, {"code": "aais.unknown_request", "message": "no such approval request"}
-            ) from None
+            raise refused("aais.unknown_request", "no such approval request") from None
         except ForbiddenError as error:
-            raise HTTPException(403, {"code": error.code, "message": error.reason}) from None
+            raise refused(error.code, error.reason) from None
         outcome = resolved.resolution.outcome
         if outcome in TERMINAL:
             resumes.later(request_id)
@@ -174,9 +173,7 @@ def _after(request: Request) -> int | None:
         return None
     after = ascii_decimal(raw, max_digits=_SEQUENCE_DIGITS)
     if after is None or after > MAX_SAFE_INTEGER:
-        raise HTTPException(
-            400, {"code": "aais.bad_last_event_id", "message": "Last-Event-ID must be a sequence"}
-        )
+        raise refused("aais.bad_last_event_id", "Last-Event-ID must be a sequence")
     return after
 
 
@@ -200,4 +197,4 @@ def _cancel_reason(body: bytes) -> str | None:
 
 
 def _invalid_cancel(message: str) -> HTTPException:
-    return HTTPException(422, {"code": "aais.invalid_cancel", "message": message})
+    return refused("aais.invalid_cancel", message)

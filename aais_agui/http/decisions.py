@@ -25,6 +25,7 @@ from aais_langgraph.protocol import (
     Actor,
     ApprovalDecided,
     ApprovalResolved,
+    Refusal,
     parse_envelope,
 )
 
@@ -32,7 +33,7 @@ __all__ = ["DecisionRefused", "arecord_decision"]
 
 
 @dataclass(frozen=True)
-class DecisionRefused(Exception):
+class DecisionRefused(Refusal):
     """Nothing was recorded: ``status`` for HTTP, ``code``, the field's ``pointer``, a message."""
 
     status: int

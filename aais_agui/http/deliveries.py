@@ -23,6 +23,7 @@ from aais_langgraph.authority import ApprovalAuthority
 from aais_langgraph.ledger import DELIVERY, retry_delivery
 
 from .limits import MAX_CLIENT_ID_LENGTH, id_too_long
+from .refusals import refused
 from .security import Security
 
 __all__ = ["deliveries_router"]
@@ -50,7 +51,7 @@ def deliveries_router(
         authenticated = await security.state_change(request)
         if id_too_long(delivery_id):
             message = f"/path/delivery_id: ids are limited to {MAX_CLIENT_ID_LENGTH} characters"
-            raise HTTPException(422, {"code": "aais.id_too_long", "message": message})
+            raise refused("aais.id_too_long", message)
         found = await ledger.aget_work(DELIVERY, delivery_id)
         visible = found is not None and await authority.access.amay_view(
             authenticated.principal, found.request_id

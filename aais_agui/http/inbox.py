@@ -38,6 +38,7 @@ from aais_langgraph.threads import ThreadView
 from ..service import ApprovalService
 from ..thread_views import visible_messages
 from .limits import MAX_CLIENT_ID_LENGTH, id_too_long
+from .refusals import refused
 from .security import Security
 
 _ASSETS = {
@@ -75,7 +76,7 @@ def _asset(name: str, **extra: str) -> Response:
 def _check_id(name: str, value: str) -> None:
     if id_too_long(value):
         message = f"/path/{name}: ids are limited to {MAX_CLIENT_ID_LENGTH} characters"
-        raise HTTPException(422, {"code": "aais.id_too_long", "message": message})
+        raise refused("aais.id_too_long", message)
 
 
 def takes_messages(graph: Any) -> bool:
@@ -130,9 +131,7 @@ def inbox_router(
         requested = await authority.aget_request(request_id)
         # A request the viewer may not see is answered as if it did not exist.
         if requested is None or not await authority.access.amay_view(viewer, request_id):
-            raise HTTPException(
-                404, {"code": "aais.unknown_request", "message": "no such approval request"}
-            )
+            raise refused("aais.unknown_request", "no such approval request")
         stored = await authority.aget_stored_request(request_id)
         permissions: dict[str, Any] = {}
         if stored is not None:

@@ -15,11 +15,12 @@ import asyncio
 import threading
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request, Response
+from fastapi import APIRouter, Request, Response
 
 from aais_langgraph.authority import FORBIDDEN, Resource
 from aais_langgraph.observability import ApprovalMetrics
 
+from .refusals import refused
 from .security import Security
 
 __all__ = ["MetricsServer", "metrics_router", "serve_metrics"]
@@ -41,7 +42,7 @@ def metrics_router(
         principal = (await security.actor(request)).principal
         allowed = await metrics.authority.access.apermits(principal, "metrics", Resource())
         if not allowed:
-            raise HTTPException(403, {"code": FORBIDDEN, "message": allowed.reason})
+            raise refused(FORBIDDEN, allowed.reason)
         body, content_type = await asyncio.to_thread(
             metrics.exposition, request.headers.get("accept")
         )

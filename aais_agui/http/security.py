@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from fastapi import HTTPException, Request
+from fastapi import Request
 from starlette.requests import HTTPConnection
 
 from aais_langgraph.authority import Principal
@@ -35,6 +35,7 @@ from aais_langgraph.protocol import AAISValidationError, Actor
 from ..service import DEFAULT_MAX_BODY_BYTES
 from .hosts import Authority, is_loopback_name, parse_host, parse_origin, with_default_port
 from .limits import ascii_decimal
+from .refusals import refused
 
 logger = logging.getLogger(__name__)
 
@@ -90,26 +91,26 @@ class Security:
         then receives the ``WebSocket`` (headers, cookies and client as a request's).
         """
         if parse_host(request.headers.get("host")) is None:
-            raise _error(400, "aais.bad_host", "the Host header is not a valid host[:port]")
+            raise refused("aais.bad_host", "the Host header is not a valid host[:port]")
         result = self.authenticate(request)  # type: ignore[arg-type]
         if inspect.isawaitable(result):
             result = await result
         if result is None:
-            raise _error(401, "aais.unauthenticated", "authentication required")
+            raise refused("aais.unauthenticated", "authentication required")
         if isinstance(result, Authenticated):
             return result
         try:
             return Authenticated(Actor.from_data(result, pointer="/actor"))
         except AAISValidationError:
             logger.error("authenticate() returned something that is not an AAIS actor")
-            raise _error(500, "aais.bad_authenticator", "authentication failed") from None
+            raise refused("aais.bad_authenticator", "authentication failed") from None
 
     async def state_change(self, request: Request) -> Authenticated:
         """Checks for a state-changing request, in order: Origin, content type, actor, CSRF."""
         self.check_origin(request)
         media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if media_type != "application/json":
-            raise _error(415, "aais.unsupported_media_type", "send Content-Type: application/json")
+            raise refused("aais.unsupported_media_type", "send Content-Type: application/json")
         authenticated = await self.actor(request)
         if authenticated.cookie_session:
             check_csrf(request)
@@ -121,16 +122,16 @@ class Security:
         if origin is not None:
             parsed = parse_origin(origin)
             if parsed is None or (parsed != own_origin(request) and parsed not in self._allowed):
-                raise _error(403, "aais.foreign_origin", "requests from this origin are refused")
+                raise refused("aais.foreign_origin", "requests from this origin are refused")
             return
         site = request.headers.get("sec-fetch-site")
         if site is not None and site not in ("same-origin", "none"):
-            raise _error(403, "aais.foreign_origin", "cross-site requests are refused")
+            raise refused("aais.foreign_origin", "cross-site requests are refused")
 
     async def read_body(self, request: Request) -> bytes:
         """The request body, or 413 once it exceeds ``max_body_bytes``."""
-        too_large = _error(
-            413, "aais.body_too_large", f"bodies are limited to {self.max_body_bytes} bytes"
+        too_large = refused(
+            "aais.body_too_large", f"bodies are limited to {self.max_body_bytes} bytes"
         )
         declared = request.headers.get("content-length")
         length = None if declared is None else ascii_decimal(declared.strip(), max_digits=18)
@@ -161,16 +162,12 @@ def check_csrf(request: Request) -> None:
     cookie = request.cookies.get(CSRF_COOKIE)
     header = request.headers.get(CSRF_HEADER)
     if not cookie or not header or not hmac.compare_digest(cookie.encode(), header.encode()):
-        raise _error(403, "aais.csrf", "missing or wrong CSRF token (GET /approvals/csrf)")
+        raise refused("aais.csrf", "missing or wrong CSRF token (GET /approvals/csrf)")
 
 
 def new_csrf_token() -> str:
     """A fresh CSRF token for the double-submit cookie."""
     return secrets.token_urlsafe(32)
-
-
-def _error(status: int, code: str, message: str) -> HTTPException:
-    return HTTPException(status_code=status, detail={"code": code, "message": message})
 
 
 def _is_loopback(address: str | None) -> bool:

@@ -41,6 +41,7 @@ from aais_langgraph.ledger import AuditVerification, Grant
 from aais_langgraph.protocol import RESOLVED_BY_EXTENSION, format_timestamp
 
 from .limits import MAX_CLIENT_ID_LENGTH, id_too_long
+from .refusals import refused
 from .security import Security
 
 __all__ = ["AuditStatusCache", "standing_router"]
@@ -190,11 +191,11 @@ def standing_router(
         authenticated = await security.state_change(request)
         if id_too_long(grant_id):
             message = f"/path/grant_id: ids are limited to {MAX_CLIENT_ID_LENGTH} characters"
-            raise HTTPException(422, {"code": "aais.id_too_long", "message": message})
+            raise refused("aais.id_too_long", message)
         try:
             revoked = await authority.arevoke_grant(grant_id, actor=authenticated.principal)
         except ForbiddenError as error:
-            raise HTTPException(403, {"code": error.code, "message": error.reason}) from None
+            raise refused(error.code, error.reason) from None
         if not revoked:
             raise HTTPException(
                 404, {"code": "inbox.unknown_grant", "message": "no live grant with that id"}

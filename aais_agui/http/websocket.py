@@ -56,12 +56,18 @@ from aais_langgraph.authority import (
     LedgerIntegrityError,
     ReplyStream,
 )
-from aais_langgraph.protocol import MAX_SAFE_INTEGER, ApprovalSnapshot
+from aais_langgraph.protocol import (
+    MAX_SAFE_INTEGER,
+    ApprovalSnapshot,
+    websocket_close_code,
+    websocket_refusal,
+)
 from aais_langgraph.threads import EventFilter
 
 from ..service import ApprovalService
 from .decisions import DecisionRefused, arecord_decision
 from .limits import ascii_decimal
+from .refusals import refused
 from .security import CSRF_COOKIE, Authenticated, Security
 from .sse import pending_snapshot
 
@@ -137,10 +143,7 @@ async def _handshake(security: Security, websocket: WebSocket) -> Authenticated:
         cookie = websocket.cookies.get(CSRF_COOKIE, "")
         token = websocket.query_params.get(CSRF_QUERY, "")
         if not cookie or not token or not _same(cookie, token):
-            raise HTTPException(
-                403,
-                {"code": "aais.csrf", "message": "missing or wrong CSRF token (?csrf=)"},
-            )
+            raise refused("aais.csrf", "missing or wrong CSRF token (?csrf=)")
     return authenticated
 
 
@@ -155,7 +158,7 @@ def _after(websocket: WebSocket) -> int | None:
         return None
     after = ascii_decimal(raw, max_digits=_SEQUENCE_DIGITS)
     if after is None or after > MAX_SAFE_INTEGER:
-        raise HTTPException(400, {"code": "aais.bad_after", "message": "after must be a sequence"})
+        raise refused("aais.bad_after", "after must be a sequence")
     return after
 
 
@@ -170,7 +173,7 @@ async def _refuse(websocket: WebSocket, error: HTTPException) -> None:
 
 def error_frame(code: str, pointer: str, message: str, *, frame: int) -> dict[str, Any]:
     """``{"error": {code, pointer, message, frame}}``: names the field, never its value."""
-    return {"error": {"code": code, "pointer": pointer, "message": message, "frame": frame}}
+    return websocket_refusal(code, pointer, message, frame=frame)
 
 
 class _Connection:
@@ -220,7 +223,8 @@ class _Connection:
                 if error is None or isinstance(error, WebSocketDisconnect) or self._gone():
                     continue
                 if isinstance(error, LedgerIntegrityError):
-                    await self._close(1011, "the ledger failed its integrity checks")
+                    close = websocket_close_code("aais.ledger_integrity")
+                    await self._close(close, "the ledger failed its integrity checks")
                 else:
                     logger.error("websocket connection failed", exc_info=error)
                     await self._close(1011, "internal error")

@@ -30,6 +30,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from ..ledger.selection import PendingSelection
 from ..protocol import Actor, Request
 from ..protocol.extensions import QUORUM_EXTENSION, REQUESTER_EXTENSION
+from ..protocol.refusals import FORBIDDEN, Refusal
 
 __all__ = [
     "ADMINISTRATOR",
@@ -69,8 +70,6 @@ VERBS: tuple[Verb, ...] = (
 )
 THREAD_VERBS: tuple[Verb, ...] = ("start", "post", "view")
 """The verbs asked about a thread (:class:`Resource` with ``thread_id``)."""
-
-FORBIDDEN = "aais.forbidden"
 
 
 @dataclass(frozen=True)
@@ -177,7 +176,7 @@ class Permission:
 ALLOWED = Permission(True)
 
 
-class ForbiddenError(PermissionError):
+class ForbiddenError(PermissionError, Refusal):
     """The authenticated principal may not do this; nothing was recorded.
 
     ``code`` is ``aais.forbidden`` (HTTP 403, a WebSocket or stdio error frame with that
@@ -186,6 +185,7 @@ class ForbiddenError(PermissionError):
     """
 
     code = FORBIDDEN
+    pointer = ""
 
     def __init__(self, verb: Verb, reason: str) -> None:
         self.verb = verb

@@ -27,10 +27,9 @@ from dataclasses import dataclass
 
 from ..ledger import Ledger
 from ..protocol import AAISValidationError
+from ..protocol.refusals import LIMIT_EXCEEDED, Refusal
 
 __all__ = ["Bounds", "RequestLimitError", "RequestLimits", "checked_requester"]
-
-LIMIT_EXCEEDED = "aais.limit_exceeded"
 
 
 @dataclass(frozen=True)
@@ -64,7 +63,7 @@ class RequestLimits:
         return cls(None, None, None)
 
 
-class RequestLimitError(AAISValidationError):
+class RequestLimitError(AAISValidationError, Refusal):
     """A new request would exceed a bound of :class:`RequestLimits`; nothing was stored.
 
     ``code`` is ``aais.limit_exceeded`` (HTTP 429 where a channel has a status);

@@ -13,6 +13,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ..protocol.refusals import ndjson_refusal
+
 __all__ = ["OVERSIZED", "LineFrames", "encode_line", "error_line"]
 
 OVERSIZED = None
@@ -69,4 +71,4 @@ def encode_line(document: Mapping[str, Any]) -> str:
 
 def error_line(code: str, pointer: str, message: str, *, line: int) -> dict[str, Any]:
     """``{"error": {code, pointer, message, line}}``: names the field, never its value."""
-    return {"error": {"code": code, "pointer": pointer, "message": message, "line": line}}
+    return ndjson_refusal(code, pointer, message, line=line)

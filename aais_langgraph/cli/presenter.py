@@ -60,6 +60,7 @@ from ..protocol import (
     parse_envelope,
 )
 from ..protocol.extensions import IN_REPLY_TO_EXTENSION
+from ..protocol.refusals import INVALID_ENVELOPE, LEDGER_INTEGRITY, LINE_TOO_LARGE, UNKNOWN_REQUEST
 from .failures import report_failure
 from .ndjson import LineFrames, encode_line, error_line
 from .render import escape
@@ -145,7 +146,7 @@ class StdioPresenter:
     def _reply(self, line: bytes | None, number: int) -> dict[str, Any]:
         if line is None:
             return error_line(
-                "aais.line_too_large",
+                LINE_TOO_LARGE,
                 "",
                 f"/: lines are limited to {self.max_line_bytes} bytes",
                 line=number,
@@ -154,11 +155,11 @@ class StdioPresenter:
             decided = parse_envelope(line, expected=ApprovalDecided, max_bytes=self.max_line_bytes)
             resolved = self.authority.decide(decided, actor=self.actor)
         except UnknownRequestError as error:
-            return error_line("aais.unknown_request", error.pointer, str(error), line=number)
+            return error_line(UNKNOWN_REQUEST, error.pointer, str(error), line=number)
         except AAISValidationError as error:
-            return error_line("aais.invalid_envelope", error.pointer, str(error), line=number)
+            return error_line(INVALID_ENVELOPE, error.pointer, str(error), line=number)
         except LedgerIntegrityError as error:
-            return error_line("aais.ledger_integrity", "", str(error), line=number)
+            return error_line(LEDGER_INTEGRITY, "", str(error), line=number)
         except ForbiddenError as error:
             return error_line(error.code, "/decision", error.reason, line=number)
         return self.replies.reply(resolved, {"line": number, "decision_id": decided.decision.id})

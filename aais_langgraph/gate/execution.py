@@ -37,7 +37,7 @@ from ..ledger.executions import ExecutionChange, claim_change, finish_change, re
 from ..ledger.outbox import RESUME, reopened_change
 from ..protocol import Actor, ApprovalResolved, Request
 from ..protocol.extensions import EXTENSION_NAMESPACE
-from .response import AnswerType, BoundAnswer, Refusal, RejectedResumeError
+from .response import AnswerType, BoundAnswer, RefusalCarrier, RejectedResumeError
 from .run_context import retry_request_id
 from .seams import mark_invalid_resume, task_finished, task_finished_in, task_of_namespace
 
@@ -104,9 +104,9 @@ class Claim:
     idempotent: bool = False
 
 
-def _refuse(error: RejectedResumeError) -> Refusal:
+def _refuse(error: RejectedResumeError) -> RefusalCarrier:
     mark_invalid_resume(error)
-    return Refusal(error)
+    return RefusalCarrier(error)
 
 
 def not_run(

@@ -20,7 +20,7 @@ from .execution import (
     claim_of,
     settle,
 )
-from .response import BoundAnswer, Refusal, RejectedResumeError, refuse
+from .response import BoundAnswer, RefusalCarrier, RejectedResumeError, refuse
 
 __all__ = ["at_time_of_use", "prejudge", "resolve_answer", "resolve_late"]
 
@@ -33,7 +33,7 @@ def resolve_answer(
     known: ApprovalResolved | None = None,
     claim: Claim | None = None,
 ) -> ApprovalResolved:
-    """The request's resolution for a bound answer, or raise :class:`Refusal`.
+    """The request's resolution for a bound answer, or raise :class:`RefusalCarrier`.
 
     Runs inside LangGraph's validation of the resume value. A notice is worth
     only the resolution recorded in the ledger; a decision is judged by the
@@ -109,7 +109,7 @@ def resolve_late(
     """:func:`resolve_answer` after the answer was accepted: a refusal can only fail closed now."""
     try:
         return resolve_answer(authority, request, action, answer, claim=claim)
-    except Refusal as refusal:
+    except RefusalCarrier as refusal:
         if isinstance(refusal.error, ExecutionUnknownError):
             raise refusal.error from None
         if isinstance(refusal.error, RejectedResumeError) and refusal.error.code == CLAIMED:

@@ -44,7 +44,7 @@ from .execution import (
 )
 from .judging import at_time_of_use, prejudge, resolve_answer, resolve_late
 from .quorum import Quorum, quorum_choices
-from .response import AnswerType, BoundAnswer, Refusal, RejectedResumeError, refuse
+from .response import AnswerType, BoundAnswer, RefusalCarrier, RejectedResumeError, refuse
 from .run_context import (
     RunCoordinates,
     claim_ttl,
@@ -156,7 +156,7 @@ def _ask(opened: _Opened, answer_type: AnswerType) -> Any:
         raise refuse("/resume", "an answer arrived that the gate did not expect").error
     try:
         return interrupt(opened.requested.to_json(), response_schema=cast(Any, answer_type))
-    except Refusal as refusal:
+    except RefusalCarrier as refusal:
         raise refusal.error from None
 
 

@@ -62,7 +62,7 @@ class RejectedResumeError(AAISValidationError):
         self.code = code
 
 
-class Refusal(Exception):
+class RefusalCarrier(Exception):
     """Carries a refusal through pydantic untouched (it is not a ``ValueError``)."""
 
     def __init__(self, error: Exception) -> None:
@@ -70,14 +70,14 @@ class Refusal(Exception):
         self.error = error
 
 
-def refuse(pointer: str, reason: str) -> Refusal:
+def refuse(pointer: str, reason: str) -> RefusalCarrier:
     """A :class:`RejectedResumeError` (marked as an invalid resume) ready to raise."""
     error = RejectedResumeError(pointer, reason)
     mark_invalid_resume(error)
-    return Refusal(error)
+    return RefusalCarrier(error)
 
 
-def _binding_error(location: tuple[str, ...], reason: str) -> Refusal:
+def _binding_error(location: tuple[str, ...], reason: str) -> RefusalCarrier:
     details: InitErrorDetails = {
         "type": PydanticCustomError("aais_binding", reason.replace("{", "(").replace("}", ")")),
         "loc": location,
@@ -85,7 +85,7 @@ def _binding_error(location: tuple[str, ...], reason: str) -> Refusal:
     }
     error = ValidationError.from_exception_data("approval answer", [details], hide_input=True)
     mark_invalid_resume(error)
-    return Refusal(error)
+    return RefusalCarrier(error)
 
 
 def _without_input(error: ValidationError) -> ValidationError:
@@ -119,13 +119,13 @@ _BINDING = {
 
 
 def parse_answer(request: Request, value: Any) -> BoundAnswer:
-    """The answer as an envelope bound to ``request``, or raise :class:`Refusal`."""
+    """The answer as an envelope bound to ``request``, or raise :class:`RefusalCarrier`."""
     if isinstance(value, BaseModel) and not isinstance(value, (ApprovalDecided, ApprovalResolved)):
         value = value.model_dump(mode="json")
     try:
         answer = _envelopes().validate_python(value)
     except ValidationError as error:
-        raise Refusal(_without_input(error)) from None
+        raise RefusalCarrier(_without_input(error)) from None
     if isinstance(answer, ApprovalDecided):
         # The authority's judgement, before its clock and the ledger (they judge next).
         verdict = judge(request, answer.decision, now=None, expires_at=None)
@@ -141,7 +141,7 @@ class AnswerType:
     """A ``response_schema`` for ``interrupt()``: validates, binds and judges the answer.
 
     ``settle`` receives the bound envelope and returns what ``interrupt()`` should
-    return, or raises :class:`Refusal`; the gate catches the refusal around
+    return, or raises :class:`RefusalCarrier`; the gate catches the refusal around
     ``interrupt()`` and raises the error it carries.
 
     It carries its own core schema, validator and serializer (pydantic's

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..observability.signals import report_integrity_error
 from ..protocol import AAISValidationError, canonical_json
+from ..protocol.refusals import LEDGER_INTEGRITY, Refusal
 from ._records import granted_audit, request_fields, requested_audit, resolved_audit
 from .audit import chain_hash
 from .executions import Execution, execution_audit
@@ -58,8 +59,11 @@ MAC_PREFIX = "hmac-sha256:"
 _LEGACY_OPTIONAL = frozenset({"context_digest"})
 
 
-class LedgerIntegrityError(RuntimeError):
+class LedgerIntegrityError(RuntimeError, Refusal):
     """A stored row is not vouched for by its audit entry (or its seal): refuse to act on it."""
+
+    code = LEDGER_INTEGRITY
+    pointer = ""
 
     def __init__(self, table: str, row_id: str, reason: str) -> None:
         super().__init__(f"ledger integrity: {table} {row_id}: {reason}")

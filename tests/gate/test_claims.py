@@ -95,7 +95,7 @@ def test_a_refusal_says_why_with_a_code_not_its_message() -> None:
     import time
 
     from aais_langgraph.gate.execution import CLAIMED, Claim, ExecutionUnknownError, settle
-    from aais_langgraph.gate.response import Refusal, RejectedResumeError
+    from aais_langgraph.gate.response import RefusalCarrier, RejectedResumeError
     from aais_langgraph.ledger.executions import claim_change
     from aais_langgraph.protocol import build_request
 
@@ -113,7 +113,7 @@ def test_a_refusal_says_why_with_a_code_not_its_message() -> None:
     )
     try:
         settle(authority, requested.request, resolved, Claim(ttl=30, thread_id="t"))
-    except Refusal as refusal:
+    except RefusalCarrier as refusal:
         assert isinstance(refusal.error, RejectedResumeError)
         assert refusal.error.code == CLAIMED
     else:  # pragma: no cover

@@ -42,10 +42,14 @@ def free_port() -> int:
 
 
 def require_provider() -> str:
-    """The ``node`` program, or skip when Node or the provider's packages are missing."""
+    """The ``node`` program; fails when Node or the provider's packages are missing."""
     node = shutil.which("node")
-    if node is None or not (PROJECT / "node_modules" / "oidc-provider").is_dir():
-        pytest.skip("needs node and `npm ci --prefix tests/oidc_provider` (scripts/install.sh)")
+    if node is None:
+        pytest.fail("node is not installed; the sign-in tests need Node.js >= 20")
+    if not (PROJECT / "node_modules" / "oidc-provider").is_dir():
+        pytest.fail(
+            "tests/oidc_provider/node_modules is missing: run `npm ci --prefix tests/oidc_provider`"
+        )
     return node
 
 

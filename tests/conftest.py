@@ -62,6 +62,7 @@ SLOW = (
     "agui/test_inbox_page_requests.py",
     "agui/test_without_observability.py",
     "agui/transports/test_jwt_login.py",
+    "agui/transports/test_sign_in.py",
     "agui/transports/test_stream_login.py",
     "agui/transports/test_websocket.py",
     "authority/test_race.py",

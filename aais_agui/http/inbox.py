@@ -48,6 +48,7 @@ _ASSETS = {
     "cards.js": "text/javascript; charset=utf-8",
     "common.js": "text/javascript; charset=utf-8",
     "standing.js": "text/javascript; charset=utf-8",
+    "sign_in.js": "text/javascript; charset=utf-8",
     "aais-client.js": "text/javascript; charset=utf-8",
     "style.css": "text/css; charset=utf-8",
 }

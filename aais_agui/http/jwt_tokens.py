@@ -24,7 +24,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ from aais_langgraph.protocol import AAISValidationError, Actor, id_for
 
 from .security import Authenticated, Authenticator
 
-__all__ = ["JwtSettings", "jwt_authenticator"]
+__all__ = ["JwtSettings", "claims_identity", "jwt_authenticator"]
 
 logger = logging.getLogger(__name__)
 
@@ -280,7 +280,14 @@ def jwt_authenticator(*settings: JwtSettings) -> Authenticator:
                 leeway=issuer.settings.leeway,
                 options={"require": issuer.required},
             )
-            return _identity(claims, issuer.settings, qualified=qualified)
+            return claims_identity(
+                claims,
+                issuer=issuer.settings.issuer,
+                id_claim=issuer.settings.id_claim,
+                name_claim=issuer.settings.name_claim,
+                groups_claim=issuer.settings.groups_claim,
+                qualified=qualified,
+            )
         except (jwt.PyJWTError, AAISValidationError, ValueError, TypeError, KeyError) as error:
             refusals.refused(refusal_reason(error))
             return None
@@ -297,26 +304,49 @@ def jwt_authenticator(*settings: JwtSettings) -> Authenticator:
     return authenticate
 
 
-def _identity(claims: dict[str, Any], settings: JwtSettings, *, qualified: bool) -> Authenticated:
-    subject = claims[settings.id_claim]
+def claims_identity(
+    claims: Mapping[str, Any],
+    *,
+    issuer: str,
+    id_claim: str = "sub",
+    name_claim: str = "name",
+    groups_claim: str = "groups",
+    qualified: bool = False,
+    channel: str = "jwt",
+) -> Authenticated:
+    """The actor and groups that verified ``claims`` of ``issuer`` stand for.
+
+    A bearer token and a browser sign-in (``channel="oidc"``) of one issuer map alike, so
+    one person is one principal whichever way they came in.
+
+    Args:
+        claims: the verified claims (a JWT's, an ID token's).
+        issuer: the issuer that vouched for them.
+        id_claim: the claim holding the actor id.
+        name_claim: the claim holding the display name (optional in ``claims``).
+        groups_claim: the claim holding the groups (optional in ``claims``).
+        qualified: qualify the actor id by issuer (several issuers trusted).
+        channel: how the person authenticated, the prefix of ``authenticated_by``.
+    """
+    subject = claims[id_claim]
     if not isinstance(subject, str) or not subject:
-        raise ValueError(f"{settings.id_claim}: must be a non-empty string")
-    name_text = f"{settings.issuer}{ISSUER_SEPARATOR}{subject}" if qualified else subject
+        raise ValueError(f"{id_claim}: must be a non-empty string")
+    name_text = f"{issuer}{ISSUER_SEPARATOR}{subject}" if qualified else subject
     actor: dict[str, Any] = {
         # An id with characters AAIS ids do not allow (``auth0|alice``, an email) is
         # recorded as its ``id_for`` form; the access policy maps the names it lists alike.
         "id": id_for(name_text),
         "type": "human",
-        "authenticated_by": f"jwt:{settings.issuer}"[:200],
+        "authenticated_by": f"{channel}:{issuer}"[:200],
     }
-    name = claims.get(settings.name_claim)
+    name = claims.get(name_claim)
     if isinstance(name, str) and name:
         actor["display_name"] = name[:200]
     elif actor["id"] != subject:
         actor["display_name"] = subject[:200]
-    groups = claims.get(settings.groups_claim, [])
+    groups = claims.get(groups_claim, [])
     if isinstance(groups, str):
         groups = groups.split()
     if not isinstance(groups, list) or not all(isinstance(g, str) and g for g in groups):
-        raise ValueError(f"{settings.groups_claim}: must be an array of strings")
+        raise ValueError(f"{groups_claim}: must be an array of strings")
     return Authenticated(Actor.from_data(actor, pointer="/actor"), groups=frozenset(groups))

@@ -4,12 +4,19 @@
 import { connectEvents, tick } from "./cards.js";
 import { sendMessage, setChatStatus, useThread } from "./chat.js";
 import { $, approvalsPath, getJSON, randomId, state } from "./common.js";
+import { offerSignIn, offerSignOut, signInStatus } from "./sign_in.js";
 import { watchStanding } from "./standing.js";
 
 async function start() {
   try {
     state.config = await getJSON("inbox/config");
   } catch (error) {
+    const signIn = error.status === 401 ? await signInStatus() : null;
+    if (signIn) {
+      offerSignIn(signIn);
+      setChatStatus("Sign in to see and answer the approvals waiting for you.");
+      return;
+    }
     $("connection").dataset.state = "down";
     $("connection").textContent = "Not signed in";
     setChatStatus(`The server refused this page: ${error.message}`, "error");
@@ -23,6 +30,10 @@ async function start() {
     warning.hidden = false;
     warning.textContent =
       "Local development mode: every program on this machine can approve as you. Never expose this server beyond localhost.";
+  }
+  if (String(actor.authenticated_by || "").startsWith("oidc:")) {
+    const signIn = await signInStatus();
+    if (signIn?.signed_in) offerSignOut(signIn);
   }
   state.csrf = (await getJSON(approvalsPath("/csrf")).catch(() => ({}))).csrf_token || null;
   connectEvents();

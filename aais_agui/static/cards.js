@@ -15,6 +15,7 @@ import {
   state,
 } from "./common.js";
 import { followThread, runAgent, setChatStatus } from "./chat.js";
+import { sessionEnded } from "./sign_in.js";
 
 function setCardStatus(card, text, kind = "") {
   const status = card.element.querySelector(".card-status");
@@ -510,7 +511,9 @@ export function connectEvents() {
     }
     connection.dataset.state = "down";
     connection.textContent = "Reconnecting…";
-    setTimeout(connectEvents, 1000); // a new connection starts from a fresh snapshot
+    sessionEnded().then((ended) => {
+      if (!ended) setTimeout(connectEvents, 1000); // a new connection starts from a fresh snapshot
+    });
   });
 }
 
@@ -525,6 +528,7 @@ function connectServerSentEvents() {
   source.addEventListener("error", () => {
     connection.dataset.state = "down";
     connection.textContent = "Reconnecting…";
+    sessionEnded().then((ended) => ended && source.close());
   });
   source.addEventListener("message", (message) => onAaisEvent(JSON.parse(message.data)));
   // A gap means older events were compacted: the snapshot that follows replaces everything.

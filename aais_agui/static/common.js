@@ -17,6 +17,7 @@ export const state = {
   clockOffset: 0, // authority clock minus browser clock, in ms
   running: false,
   following: null,
+  signIn: null, // the server's sign-in routes, for a session it opened
 };
 
 const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Co}\p{Cn}]/u;

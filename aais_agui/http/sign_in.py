@@ -51,7 +51,7 @@ from urllib.parse import urlsplit
 import httpx
 from authlib.common.errors import AuthlibBaseError
 from authlib.integrations.starlette_client import OAuth
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from joserfc.errors import JoseError
 from starlette.requests import HTTPConnection
@@ -60,6 +60,7 @@ from aais_langgraph.protocol import AAISValidationError, Actor
 
 from .hosts import is_loopback_name, parse_host
 from .jwt_tokens import claims_identity
+from .refusals import refused
 from .security import CSRF_COOKIE, Authenticated, Security, check_csrf
 from .sessions import (
     BrowserSession,
@@ -161,10 +162,6 @@ def _local_path(value: str | None) -> str | None:
     return value
 
 
-def _refused(status: int, code: str, message: str) -> HTTPException:
-    return HTTPException(status_code=status, detail={"code": code, "message": message})
-
-
 class BrowserSignIn:
     """OpenID Connect sign-in for the inbox: :attr:`router` and :attr:`authenticator`.
 
@@ -222,13 +219,13 @@ class BrowserSignIn:
             metadata: Mapping[str, Any] = await self._provider.load_server_metadata()
         except _FLOW_ERRORS:
             logger.warning("sign-in: the identity provider's discovery document was not read")
-            raise _refused(
-                502, "aais.sign_in_provider", "the identity provider cannot be reached"
+            raise refused(
+                "aais.sign_in_provider", "the identity provider cannot be reached"
             ) from None
         if metadata.get("issuer") != self.settings.issuer:
             # OpenID Connect Discovery 4.3: the document must name the issuer it came from.
             logger.warning("sign-in: the discovery document names another issuer")
-            raise _refused(502, "aais.sign_in_provider", "the identity provider is misconfigured")
+            raise refused("aais.sign_in_provider", "the identity provider is misconfigured")
         return metadata
 
     def _cookie_flags(self, request: Request) -> dict[str, Any]:
@@ -245,8 +242,8 @@ class BrowserSignIn:
             made = await self._provider.create_authorization_url(self.settings.redirect_url)
         except _FLOW_ERRORS:
             logger.warning("sign-in: the authorization request could not be made")
-            raise _refused(
-                502, "aais.sign_in_provider", "the identity provider cannot be reached"
+            raise refused(
+                "aais.sign_in_provider", "the identity provider cannot be reached"
             ) from None
         now = self._clock()
         pending = PendingSignIn(
@@ -272,10 +269,10 @@ class BrowserSignIn:
         query = request.query_params
         if query.get("error"):
             logger.warning("sign-in: the identity provider refused the sign-in")
-            raise _refused(400, "aais.sign_in_refused", "the identity provider refused the sign-in")
+            raise refused("aais.sign_in_refused", "the identity provider refused the sign-in")
         state, code = query.get("state"), query.get("code")
         if not state or not code:
-            raise _refused(400, "aais.sign_in_state", "/query/state, /query/code: both required")
+            raise refused("aais.sign_in_state", "/query/state, /query/code: both required")
         pending = await self._store(self.store.take_sign_in, session_key(state), now=self._clock())
         browser = request.cookies.get(SIGN_IN_COOKIE)
         if (
@@ -285,14 +282,14 @@ class BrowserSignIn:
         ):
             # Unknown, used or expired state, or another browser than the one that began.
             logger.warning("sign-in: a callback with an unknown state or from another browser")
-            raise _refused(
-                400, "aais.sign_in_state", "/query/state: no sign-in under way (sign in again)"
+            raise refused(
+                "aais.sign_in_state", "/query/state: no sign-in under way (sign in again)"
             )
         metadata = await self._metadata()
         returned_issuer = query.get("iss")
         if returned_issuer is not None and returned_issuer != metadata["issuer"]:
             logger.warning("sign-in: the authorization response names another issuer")  # RFC 9207
-            raise _refused(400, "aais.sign_in_failed", "/query/iss: not the configured issuer")
+            raise refused("aais.sign_in_failed", "/query/iss: not the configured issuer")
         claims = await self._verified_claims(code, pending)
         try:
             identity = claims_identity(
@@ -306,9 +303,7 @@ class BrowserSignIn:
             )
         except (AAISValidationError, ValueError, KeyError):
             logger.warning("sign-in: the ID token's claims do not map to an actor")
-            raise _refused(
-                400, "aais.sign_in_failed", "the identity's claims are unusable"
-            ) from None
+            raise refused("aais.sign_in_failed", "the identity's claims are unusable") from None
         return await self._open_session(request, identity, pending.next_path)
 
     async def _verified_claims(self, code: str, pending: PendingSignIn) -> dict[str, Any]:
@@ -338,9 +333,7 @@ class BrowserSignIn:
                         claims[name] = extra[name]
         except _FLOW_ERRORS:
             logger.warning("sign-in: the code exchange or the ID token check failed")
-            raise _refused(
-                400, "aais.sign_in_failed", "the sign-in could not be verified"
-            ) from None
+            raise refused("aais.sign_in_failed", "the sign-in could not be verified") from None
         return claims
 
     async def _open_session(
@@ -378,9 +371,7 @@ class BrowserSignIn:
         self._origins.check_origin(request)
         media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if media_type != "application/json":
-            raise _refused(
-                415, "aais.unsupported_media_type", "send Content-Type: application/json"
-            )
+            raise refused("aais.unsupported_media_type", "send Content-Type: application/json")
         cookie = request.cookies.get(SESSION_COOKIE)
         if cookie and await self.authenticator(request) is not None:
             check_csrf(request)

@@ -45,6 +45,10 @@ __all__ = [
     "LINE_TOO_LARGE",
     "PARTIAL_RESUME",
     "REFUSALS",
+    "SIGN_IN_FAILED",
+    "SIGN_IN_PROVIDER",
+    "SIGN_IN_REFUSED",
+    "SIGN_IN_STATE",
     "STALE",
     "THREAD_BUSY",
     "UNAUTHENTICATED",
@@ -115,6 +119,10 @@ LEDGER_INTEGRITY: Final = "aais.ledger_integrity"
 LIMIT_EXCEEDED: Final = "aais.limit_exceeded"
 LINE_TOO_LARGE: Final = "aais.line_too_large"
 PARTIAL_RESUME: Final = "aais.partial_resume"
+SIGN_IN_FAILED: Final = "aais.sign_in_failed"
+SIGN_IN_PROVIDER: Final = "aais.sign_in_provider"
+SIGN_IN_REFUSED: Final = "aais.sign_in_refused"
+SIGN_IN_STATE: Final = "aais.sign_in_state"
 STALE: Final = "aais.stale"
 THREAD_BUSY: Final = "aais.thread_busy"
 UNAUTHENTICATED: Final = "aais.unauthenticated"
@@ -277,6 +285,33 @@ _ENTRIES = (
         "The resume does not answer every open interrupt of the thread.",
         422,
         ("agui",),
+    ),
+    RefusalEntry(
+        SIGN_IN_FAILED,
+        "A browser sign-in's answer from the identity provider could not be verified "
+        "(issuer, token, claims).",
+        400,
+        ("http",),
+    ),
+    RefusalEntry(
+        SIGN_IN_PROVIDER,
+        "The identity provider of browser sign-in cannot be reached or is misconfigured.",
+        502,
+        ("http",),
+    ),
+    RefusalEntry(
+        SIGN_IN_REFUSED,
+        "The identity provider refused the browser sign-in (the person cancelled or was "
+        "not allowed).",
+        400,
+        ("http",),
+    ),
+    RefusalEntry(
+        SIGN_IN_STATE,
+        "A sign-in callback without its state and code, or with no sign-in under way for "
+        "its state.",
+        400,
+        ("http",),
     ),
     RefusalEntry(
         STALE,

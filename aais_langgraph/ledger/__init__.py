@@ -7,13 +7,13 @@ explicit ``setup()``). The two SQL backends share one implementation (``_sql``).
 """
 
 from .audit import GENESIS_HASH, AuditVerification, chain_hash, verify_audit
-from .base import Ledger
+from .base import Ledger, LedgerVersionError, NotALedgerError
 from .crosscheck import verify_contents
 from .deliveries import Delivery, DeliveryPlan, DeliveryState, retry_delivery
 from .executions import Execution, ExecutionState
 from .integrity import LedgerIntegrityError
 from .memory import InMemoryLedger
-from .opening import NotALedgerError, is_postgres_url, open_ledger
+from .opening import is_postgres_url, open_ledger
 from .outbox import DELIVERY, RESUME, Work, WorkState, shown_states
 from .records import (
     AuditEntry,
@@ -71,6 +71,7 @@ __all__ = [
     "Ledger",
     "LedgerContents",
     "LedgerIntegrityError",
+    "LedgerVersionError",
     "NotALedgerError",
     "PendingRow",
     "PendingSelection",

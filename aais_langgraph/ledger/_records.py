@@ -6,7 +6,6 @@ stored; audit payloads carry ids, digests and sequences, never argument values.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, get_args
@@ -248,61 +247,3 @@ def check_ttl(ttl: float) -> None:
     """A lease lifetime must be a positive, finite number of seconds."""
     if not 0 < ttl < float("inf"):
         raise ValueError("ttl: a lease needs a positive, finite lifetime in seconds")
-
-
-def pending_query(
-    columns: str,
-    *,
-    thread_id: str | None,
-    session_id: str | None,
-    expires_before: float | None,
-    limit: int | None,
-    condition: tuple[str, list[Any]] | None = None,
-    ordered: bool = True,
-) -> tuple[str, list[Any]]:
-    """SQL (with ``?`` marks) and parameters listing pending requests in sequence order.
-
-    The literal ``status = 'pending'`` matches the backends' partial index, which
-    also yields sequence order; ``expires_before`` keeps requests with
-    ``expires_at <= expires_before`` (expired at that moment).
-    """
-    sql = f"SELECT {columns} FROM aais_requests WHERE status = 'pending'"
-    params: list[Any] = []
-    for column, value, operator in (
-        ("thread_id", thread_id, "="),
-        ("session_id", session_id, "="),
-        ("expires_at", expires_before, "<="),
-    ):
-        if value is not None:
-            sql += f" AND {column} {operator} ?"
-            params.append(value)
-    if condition is not None:  # one more condition (``?`` marks) and its parameters
-        sql += f" AND ({condition[0]})"
-        params.extend(condition[1])
-    if ordered:
-        sql += " ORDER BY sequence"
-    if limit is not None:
-        sql += " LIMIT ?"
-        params.append(max(limit, 0))
-    return sql, params
-
-
-def selected_pending_query(
-    columns: str, *, session_id: str | None, terms: list[tuple[str, list[Any]]]
-) -> tuple[str, list[Any]]:
-    """:func:`pending_query` cut to the rows any of ``terms`` (conditions with their
-    parameters) selects: one arm per term, so each reads the index it selects by, and
-    their union in sequence order. No term selects nothing."""
-    listing = functools.partial(
-        pending_query, thread_id=None, session_id=session_id, expires_before=None, limit=None
-    )
-    if len(terms) <= 1:
-        return listing(columns, condition=terms[0] if terms else ("1 = 0", []))
-    arms: list[str] = []
-    params: list[Any] = []
-    for term in terms:
-        arm, values = listing(f"sequence AS listed_at, {columns}", condition=term, ordered=False)
-        arms.append(arm)
-        params.extend(values)
-    union = " UNION ".join(arms)
-    return f"SELECT {columns} FROM ({union}) AS selected ORDER BY listed_at", params

@@ -6,7 +6,7 @@ import functools
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar, cast
 
-from .executions import EXECUTION_COLUMNS
+from .executions import Execution
 from .integrity import LedgerIntegrityError
 from .outbox import Work, WorkState
 from .records import (
@@ -31,10 +31,10 @@ GRANT_COLUMNS = (
     "expires_at, revoked_at, audit_index, mac"
 )
 AUDIT_COLUMNS = "idx, kind, occurred_at, payload, prev_hash, entry_hash"
-
-#: Tables that gained ``audit_index`` (the audit entry that vouches for the row) and
-#: ``mac`` (its seal under the authority key) in schema version 2.
-VOUCH_COLUMNS = ("aais_requests", "aais_resolutions", "aais_grants")
+EXECUTION_COLUMNS = (
+    "request_id, thread_id, state, holder, attempt, started_at, live_until, updated_at, "
+    "reconciled_by, mac"
+)
 
 #: One consistent read of everything ``audit verify`` cross-checks (see ``Ledger.contents``).
 CONTENTS_QUERIES = {
@@ -46,32 +46,6 @@ CONTENTS_QUERIES = {
     "executions": f"SELECT {EXECUTION_COLUMNS} FROM aais_executions ORDER BY request_id",
     "tombstones": "SELECT request_id FROM aais_compacted_requests",
 }
-
-
-def backfill_audit_indexes(
-    entries: Iterable[AuditEntry], execute: Callable[[str, tuple[Any, ...]], Any], mark: str
-) -> None:
-    """Point rows written before schema version 2 at the audit entries that vouch for them.
-
-    ``mark`` is the backend's placeholder (``?`` or ``%s``). Only rows without an
-    index are touched, so running it twice changes nothing.
-    """
-    targets = {
-        "requested": ("aais_requests", "request_id"),
-        "resolved": ("aais_resolutions", "request_id"),
-        "granted": ("aais_grants", "grant_id"),
-    }
-    for entry in entries:
-        target = targets.get(entry.kind)
-        # Standing resolutions are audited without a row (and without a sequence).
-        if target is None or (entry.kind == "resolved" and "sequence" not in entry.payload):
-            continue
-        table, key = target
-        row_id = entry.payload.get(key)
-        execute(
-            f"UPDATE {table} SET audit_index = {mark} WHERE {key} = {mark} AND audit_index IS NULL",
-            (entry.index, row_id),
-        )
 
 
 def _readable(
@@ -331,3 +305,27 @@ WORK_COLUMNS = (
     "created_at, updated_at, target, topic, coalesce_key, claimed_by, claim_until"
 )
 """The outbox's columns, in :class:`Work`'s field order."""
+
+
+def execution_from_row(row: tuple[Any, ...]) -> Execution:
+    """An execution record from a row of :data:`EXECUTION_COLUMNS`."""
+    request_id, thread_id, state, holder, attempt, started, live_until, updated, by, mac = row
+    return Execution(
+        request_id, thread_id, state, holder, int(attempt), started, live_until, updated, by, mac
+    )
+
+
+def execution_row(record: Execution) -> tuple[Any, ...]:
+    """The values of :data:`EXECUTION_COLUMNS` for ``record``."""
+    return (
+        record.request_id,
+        record.thread_id,
+        record.state,
+        record.holder,
+        record.attempt,
+        record.started_at,
+        record.live_until,
+        record.updated_at,
+        record.reconciled_by,
+        record.mac,
+    )

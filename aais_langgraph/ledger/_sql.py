@@ -29,17 +29,16 @@ from ._records import (
     check_ttl,
     compacted_audit,
     draft_write,
-    pending_query,
     plain,
     request_fields,
     requested_audit,
     resolution_audits,
     revoked_audit,
-    selected_pending_query,
     with_sequence,
 )
 from ._rows import (
     CONTENTS_QUERIES,
+    EXECUTION_COLUMNS,
     GRANT_COLUMNS,
     PENDING_COLUMNS,
     REQUEST_COLUMNS,
@@ -47,6 +46,8 @@ from ._rows import (
     PendingRows,
     audit_from_row,
     event_from_row,
+    execution_from_row,
+    execution_row,
     grant_from_row,
     json_object,
     request_from_row,
@@ -117,6 +118,15 @@ MOVE_CURSOR = (
 """Move a cursor from the sequence read before; a row count of 0 means another sender did."""
 SELECT_CURSOR = "SELECT sequence FROM aais_delivery_cursors WHERE subscription = ?"
 
+UPSERT_EXECUTION = (
+    f"INSERT INTO aais_executions ({EXECUTION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (request_id) DO UPDATE SET thread_id = excluded.thread_id, "
+    "state = excluded.state, holder = excluded.holder, attempt = excluded.attempt, "
+    "started_at = excluded.started_at, live_until = excluded.live_until, "
+    "updated_at = excluded.updated_at, reconciled_by = excluded.reconciled_by, mac = excluded.mac"
+)
+"""Store a record, replacing the request's previous one (an execution record)."""
+
 COMPACTED_QUERY = "SELECT 1 FROM aais_compacted_requests WHERE request_id = ?"
 INSERT_COMPACTED = "INSERT INTO aais_compacted_requests (request_id) VALUES (?)"
 OPEN_WORK_QUERY = f"SELECT DISTINCT request_id FROM aais_outbox WHERE {OPEN_WORK}"
@@ -127,6 +137,64 @@ REVOUCH = {
     "granted": "UPDATE aais_grants SET audit_index = ? WHERE grant_id = ?",
 }
 """Retention: a removed id's tombstone, and the rows a carried entry vouches for again."""
+
+
+def pending_query(
+    columns: str,
+    *,
+    thread_id: str | None,
+    session_id: str | None,
+    expires_before: float | None,
+    limit: int | None,
+    condition: tuple[str, list[Any]] | None = None,
+    ordered: bool = True,
+) -> tuple[str, list[Any]]:
+    """SQL (with ``?`` marks) and parameters listing pending requests in sequence order.
+
+    The literal ``status = 'pending'`` matches the backends' partial index, which
+    also yields sequence order; ``expires_before`` keeps requests with
+    ``expires_at <= expires_before`` (expired at that moment).
+    """
+    sql = f"SELECT {columns} FROM aais_requests WHERE status = 'pending'"
+    params: list[Any] = []
+    for column, value, operator in (
+        ("thread_id", thread_id, "="),
+        ("session_id", session_id, "="),
+        ("expires_at", expires_before, "<="),
+    ):
+        if value is not None:
+            sql += f" AND {column} {operator} ?"
+            params.append(value)
+    if condition is not None:  # one more condition (``?`` marks) and its parameters
+        sql += f" AND ({condition[0]})"
+        params.extend(condition[1])
+    if ordered:
+        sql += " ORDER BY sequence"
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(max(limit, 0))
+    return sql, params
+
+
+def selected_pending_query(
+    columns: str, *, session_id: str | None, terms: list[tuple[str, list[Any]]]
+) -> tuple[str, list[Any]]:
+    """:func:`pending_query` cut to the rows any of ``terms`` (conditions with their
+    parameters) selects: one arm per term, so each reads the index it selects by, and
+    their union in sequence order. No term selects nothing."""
+    listing = functools.partial(
+        pending_query, thread_id=None, session_id=session_id, expires_before=None, limit=None
+    )
+    if len(terms) <= 1:
+        return listing(columns, condition=terms[0] if terms else ("1 = 0", []))
+    arms: list[str] = []
+    params: list[Any] = []
+    for term in terms:
+        arm, values = listing(f"sequence AS listed_at, {columns}", condition=term, ordered=False)
+        arms.append(arm)
+        params.extend(values)
+    union = " UNION ".join(arms)
+    return f"SELECT {columns} FROM ({union}) AS selected ORDER BY listed_at", params
 
 
 class SqlBackend(Ledger):
@@ -529,7 +597,7 @@ class SqlLedger(SqlBackend):
             audit_tip=tip,
             last_sequence=last_sequence,
             request_sequences={str(row[0]): int(row[1]) for row in sequences},
-            executions=[ex.execution_from_row(row) for row in rows["executions"]],
+            executions=[execution_from_row(row) for row in rows["executions"]],
             tombstones=frozenset(str(row[0]) for row in rows["tombstones"]),
         )
 
@@ -790,21 +858,8 @@ class SqlLedger(SqlBackend):
             return updated, None
         if updated.request_id != request_id:  # pragma: no cover - the changes keep the id
             raise ValueError("request_id: an execution change cannot move the record")
-        self._run(cur, ex.UPSERT_EXECUTION, ex.execution_row(updated))
+        self._run(cur, UPSERT_EXECUTION, execution_row(updated))
         return updated, updated
-
-    def _audit_unrecorded_executions(self, cur: Cursor) -> None:
-        """Append an ``execution`` entry for every record that has none (records written
-        before execution records were audited), inside the migrating transaction."""
-        sql = f"SELECT {ex.EXECUTION_COLUMNS} FROM aais_executions ORDER BY request_id"
-        records = [ex.execution_from_row(row) for row in self._all(cur, sql)]
-        unrecorded = [
-            record for record in records if self._execution_entry(cur, record.request_id) is None
-        ]
-        if unrecorded:
-            with self._counters(cur) as counters:
-                for record in unrecorded:
-                    counters.append_audit("execution", ex.execution_audit(record))
 
     def _execution_entry(self, cur: Cursor, request_id: str) -> AuditEntry | None:
         sql = (
@@ -821,9 +876,9 @@ class SqlLedger(SqlBackend):
             return self._execution(cur, request_id), self._execution_entry(cur, request_id)
 
     def _execution(self, cur: Cursor, request_id: str) -> ex.Execution | None:
-        sql = f"SELECT {ex.EXECUTION_COLUMNS} FROM aais_executions WHERE request_id = ?"
+        sql = f"SELECT {EXECUTION_COLUMNS} FROM aais_executions WHERE request_id = ?"
         row = self._one(cur, sql, (request_id,))
-        return None if row is None else ex.execution_from_row(row)
+        return None if row is None else execution_from_row(row)
 
     def get_execution(self, request_id: str) -> ex.Execution | None:
         with self._read() as cur:
@@ -836,11 +891,11 @@ class SqlLedger(SqlBackend):
         thread_id: str | None = None,
     ) -> list[ex.Execution]:
         marks = ", ".join("?" for _ in states) or "NULL"
-        sql = f"SELECT {ex.EXECUTION_COLUMNS} FROM aais_executions WHERE state IN ({marks})"
+        sql = f"SELECT {EXECUTION_COLUMNS} FROM aais_executions WHERE state IN ({marks})"
         params: list[Any] = list(states)
         if thread_id is not None:
             sql += " AND thread_id = ?"
             params.append(thread_id)
         with self._read() as cur:
             rows = self._all(cur, sql + " ORDER BY started_at, request_id", params)
-        return [ex.execution_from_row(row) for row in rows]
+        return [execution_from_row(row) for row in rows]

@@ -42,6 +42,21 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
+class NotALedgerError(ValueError):
+    """``--db`` names no ledger: a missing, empty, foreign or unreadable file or database."""
+
+
+class LedgerVersionError(NotALedgerError, RuntimeError):
+    """``schema_version``: the ledger was written by another version of aais-langgraph
+    (nothing earlier than this schema was released, so none is upgraded)."""
+
+    def __init__(self, found: object, expected: int) -> None:
+        super().__init__(
+            f"schema_version: ledger schema version {found} is not {expected}; "
+            "it was written by another version of aais-langgraph"
+        )
+
+
 def _approved(write: ResolutionWrite) -> bool:
     """Whether ``write`` records an ``approved`` resolution (the only kind that is claimed)."""
     resolution = write.resolved.get("resolution")
@@ -69,7 +84,8 @@ class Ledger(ABC):
     # -- lifecycle -----------------------------------------------------------------
 
     def setup(self) -> None:  # noqa: B027 - optional hook: a backend without schema needs nothing
-        """Create the schema if missing, or migrate an older one; idempotent.
+        """Create the schema if missing; idempotent. A schema another version of
+        aais-langgraph wrote raises :class:`LedgerVersionError` (none is upgraded).
 
         ``SqliteLedger`` runs it on first use; ``PostgresLedger`` needs it called
         (by whoever deploys), as LangGraph's ``PostgresSaver`` does."""

@@ -32,17 +32,11 @@ from typing import Any, Literal
 from .holders import holder_is_dead
 
 __all__ = [
-    "EXECUTION_COLUMNS",
-    "POSTGRES_EXECUTIONS_SCHEMA",
-    "SQLITE_EXECUTIONS_SCHEMA",
-    "UPSERT_EXECUTION",
     "Execution",
     "ExecutionChange",
     "ExecutionState",
     "claim_change",
     "execution_audit",
-    "execution_from_row",
-    "execution_row",
     "finish_change",
     "presumed_change",
     "reconcile_change",
@@ -161,78 +155,3 @@ def execution_audit(record: Execution) -> dict[str, Any]:
         "updated_at": record.updated_at,
         "reconciled_by": record.reconciled_by,
     }
-
-
-EXECUTION_COLUMNS = (
-    "request_id, thread_id, state, holder, attempt, started_at, live_until, updated_at, "
-    "reconciled_by, mac"
-)
-
-UPSERT_EXECUTION = (
-    f"INSERT INTO aais_executions ({EXECUTION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-    "ON CONFLICT (request_id) DO UPDATE SET thread_id = excluded.thread_id, "
-    "state = excluded.state, holder = excluded.holder, attempt = excluded.attempt, "
-    "started_at = excluded.started_at, live_until = excluded.live_until, "
-    "updated_at = excluded.updated_at, reconciled_by = excluded.reconciled_by, mac = excluded.mac"
-)
-"""Store a record, replacing the request's previous one (``?`` marks; both SQL backends)."""
-
-_STATES = "('executing', 'executed', 'unknown', 'done', 'retry')"
-
-SQLITE_EXECUTIONS_SCHEMA = (
-    f"""CREATE TABLE IF NOT EXISTS aais_executions (
-        request_id TEXT PRIMARY KEY,
-        thread_id TEXT,
-        state TEXT NOT NULL CHECK (state IN {_STATES}),
-        holder TEXT NOT NULL,
-        attempt INTEGER NOT NULL,
-        started_at REAL NOT NULL,
-        live_until REAL NOT NULL,
-        updated_at REAL NOT NULL,
-        reconciled_by TEXT,
-        mac TEXT
-    ) WITHOUT ROWID""",
-    "CREATE INDEX IF NOT EXISTS aais_executions_state ON aais_executions (state)",
-)
-"""The SQLite table (created by ``setup()``; an older ledger file gains it there)."""
-
-POSTGRES_EXECUTIONS_SCHEMA = (
-    f"""CREATE TABLE IF NOT EXISTS aais_executions (
-        request_id TEXT PRIMARY KEY,
-        thread_id TEXT,
-        state TEXT NOT NULL CHECK (state IN {_STATES}),
-        holder TEXT NOT NULL,
-        attempt INTEGER NOT NULL,
-        started_at DOUBLE PRECISION NOT NULL,
-        live_until DOUBLE PRECISION NOT NULL,
-        updated_at DOUBLE PRECISION NOT NULL,
-        reconciled_by TEXT,
-        mac TEXT
-    )""",
-    "CREATE INDEX IF NOT EXISTS aais_executions_state ON aais_executions (state)",
-)
-"""The Postgres table (created by ``setup()``; an older schema gains it there)."""
-
-
-def execution_from_row(row: tuple[Any, ...]) -> Execution:
-    """An execution record from a row of :data:`EXECUTION_COLUMNS`."""
-    request_id, thread_id, state, holder, attempt, started, live_until, updated, by, mac = row
-    return Execution(
-        request_id, thread_id, state, holder, int(attempt), started, live_until, updated, by, mac
-    )
-
-
-def execution_row(record: Execution) -> tuple[Any, ...]:
-    """The values of :data:`EXECUTION_COLUMNS` for ``record``."""
-    return (
-        record.request_id,
-        record.thread_id,
-        record.state,
-        record.holder,
-        record.attempt,
-        record.started_at,
-        record.live_until,
-        record.updated_at,
-        record.reconciled_by,
-        record.mac,
-    )

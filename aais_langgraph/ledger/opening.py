@@ -7,15 +7,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .base import Ledger
+from .base import Ledger, NotALedgerError
 from .deliveries import DeliveryPlan
 from .sqlite import SqliteLedger
 
 POSTGRES_SCHEMES = ("postgres://", "postgresql://")
-
-
-class NotALedgerError(ValueError):
-    """``--db`` names no ledger: a missing, empty, foreign or unreadable file or database."""
 
 
 def _check_existing(ledger: Ledger) -> None:
@@ -45,7 +41,7 @@ def open_ledger(
 ) -> Iterator[Ledger]:
     """A ledger for ``target`` (SQLite file path or Postgres URL), closed on exit.
 
-    The schema is created when missing (an older one migrated) unless
+    The schema is created when missing unless
     ``setup=False``, which also turns off the SQLite ledger's setup on first use.
     With ``create=False`` the target must already hold a ledger, checked before
     anything writes to it: a missing file, an empty one, another application's

@@ -42,15 +42,202 @@ from psycopg.pq import TransactionStatus
 from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
 
-from . import _postgres_rows as db
 from . import executions as ex
 from ._counters import Counters, Cursor, Probe, Tip, sql_for
 from ._postgres_server_counters import STAMP_FUNCTIONS, StampedCounters
 from ._records import request_fields
 from ._sql import SqlLedger
+from .base import LedgerVersionError
 from .deliveries import DeliveryPlan
+from .outbox import WORK_STATES
 from .records import ResolutionWrite, StoredRequest, StoredResolution
-from .retention import POSTGRES_COMPACTED_SCHEMA
+
+PgCursor = psycopg.Cursor[tuple[Any, ...]]
+
+# -- the schema -------------------------------------------------------------------
+
+SCHEMA_VERSION = 4
+"""The one schema's version. Nothing earlier was released: a database another
+version wrote (an earlier or a later one) is refused, never upgraded."""
+
+EXECUTION_SUBJECT = """(substring(payload from '^\\{"request_id":"([^"\\\\]+)"'))"""
+"""The expression :data:`EXECUTION_AUDIT_DDL` indexes (queries must spell it the same): the
+``request_id`` an execution payload starts with, read as text (a JSON cast would fail on
+a payload holding ``\\u0000``, which Postgres text cannot)."""
+
+EXECUTION_AUDIT_DDL = (
+    "CREATE INDEX IF NOT EXISTS aais_audit_executions ON aais_audit "
+    f"({EXECUTION_SUBJECT}, idx) WHERE kind = 'execution'"
+)
+"""A request's execution entries, newest found at once (only ``execution`` entries)."""
+
+THREADS_DDL = (
+    """CREATE TABLE IF NOT EXISTS aais_threads (
+        thread_id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        since DOUBLE PRECISION NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS aais_thread_posts (
+        thread_id TEXT NOT NULL,
+        poster TEXT NOT NULL,
+        posted_at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (thread_id, poster)
+    )""",
+    "CREATE INDEX IF NOT EXISTS aais_requests_thread ON aais_requests (thread_id, sequence)",
+)
+"""Who started each thread and who posted to it, and every request by thread (what thread
+access reads)."""
+
+REQUESTER_SUBJECT = (
+    "(CASE WHEN strpos(context, '\\u0000') = 0 THEN (context::json ->> 'requester') END)"
+)
+"""The expression :data:`PENDING_BOUND_DDL` indexes (queries must spell it the same)."""
+
+PENDING_BOUND_DDL = (
+    "CREATE INDEX IF NOT EXISTS aais_requests_pending_sessions ON aais_requests "
+    "(session_id, sequence) WHERE status = 'pending'",
+    "CREATE INDEX IF NOT EXISTS aais_requests_pending_requesters ON aais_requests "
+    f"({REQUESTER_SUBJECT}) WHERE status = 'pending'",
+)
+"""Pending requests by session and by requester: the bounds count them on each request."""
+
+# pg_advisory_xact_lock key that serializes concurrent setup() calls on one database
+# (CREATE TABLE IF NOT EXISTS alone is not safe against a concurrent creator).
+SETUP_LOCK = 0x4141_4953_4C45_4447  # "AAISLEDG"
+
+_WORK_STATES = str(WORK_STATES).replace(",)", ")")
+
+OUTBOX_DDL = (
+    f"""CREATE TABLE IF NOT EXISTS aais_outbox (
+        kind TEXT NOT NULL,
+        work_id TEXT NOT NULL,
+        request_id TEXT NOT NULL,
+        thread_id TEXT,
+        state TEXT NOT NULL CHECK (state IN {_WORK_STATES}),
+        attempts INTEGER NOT NULL,
+        next_at DOUBLE PRECISION NOT NULL,
+        last_error TEXT,
+        created_at DOUBLE PRECISION NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL,
+        target TEXT,
+        topic TEXT,
+        coalesce_key TEXT,
+        claimed_by TEXT,
+        claim_until DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (kind, work_id)
+    )""",
+    # Only open work is indexed: picking up due work costs what waits, not the history.
+    "CREATE INDEX IF NOT EXISTS aais_outbox_open ON aais_outbox (kind, next_at, work_id) "
+    "WHERE state IN ('due', 'claimed', 'dead', 'unknown')",
+    "CREATE INDEX IF NOT EXISTS aais_outbox_requests ON aais_outbox (request_id)",
+    "CREATE INDEX IF NOT EXISTS aais_outbox_coalesce ON aais_outbox "
+    "(kind, target, coalesce_key) WHERE state IN ('due', 'claimed') AND coalesce_key IS NOT NULL",
+    """CREATE TABLE IF NOT EXISTS aais_delivery_cursors (
+        subscription TEXT PRIMARY KEY,
+        sequence BIGINT NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL
+    )""",
+)
+"""The outbox (:mod:`.outbox`: every kind of durable work) and the webhook cursors."""
+
+
+SCHEMA = (
+    # One row: the sequence counter and the recorded audit tip, the ledger's write lock.
+    """CREATE TABLE IF NOT EXISTS aais_meta (
+        singleton BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (singleton),
+        schema_version INTEGER NOT NULL,
+        last_sequence BIGINT NOT NULL,
+        audit_tip_index BIGINT,
+        audit_tip_hash TEXT,
+        CHECK ((audit_tip_index IS NULL) = (audit_tip_hash IS NULL))
+    )""",
+    """CREATE TABLE IF NOT EXISTS aais_requests (
+        request_id TEXT PRIMARY KEY,
+        sequence BIGINT NOT NULL,
+        session_id TEXT NOT NULL,
+        thread_id TEXT,
+        expires_at DOUBLE PRECISION,
+        status TEXT NOT NULL CHECK (status IN ('pending', 'resolved')),
+        envelope TEXT NOT NULL,
+        context TEXT NOT NULL,
+        audit_index BIGINT,
+        mac TEXT
+    )""",
+    # Only pending rows are indexed, so list_pending costs O(pending), not O(history).
+    """CREATE INDEX IF NOT EXISTS aais_requests_pending
+        ON aais_requests (sequence) WHERE status = 'pending'""",
+    """CREATE TABLE IF NOT EXISTS aais_resolutions (
+        request_id TEXT PRIMARY KEY,
+        envelope TEXT NOT NULL,
+        decision_fingerprint TEXT,
+        audit_index BIGINT,
+        mac TEXT
+    )""",
+    """CREATE TABLE IF NOT EXISTS aais_grants (
+        ordinal BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        grant_id TEXT NOT NULL UNIQUE,
+        request_id TEXT NOT NULL,
+        scope TEXT NOT NULL CHECK (scope IN ('session', 'persistent')),
+        session_id TEXT NOT NULL,
+        action_name TEXT NOT NULL,
+        constraints TEXT NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL,
+        expires_at DOUBLE PRECISION,
+        revoked_at DOUBLE PRECISION,
+        audit_index BIGINT,
+        mac TEXT
+    )""",
+    "CREATE INDEX IF NOT EXISTS aais_grants_action ON aais_grants (action_name)",
+    """CREATE TABLE IF NOT EXISTS aais_events (
+        sequence BIGINT PRIMARY KEY,
+        envelope TEXT NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS aais_audit (
+        idx BIGINT PRIMARY KEY,
+        kind TEXT NOT NULL,
+        occurred_at TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        prev_hash TEXT NOT NULL,
+        entry_hash TEXT NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS aais_leases (
+        thread_id TEXT PRIMARY KEY,
+        holder TEXT NOT NULL,
+        expires_at DOUBLE PRECISION NOT NULL
+    )""",
+)
+
+_EXECUTION_STATES = "('executing', 'executed', 'unknown', 'done', 'retry')"
+
+RUNTIME_DDL = (
+    f"""CREATE TABLE IF NOT EXISTS aais_executions (
+        request_id TEXT PRIMARY KEY,
+        thread_id TEXT,
+        state TEXT NOT NULL CHECK (state IN {_EXECUTION_STATES}),
+        holder TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        started_at DOUBLE PRECISION NOT NULL,
+        live_until DOUBLE PRECISION NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL,
+        reconciled_by TEXT,
+        mac TEXT
+    )""",
+    "CREATE INDEX IF NOT EXISTS aais_executions_state ON aais_executions (state)",
+    *OUTBOX_DDL,
+    "CREATE TABLE IF NOT EXISTS aais_compacted_requests (request_id TEXT PRIMARY KEY)",
+)
+"""The runtime's own tables: execution records (:mod:`.executions`), the outbox
+(:mod:`.outbox`) and the tombstones of requests retention removed (:mod:`.retention`)."""
+
+ALL_DDL = (
+    *SCHEMA,
+    *RUNTIME_DDL,
+    EXECUTION_AUDIT_DDL,
+    *PENDING_BOUND_DDL,
+    *THREADS_DDL,
+    *STAMP_FUNCTIONS,
+)
+"""Every statement of the one schema, in order (each idempotent)."""
 
 
 class PostgresLedger(SqlLedger):
@@ -73,8 +260,8 @@ class PostgresLedger(SqlLedger):
 
     mark = "%s"
     for_update = " FOR UPDATE"
-    execution_subject = db.EXECUTION_SUBJECT
-    requester_subject = db.REQUESTER_SUBJECT
+    execution_subject = EXECUTION_SUBJECT
+    requester_subject = REQUESTER_SUBJECT
 
     def __init__(
         self,
@@ -122,33 +309,23 @@ class PostgresLedger(SqlLedger):
             yield cls(pool, delivery_plan=delivery_plan)
 
     def setup(self) -> None:
-        """Create the schema if missing; idempotent and safe to run from several processes."""
+        """Create the schema if missing; idempotent and safe to run from several processes.
+        A schema another version of aais-langgraph wrote raises
+        :class:`~.base.LedgerVersionError`, and the transaction leaves it untouched."""
         with self._write() as cur:
-            cur.execute("SELECT pg_advisory_xact_lock(%s)", (db.SETUP_LOCK,))
-            for statement in (
-                *db.SCHEMA,
-                *ex.POSTGRES_EXECUTIONS_SCHEMA,
-                *db.OUTBOX_DDL,
-                *POSTGRES_COMPACTED_SCHEMA,
-                *STAMP_FUNCTIONS,
-            ):
+            cur.execute("SELECT pg_advisory_xact_lock(%s)", (SETUP_LOCK,))
+            for statement in ALL_DDL:
                 cur.execute(statement)
             cur.execute(
                 "INSERT INTO aais_meta (singleton, schema_version, last_sequence) "
                 "VALUES (TRUE, %s, 0) ON CONFLICT (singleton) DO NOTHING",
-                (db.SCHEMA_VERSION,),
+                (SCHEMA_VERSION,),
             )
             cur.execute("SELECT schema_version FROM aais_meta")
             row = cur.fetchone()
             version = None if row is None else row[0]
-            if version not in (1, 2, db.SCHEMA_VERSION):
-                raise RuntimeError(
-                    f"ledger schema version {version} is not {db.SCHEMA_VERSION}; "
-                    "this database was written by another version of aais-langgraph"
-                )
-            db.migrate(cur, version)
-            if version != db.SCHEMA_VERSION:
-                self._audit_unrecorded_executions(cur)
+            if version != SCHEMA_VERSION:
+                raise LedgerVersionError(version, SCHEMA_VERSION)
         self._stamps = None  # whether aais_stamp exists is asked again
 
     def is_set_up(self) -> bool:
@@ -252,7 +429,7 @@ class PostgresLedger(SqlLedger):
             yield self._conn
 
     @contextmanager
-    def _write(self, *, durable: bool = True) -> Iterator[db.Cursor]:
+    def _write(self, *, durable: bool = True) -> Iterator[PgCursor]:
         """One transaction, committed when the block exits and rolled back on error;
         ``durable=False`` (leases, execution marks) commits without waiting for the WAL
         flush (``synchronous_commit`` off for this transaction only): a crashed client
@@ -263,7 +440,7 @@ class PostgresLedger(SqlLedger):
             yield cur
 
     @contextmanager
-    def _write_batched(self, *, durable: bool = True) -> Iterator[db.Cursor]:
+    def _write_batched(self, *, durable: bool = True) -> Iterator[PgCursor]:
         """:meth:`_write` in pipeline mode: statements queue until a fetch or the end,
         and the ``COMMIT`` goes out in the same round trip as the last writes, so the
         counters' lock is released without waiting on this client (see
@@ -292,13 +469,13 @@ class PostgresLedger(SqlLedger):
                     raise
 
     @contextmanager
-    def _snapshot(self) -> Iterator[db.Cursor]:
+    def _snapshot(self) -> Iterator[PgCursor]:
         with self._write() as cur:
             cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             yield cur
 
     @contextmanager
-    def _read(self) -> Iterator[db.Cursor]:
+    def _read(self) -> Iterator[PgCursor]:
         """A cursor for a single statement: a transaction of its own in either commit mode."""
         with self._connection() as conn:
             if conn.autocommit:
@@ -310,7 +487,7 @@ class PostgresLedger(SqlLedger):
 
 
 @contextmanager
-def _transaction(conn: psycopg.Connection[Any]) -> Iterator[db.Cursor]:
+def _transaction(conn: psycopg.Connection[Any]) -> Iterator[PgCursor]:
     with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
         yield cur
 

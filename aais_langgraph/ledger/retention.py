@@ -46,8 +46,6 @@ from .integrity import LedgerIntegrityError, sealed_checkpoint
 from .records import AuditEntry, JsonDict, LedgerContents
 
 __all__ = [
-    "POSTGRES_COMPACTED_SCHEMA",
-    "SQLITE_COMPACTED_SCHEMA",
     "CompactedRequestError",
     "CompactionPlan",
     "CompactionReport",
@@ -56,16 +54,6 @@ __all__ = [
     "plan_compaction",
     "vouched_tombstones",
 ]
-
-SQLITE_COMPACTED_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS aais_compacted_requests (
-        request_id TEXT PRIMARY KEY
-    ) WITHOUT ROWID""",
-)
-POSTGRES_COMPACTED_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS aais_compacted_requests (request_id TEXT PRIMARY KEY)",
-)
-"""The tombstones of removed requests (ids only)."""
 
 _FINAL_EXECUTIONS = frozenset({"executed", "done", "retry"})
 _ROW_KINDS = frozenset({"requested", "resolved", "granted", "revoked", "execution"})

@@ -18,14 +18,301 @@ from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from typing import Literal
 
-from . import _sqlite_rows as db
-from . import executions as ex
+from ..protocol.extensions import REQUESTER_EXTENSION
 from ._counters import Cursor, Tip
+from ._rows import REQUEST_COLUMNS
 from ._sql import SqlLedger
+from .base import LedgerVersionError
 from .deliveries import DeliveryPlan
-from .retention import SQLITE_COMPACTED_SCHEMA
+from .outbox import WORK_STATES
+from .records import dump_json, load_json
+from .selection import SelectionSubjects
 
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
+Conn = sqlite3.Connection | sqlite3.Cursor
+
+# -- the schema -------------------------------------------------------------------
+
+SCHEMA_VERSION = 4
+"""The one schema's version. Nothing earlier was released: a file another version
+wrote (an earlier or a later one) is refused, never upgraded."""
+
+EXECUTION_SUBJECT = "json_extract(payload, '$.request_id')"
+"""The expression :data:`EXECUTION_AUDIT_INDEX` indexes (queries must spell it the same)."""
+
+EXECUTION_AUDIT_INDEX = "aais_audit_executions"
+EXECUTION_AUDIT_DDL = (
+    f"CREATE INDEX IF NOT EXISTS {EXECUTION_AUDIT_INDEX} ON aais_audit "
+    f"({EXECUTION_SUBJECT}, idx) WHERE kind = 'execution'"
+)
+"""A request's execution entries, newest found at once (only ``execution`` entries)."""
+
+THREADS_DDL = (
+    """CREATE TABLE IF NOT EXISTS aais_threads (
+        thread_id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        since REAL NOT NULL
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS aais_thread_posts (
+        thread_id TEXT NOT NULL,
+        poster TEXT NOT NULL,
+        posted_at REAL NOT NULL,
+        PRIMARY KEY (thread_id, poster)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS aais_requests_thread ON aais_requests (thread_id, sequence)",
+)
+"""Who started each thread and who posted to it, and every request by thread (what thread
+access reads)."""
+
+REQUESTER_SUBJECT = "json_extract(context, '$.requester')"
+"""The expression :data:`PENDING_BOUND_DDL` indexes (queries must spell it the same)."""
+
+PENDING_BOUND_DDL = (
+    "CREATE INDEX IF NOT EXISTS aais_requests_pending_sessions ON aais_requests "
+    "(session_id, sequence) WHERE status = 'pending'",
+    "CREATE INDEX IF NOT EXISTS aais_requests_pending_requesters ON aais_requests "
+    f"({REQUESTER_SUBJECT}) WHERE status = 'pending'",
+)
+"""Pending requests by session and by requester: the bounds count them on each request."""
+
+
+def _envelope_member(path: str) -> str:
+    # A malformed envelope (a damaged file) reads as NULL instead of failing the listing.
+    return f"CASE WHEN json_valid(envelope) THEN json_extract(envelope, '{path}') END"
+
+
+VIEW_SUBJECTS = SelectionSubjects(
+    kind=_envelope_member("$.request.action.kind"),
+    name=_envelope_member("$.request.action.name"),
+    risk=_envelope_member("$.request.risk.level"),
+    requester=(
+        "coalesce("
+        + _envelope_member(f'$.request.extensions."{REQUESTER_EXTENSION}".id')
+        + ", CASE WHEN json_valid(context) THEN json_extract(context, '$.requester') END)"
+    ),
+)
+"""The expressions a viewer's listing selects pending rows by (:data:`PENDING_VIEW_DDL`)."""
+
+PENDING_VIEW_INDEXES = (
+    "aais_requests_pending_kinds",
+    "aais_requests_pending_names",
+    "aais_requests_pending_owners",
+)
+_LISTED = REQUEST_COLUMNS
+PENDING_VIEW_DDL = (
+    # By kind and by requester the index covers what a listing reads, as the pending index
+    # does: a viewer's rows are read from it alone, not looked up one by one in the table.
+    f"CREATE INDEX IF NOT EXISTS {PENDING_VIEW_INDEXES[0]} ON aais_requests "
+    f"({VIEW_SUBJECTS.kind}, sequence, {_LISTED}) WHERE status = 'pending'",
+    f"CREATE INDEX IF NOT EXISTS {PENDING_VIEW_INDEXES[1]} ON aais_requests "
+    f"({VIEW_SUBJECTS.name}, sequence) WHERE status = 'pending'",
+    f"CREATE INDEX IF NOT EXISTS {PENDING_VIEW_INDEXES[2]} ON aais_requests "
+    f"({VIEW_SUBJECTS.requester}, sequence, {_LISTED}) WHERE status = 'pending'",
+)
+"""Pending requests by action kind, by action name and by requester: a listing for one
+viewer reads the rows their rules select, not every pending row."""
+
+
+_WORK_STATES = str(WORK_STATES).replace(",)", ")")
+
+OUTBOX_DDL = (
+    f"""CREATE TABLE IF NOT EXISTS aais_outbox (
+        kind TEXT NOT NULL,
+        work_id TEXT NOT NULL,
+        request_id TEXT NOT NULL,
+        thread_id TEXT,
+        state TEXT NOT NULL CHECK (state IN {_WORK_STATES}),
+        attempts INTEGER NOT NULL,
+        next_at REAL NOT NULL,
+        last_error TEXT,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        target TEXT,
+        topic TEXT,
+        coalesce_key TEXT,
+        claimed_by TEXT,
+        claim_until REAL NOT NULL,
+        PRIMARY KEY (kind, work_id)
+    ) WITHOUT ROWID""",
+    # Only open work is indexed: picking up due work costs what waits, not the history.
+    "CREATE INDEX IF NOT EXISTS aais_outbox_open ON aais_outbox (kind, next_at, work_id) "
+    "WHERE state IN ('due', 'claimed', 'dead', 'unknown')",
+    "CREATE INDEX IF NOT EXISTS aais_outbox_requests ON aais_outbox (request_id)",
+    "CREATE INDEX IF NOT EXISTS aais_outbox_coalesce ON aais_outbox "
+    "(kind, target, coalesce_key) WHERE state IN ('due', 'claimed') AND coalesce_key IS NOT NULL",
+    """CREATE TABLE IF NOT EXISTS aais_delivery_cursors (
+        subscription TEXT PRIMARY KEY,
+        sequence INTEGER NOT NULL,
+        updated_at REAL NOT NULL
+    ) WITHOUT ROWID""",
+)
+"""The outbox (:mod:`.outbox`: every kind of durable work) and the webhook cursors."""
+
+
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS aais_meta (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS aais_requests (
+        request_id TEXT PRIMARY KEY,
+        sequence INTEGER NOT NULL,
+        session_id TEXT NOT NULL,
+        thread_id TEXT,
+        expires_at REAL,
+        status TEXT NOT NULL CHECK (status IN ('pending', 'resolved')),
+        envelope TEXT NOT NULL,
+        context TEXT NOT NULL,
+        audit_index INTEGER,
+        mac TEXT
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS aais_resolutions (
+        request_id TEXT PRIMARY KEY,
+        envelope TEXT NOT NULL,
+        decision_fingerprint TEXT,
+        audit_index INTEGER,
+        mac TEXT
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS aais_grants (
+        ordinal INTEGER PRIMARY KEY,
+        grant_id TEXT NOT NULL UNIQUE,
+        request_id TEXT NOT NULL,
+        scope TEXT NOT NULL CHECK (scope IN ('session', 'persistent')),
+        session_id TEXT NOT NULL,
+        action_name TEXT NOT NULL,
+        constraints TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        expires_at REAL,
+        revoked_at REAL,
+        audit_index INTEGER,
+        mac TEXT
+    )""",
+    "CREATE INDEX IF NOT EXISTS aais_grants_action ON aais_grants (action_name)",
+    """CREATE TABLE IF NOT EXISTS aais_events (
+        sequence INTEGER PRIMARY KEY,
+        envelope TEXT NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS aais_audit (
+        idx INTEGER PRIMARY KEY,
+        kind TEXT NOT NULL,
+        occurred_at TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        prev_hash TEXT NOT NULL,
+        entry_hash TEXT NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS aais_leases (
+        thread_id TEXT PRIMARY KEY,
+        holder TEXT NOT NULL,
+        expires_at REAL NOT NULL
+    ) WITHOUT ROWID""",
+)
+
+
+PENDING_INDEX = "aais_requests_pending_rows"
+"""The partial index of pending requests, covering every column a listing reads."""
+
+PENDING_INDEX_DDL = (
+    # Only pending rows are indexed, so listing them costs O(pending), not O(history);
+    # they are read from the index alone (in sequence order, side by side in its pages)
+    # instead of one primary-key search per row among the whole history.
+    f"""CREATE INDEX IF NOT EXISTS {PENDING_INDEX} ON aais_requests
+        (sequence, request_id, envelope, session_id, expires_at, status, thread_id, context,
+         audit_index, mac) WHERE status = 'pending'""",
+)
+
+_EXECUTION_STATES = "('executing', 'executed', 'unknown', 'done', 'retry')"
+
+RUNTIME_DDL = (
+    f"""CREATE TABLE IF NOT EXISTS aais_executions (
+        request_id TEXT PRIMARY KEY,
+        thread_id TEXT,
+        state TEXT NOT NULL CHECK (state IN {_EXECUTION_STATES}),
+        holder TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        started_at REAL NOT NULL,
+        live_until REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        reconciled_by TEXT,
+        mac TEXT
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS aais_executions_state ON aais_executions (state)",
+    *OUTBOX_DDL,
+    """CREATE TABLE IF NOT EXISTS aais_compacted_requests (
+        request_id TEXT PRIMARY KEY
+    ) WITHOUT ROWID""",
+)
+"""The runtime's own tables: execution records (:mod:`.executions`), the outbox
+(:mod:`.outbox`) and the tombstones of requests retention removed (:mod:`.retention`)."""
+
+ALL_DDL = (
+    *SCHEMA,
+    *RUNTIME_DDL,
+    *PENDING_INDEX_DDL,
+    EXECUTION_AUDIT_DDL,
+    *PENDING_BOUND_DDL,
+    *THREADS_DDL,
+    *PENDING_VIEW_DDL,
+)
+"""Every statement of the one schema, in order (each idempotent)."""
+
+
+def _has_schema(conn: Conn) -> bool:
+    """Whether the ledger's meta table exists (raises ``sqlite3.DatabaseError`` on a file
+    that is not a SQLite database)."""
+    row = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'aais_meta'"
+    ).fetchone()
+    return row is not None
+
+
+def _is_current(conn: Conn) -> bool:
+    """Whether the file holds this version's whole schema, so setup has nothing to do."""
+    found = conn.execute(
+        "SELECT COUNT(*) FROM sqlite_master WHERE (type = 'table' AND name IN "
+        "('aais_meta', 'aais_executions', 'aais_outbox', 'aais_threads', 'aais_thread_posts', "
+        "'aais_delivery_cursors', 'aais_compacted_requests')) "
+        f"OR (type = 'index' AND name IN ('{PENDING_INDEX}', '{EXECUTION_AUDIT_INDEX}', "
+        "'aais_requests_pending_sessions', 'aais_requests_pending_requesters', "
+        f"'aais_requests_thread', {', '.join(repr(i) for i in PENDING_VIEW_INDEXES)}))"
+    ).fetchone()[0]
+    expected = 12 + len(PENDING_VIEW_INDEXES)
+    return bool(found == expected and _meta(conn, "schema_version") == str(SCHEMA_VERSION))
+
+
+def _meta(conn: Conn, key: str) -> str | None:
+    """The value of a meta row (sequence counter, audit tip, schema version), if set."""
+    row = conn.execute("SELECT value FROM aais_meta WHERE key = ?", (key,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def _set_meta(conn: Conn, key: str, value: str) -> None:
+    """Insert or overwrite a meta row."""
+    conn.execute(
+        "INSERT INTO aais_meta (key, value) VALUES (?, ?) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )
+
+
+def _read_counters(conn: Conn) -> tuple[int, tuple[int, str] | None]:
+    """``(last_sequence, audit_tip)`` from their meta rows."""
+    rows = dict(
+        conn.execute(
+            "SELECT key, value FROM aais_meta WHERE key IN ('last_sequence', 'audit_tip')"
+        ).fetchall()
+    )
+    tip = None
+    if rows.get("audit_tip") is not None:
+        index, entry_hash = load_json(rows["audit_tip"])
+        tip = int(index), str(entry_hash)
+    return int(rows.get("last_sequence") or 0), tip
+
+
+def _write_counters(conn: Conn, last_sequence: int, tip: tuple[int, str] | None) -> None:
+    """Store the last sequence and the audit tip in their meta rows."""
+    _set_meta(conn, "last_sequence", str(last_sequence))
+    if tip is not None:
+        _set_meta(conn, "audit_tip", dump_json(list(tip)))
 
 
 class SqliteLedger(SqlLedger):
@@ -41,7 +328,7 @@ class SqliteLedger(SqlLedger):
     Setup: the first call that reads or writes runs :meth:`setup` unless the file
     already holds the current schema (once per ledger, under its lock; idempotent
     across processes; a current file is only read): a new or empty file becomes a
-    ledger, a version-1 ledger is migrated, and any other SQLite database gains the
+    ledger, a ledger another version wrote is refused, and any other SQLite database gains the
     ``aais_`` tables beside its own (that is how the ledger shares the checkpointer's
     file). Calling :meth:`setup` yourself is allowed and changes nothing after the
     first time. ``auto_setup=False`` turns this off (the tables must exist; a call
@@ -54,9 +341,9 @@ class SqliteLedger(SqlLedger):
     transactions (:mod:`.deliveries`; None: none).
     """
 
-    execution_subject = db.EXECUTION_SUBJECT
-    requester_subject = db.REQUESTER_SUBJECT
-    selection_subjects = db.VIEW_SUBJECTS
+    execution_subject = EXECUTION_SUBJECT
+    requester_subject = REQUESTER_SUBJECT
+    selection_subjects = VIEW_SUBJECTS
 
     def __init__(
         self,
@@ -122,31 +409,23 @@ class SqliteLedger(SqlLedger):
                 self._conn.close()
 
     def setup(self) -> None:
-        """Switch the file to WAL and create the schema if missing, or migrate it; idempotent."""
+        """Switch the file to WAL and create the schema if missing; idempotent. A file
+        another version of aais-langgraph wrote raises :class:`~.base.LedgerVersionError`
+        before anything is written to it."""
         with self._lock:
+            with closing(self._conn.cursor()) as cur:
+                if _has_schema(cur):
+                    _check_version(_meta(cur, "schema_version"))
             self._conn.execute("PRAGMA journal_mode = WAL")
             with self._immediate() as cur:
-                for statement in (
-                    *db.SCHEMA,
-                    *ex.SQLITE_EXECUTIONS_SCHEMA,
-                    *db.OUTBOX_DDL,
-                    *SQLITE_COMPACTED_SCHEMA,
-                ):
+                for statement in ALL_DDL:
                     cur.execute(statement)
                 cur.execute(
                     "INSERT OR IGNORE INTO aais_meta (key, value) "
                     "VALUES ('schema_version', ?), ('last_sequence', '0')",
-                    (str(db.SCHEMA_VERSION),),
+                    (str(SCHEMA_VERSION),),
                 )
-                version = db.meta(cur, "schema_version")
-                if version not in ("1", "2", str(db.SCHEMA_VERSION)):
-                    raise RuntimeError(
-                        f"ledger schema version {version} is not {db.SCHEMA_VERSION}; "
-                        "this file was written by another version of aais-langgraph"
-                    )
-                db.migrate(cur, version)
-                if version != str(db.SCHEMA_VERSION):
-                    self._audit_unrecorded_executions(cur)
+                _check_version(_meta(cur, "schema_version"))
             self._needs_setup = False
 
     def check_storage(self) -> str | None:
@@ -166,16 +445,16 @@ class SqliteLedger(SqlLedger):
         """Whether the file holds the ledger's tables (never sets it up); raises
         ``sqlite3.DatabaseError`` for a file that is not a SQLite database."""
         with self._lock:
-            return db.has_schema(self._conn)
+            return _has_schema(self._conn)
 
     # -- what the shared statements need -------------------------------------------
 
     def _read_counters(self, cur: Cursor, *, lock: bool) -> tuple[int, Tip]:
         # BEGIN IMMEDIATE already holds the file's write lock.
-        return db.read_counters(self._sqlite(cur))
+        return _read_counters(self._sqlite(cur))
 
     def _write_counters(self, cur: Cursor, last_sequence: int, tip: Tip) -> None:
-        db.write_counters(self._sqlite(cur), last_sequence, tip)
+        _write_counters(self._sqlite(cur), last_sequence, tip)
 
     @contextmanager
     def _read(self) -> Iterator[Cursor]:
@@ -218,7 +497,7 @@ class SqliteLedger(SqlLedger):
     def _ready(self) -> None:
         """Set up on first use; a file that holds the current schema is only read."""
         if self._needs_setup:
-            if db.is_current(self._conn):
+            if _is_current(self._conn):
                 self._needs_setup = False
             else:
                 self.setup()
@@ -240,3 +519,9 @@ class SqliteLedger(SqlLedger):
     def _sqlite(cur: Cursor) -> sqlite3.Cursor:
         assert isinstance(cur, sqlite3.Cursor)
         return cur
+
+
+def _check_version(version: str | None) -> None:
+    """Refuse a schema another version of aais-langgraph wrote."""
+    if version != str(SCHEMA_VERSION):
+        raise LedgerVersionError(version, SCHEMA_VERSION)

@@ -21,10 +21,10 @@ from aais_langgraph.ledger import (
     PendingSelection,
     SqliteLedger,
 )
-from aais_langgraph.ledger._records import selected_pending_query
 from aais_langgraph.ledger._rows import REQUEST_COLUMNS
-from aais_langgraph.ledger._sqlite_rows import VIEW_SUBJECTS
+from aais_langgraph.ledger._sql import selected_pending_query
 from aais_langgraph.ledger.selection import RowFacts
+from aais_langgraph.ledger.sqlite import VIEW_SUBJECTS
 from aais_langgraph.protocol import Actor
 from aais_langgraph.threads import pending_approvals
 

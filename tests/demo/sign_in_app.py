@@ -17,7 +17,7 @@ import uvicorn
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from tiny_graph import builder
 
-from aais_agui import create_app
+from aais_agui import ServiceSettings, create_app
 from aais_agui.http.sessions import SqliteSessionStore
 from aais_agui.http.sign_in import BrowserSignIn, SignInSettings
 from aais_langgraph import ApprovalAuthority
@@ -44,7 +44,7 @@ async def main(port: int, issuer: str, client_id: str, db: str, policy: str) -> 
         authority=authority,
         authenticate=sign_in.authenticator,
         checkpointer=AsyncSqliteSaver.from_conn_string(f"{db}.checkpoints"),
-        websocket_reauth_interval=1.0,
+        settings=ServiceSettings(reauth_every=1.0),
     )
     app.include_router(sign_in.router)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))

@@ -301,7 +301,7 @@ def test_a_group_filter_under_cedar_keeps_the_requests_the_group_decides(
         as_groups=frozenset({"bots"}),
         notices=frozenset({"approval.requested"}),
     )
-    authority, worker = served(InMemoryLedger(), [sub], authorizer=policy)
+    authority, worker = served(None, [sub], authorizer=policy)
     ask(authority, "apr_high", risk="high")
     ask(authority, "apr_low", risk="low", thread_id="thr_2")
     drain(worker)
@@ -318,7 +318,7 @@ def test_a_group_filter_skips_what_an_authorizer_without_group_answers_cannot_sa
     sub = subscription(
         receiver.url, groups=frozenset({"sre"}), notices=frozenset({"approval.requested"})
     )
-    authority, worker = served(InMemoryLedger(), [sub], authorizer=PeopleOnly())
+    authority, worker = served(None, [sub], authorizer=PeopleOnly())
     ask(authority, "apr_1")
     drain(worker)
     [skipped] = _every(authority.ledger)

@@ -29,7 +29,7 @@ import uvicorn
 from langgraph.checkpoint.memory import InMemorySaver
 from starlette.requests import Request
 
-from aais_agui import create_app
+from aais_agui import ServiceSettings, create_app
 from aais_agui.http.jwt_tokens import JwtSettings, jwt_authenticator
 from aais_agui.http.sessions import InMemorySessionStore, SqliteSessionStore, session_key
 from aais_agui.http.sign_in import SESSION_COOKIE, BrowserSignIn, SignInSettings
@@ -117,8 +117,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
             graph,
             authority=authority,
             authenticate=sign_in.authenticator,
-            poll_interval=0.05,
-            websocket_reauth_interval=REAUTH_INTERVAL,
+            settings=ServiceSettings(stream_poll=0.05, reauth_every=REAUTH_INTERVAL),
         )
         app.include_router(sign_in.router)
         with _serve(app, port) as url:

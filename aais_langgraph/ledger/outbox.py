@@ -57,6 +57,8 @@ __all__ = [
 
 WorkState = Literal["due", "claimed", "done", "dead", "unknown", "coalesced", "skipped"]
 WORK_STATES: tuple[WorkState, ...] = get_args(WorkState)
+WORK_STATES_SQL = "(" + ", ".join(f"'{state}'" for state in WORK_STATES) + ")"
+"""The states as an SQL list, for both dialects' ``CHECK (state IN ...)``."""
 OPEN_STATES: tuple[WorkState, ...] = ("due", "claimed", "dead", "unknown")
 """The states of work not finished: what listings show by default, what retention keeps."""
 WorkChange = Callable[["Work | None"], "Work | None"]

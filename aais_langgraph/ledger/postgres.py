@@ -49,7 +49,7 @@ from ._records import request_fields
 from ._sql import SqlLedger
 from .base import LedgerVersionError
 from .deliveries import DeliveryPlan
-from .outbox import WORK_STATES
+from .outbox import WORK_STATES_SQL
 from .records import ResolutionWrite, StoredRequest, StoredResolution
 
 PgCursor = psycopg.Cursor[tuple[Any, ...]]
@@ -105,15 +105,13 @@ PENDING_BOUND_DDL = (
 # (CREATE TABLE IF NOT EXISTS alone is not safe against a concurrent creator).
 SETUP_LOCK = 0x4141_4953_4C45_4447  # "AAISLEDG"
 
-_WORK_STATES = str(WORK_STATES).replace(",)", ")")
-
 OUTBOX_DDL = (
     f"""CREATE TABLE IF NOT EXISTS aais_outbox (
         kind TEXT NOT NULL,
         work_id TEXT NOT NULL,
         request_id TEXT NOT NULL,
         thread_id TEXT,
-        state TEXT NOT NULL CHECK (state IN {_WORK_STATES}),
+        state TEXT NOT NULL CHECK (state IN {WORK_STATES_SQL}),
         attempts INTEGER NOT NULL,
         next_at DOUBLE PRECISION NOT NULL,
         last_error TEXT,

@@ -24,7 +24,7 @@ from ._rows import REQUEST_COLUMNS
 from ._sql import SqlLedger
 from .base import LedgerVersionError
 from .deliveries import DeliveryPlan
-from .outbox import WORK_STATES
+from .outbox import WORK_STATES_SQL
 from .records import dump_json, load_json
 from .selection import SelectionSubjects
 
@@ -113,15 +113,13 @@ PENDING_VIEW_DDL = (
 viewer reads the rows their rules select, not every pending row."""
 
 
-_WORK_STATES = str(WORK_STATES).replace(",)", ")")
-
 OUTBOX_DDL = (
     f"""CREATE TABLE IF NOT EXISTS aais_outbox (
         kind TEXT NOT NULL,
         work_id TEXT NOT NULL,
         request_id TEXT NOT NULL,
         thread_id TEXT,
-        state TEXT NOT NULL CHECK (state IN {_WORK_STATES}),
+        state TEXT NOT NULL CHECK (state IN {WORK_STATES_SQL}),
         attempts INTEGER NOT NULL,
         next_at REAL NOT NULL,
         last_error TEXT,

@@ -312,23 +312,27 @@ def test_refused_and_malformed_clients_do_not_flood_the_log(site: Site) -> None:
     loggers = [logging.getLogger(name) for name in ("uvicorn.error", "asyncio")]
     for logger in loggers:
         logger.addHandler(handler)
+    malformed = 3
     try:
+        # Refused handshakes: uvicorn releases before 0.55 log each at ERROR; later
+        # ones treat the denial response as a completed handshake and log nothing.
         for _ in range(5):
             assert refused_status(site, token=None) == 401
-        with open_ws(site) as ws:
-            assert receive(ws)["type"] == "approval.snapshot"
-            with ws.protocol_mutex:  # a raw text frame that is not UTF-8
-                ws.protocol.send_frame(Frame(Opcode.TEXT, b"\xff\xfe not utf-8"))
-                ws.send_data()
-            with pytest.raises(ConnectionClosed):
-                receive_until(ws, lambda frame: False, timeout=10)
+        for _ in range(malformed):  # each makes uvicorn log an ERROR with a traceback
+            with open_ws(site) as ws:
+                assert receive(ws)["type"] == "approval.snapshot"
+                with ws.protocol_mutex:  # a raw text frame that is not UTF-8
+                    ws.protocol.send_frame(Frame(Opcode.TEXT, b"\xff\xfe not utf-8"))
+                    ws.send_data()
+                with pytest.raises(ConnectionClosed):
+                    receive_until(ws, lambda frame: False, timeout=10)
         deadline = time.monotonic() + 5
-        while guard.seen - seen_before < 6 and time.monotonic() < deadline:
+        while guard.seen - seen_before < malformed and time.monotonic() < deadline:
             time.sleep(0.05)
     finally:
         for logger in loggers:
             logger.removeHandler(handler)
-    assert guard.seen - seen_before >= 6
+    assert guard.seen - seen_before >= malformed
     assert [r for r in captured if r.levelno >= logging.ERROR] == []
     assert all(r.exc_info is None for r in captured)
     assert len(captured) <= 1

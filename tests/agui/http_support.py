@@ -14,10 +14,10 @@ import uvicorn
 
 
 @contextmanager
-def serve(app: Any) -> Iterator[str]:
-    """Run ``app`` on an ephemeral loopback port; yields the base URL."""
+def serve(app: Any, port: int = 0) -> Iterator[str]:
+    """Run ``app`` on a loopback port (``0``: an ephemeral one); yields the base URL."""
     server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
     )
     thread = threading.Thread(target=server.run, name="uvicorn-test", daemon=True)
     thread.start()

@@ -1,7 +1,9 @@
 """Who may view, decide and cancel whose approvals: one authorization matrix over the served app.
 
-Five users over bearer tokens: alice (``sre``), bob (``dev``), carol and dave
-(``finance``) and erin (``audit``). The access policy lets ``sre`` decide file
+Five users, alice (``sre``), bob (``dev``), carol and dave (``finance``) and erin
+(``audit``), each over a bearer token and over a browser session: signed in at a real
+OpenID provider (node-oidc-provider on loopback), a cookie, and the CSRF header on
+every state change. The access policy lets ``sre`` decide file
 deletions, ``finance`` decide purges, everyone but the auditor decide archives, and
 the auditor see everything; a requester sees and may cancel their own requests but
 may not approve them (separation of duties from ``medium``, the demo graph's risk).
@@ -31,6 +33,9 @@ from typing_extensions import TypedDict
 from websockets.sync.client import ClientConnection
 
 from aais_agui import Authenticated, ServiceSettings, create_app, run_agent_input
+from aais_agui.http.security import CSRF_HEADER
+from aais_agui.http.sessions import InMemorySessionStore
+from aais_agui.http.sign_in import BrowserSignIn, SignInSettings
 from aais_langgraph import ApprovalAuthority, build_decision, requires_approval
 from aais_langgraph.authority import AccessPolicy, Principal
 from aais_langgraph.authority.authorization import FORBIDDEN
@@ -40,6 +45,7 @@ from aais_langgraph.protocol import Actor
 from aais_langgraph.protocol.extensions import REQUESTER_EXTENSION, RESOLVED_BY_EXTENSION
 from hostile.report import record
 from presenter.support import OS_USER, is_reply, presenter
+from support.oidc_provider import OpenIdProvider, free_port, openid_provider, sign_in_at_provider
 
 from .demo_graph import EffectLog, build_demo_graph
 from .http_support import serve, sse_messages
@@ -126,6 +132,10 @@ class Paused:
 class Lab:
     site: Site
     clients: dict[str, httpx.Client]
+    """Each user's bearer-token client."""
+    sessions: dict[str, httpx.Client]
+    """Each user's browser: signed in at the OpenID provider, its session cookie and the
+    CSRF header."""
     requests: dict[str, Paused] = field(default_factory=dict)
 
 
@@ -137,18 +147,56 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     authority = ApprovalAuthority(ledger, authorizer=AccessPolicy.from_mapping(POLICY))
     effects = EffectLog(folder / "effects.db")
     graph = build_demo_graph(effects, InMemorySaver())
-    app = create_app(
-        graph,
-        authority=authority,
-        authenticate=authenticate,
-        settings=ServiceSettings(stream_poll=0.05),
-    )
-    with serve(app) as url, ExitStack() as stack:
+    port = free_port()
+    redirect_url = f"http://127.0.0.1:{port}/login/callback"
+    with ExitStack() as stack:
+        provider = stack.enter_context(openid_provider(redirect_url))
+        sign_in = BrowserSignIn(
+            SignInSettings(
+                issuer=provider.issuer,
+                client_id=provider.client_id,
+                client_secret=provider.client_secret,
+                redirect_url=redirect_url,
+                scopes=("openid", "profile", "groups"),
+            ),
+            store=InMemorySessionStore(),
+        )
+
+        async def bearer_or_session(request: Request) -> Authenticated | None:
+            return authenticate(request) or await sign_in.authenticator(request)
+
+        app = create_app(
+            graph,
+            authority=authority,
+            authenticate=bearer_or_session,
+            settings=ServiceSettings(stream_poll=0.05),
+        )
+        app.include_router(sign_in.router)
+        url = stack.enter_context(serve(app, port=port))
         clients = {
             name: stack.enter_context(httpx.Client(base_url=url, headers=bearer(name), timeout=30))
             for name in USERS
         }
-        yield Lab(Site(url, folder / "ledger.db", authority, effects, graph), clients)
+        sessions = {name: stack.enter_context(browser_of(url, provider, name)) for name in USERS}
+        yield Lab(Site(url, folder / "ledger.db", authority, effects, graph), clients, sessions)
+
+
+@contextmanager
+def browser_of(url: str, provider: OpenIdProvider, user: str) -> Iterator[httpx.Client]:
+    """A browser in which ``user`` signed in at the provider: the session cookie it was
+    given and the CSRF token the page sends as a header."""
+    with httpx.Client(base_url=url, timeout=30, follow_redirects=False) as browser:
+        begun = browser.get("/login")
+        assert begun.status_code == 302, begun.text
+        back = sign_in_at_provider(
+            begun.headers["location"], user, redirect_url=provider.redirect_url
+        )
+        signed_in = browser.get(back.removeprefix(url))
+        assert signed_in.status_code == 303, signed_in.text
+        token = browser.get("/approvals/csrf")
+        assert token.status_code == 200, token.text
+        browser.headers[CSRF_HEADER] = str(token.json()["csrf_token"])
+        yield browser
 
 
 def bearer(user: str) -> dict[str, str]:
@@ -343,6 +391,24 @@ def try_http_decision(lab: Lab, user: str, paused: Paused, kind: Kind) -> dict[s
         return body
 
 
+def try_session_decision(lab: Lab, user: str, paused: Paused, kind: Kind) -> dict[str, Any] | None:
+    """The same route from ``user``'s signed-in browser (cookie and CSRF header)."""
+    allowed = may(user, verb_of(kind), paused, kind)
+    with access(lab, allowed, paused) as attempt:
+        response = lab.sessions[user].post(
+            f"/approvals/{paused.request_id}/decisions", json=decision(paused, kind)
+        )
+        attempt.saw(response.status_code, through=response.status_code != 403)
+        body: dict[str, Any] = response.json()
+        if not allowed:
+            assert response.status_code == 403, body
+            assert body["error"]["code"] == FORBIDDEN
+            assert not leaks(paused, body["error"]["message"])
+            return None
+        assert response.status_code == 200, body
+        return body
+
+
 def try_ws_decision(
     lab: Lab, user: str, ws: ClientConnection, paused: Paused, kind: Kind
 ) -> dict[str, Any]:
@@ -473,9 +539,11 @@ def test_each_user_sees_exactly_the_requests_the_policy_shows_them(lab: Lab) -> 
     settle(lab)
     world = three(lab)
     for user in USERS:
-        response = lab.clients[user].get("/approvals/snapshot")
-        assert response.status_code == 200
-        check_listing(lab, user, snapshot_ids(response.json()), visible_pending(lab, user), *world)
+        for client in (lab.clients[user], lab.sessions[user]):
+            response = client.get("/approvals/snapshot")
+            assert response.status_code == 200
+            shown = snapshot_ids(response.json())
+            check_listing(lab, user, shown, visible_pending(lab, user), *world)
         for paused in world:
             check_views(lab, user, paused)
 
@@ -608,6 +676,7 @@ def test_every_refused_decision_and_cancel_is_refused_on_every_channel(lab: Lab)
                         continue
                     refused += 1
                     try_http_decision(lab, user, paused, kind)
+                    try_session_decision(lab, user, paused, kind)
                     try_ws_decision(lab, user, sockets[user], paused, kind)
                     try_agui_answer(lab, user, paused, kind)
                     assert pending(lab, paused)
@@ -674,6 +743,41 @@ def test_a_requester_may_not_approve_their_own_request_but_a_colleague_may(lab: 
     assert recorded is not None and recorded.resolution.outcome == "denied"
     assert actor_of(lab, second) == "carol"
     assert lab.site.effects.list(second.thread_id) == []
+
+
+def test_signed_in_people_decide_and_cancel_as_themselves_over_their_sessions(lab: Lab) -> None:
+    settle(lab)
+    alices, bobs, carols = three(lab)
+    # Without the CSRF header a session's decision is refused and changes nothing.
+    with access(lab, False, carols) as attempt:
+        bare = httpx.Client(base_url=lab.site.url, cookies=lab.sessions["dave"].cookies)
+        with bare:
+            refused = bare.post(
+                f"/approvals/{carols.request_id}/decisions", json=decision(carols, "approve")
+            )
+        attempt.saw(refused.status_code, through=refused.status_code != 403)
+        assert refused.status_code == 403 and refused.json()["error"]["code"] == "aais.csrf"
+    assert try_session_decision(lab, "carol", carols, "approve") is None  # her own
+    assert try_session_decision(lab, "dave", carols, "approve") is not None
+    assert try_session_decision(lab, "alice", bobs, "deny") is not None
+    cancelled = lab.sessions["alice"].post(f"/approvals/{alices.request_id}/cancel", json={})
+    assert cancelled.status_code == 200, cancelled.text
+    wait_for_effect(lab, carols)
+    assert [actor_of(lab, p) for p in (alices, bobs, carols)] == ["alice", "alice", "dave"]
+    outcomes = []
+    for paused in (alices, bobs, carols):
+        recorded = lab.site.authority.get_resolution(paused.request_id)
+        assert recorded is not None
+        outcomes.append(recorded.resolution.outcome)
+    assert outcomes == ["cancelled", "denied", "approved"]
+    decided = [
+        e["decision"]["actor"]
+        for e in lab.site.authority.events_after(0, limit=100_000).events
+        if e["type"] == "approval.decided" and e["decision"]["request_id"] == carols.request_id
+    ]
+    assert decided[-1]["id"] == "dave"
+    assert str(decided[-1]["authenticated_by"]).startswith("oidc:")
+    assert lab.site.effects.list(alices.thread_id) == lab.site.effects.list(bobs.thread_id) == []
 
 
 def test_stdio_acts_as_the_administrator_where_no_member_may_approve(lab: Lab) -> None:

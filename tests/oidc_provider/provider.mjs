@@ -3,7 +3,7 @@
 //
 //   node provider.mjs PORT CLIENT_ID CLIENT_SECRET REDIRECT_URI
 //
-// alice (group sre), bob (dev) and carol (finance); each one's password is "<name>-password".
+// alice (group sre), bob (dev), carol and dave (finance) and erin (audit); each one's password is "<name>-password".
 // Signing in grants the scopes asked for (no consent page). Prints
 // "oidc-provider: serving on <issuer>" once it listens; stops on SIGTERM/SIGINT.
 
@@ -22,6 +22,8 @@ const PEOPLE = {
   alice: { name: "Alice", groups: ["sre"] },
   bob: { name: "Bob", groups: ["dev"] },
   carol: { name: "Carol", groups: ["finance"] },
+  dave: { name: "Dave", groups: ["finance"] },
+  erin: { name: "Erin", groups: ["audit"] },
 };
 
 const signingKey = generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey.export({

@@ -26,7 +26,13 @@ import httpx
 import pytest
 
 PROJECT = Path(__file__).resolve().parents[1] / "oidc_provider"
-GROUPS = {"alice": ["sre"], "bob": ["dev"], "carol": ["finance"]}
+GROUPS = {
+    "alice": ["sre"],
+    "bob": ["dev"],
+    "carol": ["finance"],
+    "dave": ["finance"],
+    "erin": ["audit"],
+}
 """The provider's people and their groups; each one's password is ``<name>-password``."""
 CLIENT_ID = "aais-inbox"
 

@@ -373,29 +373,16 @@ def actor_of(lab: Lab, paused: Paused) -> str:
 # -- one access per channel ---------------------------------------------------------------
 
 
-def try_http_decision(lab: Lab, user: str, paused: Paused, kind: Kind) -> dict[str, Any] | None:
-    """``POST /approvals/{id}/decisions``: 403 ``aais.forbidden`` unless the policy allows."""
+def try_http_decision(
+    lab: Lab, user: str, paused: Paused, kind: Kind, *, browser: bool = False
+) -> dict[str, Any] | None:
+    """``POST /approvals/{id}/decisions`` with ``user``'s bearer token, or from their
+    signed-in browser (cookie and CSRF header): 403 ``aais.forbidden`` unless the policy
+    allows."""
     allowed = may(user, verb_of(kind), paused, kind)
+    client = lab.sessions[user] if browser else lab.clients[user]
     with access(lab, allowed, paused) as attempt:
-        response = lab.clients[user].post(
-            f"/approvals/{paused.request_id}/decisions", json=decision(paused, kind)
-        )
-        attempt.saw(response.status_code, through=response.status_code != 403)
-        body: dict[str, Any] = response.json()
-        if not allowed:
-            assert response.status_code == 403, body
-            assert body["error"]["code"] == FORBIDDEN
-            assert not leaks(paused, body["error"]["message"])
-            return None
-        assert response.status_code == 200, body
-        return body
-
-
-def try_session_decision(lab: Lab, user: str, paused: Paused, kind: Kind) -> dict[str, Any] | None:
-    """The same route from ``user``'s signed-in browser (cookie and CSRF header)."""
-    allowed = may(user, verb_of(kind), paused, kind)
-    with access(lab, allowed, paused) as attempt:
-        response = lab.sessions[user].post(
+        response = client.post(
             f"/approvals/{paused.request_id}/decisions", json=decision(paused, kind)
         )
         attempt.saw(response.status_code, through=response.status_code != 403)
@@ -676,7 +663,7 @@ def test_every_refused_decision_and_cancel_is_refused_on_every_channel(lab: Lab)
                         continue
                     refused += 1
                     try_http_decision(lab, user, paused, kind)
-                    try_session_decision(lab, user, paused, kind)
+                    try_http_decision(lab, user, paused, kind, browser=True)
                     try_ws_decision(lab, user, sockets[user], paused, kind)
                     try_agui_answer(lab, user, paused, kind)
                     assert pending(lab, paused)
@@ -757,9 +744,9 @@ def test_signed_in_people_decide_and_cancel_as_themselves_over_their_sessions(la
             )
         attempt.saw(refused.status_code, through=refused.status_code != 403)
         assert refused.status_code == 403 and refused.json()["error"]["code"] == "aais.csrf"
-    assert try_session_decision(lab, "carol", carols, "approve") is None  # her own
-    assert try_session_decision(lab, "dave", carols, "approve") is not None
-    assert try_session_decision(lab, "alice", bobs, "deny") is not None
+    assert try_http_decision(lab, "carol", carols, "approve", browser=True) is None  # her own
+    assert try_http_decision(lab, "dave", carols, "approve", browser=True) is not None
+    assert try_http_decision(lab, "alice", bobs, "deny", browser=True) is not None
     cancelled = lab.sessions["alice"].post(f"/approvals/{alices.request_id}/cancel", json={})
     assert cancelled.status_code == 200, cancelled.text
     wait_for_effect(lab, carols)

@@ -1,12 +1,14 @@
 """Recording one ``approval.decided`` for a presenter binding: the rules every binding shares.
 
-The HTTP decisions endpoint and the WebSocket binding both call
-:func:`arecord_decision`: the envelope is read as strict I-JSON by the project's
-parser (duplicate keys, NaN, big integers, lone surrogates and unknown fields,
-such as edited arguments, refused: SPEC §4.2), the authenticated actor replaces
-the body's (SPEC §10), and the authority records the outcome, ``conflict``,
-``stale`` and ``invalid`` included. What cannot be recorded raises
-:class:`DecisionRefused`, which names the field and never echoes a value.
+The HTTP decisions endpoint, the WebSocket binding and the Slack interactions all
+call :func:`arecord_decision`: the envelope is read as strict I-JSON by the
+project's parser (duplicate keys, NaN, big integers, lone surrogates and unknown
+fields, such as edited arguments, refused: SPEC §4.2), the authenticated actor
+replaces the body's (SPEC §10), and the one answer planner
+(:meth:`aais_langgraph.threads.AnswerPlanner.arecord_decision`) authorizes and
+records the outcome, ``conflict``, ``stale`` and ``invalid`` included. What cannot
+be recorded raises :class:`DecisionRefused`, which names the field and never
+echoes a value.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from aais_langgraph.protocol import (
     Refusal,
     parse_envelope,
 )
+from aais_langgraph.threads import AnswerPlanner
 
 __all__ = ["DecisionRefused", "arecord_decision"]
 
@@ -74,7 +77,7 @@ async def arecord_decision(
             "/decision/request_id: does not match the request in the path",
         )
     try:
-        return decided, await authority.adecide(decided, actor=actor)
+        return decided, await AnswerPlanner(authority).arecord_decision(decided, actor)
     except UnknownRequestError as error:
         raise DecisionRefused(
             404, "aais.unknown_request", error.pointer, "no such approval request"

@@ -259,9 +259,10 @@ class ApprovalAuthority:
         request_id: str,
         *,
         decision: str | None = None,
+        stored: StoredRequest | None = None,
     ) -> None:
         """:meth:`Access.require <.access.Access.require>`."""
-        self.access.require(actor, verb, request_id, decision=decision)
+        self.access.require(actor, verb, request_id, decision=decision, stored=stored)
 
     def thread_access(self, principal: Principal | None, thread_id: str) -> ThreadAccess:
         """:meth:`Access.thread_access <.access.Access.thread_access>`."""
@@ -583,6 +584,20 @@ class ApprovalAuthority:
 
     # -- decisions -------------------------------------------------------------------
 
+    def _stored_row(
+        self, request_id: str, stored: StoredRequest | None, pointer: str
+    ) -> StoredRequest:
+        """The stored row of ``request_id``: the one a caller carried (read once per
+        answer), else read now; :class:`UnknownRequestError` when there is none."""
+        if stored is not None:
+            if stored.request_id != request_id:
+                raise ValueError("stored: is the row of another request")
+            return stored
+        found = self.ledger.get_request(request_id)
+        if found is None:
+            raise UnknownRequestError(pointer)
+        return found
+
     def decide(
         self,
         decided: ApprovalDecided | Mapping[str, Any] | str | bytes,
@@ -590,16 +605,26 @@ class ApprovalAuthority:
         actor: Principal | Actor | Mapping[str, Any] | None = None,
         current_action: Action | Mapping[str, Any] | None = None,
         now: datetime | None = None,
+        stored: StoredRequest | None = None,
     ) -> ApprovalResolved:
         """Judge a decision and record the request's one resolution.
 
         Checks, in order: schema (raises), request known (raises
-        :class:`UnknownRequestError`), already resolved (same resolution for an
-        identical replay, else ``conflict``), expiry by this authority's clock,
+        :class:`UnknownRequestError`), who may give it (raises
+        :class:`~.authorization.ForbiddenError`), already resolved (same resolution for
+        an identical replay, else ``conflict``), expiry by this authority's clock,
         the decision's digest, the digest of ``current_action`` (time-of-use), the
         offered choice, and the policy. ``stale`` for a mismatched decision digest
         and ``invalid`` are returned without being recorded: the request stays
         pending for a correct decision.
+
+        Args:
+            decided: the ``approval.decided`` envelope (a model, its JSON or its text).
+            actor: who decides (the authenticated channel's); replaces the body's actor.
+            current_action: the action about to run, checked against the digest.
+            now: the moment of the decision (default: this authority's clock).
+            stored: the decision's stored request row, as a caller that already read it
+                got it (:meth:`get_stored_request`); it is vouched for again, not read.
         """
         return self.decide_claiming(
             decided,
@@ -608,6 +633,7 @@ class ApprovalAuthority:
             current_action=current_action,
             now=now,
             in_run=False,
+            stored=stored,
         )[0]
 
     @traced(DECIDE_SPAN)
@@ -620,6 +646,7 @@ class ApprovalAuthority:
         current_action: Action | Mapping[str, Any] | None = None,
         now: datetime | None = None,
         in_run: bool = True,
+        stored: StoredRequest | None = None,
     ) -> tuple[ApprovalResolved, Execution | None]:
         """:meth:`decide`, and when it records an approval, the execution ``claim``
         applied in the resolution's own transaction (the gate's "decide + claim").
@@ -628,6 +655,15 @@ class ApprovalAuthority:
 
         The execution record is None when nothing was claimed here (the decision
         was not recorded now, or not approved): the caller claims on its own then.
+
+        Args:
+            decided: the ``approval.decided`` envelope (a model, its JSON or its text).
+            claim: the execution claim to apply with an approval, or None.
+            actor: who decides (the authenticated channel's); replaces the body's actor.
+            current_action: the action about to run, checked against the digest.
+            now: the moment of the decision (default: this authority's clock).
+            in_run: whether the paused run itself records the answer (no resume work).
+            stored: the decision's stored request row, already read (see :meth:`decide`).
         """
         envelope = parse_envelope(decided, expected=ApprovalDecided)
         if not isinstance(decided, (str, bytes, bytearray)):
@@ -649,10 +685,10 @@ class ApprovalAuthority:
             if current_action is None
             else Action.from_data(current_action, pointer="/current_action")
         )
-        stored_row = self.ledger.get_request(decision.request_id)
-        if stored_row is None:
-            raise UnknownRequestError()
-        requested = self._records.request(stored_row)[1]
+        # The vouched row: a carried one is checked against its audit entry like a read one.
+        stored_row, requested = self._records.request(
+            self._stored_row(decision.request_id, stored, "/decision/request_id")
+        )
         # Who may give this decision: refused before anything is read or recorded.
         self.access.check(
             principal,
@@ -770,13 +806,15 @@ class ApprovalAuthority:
         *,
         reason: str | None = None,
         actor: Principal | Actor | Mapping[str, Any] | None = None,
+        stored: StoredRequest | None = None,
     ) -> ApprovalResolved:
         """Resolve a pending request ``cancelled``; a resolved one keeps its resolution.
 
         ``actor`` is who cancels (the authenticated channel's; default: this library, on
         behalf of the run): it is recorded in the resolution's ``resolved_by`` extension
         and its audit entry, and the policy sees the cancel as a ``cancel`` decision by
-        that actor. An objection records nothing and returns ``invalid``.
+        that actor. An objection records nothing and returns ``invalid``. ``stored``:
+        the request's row, already read (see :meth:`decide`).
         """
         return self._close(
             request_id,
@@ -785,6 +823,7 @@ class ApprovalAuthority:
             actor=actor,
             # A person's cancel is a decision the policy sees; the runtime's is not.
             consult_policy=actor is not None and _actor_type(actor) == "human",
+            stored=stored,
         )
 
     def expire(
@@ -811,11 +850,11 @@ class ApprovalAuthority:
         message: str,
         actor: Principal | Actor | Mapping[str, Any] | None,
         consult_policy: bool = False,
+        stored: StoredRequest | None = None,
     ) -> ApprovalResolved:
-        stored = self.ledger.get_request(request_id)
-        if stored is None:
-            raise UnknownRequestError("/request_id")
-        requested = self._records.request(stored)[1]
+        stored, requested = self._records.request(
+            self._stored_row(request_id, stored, "/request_id")
+        )
         if outcome == "cancelled":
             resource = self.access.resource_of(stored, requested.request, decision="cancel")
             self.access.check(checked_principal(actor), "cancel", resource)
@@ -920,8 +959,11 @@ class ApprovalAuthority:
         *,
         reason: str | None = None,
         actor: Principal | Actor | Mapping[str, Any] | None = None,
+        stored: StoredRequest | None = None,
     ) -> ApprovalResolved:
-        return await asyncio.to_thread(lambda: self.cancel(request_id, reason=reason, actor=actor))
+        return await asyncio.to_thread(
+            lambda: self.cancel(request_id, reason=reason, actor=actor, stored=stored)
+        )
 
     async def aexpire_due(self, *, now: datetime | None = None) -> list[ApprovalResolved]:
         return await asyncio.to_thread(self.expire_due, now=now)

@@ -61,6 +61,7 @@ from ..protocol import (
 )
 from ..protocol.extensions import IN_REPLY_TO_EXTENSION
 from ..protocol.refusals import INVALID_ENVELOPE, LEDGER_INTEGRITY, LINE_TOO_LARGE, UNKNOWN_REQUEST
+from ..threads import AnswerPlanner
 from .failures import report_failure
 from .ndjson import LineFrames, encode_line, error_line
 from .render import escape
@@ -91,6 +92,7 @@ class StdioPresenter:
         stream: str | None = None,
     ) -> None:
         self.authority = authority
+        self.planner = AnswerPlanner(authority)  # the one answer path, as every binding's
         self.actor = actor
         self.output = output
         self.diagnostics = diagnostics
@@ -153,7 +155,7 @@ class StdioPresenter:
             )
         try:
             decided = parse_envelope(line, expected=ApprovalDecided, max_bytes=self.max_line_bytes)
-            resolved = self.authority.decide(decided, actor=self.actor)
+            resolved = self.planner.record_decision(decided, self.actor)
         except UnknownRequestError as error:
             return error_line(UNKNOWN_REQUEST, error.pointer, str(error), line=number)
         except AAISValidationError as error:

@@ -46,7 +46,7 @@ from .decisions import DecisionRefused, arecord_decision
 from .limits import MAX_CLIENT_ID_LENGTH, ascii_decimal, id_too_long
 from .refusals import refused
 from .security import CSRF_COOKIE, Security, new_csrf_token
-from .sse import event_stream, pending_snapshot
+from .sse import event_stream, presenter_snapshot
 
 logger = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ def approvals_router(
     @router.get("/snapshot")
     async def snapshot(request: Request) -> dict[str, Any]:
         authenticated = await security.actor(request)
-        current = await pending_snapshot(authority, graph, authenticated.principal)
+        current = await presenter_snapshot(authority, graph, authenticated.principal)
         document: dict[str, Any] = current.to_json()
         return document
 
@@ -125,7 +125,7 @@ def approvals_router(
         after = _after(request)
 
         async def snapshot_now() -> Any:
-            return await pending_snapshot(authority, graph, viewer)
+            return await presenter_snapshot(authority, graph, viewer)
 
         async def still_signed_in() -> bool:
             try:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Request
 
 from aais_langgraph.authority import (
     ApprovalAuthority,
@@ -197,9 +197,7 @@ def standing_router(
         except ForbiddenError as error:
             raise refused(error.code, error.reason) from None
         if not revoked:
-            raise HTTPException(
-                404, {"code": "inbox.unknown_grant", "message": "no live grant with that id"}
-            )
+            raise refused("inbox.unknown_grant", "no live grant with that id")
         logger.info("grant revoked through the inbox by actor id %r", authenticated.actor.id)
         return {"grant_id": grant_id, "revoked": True}
 

@@ -69,7 +69,7 @@ from .decisions import DecisionRefused, arecord_decision
 from .limits import ascii_decimal
 from .refusals import refused
 from .security import CSRF_COOKIE, Authenticated, Security
-from .sse import pending_snapshot
+from .sse import presenter_snapshot
 
 __all__ = ["CLOSE_TOO_LARGE", "CSRF_QUERY", "websocket_router"]
 
@@ -116,7 +116,7 @@ def websocket_router(
         viewer = authenticated.principal
 
         async def snapshot_now() -> ApprovalSnapshot:
-            return await pending_snapshot(authority, graph, viewer)
+            return await presenter_snapshot(authority, graph, viewer)
 
         connection = _Connection(
             websocket,

@@ -35,7 +35,7 @@ from ..protocol import (
 )
 from ..protocol.builders import DEFAULT_RISK, risk_from
 from ..protocol.extensions import QUORUM_EXTENSION, REQUESTER_EXTENSION
-from .answer_sources import answer_channel
+from .answer_sources import answer_source
 from .execution import (
     SKIPPED,
     Claim,
@@ -223,9 +223,9 @@ def request_approval(
             settle_answer = functools.partial(
                 resolve_answer, found, request, action_model, known=opened.recorded, claim=claim
             )
-            # The run's answer channel decides whose raw decision counts (invariant 7).
+            # The run's answer source decides whose raw decision counts (invariant 7).
             resolved: ApprovalResolved = _ask(
-                opened, _answer_type(request, answer_channel().guard(settle_answer), _retry_of)
+                opened, _answer_type(request, answer_source().guard(settle_answer), _retry_of)
             )
             if resolved is not SKIPPED:
                 break
@@ -373,7 +373,7 @@ async def arequest_approval(
         place = Quorum.of_request(request)
         last = place is None or place.last
         check = functools.partial(prejudge, found, request, opened.recorded)
-        guarded = answer_channel().guard(check)
+        guarded = answer_source().guard(check)
         answer: BoundAnswer = _ask(opened, _answer_type(request, guarded, _retry_of))
         while answer is SKIPPED:
             coordinates = current_coordinates(retry_of=_retry_of)  # the next slot

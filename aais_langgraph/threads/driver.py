@@ -64,9 +64,9 @@ from ..observability.traces import RESUME_SPAN, resumed_attributes, traced
 from ..protocol import Actor, ApprovalResolved, ApprovalSnapshot, parse_timestamp
 from ..protocol.extensions import EXTENSION_NAMESPACE
 from .answers import Answer, AnswerPlanner, recorded_resume
-from .inbox import apending_snapshot, pending_snapshot
+from .inbox import awaiting_snapshot, waiting_snapshot
 from .recovery import astranded_threads, stranded_threads
-from .runs import DEFAULT_LEASE_WAIT, LeasedThread, resumed_requests, run_config, thread_of
+from .runs import DEFAULT_LEASE_WAIT, LeasedThread, run_config, thread_of
 from .views import ThreadView, checkpointer_of
 from .visibility import visible_snapshot
 
@@ -225,14 +225,6 @@ class ThreadDriver:
         async with self.aleased(config, lease_wait=lease_wait) as held:
             return await _adrive_held(held, plan, context)
 
-    def settle_resumed(self, view: ThreadView, resume: Mapping[str, Any]) -> None:
-        """Mark done the resume work of the requests a run on ``view`` was just resumed
-        with, in writes of their own (:meth:`drive` leaves it to the lease's release
-        instead, see :meth:`LeasedThread.finish`)."""
-        now = time.time()
-        for request_id in resumed_requests(view, resume):
-            self.authority.ledger.update_work(RESUME, request_id, settled_change("done", now))
-
     # -- reading ------------------------------------------------------------------
 
     def view(self, thread_id: str) -> ThreadView:
@@ -253,11 +245,11 @@ class ThreadDriver:
         viewer: Principal | None = None,
     ) -> ApprovalSnapshot:
         """``approval.snapshot`` of what the threads really wait for
-        (:func:`~.inbox.pending_snapshot`), with the answers still waiting to resume in
+        (:func:`~.inbox.waiting_snapshot`), with the answers still waiting to resume in
         its :data:`RESUMING_EXTENSION`; with ``viewer``, only what they may see
         (:func:`~.visibility.visible_snapshot`)."""
         self.settle_claims()
-        snapshot = pending_snapshot(
+        snapshot = waiting_snapshot(
             self.authority,
             self.graph,
             session_id=session_id,
@@ -278,7 +270,7 @@ class ThreadDriver:
     ) -> ApprovalSnapshot:
         """Async twin of :meth:`pending_approvals`."""
         await self.asettle_claims()
-        snapshot = await apending_snapshot(
+        snapshot = await awaiting_snapshot(
             self.authority,
             self.graph,
             session_id=session_id,
@@ -949,7 +941,7 @@ def pending_approvals(
     still has to be resumed are listed in its :data:`RESUMING_EXTENSION`. With
     ``viewer`` (the authenticated principal), only what they may see.
 
-    See :func:`~.inbox.pending_snapshot` for what is read (one indexed ledger query,
+    See :func:`~.inbox.waiting_snapshot` for what is read (one indexed ledger query,
     one checkpoint read per thread) and for ``reconcile`` (runs paused on requests
     the ledger does not hold are reported in the ``integrity_errors`` extension).
     ``now`` defaults to the authority's clock.

@@ -27,7 +27,7 @@ Interrupted = Mapping[str, Collection[str]]
 """Thread id -> the ids of the requests its latest checkpoint is paused on."""
 
 
-def pending_snapshot(
+def waiting_snapshot(
     authority: ApprovalAuthority,
     graph: Any | None = None,
     *,
@@ -81,7 +81,7 @@ def pending_snapshot(
     return listing.snapshot(authority, session_id, waiting, problems if reconcile else [])
 
 
-async def apending_snapshot(
+async def awaiting_snapshot(
     authority: ApprovalAuthority,
     graph: Any | None = None,
     *,
@@ -90,7 +90,7 @@ async def apending_snapshot(
     reconcile: bool = True,
     selection: PendingSelection | None = None,
 ) -> ApprovalSnapshot:
-    """Async twin of :func:`pending_snapshot` (async checkpointers welcome)."""
+    """Async twin of :func:`waiting_snapshot` (async checkpointers welcome)."""
     listing = await asyncio.to_thread(Listing.read, authority, session_id, now, selection)
     if graph is None:
         return await asyncio.to_thread(listing.snapshot, authority, session_id, None, [])

@@ -19,7 +19,7 @@ from weakref import WeakKeyDictionary
 
 from ..authority import ApprovalAuthority
 from ..gate.seams import (
-    INTERRUPT_CHANNEL,
+    INTERRUPT_WRITES,
     InterruptRow,
     ainterrupt_bytes,
     alatest_interrupt_rows,
@@ -73,7 +73,7 @@ def _collect(saved: Any, seen: set[str], found: Paused) -> None:
         return  # newest first per thread: only its latest root checkpoint counts
     seen.add(thread_id)
     for _task, channel, value in saved.pending_writes or ():
-        if channel == INTERRUPT_CHANNEL:
+        if channel == INTERRUPT_WRITES:
             _add(thread_id, value, found)
 
 

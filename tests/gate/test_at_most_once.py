@@ -29,11 +29,11 @@ from aais_langgraph.gate import (
     approval_key,
     approval_node,
     execution_state,
-    pending_approvals,
     reconcile_execution,
     requires_approval,
     unknown_executions,
 )
+from aais_langgraph.threads import pending_approvals
 
 HUMAN = {"id": "alice", "type": "human"}
 LEASE_TTL = 0.3  # the claim lives half of it

@@ -28,7 +28,7 @@ from ..ledger import (
     StoredRequest,
     ThreadRecord,
 )
-from ..ledger.executions import ExecutionChange
+from ..ledger.executions import ExecutionChange, unknown_outcomes
 from ..ledger.selection import PendingSelection
 from ..observability.signals import report_decision
 from ..observability.traces import DECIDE_SPAN, REQUEST_SPAN, requested_attributes, traced
@@ -411,7 +411,7 @@ class ApprovalAuthority:
         """Approved requests whose execution outcome is unknown (the runtime's records),
         each ``{request_id, thread_id, action_digest, name, summary, since}``."""
         found: list[dict[str, Any]] = []
-        for record in self.ledger.unknown_executions():
+        for record in unknown_outcomes(self.ledger):
             stored = self.ledger.get_request(record.request_id)
             if stored is None or session_id not in (None, stored.session_id):
                 continue

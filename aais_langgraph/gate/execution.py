@@ -33,7 +33,13 @@ from langchain_core.runnables import RunnableConfig
 from ..authority import ApprovalAuthority, Principal, new_holder
 from ..authority.resolutions import resolution_envelope
 from ..ledger import Execution
-from ..ledger.executions import ExecutionChange, claim_change, finish_change, reconcile_change
+from ..ledger.executions import (
+    ExecutionChange,
+    claim_change,
+    finish_change,
+    reconcile_change,
+    unknown_outcomes,
+)
 from ..ledger.outbox import RESUME, reopened_change
 from ..protocol import Actor, ApprovalResolved, Request
 from ..protocol.extensions import EXTENSION_NAMESPACE
@@ -299,7 +305,7 @@ def unknown_executions(
     """Approved actions whose outcome is unknown, for a human to reconcile: those a re-run
     found so, and at once every claim that is no longer live (its run died while it may
     have been executing the action, before any re-run looked)."""
-    return authority.ledger.unknown_executions(thread_id=thread_id, now=now)
+    return unknown_outcomes(authority.ledger, thread_id=thread_id, now=now)
 
 
 def reconcile_execution(

@@ -880,10 +880,6 @@ class SqlLedger(SqlBackend):
         row = self._one(cur, sql, (request_id,))
         return None if row is None else execution_from_row(row)
 
-    def get_execution(self, request_id: str) -> ex.Execution | None:
-        with self._read() as cur:
-            return self._execution(cur, request_id)
-
     def list_executions(
         self,
         *,

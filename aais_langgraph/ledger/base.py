@@ -12,7 +12,6 @@ worker thread (tests/ledger/test_async.py checks that none is missing).
 from __future__ import annotations
 
 import asyncio
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
@@ -390,27 +389,17 @@ class Ledger(ABC):
 
     @abstractmethod
     def execution_with_entry(self, request_id: str) -> tuple[Execution | None, AuditEntry | None]:
-        """The request's execution record and its latest ``execution`` audit entry, read
-        in one snapshot (the entry by an index: O(log n)); either may be absent."""
-
-    @abstractmethod
-    def get_execution(self, request_id: str) -> Execution | None:
-        """The request's execution record, if a gate let its approval run."""
+        """The request's execution record (if a gate let its approval run) and its latest
+        ``execution`` audit entry, read in one snapshot (the entry by an index:
+        O(log n)); either may be absent. The one read of a record: the authority vouches
+        for it with the entry (:meth:`~aais_langgraph.authority.ApprovalAuthority.execution`)."""
 
     @abstractmethod
     def list_executions(
         self, *, states: tuple[ExecutionState, ...] = ("unknown",), thread_id: str | None = None
     ) -> list[Execution]:
-        """Execution records in these states, oldest first (default: those to reconcile)."""
-
-    def unknown_executions(
-        self, *, thread_id: str | None = None, now: float | None = None
-    ) -> list[Execution]:
-        """Records of unknown outcome, oldest first: ``unknown`` ones, and ``executing``
-        ones whose claim is no longer live at ``now`` (default: the current time)."""
-        moment = time.time() if now is None else now
-        found = self.list_executions(states=("unknown", "executing"), thread_id=thread_id)
-        return [record for record in found if not record.live(moment)]
+        """Execution records in these states, oldest first (default: those to reconcile;
+        :func:`~.executions.unknown_outcomes` adds the claims no longer live)."""
 
     # -- async twins: each sync method in a worker thread (a backend may override) --
 
@@ -451,7 +440,5 @@ class Ledger(ABC):
     adelivery_cursor = _twin(delivery_cursor)
     aadvance_delivery_cursor = _twin(advance_delivery_cursor)
     aupdate_execution = _twin(update_execution)
-    aget_execution = _twin(get_execution)
     aexecution_with_entry = _twin(execution_with_entry)
     alist_executions = _twin(list_executions)
-    aunknown_executions = _twin(unknown_executions)

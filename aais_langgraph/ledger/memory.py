@@ -685,10 +685,6 @@ class InMemoryLedger(Ledger):
             entry = self._execution_entries.get(request_id)
             return self._executions.get(request_id), None if entry is None else _copy_entry(entry)
 
-    def get_execution(self, request_id: str) -> Execution | None:
-        with self._lock:
-            return self._executions.get(request_id)
-
     def list_executions(
         self, *, states: tuple[ExecutionState, ...] = ("unknown",), thread_id: str | None = None
     ) -> list[Execution]:

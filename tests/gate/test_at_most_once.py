@@ -182,7 +182,7 @@ def test_a_finished_body_is_recorded_executed() -> None:
 
     resume_with_decisions(graph, config, [decided], actor=HUMAN, authority=authority)
 
-    record = authority.ledger.get_execution(decided.decision.request_id)
+    record = authority.ledger.execution_with_entry(decided.decision.request_id)[0]
     assert record is not None and record.state == "executed"
 
 

@@ -282,7 +282,14 @@ class Access:
         such as an in-process run, is not new); ``record=False``: a run that brings no
         new message (it continues what is there), checked as a post but not recorded as
         one. Raises :class:`ForbiddenError` with nothing recorded; returns the thread's
-        record (None for a trusted caller, who posts as nobody)."""
+        record (None for a trusted caller, who posts as nobody).
+
+        Args:
+            principal: who starts or posts (None: a trusted caller, checked about nothing).
+            thread_id: the thread.
+            exists: whether the graph holds a checkpoint of the thread.
+            record: record the post (False: a run that brings no new message).
+        """
         checked = checked_principal(principal)
         if checked is None:
             return None

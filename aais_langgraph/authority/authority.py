@@ -174,6 +174,20 @@ class ApprovalAuthority:
     requester may ask (default :class:`RequestLimits`; ``RequestLimits.unbounded()``
     for none): a request over a bound raises :class:`RequestLimitError` and nothing
     is stored.
+
+    Args:
+        ledger: the durable state (default: a new
+            :class:`~aais_langgraph.ledger.InMemoryLedger`).
+        clock: the authority's clock: expiry, decided and resolved times.
+        policy: asked about every request and every decision that passed the checks (default:
+            :class:`AskEveryTime`).
+        default_expiry: how long a request without ``expires_in`` stays answerable (positive).
+        harness: the ``origin.harness`` of the requests this authority builds.
+        key: the authority key that seals rows (default: the configured one, if any).
+        stream: the AAIS ``stream`` id of this ledger's events (SPEC §3).
+        limits: bounds on pending and per-minute requests (default: :class:`RequestLimits`).
+        authorizer: who may view, decide, cancel, revoke and reconcile what (default:
+            :class:`~.authorization.AllowAuthenticated`).
     """
 
     def __init__(
@@ -261,7 +275,16 @@ class ApprovalAuthority:
         decision: str | None = None,
         stored: StoredRequest | None = None,
     ) -> None:
-        """:meth:`Access.require <.access.Access.require>`."""
+        """:meth:`Access.require <.access.Access.require>`.
+
+        Args:
+            actor: who asks: a principal, an AAIS actor or its data (None: trusted in-process
+                code).
+            verb: what they ask to do (``decide``, ``cancel``, ...).
+            request_id: the stored request it is asked about.
+            decision: the decision kind asked about, for a ``decide``.
+            stored: the request's row, already read by the caller (not read again).
+        """
         self.access.require(actor, verb, request_id, decision=decision, stored=stored)
 
     def thread_access(self, principal: Principal | None, thread_id: str) -> ThreadAccess:
@@ -271,7 +294,14 @@ class ApprovalAuthority:
     def post_to_thread(
         self, principal: Principal | None, thread_id: str, *, exists: bool, record: bool = True
     ) -> ThreadRecord | None:
-        """:meth:`Access.post_to_thread <.access.Access.post_to_thread>`."""
+        """:meth:`Access.post_to_thread <.access.Access.post_to_thread>`.
+
+        Args:
+            principal: who starts or posts (None: a trusted caller, checked about nothing).
+            thread_id: the thread.
+            exists: whether the graph holds a checkpoint of the thread.
+            record: record the post (False: a run that brings no new message).
+        """
         return self.access.post_to_thread(principal, thread_id, exists=exists, record=record)
 
     def decided_by(self, resolved: ApprovalResolved) -> str | None:
@@ -342,7 +372,14 @@ class ApprovalAuthority:
     ) -> Grant | None:
         """A live grant covering ``action`` in ``origin``'s session for a run acting for
         ``requester``, if any: a grant made for one person's request covers only runs
-        acting for that person (a run sent by someone else asks again)."""
+        acting for that person (a run sent by someone else asks again).
+
+        Args:
+            action: the action about to run.
+            origin: where it runs (its session scopes the grant).
+            now: the moment to check liveness at (default: the authority's clock).
+            requester: whom the run acts for (a grant covers only that person's runs).
+        """
         return find_grant(
             self.ledger,
             Action.from_data(action, pointer="/action"),
@@ -490,6 +527,18 @@ class ApprovalAuthority:
         ``created_at`` and ``expires_at``) is returned unchanged. ``unseen=True``: the
         caller has just read that the id is not stored, so it is not read again
         (the write still returns a request stored meanwhile).
+
+        Args:
+            action: the action to approve (SPEC §5).
+            origin: where it comes from: harness, session, graph.
+            risk: its risk level and reasons, if known.
+            choices: the decisions offered (default: approve or deny once).
+            expires_in: how long it stays answerable (default: ``default_expiry``).
+            request_id: a deterministic id (a re-run asks for the same request); default: a new one.
+            thread_id: the LangGraph thread that waits for it.
+            context: runtime facts stored beside it (``requester``, ``tool_call_id``, ...).
+            unseen: the caller has just read that ``request_id`` is not stored.
+            extensions: envelope extensions to carry (namespaced keys).
         """
         if request_id is not None and not unseen:
             stored = self.ledger.get_request(request_id)
@@ -815,6 +864,13 @@ class ApprovalAuthority:
         and its audit entry, and the policy sees the cancel as a ``cancel`` decision by
         that actor. An objection records nothing and returns ``invalid``. ``stored``:
         the request's row, already read (see :meth:`decide`).
+
+        Args:
+            request_id: the pending request.
+            reason: the resolution's message (default: the standard one).
+            actor: who cancels (the authenticated channel's; default: this library, for the
+                run).
+            stored: the request's row, already read (see :meth:`decide`).
         """
         return self._close(
             request_id,

@@ -196,6 +196,18 @@ def request_approval(
     interrupt stays pending until a human reconciles it), or gets a result that is
     not approved when the action is known to have run. ``idempotent=True`` runs it
     again instead: key its effect by ``resolved.resolution.request_id``.
+
+    Args:
+        action: the action to approve (SPEC §5): kind, name, summary, arguments.
+        authority: the authority (default: the one in the run's ``configurable``).
+        risk: a risk object or a level alone (default: the policy's).
+        choices: the decisions offered (default: approve or deny once).
+        expires_in: how long the request stays answerable (default: the authority's).
+        session_id: the AAIS session (default: the thread id).
+        graph_id: names the graph in the request's origin.
+        context: runtime facts stored beside the request.
+        idempotent: the action may run again after a crash (key it by ``approval_key()``).
+        _retry_of: internal: the request a reconciled ``retry`` replaces.
     """
     action_model = Action.from_data(action, pointer="/action")
     found = find_authority(authority)

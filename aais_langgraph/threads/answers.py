@@ -102,6 +102,13 @@ class AnswerRefused(Exception):
     ``unauthenticated``, ``forbidden`` (``code`` is the authorization's), or the outcome
     the authority answered while recording (``invalid``, ``conflict``, ``stale``).
     ``reason`` never echoes a value.
+
+    Args:
+        rule: why the answer was refused.
+        index: the answer's place in the set.
+        answer: the refused answer, with its interrupt and request.
+        reason: words that say why, never a value.
+        code: the authorization's refusal code, for ``forbidden``.
     """
 
     def __init__(

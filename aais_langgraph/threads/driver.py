@@ -202,7 +202,15 @@ class ThreadDriver:
         nothing is invoked), invoke; returns what ``plan`` returned with the map. The
         resume work of every request the thread was resumed with is then done (marked
         in the lease's release). ``thread``: a lease the caller holds (from
-        :meth:`leased`), driven without taking another."""
+        :meth:`leased`), driven without taking another.
+
+        Args:
+            config: the run config naming the thread.
+            plan: given the thread's view, the resume map and what to return.
+            context: the LangGraph runtime context for the resumed run.
+            lease_wait: seconds to wait for the lease (default: the driver's).
+            thread: a lease the caller holds, driven without taking another.
+        """
         if thread is not None:
             return _drive_held(thread, plan, context)
         with self.leased(config, lease_wait=lease_wait) as held:
@@ -247,7 +255,14 @@ class ThreadDriver:
         """``approval.snapshot`` of what the threads really wait for
         (:func:`~.inbox.waiting_snapshot`), with the answers still waiting to resume in
         its :data:`RESUMING_EXTENSION`; with ``viewer``, only what they may see
-        (:func:`~.visibility.visible_snapshot`)."""
+        (:func:`~.visibility.visible_snapshot`).
+
+        Args:
+            session_id: only this session's requests.
+            now: the moment expiry is judged at (default: the authority's clock).
+            reconcile: also report runs paused on requests the ledger does not hold.
+            viewer: the authenticated principal: only what they may see (None: everything).
+        """
         self.settle_claims()
         snapshot = waiting_snapshot(
             self.authority,
@@ -304,7 +319,15 @@ class ThreadDriver:
         context: Any = None,
     ) -> list[ApprovalResolved]:
         """Answer pending approvals of one thread and resume it (see the module-level
-        :func:`resume_with_decisions`)."""
+        :func:`resume_with_decisions`).
+
+        Args:
+            config: the run config naming the thread.
+            decisions: one answer or several (decided envelopes, :class:`~.answers.Cancellation`).
+            actor: the authenticated actor; replaces the actor of each decision body (None:
+                trusted in-process code).
+            context: the LangGraph runtime context for the resumed run.
+        """
         planner = self.planner
         answers = planner.parse(thread_of(self.run_config(config)), decisions)
 
@@ -361,7 +384,14 @@ class ThreadDriver:
     ) -> list[ApprovalResolved]:
         """Resume a thread whose waiting requests were resolved elsewhere (CLI, sweep,
         cancel, a decisions endpoint), each with its recorded resolution; the others
-        stay pending."""
+        stay pending.
+
+        Args:
+            thread_id: the thread to resume.
+            config: a run config to resume it with.
+            context: the LangGraph runtime context for the resumed run.
+            lease_wait: seconds to wait for the lease (default: the driver's).
+        """
         return self.drive(
             _with_thread(config, thread_id),
             self.recorded_plan(thread_id),
@@ -906,6 +936,17 @@ def resume_with_decisions(
     returns that resolution (or ``conflict``) without touching the graph; an
     unknown request id raises before anything changes. ``actor`` is the
     authenticated actor and replaces the actor in each decision body.
+
+    Args:
+        graph: the compiled graph, with its checkpointer.
+        config: the run config naming the thread.
+        decisions: one answer or several (decided envelopes, :class:`~.answers.Cancellation`).
+        actor: the authenticated actor; replaces the actor of each decision body (None: trusted
+            in-process code).
+        authority: the authority (default: the one in ``config``).
+        context: the LangGraph runtime context for the resumed run.
+        lease_ttl: seconds the thread's run lease lives after its last renewal.
+        lease_wait: seconds to wait while another presenter holds the lease.
     """
     driver = _driver(graph, authority, config, context, lease_ttl, lease_wait)
     return driver.resume_with_decisions(config, decisions, actor=actor, context=context)
@@ -945,6 +986,14 @@ def pending_approvals(
     one checkpoint read per thread) and for ``reconcile`` (runs paused on requests
     the ledger does not hold are reported in the ``integrity_errors`` extension).
     ``now`` defaults to the authority's clock.
+
+    Args:
+        authority: the authority whose ledger is listed.
+        graph: the graph whose threads must still wait (None: the ledger alone).
+        session_id: only this session's requests.
+        now: the moment expiry is judged at.
+        reconcile: also report runs paused on requests the ledger does not hold.
+        viewer: the authenticated principal: only what they may see (None: everything).
     """
     driver = ThreadDriver(graph, authority)
     return driver.pending_approvals(

@@ -63,6 +63,14 @@ def waiting_snapshot(
     deserialized only when it is new to this process. Other checkpointers are read in
     full once (cost follows their history), which ``reconcile=False`` skips,
     reporting nothing.
+
+    Args:
+        authority: the authority whose ledger is listed.
+        graph: the graph whose threads must still wait (None: the ledger alone).
+        session_id: only this session's requests (None: every session).
+        now: the moment expiry is judged at (default: the authority's clock).
+        reconcile: also report runs paused on requests the ledger does not hold.
+        selection: read only the pending rows it admits (None: every row).
     """
     listing = Listing.read(authority, session_id, now, selection)
     if graph is None:

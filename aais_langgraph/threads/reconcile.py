@@ -277,6 +277,12 @@ def reconcile_rows(
     a write met before is not read or deserialized again, nor compared again with a row
     (every column equal) it agreed with. What is remembered is what the last call met
     (ids, not bytes), so it is bounded by what is paused.
+
+    Args:
+        authority: the authority whose ledger is checked.
+        checkpointer: the graph's checkpointer.
+        rows: pending rows read already, by request id.
+        skip: request ids reported already.
     """
     stored = latest_interrupt_rows(checkpointer)
     if stored is None:

@@ -64,6 +64,13 @@ async def arecord_decision(
     :class:`DecisionRefused` for a malformed envelope (422), an unknown request
     (404) and a principal the authorizer refuses (403 ``aais.forbidden``: nothing is
     recorded); the authority's ``LedgerIntegrityError`` passes through.
+
+    Args:
+        authority: the authority that records it (through the one answer planner).
+        body: the ``approval.decided`` envelope as JSON text.
+        actor: the authenticated actor; replaces the body's (SPEC §10).
+        request_id: the request the HTTP path names (None: the body's).
+        max_bytes: the longest body read.
     """
     try:
         decided = parse_envelope(body, expected=ApprovalDecided, max_bytes=max_bytes)

@@ -94,7 +94,15 @@ def inbox_router(
     approvals_prefix: str = "/approvals",
     title: str = "AAIS approvals",
 ) -> APIRouter:
-    """The inbox routes of ``service``; mount at the app root (the page lives at ``/``)."""
+    """The inbox routes of ``service``; mount at the app root (the page lives at ``/``).
+
+    Args:
+        service: the served process: its driver, authority and settings.
+        security: who the request's actor is.
+        agent_path: the AG-UI endpoint the page talks to.
+        approvals_prefix: where the AAIS profile routes are mounted.
+        title: the page's title.
+    """
     router = APIRouter()
     graph, authority = service.graph, service.authority
 

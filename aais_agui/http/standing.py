@@ -168,7 +168,14 @@ def standing_router(
     recent: int = 20,
     verify_every: float = 10.0,
 ) -> APIRouter:
-    """The routes above; mount at the app root beside :func:`~.inbox_router.inbox_router`."""
+    """The routes above; mount at the app root beside :func:`~.inbox_router.inbox_router`.
+
+    Args:
+        authority: the authority whose grants and resolutions are shown.
+        security: who the request's actor is.
+        recent: how many recent resolutions are listed.
+        verify_every: the most seconds between two full audit checks.
+    """
     router = APIRouter()
     audit = AuditStatusCache(authority, verify_every=verify_every)
 

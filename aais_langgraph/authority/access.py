@@ -364,6 +364,7 @@ class Access:
         decision: str | None = None,
         stored: StoredRequest | None = None,
     ) -> None:
+        """Async twin of :meth:`require`."""
         await self._off_loop(
             lambda: self.require(actor, verb, request_id, decision=decision, stored=stored)
         )
@@ -390,6 +391,7 @@ class Access:
     async def apost_to_thread(
         self, principal: Principal | None, thread_id: str, *, exists: bool, record: bool = True
     ) -> ThreadRecord | None:
+        """Async twin of :meth:`post_to_thread`."""
         return await self._off_loop(
             lambda: self.post_to_thread(principal, thread_id, exists=exists, record=record)
         )

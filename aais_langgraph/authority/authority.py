@@ -1017,6 +1017,7 @@ class ApprovalAuthority:
         actor: Principal | Actor | Mapping[str, Any] | None = None,
         stored: StoredRequest | None = None,
     ) -> ApprovalResolved:
+        """Async twin of :meth:`cancel`."""
         return await asyncio.to_thread(
             lambda: self.cancel(request_id, reason=reason, actor=actor, stored=stored)
         )
@@ -1068,6 +1069,7 @@ class ApprovalAuthority:
         now: datetime | None = None,
         requester: str | None = None,
     ) -> Grant | None:
+        """Async twin of :meth:`match_grant`."""
         return await asyncio.to_thread(
             self.match_grant, action, origin, now=now, requester=requester
         )

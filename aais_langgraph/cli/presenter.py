@@ -79,7 +79,16 @@ class _OutputClosed(Exception):
 
 
 class StdioPresenter:
-    """One presenter session over a ledger: the snapshot, the events, the replies."""
+    """One presenter session over a ledger: the snapshot, the events, the replies.
+
+    Args:
+        authority: the authority whose stream is written and which records the decisions.
+        actor: the operating-system user, recorded as every decision's actor.
+        output: where envelopes and replies go (stdout).
+        diagnostics: where notes go (stderr).
+        max_line_bytes: the longest input line accepted.
+        stream: the authority stream followed (default: the authority's).
+    """
 
     def __init__(
         self,
@@ -257,7 +266,15 @@ def main(
     stderr: TextIO | None = None,
 ) -> int:
     """Run the presenter on ``args.db``; errors are one line on stderr (stdout stays NDJSON):
-    exit status 2 for no usable ledger or stdin, 1 for a ledger that fails its checks."""
+    exit status 2 for no usable ledger or stdin, 1 for a ledger that fails its checks.
+
+    Args:
+        args: the parsed command line (``db``, ``max_line_bytes``, ``poll_interval``).
+        actor: who decides: the operating-system user.
+        stdin: the decisions (default: ``sys.stdin``; it must have a file descriptor).
+        stdout: the NDJSON output (default: ``sys.stdout``).
+        stderr: diagnostics (default: ``sys.stderr``).
+    """
     output = stdout if stdout is not None else sys.stdout
     diagnostics = stderr if stderr is not None else sys.stderr
     try:

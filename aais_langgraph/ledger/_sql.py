@@ -346,8 +346,6 @@ class SqlLedger(SqlBackend):
         expires_before: float | None = None,
         limit: int | None = None,
     ) -> list[StoredRequest]:
-        """Pending requests in sequence order; ``expires_before`` keeps those with
-        ``expires_at <= expires_before`` (expired at that moment)."""
         sql, params = pending_query(
             REQUEST_COLUMNS,
             thread_id=thread_id,

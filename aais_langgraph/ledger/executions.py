@@ -91,6 +91,14 @@ def claim_change(
     run is left alone. A dead claim (or an ``unknown`` or ``executed`` record)
     is taken over only when ``retry`` (an idempotent action); otherwise a dead
     claim becomes ``unknown``. ``done`` and ``retry`` records are never claimed.
+
+    Args:
+        request_id: the approved request.
+        holder: the run that claims.
+        thread_id: its thread (for listings).
+        ttl: seconds the claim lives.
+        now: the moment (epoch seconds).
+        retry: the action is idempotent: a dead claim is taken over.
     """
 
     def change(current: Execution | None) -> Execution | None:

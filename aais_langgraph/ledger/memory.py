@@ -165,8 +165,6 @@ class InMemoryLedger(Ledger):
         expires_before: float | None = None,
         limit: int | None = None,
     ) -> list[StoredRequest]:
-        """Pending requests in sequence order; ``expires_before`` keeps those with
-        ``expires_at <= expires_before`` (expired at that moment)."""
         found: list[StoredRequest] = []
         if limit is not None and limit <= 0:
             return found

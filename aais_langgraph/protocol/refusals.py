@@ -457,7 +457,14 @@ def agui_refusal(code: str, message: str) -> dict[str, str]:
 
 
 def websocket_refusal(code: str, pointer: str, message: str, *, frame: int) -> dict[str, Any]:
-    """``{"error": {code, pointer, message, frame}}``: the reply to WebSocket frame ``frame``."""
+    """``{"error": {code, pointer, message, frame}}``: the reply to WebSocket frame ``frame``.
+
+    Args:
+        code: a code of :data:`REFUSALS`.
+        pointer: the JSON pointer of the field (``""``: none).
+        message: why, naming fields, never values.
+        frame: the frame answered (from 1).
+    """
     _entry(code)
     return {"error": {"code": code, "pointer": pointer, "message": message, "frame": frame}}
 
@@ -470,6 +477,13 @@ def websocket_close_code(code: str) -> int:
 
 def ndjson_refusal(code: str, pointer: str, message: str, *, line: int) -> dict[str, Any]:
     """``{"error": {code, pointer, message, line}}``: the stdio presenter's reply to input
-    line ``line``."""
+    line ``line``.
+
+    Args:
+        code: a code of :data:`REFUSALS`.
+        pointer: the JSON pointer of the field (``""``: none).
+        message: why, naming fields, never values.
+        line: the input line answered (from 1).
+    """
     _entry(code)
     return {"error": {"code": code, "pointer": pointer, "message": message, "line": line}}

@@ -40,6 +40,7 @@ from aais_langgraph.protocol import (
     join_pointer,
     loads_strict,
 )
+from aais_langgraph.threads import AnswerPlanner, Cancellation
 
 from ..service import ApprovalService
 from .decisions import DecisionRefused, arecord_decision
@@ -106,8 +107,8 @@ def approvals_router(
             raise HTTPException(422, _ID_TOO_LONG)
         reason = _cancel_reason(await security.read_body(request))
         try:
-            resolved = await authority.acancel(
-                request_id, reason=reason, actor=authenticated.principal
+            resolved = await AnswerPlanner(authority).arecord_cancel(
+                Cancellation(request_id, reason), authenticated.principal
             )
         except UnknownRequestError:
             raise refused("aais.unknown_request", "no such approval request") from None

@@ -1,7 +1,7 @@
 """Recording one ``approval.decided`` for a presenter binding: the rules every binding shares.
 
-The HTTP decisions endpoint, the WebSocket binding and the Slack interactions all
-call :func:`arecord_decision`: the envelope is read as strict I-JSON by the
+The HTTP decisions endpoint, the WebSocket binding and any other binding that answers
+one request call :func:`arecord_decision`: the envelope is read as strict I-JSON by the
 project's parser (duplicate keys, NaN, big integers, lone surrogates and unknown
 fields, such as edited arguments, refused: SPEC §4.2), the authenticated actor
 replaces the body's (SPEC §10), and the one answer planner

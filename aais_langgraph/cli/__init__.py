@@ -26,7 +26,13 @@ from ..ledger import AuditVerification, open_ledger
 from ..observability import decision_channel
 from ..protocol import Actor, DecisionKind, Scope, build_decision, id_for
 from ..protocol.patterns import DIGEST_PATTERN
-from ..threads import AnswerPlanner, IntegrityProblem, reconcile_checkpoints, waiting_resumes
+from ..threads import (
+    AnswerPlanner,
+    Cancellation,
+    IntegrityProblem,
+    reconcile_checkpoints,
+    waiting_resumes,
+)
 from . import compact, presenter, render, webhooks, witness
 from .checkpoints import holds_checkpoints, open_checkpointer
 from .db_option import DB_ENV, add_db_option, chosen_db, command_parsers
@@ -282,7 +288,8 @@ def _run(
     if args.command == "cancel":
         if not _confirm(f"cancel {args.request_id}?", args.yes, stdin, stdout):
             return 1
-        resolved = authority.cancel(args.request_id, actor=_actor()).resolution
+        cancellation = Cancellation(args.request_id)
+        resolved = AnswerPlanner(authority).record_cancel(cancellation, _actor()).resolution
         stdout.write(f"{resolved.outcome}: {resolved.message}\n")
         return 0
     if args.command == "grants":

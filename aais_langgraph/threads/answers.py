@@ -14,7 +14,9 @@ id carried in each interrupt's value, never by position. Two modes:
   recorded, and the first refused answer refuses the set (:class:`AnswerRefused`);
 - one decision for one request (:meth:`AnswerPlanner.record_decision` and its async
   twin, the bindings that answer a request rather than a thread: the HTTP decisions
-  route, the WebSocket binding, the CLI's ``approve``/``deny``, the stdio presenter).
+  route, the WebSocket binding, the CLI's ``approve``/``deny``, the stdio presenter),
+  and one cancel (:meth:`AnswerPlanner.record_cancel`: the HTTP cancel route, the
+  CLI's ``cancel``).
 
 One answer reads its stored request once: the row read while parsing (or
 authorizing) is carried through authorization into the authority's record
@@ -238,6 +240,34 @@ class AnswerPlanner:
     ) -> ApprovalResolved:
         """Async twin of :meth:`record_decision` (one hop off the event loop)."""
         return await asyncio.to_thread(self.record_decision, decided, actor, stored=stored)
+
+    def record_cancel(
+        self,
+        cancellation: Cancellation,
+        actor: Principal | Actor | Mapping[str, Any] | None,
+        *,
+        stored: StoredRequest | None = None,
+    ) -> ApprovalResolved:
+        """Cancel one request as ``actor`` (a presenter's "dismiss"): its ``cancelled``
+        resolution, the one already recorded, or ``invalid`` when the policy objects.
+        Raises :class:`~aais_langgraph.authority.UnknownRequestError` and
+        :class:`~aais_langgraph.authority.ForbiddenError` (nothing recorded) as
+        :meth:`record_decision` does; ``stored`` likewise."""
+        request_id = cancellation.request_id
+        row = stored if stored is not None else self._stored(request_id, "/request_id")
+        return self.authority.cancel(
+            request_id, reason=cancellation.reason, actor=actor, stored=row
+        )
+
+    async def arecord_cancel(
+        self,
+        cancellation: Cancellation,
+        actor: Principal | Actor | Mapping[str, Any] | None,
+        *,
+        stored: StoredRequest | None = None,
+    ) -> ApprovalResolved:
+        """Async twin of :meth:`record_cancel` (one hop off the event loop)."""
+        return await asyncio.to_thread(self.record_cancel, cancellation, actor, stored=stored)
 
     def _stored(self, request_id: str, pointer: str) -> StoredRequest:
         """The vouched stored row of ``request_id``, read once per answer."""

@@ -25,8 +25,8 @@ from aais_langgraph.authority import (
     Verb,
 )
 from aais_langgraph.ledger import LedgerIntegrityError
-from aais_langgraph.protocol import Actor, ApprovalRequested
-from aais_langgraph.threads import AnswerPlanner, OpenAnswer, ParsedAnswer
+from aais_langgraph.protocol import RESOLVED_BY_EXTENSION, Actor, ApprovalRequested
+from aais_langgraph.threads import AnswerPlanner, Cancellation, OpenAnswer, ParsedAnswer
 from gate.support import HUMAN, Backend, Effects, config, decide, gated_graph, paused
 
 THREAD = "t-planner"
@@ -193,3 +193,33 @@ def test_parsed_answers_carry_the_row_they_were_checked_against(
     assert parsed.stored == backend.authority.get_stored_request(requested.request.id)
     with pytest.raises(ValueError):
         ThreadDriver(graph, backend.authority).planner.parse("another-thread", decide(requested))
+
+
+def test_one_cancel_is_recorded_as_the_bound_actor_reading_its_request_once(
+    backend: Backend, effects: Effects, reads: list[str]
+) -> None:
+    _, requested = paused_request(backend, effects)
+    reads.clear()
+
+    resolved = AnswerPlanner(backend.authority).record_cancel(
+        Cancellation(requested.request.id, "not now"), MALLORY
+    )
+
+    assert resolved.resolution.outcome == "cancelled"
+    assert resolved.resolution.message == "not now"
+    assert (resolved.resolution.extensions or {})[RESOLVED_BY_EXTENSION]["id"] == "mallory"
+    assert reads == [requested.request.id]
+
+
+def test_a_forbidden_cancel_records_nothing(backend: Backend, effects: Effects) -> None:
+    _, requested = paused_request(backend, effects)
+    backend.authority.authorizer = OnlyAlex()
+    planner = AnswerPlanner(backend.authority)
+
+    with pytest.raises(ForbiddenError):
+        asyncio.run(planner.arecord_cancel(Cancellation(requested.request.id), MALLORY))
+    with pytest.raises(UnknownRequestError) as unknown:
+        planner.record_cancel(Cancellation("req_unknown"), ALEX)
+
+    assert unknown.value.pointer == "/request_id"
+    assert backend.authority.get_resolution(requested.request.id) is None

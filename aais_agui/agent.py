@@ -90,7 +90,7 @@ from .run_outcomes import (
     settle_outcome,
 )
 from .service import ApprovalService, ServiceSettings
-from .state_keys import channel_schema_keys
+from .state_keys import graph_schema_keys
 from .thread_views import ThreadEventFilter
 from .vouched_actor import claim_vouched_actor
 
@@ -584,7 +584,7 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
             try:
                 listed = super().get_schema_keys(config)
             except PydanticUserError:  # a typing.TypedDict state before Python 3.12, ...
-                listed = channel_schema_keys(self.graph, self.constant_schema_keys)
+                listed = graph_schema_keys(self.graph, self.constant_schema_keys)
             keys = {name: list(found) for name, found in listed.items()}
             _SCHEMA_KEYS[self.graph] = keys
         return {name: list(found) for name, found in keys.items()}

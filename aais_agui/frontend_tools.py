@@ -266,6 +266,14 @@ def plan_page_resume(
     answer, and any cancellation, goes to ``plan`` as it is (and is judged there). A
     stale request resumes the graph with its recorded resolution, so the model is told
     the call did not run.
+
+    Args:
+        authority: the authority that records the answers.
+        pending: interrupt id -> value of the thread's open interrupts.
+        entries: the run's ``resume[]`` entries.
+        actor: the authenticated actor (None: refused as unauthenticated).
+        page: the page's binding (origin, registry revision) of this run (None: no page).
+        plan: the planner the answers go to (:func:`~aais_agui.resume_plan.plan_resume`).
     """
     stale: dict[str, Any] = {}
     for entry in entries if actor is not None else ():
@@ -295,7 +303,14 @@ def plan_page_resume(
 async def arelay_for(
     gate: PageToolGate | None, graph: Any, authority: ApprovalAuthority, config: Mapping[str, Any]
 ) -> PageToolRelay | None:
-    """The relay of a run on the thread ``config`` names (None when no page tool is gated)."""
+    """The relay of a run on the thread ``config`` names (None when no page tool is gated).
+
+    Args:
+        gate: the graph's page tool gate (None: none).
+        graph: the graph.
+        authority: the authority.
+        config: the run config naming the thread.
+    """
     if gate is None:
         return None
     thread_id = str(config["configurable"]["thread_id"])

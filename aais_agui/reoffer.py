@@ -51,6 +51,14 @@ async def reoffer_events(
     """``RUN_STARTED`` + ``RUN_FINISHED`` (interrupt outcome) for the open interrupts, or ``[]``.
 
     ``to_agui`` maps LangGraph interrupts as the agent does for any run.
+
+    Args:
+        graph: the graph whose thread is read.
+        authority: the authority.
+        thread_id: the thread.
+        code: the refusal code the run ended with (some are not re-offered).
+        configurable: the run's ``configurable``.
+        to_agui: maps LangGraph interrupts to AG-UI ones.
     """
     if code in NOT_REOFFERED:
         return []

@@ -157,6 +157,12 @@ def plan_resume(
 
     AAIS interrupts resume with the recorded ``approval.resolved`` envelope;
     plain LangGraph interrupts get the entry's payload (or the cancel sentinel).
+
+    Args:
+        authority: the authority that records the answers.
+        pending: interrupt id -> value of the thread's open interrupts.
+        entries: the run's ``resume[]`` entries.
+        actor: the authenticated actor (None: refused as unauthenticated).
     """
     _check_coverage(entries, pending)
     planner = AnswerPlanner(authority)

@@ -173,7 +173,16 @@ async def acancel_watch(
 ) -> CancelWatch | None:
     """The watch for a resume that cancels every open interrupt, all AAIS approvals, from
     a client that declares AG-UI 1.0 or later (``protocol_version``); None for any other
-    resume (its outcome is ag-ui-langgraph's)."""
+    resume (its outcome is ag-ui-langgraph's).
+
+    Args:
+        graph: the graph.
+        authority: the authority.
+        config: the run config naming the thread.
+        pending: interrupt id -> value of the thread's open interrupts.
+        entries: the run's ``resume[]`` entries.
+        protocol_version: the AG-UI version the client declares (None: none).
+    """
     if not speaks_cancelled(protocol_version):
         return None
     if not entries or any(entry.status != "cancelled" for entry in entries):
@@ -212,7 +221,14 @@ async def settle_outcome(
     events: AsyncIterator[BaseEvent], watch: CancelWatch | None, graph: Any, config: Any
 ) -> AsyncIterator[BaseEvent]:
     """``events``, with a successful ``RUN_FINISHED`` made ``cancelled`` when ``watch``
-    saw nothing but the cancellation (the state is read before that event is sent)."""
+    saw nothing but the cancellation (the state is read before that event is sent).
+
+    Args:
+        events: the run's AG-UI events.
+        watch: the cancellation watch (None: events pass unchanged).
+        graph: the graph whose state is read.
+        config: the run config.
+    """
     quiet = watch is not None
     async for event in events:
         if watch is not None and quiet and not watch.allows(event):

@@ -17,7 +17,7 @@ from typing import Any
 from langgraph.graph.state import CompiledStateGraph
 
 
-def channel_schema_keys(
+def graph_schema_keys(
     graph: CompiledStateGraph[Any, Any, Any, Any], constant_keys: Sequence[str] = ()
 ) -> dict[str, list[str]]:
     """``{"input", "output", "config", "context"}`` key lists as ag-ui-langgraph builds

@@ -110,10 +110,6 @@ class ThreadEventFilter:
             )
         return self(event)
 
-    @property
-    def passes_everything(self) -> bool:
-        return self.access.trusted
-
     def __call__(self, event: BaseEvent) -> BaseEvent | None:
         """The event as the viewer may receive it, or None when they may not."""
         if self.access.trusted:

@@ -19,7 +19,7 @@ from typing import Any
 
 from ag_ui.core import PROTOCOL_VERSION, BaseEvent, EventType, RunAgentInput
 from ag_ui.encoder import EventEncoder
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
 
@@ -27,6 +27,7 @@ from aais_langgraph.protocol import AAISValidationError, check_unique_keys
 
 from ..agent import AAISLangGraphAgent
 from .limits import MAX_CLIENT_ID_LENGTH, oversized_id
+from .refusals import refused
 from .security import Security
 
 # Where a resume entry carries an AAIS envelope (``payload`` or ``metadata``).
@@ -50,13 +51,11 @@ def agui_router(
         except ValidationError as error:
             first = error.errors(include_input=False, include_url=False)[0]
             location = "/" + "/".join(str(part) for part in first["loc"])
-            raise HTTPException(
-                422, {"code": "agui.invalid_input", "message": f"{location}: {first['msg']}"}
-            ) from None
+            raise refused("agui.invalid_input", f"{location}: {first['msg']}") from None
         oversized = oversized_id(run_input)
         if oversized is not None:
             message = f"{oversized}: ids are limited to {MAX_CLIENT_ID_LENGTH} characters"
-            raise HTTPException(422, {"code": "agui.id_too_long", "message": message})
+            raise refused("agui.id_too_long", message)
         runner = agent.with_actor(authenticated.principal)
         runner.page_origin = request.headers.get("origin")  # checked by security.state_change
         encoder = EventEncoder(accept=request.headers.get("accept", "text/event-stream"))
@@ -100,4 +99,4 @@ def _refuse_duplicate_keys(body: bytes) -> None:
             return  # not JSON: pydantic reports it with its own location
         envelope = _ENVELOPE_POINTER.match(error.pointer) is not None
         code = "aais.invalid_envelope" if envelope else "agui.invalid_input"
-        raise HTTPException(422, {"code": code, "message": str(error)}) from None
+        raise refused(code, str(error)) from None

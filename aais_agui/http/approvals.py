@@ -40,13 +40,14 @@ from aais_langgraph.protocol import (
     join_pointer,
     loads_strict,
 )
+from aais_langgraph.threads import AnswerPlanner, Cancellation
 
 from ..service import ApprovalService
 from .decisions import DecisionRefused, arecord_decision
 from .limits import MAX_CLIENT_ID_LENGTH, ascii_decimal, id_too_long
 from .refusals import refused
 from .security import CSRF_COOKIE, Security, new_csrf_token
-from .sse import event_stream, pending_snapshot
+from .sse import event_stream, presenter_snapshot
 
 logger = logging.getLogger(__name__)
 
@@ -75,7 +76,7 @@ def approvals_router(
     @router.get("/snapshot")
     async def snapshot(request: Request) -> dict[str, Any]:
         authenticated = await security.actor(request)
-        current = await pending_snapshot(authority, graph, authenticated.principal)
+        current = await presenter_snapshot(authority, graph, authenticated.principal)
         document: dict[str, Any] = current.to_json()
         return document
 
@@ -106,8 +107,8 @@ def approvals_router(
             raise HTTPException(422, _ID_TOO_LONG)
         reason = _cancel_reason(await security.read_body(request))
         try:
-            resolved = await authority.acancel(
-                request_id, reason=reason, actor=authenticated.principal
+            resolved = await AnswerPlanner(authority).arecord_cancel(
+                Cancellation(request_id, reason), authenticated.principal
             )
         except UnknownRequestError:
             raise refused("aais.unknown_request", "no such approval request") from None
@@ -125,7 +126,7 @@ def approvals_router(
         after = _after(request)
 
         async def snapshot_now() -> Any:
-            return await pending_snapshot(authority, graph, viewer)
+            return await presenter_snapshot(authority, graph, viewer)
 
         async def still_signed_in() -> bool:
             try:

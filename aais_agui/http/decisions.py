@@ -1,12 +1,14 @@
 """Recording one ``approval.decided`` for a presenter binding: the rules every binding shares.
 
-The HTTP decisions endpoint and the WebSocket binding both call
-:func:`arecord_decision`: the envelope is read as strict I-JSON by the project's
-parser (duplicate keys, NaN, big integers, lone surrogates and unknown fields,
-such as edited arguments, refused: SPEC §4.2), the authenticated actor replaces
-the body's (SPEC §10), and the authority records the outcome, ``conflict``,
-``stale`` and ``invalid`` included. What cannot be recorded raises
-:class:`DecisionRefused`, which names the field and never echoes a value.
+The HTTP decisions endpoint, the WebSocket binding and any other binding that answers
+one request call :func:`arecord_decision`: the envelope is read as strict I-JSON by the
+project's parser (duplicate keys, NaN, big integers, lone surrogates and unknown
+fields, such as edited arguments, refused: SPEC §4.2), the authenticated actor
+replaces the body's (SPEC §10), and the one answer planner
+(:meth:`aais_langgraph.threads.AnswerPlanner.arecord_decision`) authorizes and
+records the outcome, ``conflict``, ``stale`` and ``invalid`` included. What cannot
+be recorded raises :class:`DecisionRefused`, which names the field and never
+echoes a value.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from aais_langgraph.protocol import (
     Refusal,
     parse_envelope,
 )
+from aais_langgraph.threads import AnswerPlanner
 
 __all__ = ["DecisionRefused", "arecord_decision"]
 
@@ -61,6 +64,13 @@ async def arecord_decision(
     :class:`DecisionRefused` for a malformed envelope (422), an unknown request
     (404) and a principal the authorizer refuses (403 ``aais.forbidden``: nothing is
     recorded); the authority's ``LedgerIntegrityError`` passes through.
+
+    Args:
+        authority: the authority that records it (through the one answer planner).
+        body: the ``approval.decided`` envelope as JSON text.
+        actor: the authenticated actor; replaces the body's (SPEC §10).
+        request_id: the request the HTTP path names (None: the body's).
+        max_bytes: the longest body read.
     """
     try:
         decided = parse_envelope(body, expected=ApprovalDecided, max_bytes=max_bytes)
@@ -74,7 +84,7 @@ async def arecord_decision(
             "/decision/request_id: does not match the request in the path",
         )
     try:
-        return decided, await authority.adecide(decided, actor=actor)
+        return decided, await AnswerPlanner(authority).arecord_decision(decided, actor)
     except UnknownRequestError as error:
         raise DecisionRefused(
             404, "aais.unknown_request", error.pointer, "no such approval request"

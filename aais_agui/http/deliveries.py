@@ -17,7 +17,7 @@ import logging
 import time
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Request
 
 from aais_langgraph.authority import ApprovalAuthority
 from aais_langgraph.ledger import DELIVERY, retry_delivery
@@ -60,9 +60,7 @@ def deliveries_router(
         if visible:
             retried = await asyncio.to_thread(retry_delivery, ledger, delivery_id, now=time.time())
         if retried is None:
-            raise HTTPException(
-                404, {"code": "inbox.unknown_delivery", "message": "no dead delivery with that id"}
-            )
+            raise refused("inbox.unknown_delivery", "no dead delivery with that id")
         logger.info(
             "webhook delivery retried through the inbox by actor id %r", authenticated.actor.id
         )

@@ -29,7 +29,7 @@ from importlib import resources
 from typing import Any
 
 from ag_ui_langgraph.utils import langchain_messages_to_agui
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from aais_langgraph.authority import HIDDEN_REQUEST, Verb, explain_constraints
@@ -94,7 +94,15 @@ def inbox_router(
     approvals_prefix: str = "/approvals",
     title: str = "AAIS approvals",
 ) -> APIRouter:
-    """The inbox routes of ``service``; mount at the app root (the page lives at ``/``)."""
+    """The inbox routes of ``service``; mount at the app root (the page lives at ``/``).
+
+    Args:
+        service: the served process: its driver, authority and settings.
+        security: who the request's actor is.
+        agent_path: the AG-UI endpoint the page talks to.
+        approvals_prefix: where the AAIS profile routes are mounted.
+        title: the page's title.
+    """
     router = APIRouter()
     graph, authority = service.graph, service.authority
 
@@ -110,7 +118,7 @@ def inbox_router(
     @router.get("/inbox/static/{name}", include_in_schema=False)
     async def static(name: str) -> Response:
         if name not in _ASSETS or name == "index.html":
-            raise HTTPException(404, {"code": "inbox.not_found", "message": "no such file"})
+            raise refused("inbox.not_found", "no such file")
         return _asset(name)
 
     @router.get("/inbox/config")

@@ -312,11 +312,11 @@ def claims_identity(
     name_claim: str = "name",
     groups_claim: str = "groups",
     qualified: bool = False,
-    channel: str = "jwt",
+    method: str = "jwt",
 ) -> Authenticated:
     """The actor and groups that verified ``claims`` of ``issuer`` stand for.
 
-    A bearer token and a browser sign-in (``channel="oidc"``) of one issuer map alike, so
+    A bearer token and a browser sign-in (``method="oidc"``) of one issuer map alike, so
     one person is one principal whichever way they came in.
 
     Args:
@@ -326,7 +326,7 @@ def claims_identity(
         name_claim: the claim holding the display name (optional in ``claims``).
         groups_claim: the claim holding the groups (optional in ``claims``).
         qualified: qualify the actor id by issuer (several issuers trusted).
-        channel: how the person authenticated, the prefix of ``authenticated_by``.
+        method: how the person authenticated, the prefix of ``authenticated_by``.
     """
     subject = claims[id_claim]
     if not isinstance(subject, str) or not subject:
@@ -337,7 +337,7 @@ def claims_identity(
         # recorded as its ``id_for`` form; the access policy maps the names it lists alike.
         "id": id_for(name_text),
         "type": "human",
-        "authenticated_by": f"{channel}:{issuer}"[:200],
+        "authenticated_by": f"{method}:{issuer}"[:200],
     }
     name = claims.get(name_claim)
     if isinstance(name, str) and name:

@@ -299,7 +299,7 @@ class BrowserSignIn:
                 name_claim=self.settings.name_claim,
                 groups_claim=self.settings.groups_claim,
                 qualified=self.settings.qualified,
-                channel="oidc",
+                method="oidc",
             )
         except (AAISValidationError, ValueError, KeyError):
             logger.warning("sign-in: the ID token's claims do not map to an actor")

@@ -43,11 +43,11 @@ def format_message(
     return "\n".join(lines) + "\n\n"
 
 
-async def pending_snapshot(
+async def presenter_snapshot(
     authority: ApprovalAuthority, graph: Any | None, viewer: Principal | None = None
 ) -> ApprovalSnapshot:
     """``approval.snapshot`` of pending requests whose run still waits for them:
-    :func:`~aais_langgraph.gate.apending_approvals` without reconciliation (its
+    :func:`~aais_langgraph.threads.apending_approvals` without reconciliation (its
     waiting rule, :meth:`~aais_langgraph.threads.ThreadView.waiting`, and its
     vouched rows). A request is left out once its thread's checkpoint shows the
     task that raised it is gone (the run moved on, e.g. its state was edited); one

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Request
 
 from aais_langgraph.authority import (
     ApprovalAuthority,
@@ -168,7 +168,14 @@ def standing_router(
     recent: int = 20,
     verify_every: float = 10.0,
 ) -> APIRouter:
-    """The routes above; mount at the app root beside :func:`~.inbox_router.inbox_router`."""
+    """The routes above; mount at the app root beside :func:`~.inbox_router.inbox_router`.
+
+    Args:
+        authority: the authority whose grants and resolutions are shown.
+        security: who the request's actor is.
+        recent: how many recent resolutions are listed.
+        verify_every: the most seconds between two full audit checks.
+    """
     router = APIRouter()
     audit = AuditStatusCache(authority, verify_every=verify_every)
 
@@ -197,9 +204,7 @@ def standing_router(
         except ForbiddenError as error:
             raise refused(error.code, error.reason) from None
         if not revoked:
-            raise HTTPException(
-                404, {"code": "inbox.unknown_grant", "message": "no live grant with that id"}
-            )
+            raise refused("inbox.unknown_grant", "no live grant with that id")
         logger.info("grant revoked through the inbox by actor id %r", authenticated.actor.id)
         return {"grant_id": grant_id, "revoked": True}
 

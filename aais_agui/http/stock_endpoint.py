@@ -19,12 +19,13 @@ the limit.
 from __future__ import annotations
 
 from ag_ui.core import RunAgentInput
-from fastapi import Depends, HTTPException, Request, params
+from fastapi import Depends, Request, params
 from pydantic import ValidationError
 
 from ..vouched_actor import vouch_for
 from .agui import _refuse_duplicate_keys
 from .limits import MAX_CLIENT_ID_LENGTH, oversized_id
+from .refusals import refused
 from .security import Security
 
 __all__ = ["stock_endpoint_dependency"]
@@ -46,7 +47,7 @@ def stock_endpoint_dependency(security: Security) -> params.Depends:
         oversized = None if run_input is None else oversized_id(run_input)
         if oversized is not None:
             message = f"{oversized}: ids are limited to {MAX_CLIENT_ID_LENGTH} characters"
-            raise HTTPException(422, {"code": "agui.id_too_long", "message": message})
+            raise refused("agui.id_too_long", message)
         vouch_for(authenticated.principal, origin=request.headers.get("origin"))
 
     dependency: params.Depends = Depends(authenticated_run)

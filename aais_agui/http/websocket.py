@@ -69,7 +69,7 @@ from .decisions import DecisionRefused, arecord_decision
 from .limits import ascii_decimal
 from .refusals import refused
 from .security import CSRF_COOKIE, Authenticated, Security
-from .sse import pending_snapshot
+from .sse import presenter_snapshot
 
 __all__ = ["CLOSE_TOO_LARGE", "CSRF_QUERY", "websocket_router"]
 
@@ -97,7 +97,14 @@ def websocket_router(
     An open connection's actor is authenticated again for the outgoing stream every
     ``settings.reauth_every`` seconds (decisions are, each one);
     ``settings.websocket_max_age`` (seconds, or None for no limit) closes a connection
-    that old."""
+    that old.
+
+    Args:
+        service: the served process: its driver, authority and settings.
+        security: who the connection's actor is.
+        prefix: where the AAIS profile routes are mounted.
+        path: the WebSocket's path under ``prefix``.
+    """
     router = APIRouter(prefix=prefix)
     graph, authority, resumes = service.graph, service.authority, service.resumes
     poll_interval = service.settings.stream_poll
@@ -116,7 +123,7 @@ def websocket_router(
         viewer = authenticated.principal
 
         async def snapshot_now() -> ApprovalSnapshot:
-            return await pending_snapshot(authority, graph, viewer)
+            return await presenter_snapshot(authority, graph, viewer)
 
         connection = _Connection(
             websocket,
@@ -172,7 +179,14 @@ async def _refuse(websocket: WebSocket, error: HTTPException) -> None:
 
 
 def error_frame(code: str, pointer: str, message: str, *, frame: int) -> dict[str, Any]:
-    """``{"error": {code, pointer, message, frame}}``: names the field, never its value."""
+    """``{"error": {code, pointer, message, frame}}``: names the field, never its value.
+
+    Args:
+        code: the refusal code.
+        pointer: the JSON pointer of the field (``""``: none).
+        message: why, naming fields, never values.
+        frame: the frame answered (from 1).
+    """
     return websocket_refusal(code, pointer, message, frame=frame)
 
 

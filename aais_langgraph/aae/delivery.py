@@ -101,7 +101,14 @@ class AAISApproval:
         decision: PolicyDecision,
         timeout_seconds: int,
     ) -> tuple[str, str | None]:
-        """AAE's APPROVE step: ``(outcome, approver_id)`` from the recorded resolution."""
+        """AAE's APPROVE step: ``(outcome, approver_id)`` from the recorded resolution.
+
+        Args:
+            proposal: AAE's proposal: what would run.
+            preview: AAE's preview of its effect.
+            decision: AAE's policy decision that asked for approval.
+            timeout_seconds: how long the request stays answerable.
+        """
         action = proposal_action(proposal, strictness=str(decision.strictness))
         requested = await asyncio.to_thread(
             self._open, action, proposal, preview, decision, timeout_seconds

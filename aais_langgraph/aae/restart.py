@@ -35,6 +35,14 @@ async def areattach(
     token, commit), and its APPROVE step finds the stored request. A grant that
     an earlier run already received raises
     :class:`~aais_langgraph.aae.ApprovalAlreadyUsedError` instead of running twice.
+
+    Args:
+        client: the AAE lifecycle client delivering approvals with
+            :class:`~aais_langgraph.aae.AAISApproval`.
+        authority: the authority whose ledger holds the request.
+        request_id: the stored bridge request.
+        extra_context: context for AAE's lifecycle, beside the rebuilt proposal.
+        step_parameters: AAE's step parameters for the run.
     """
     proposal = await astored_proposal(authority, request_id)
     result: LifecycleResult = await client.execute(

@@ -112,14 +112,24 @@ class Access:
             resource = replace(resource, requester=found if isinstance(found, str) else None)
         return replace(resource, thread_id=stored.thread_id)
 
-    def stored_resource(self, request_id: str, *, decision: str | None = None) -> Resource | None:
+    def stored_resource(
+        self,
+        request_id: str,
+        *,
+        decision: str | None = None,
+        stored: StoredRequest | None = None,
+    ) -> Resource | None:
         """What an access to the stored request ``request_id`` is asked about (None: no
-        such request)."""
-        stored = self.ledger.get_request(request_id)
+        such request). ``stored``: its row, as a caller that already read it holds it
+        (vouched for again, not read)."""
+        if stored is None:
+            stored = self.ledger.get_request(request_id)
+        elif stored.request_id != request_id:
+            raise ValueError("stored: is the row of another request")
         if stored is None:
             return None
-        request = self._records.request(stored)[1].request
-        return self.resource_of(stored, request, decision=decision)
+        vouched, requested = self._records.request(stored)
+        return self.resource_of(vouched, requested.request, decision=decision)
 
     def thread_resource(
         self,
@@ -171,15 +181,25 @@ class Access:
         request_id: str,
         *,
         decision: str | None = None,
+        stored: StoredRequest | None = None,
     ) -> None:
         """Raise :class:`ForbiddenError` unless ``actor`` may ``verb`` the stored request (a
         channel that records several answers at once asks first, so a refusal records
         none of them); :class:`UnknownRequestError` for an unknown one. No actor or a
-        ``policy`` actor: a trusted in-process caller, nothing to check."""
+        ``policy`` actor: a trusted in-process caller, nothing to check.
+
+        Args:
+            actor: who asks (a principal, an AAIS actor or its data; None: trusted).
+            verb: what they ask to do (``decide``, ``cancel``, ...).
+            request_id: the stored request it is asked about.
+            decision: the decision kind asked about, for a ``decide``.
+            stored: the request's row, already read by the caller (one answer reads
+                its request once); vouched for again, not read.
+        """
         principal = checked_principal(actor)
         if principal is None:
             return
-        resource = self.stored_resource(request_id, decision=decision)
+        resource = self.stored_resource(request_id, decision=decision, stored=stored)
         if resource is None:
             raise UnknownRequestError("/request_id")
         self.check(principal, verb, resource)
@@ -262,7 +282,14 @@ class Access:
         such as an in-process run, is not new); ``record=False``: a run that brings no
         new message (it continues what is there), checked as a post but not recorded as
         one. Raises :class:`ForbiddenError` with nothing recorded; returns the thread's
-        record (None for a trusted caller, who posts as nobody)."""
+        record (None for a trusted caller, who posts as nobody).
+
+        Args:
+            principal: who starts or posts (None: a trusted caller, checked about nothing).
+            thread_id: the thread.
+            exists: whether the graph holds a checkpoint of the thread.
+            record: record the post (False: a run that brings no new message).
+        """
         checked = checked_principal(principal)
         if checked is None:
             return None
@@ -335,8 +362,12 @@ class Access:
         request_id: str,
         *,
         decision: str | None = None,
+        stored: StoredRequest | None = None,
     ) -> None:
-        await self._off_loop(lambda: self.require(actor, verb, request_id, decision=decision))
+        """Async twin of :meth:`require`."""
+        await self._off_loop(
+            lambda: self.require(actor, verb, request_id, decision=decision, stored=stored)
+        )
 
     async def amay_view(self, principal: Principal | None, request_id: str) -> bool:
         if self.trusts(principal):
@@ -360,6 +391,7 @@ class Access:
     async def apost_to_thread(
         self, principal: Principal | None, thread_id: str, *, exists: bool, record: bool = True
     ) -> ThreadRecord | None:
+        """Async twin of :meth:`post_to_thread`."""
         return await self._off_loop(
             lambda: self.post_to_thread(principal, thread_id, exists=exists, record=record)
         )

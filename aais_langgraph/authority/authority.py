@@ -28,7 +28,7 @@ from ..ledger import (
     StoredRequest,
     ThreadRecord,
 )
-from ..ledger.executions import ExecutionChange
+from ..ledger.executions import ExecutionChange, unknown_outcomes
 from ..ledger.selection import PendingSelection
 from ..observability.signals import report_decision
 from ..observability.traces import DECIDE_SPAN, REQUEST_SPAN, requested_attributes, traced
@@ -174,6 +174,20 @@ class ApprovalAuthority:
     requester may ask (default :class:`RequestLimits`; ``RequestLimits.unbounded()``
     for none): a request over a bound raises :class:`RequestLimitError` and nothing
     is stored.
+
+    Args:
+        ledger: the durable state (default: a new
+            :class:`~aais_langgraph.ledger.InMemoryLedger`).
+        clock: the authority's clock: expiry, decided and resolved times.
+        policy: asked about every request and every decision that passed the checks (default:
+            :class:`AskEveryTime`).
+        default_expiry: how long a request without ``expires_in`` stays answerable (positive).
+        harness: the ``origin.harness`` of the requests this authority builds.
+        key: the authority key that seals rows (default: the configured one, if any).
+        stream: the AAIS ``stream`` id of this ledger's events (SPEC §3).
+        limits: bounds on pending and per-minute requests (default: :class:`RequestLimits`).
+        authorizer: who may view, decide, cancel, revoke and reconcile what (default:
+            :class:`~.authorization.AllowAuthenticated`).
     """
 
     def __init__(
@@ -259,9 +273,19 @@ class ApprovalAuthority:
         request_id: str,
         *,
         decision: str | None = None,
+        stored: StoredRequest | None = None,
     ) -> None:
-        """:meth:`Access.require <.access.Access.require>`."""
-        self.access.require(actor, verb, request_id, decision=decision)
+        """:meth:`Access.require <.access.Access.require>`.
+
+        Args:
+            actor: who asks: a principal, an AAIS actor or its data (None: trusted in-process
+                code).
+            verb: what they ask to do (``decide``, ``cancel``, ...).
+            request_id: the stored request it is asked about.
+            decision: the decision kind asked about, for a ``decide``.
+            stored: the request's row, already read by the caller (not read again).
+        """
+        self.access.require(actor, verb, request_id, decision=decision, stored=stored)
 
     def thread_access(self, principal: Principal | None, thread_id: str) -> ThreadAccess:
         """:meth:`Access.thread_access <.access.Access.thread_access>`."""
@@ -270,7 +294,14 @@ class ApprovalAuthority:
     def post_to_thread(
         self, principal: Principal | None, thread_id: str, *, exists: bool, record: bool = True
     ) -> ThreadRecord | None:
-        """:meth:`Access.post_to_thread <.access.Access.post_to_thread>`."""
+        """:meth:`Access.post_to_thread <.access.Access.post_to_thread>`.
+
+        Args:
+            principal: who starts or posts (None: a trusted caller, checked about nothing).
+            thread_id: the thread.
+            exists: whether the graph holds a checkpoint of the thread.
+            record: record the post (False: a run that brings no new message).
+        """
         return self.access.post_to_thread(principal, thread_id, exists=exists, record=record)
 
     def decided_by(self, resolved: ApprovalResolved) -> str | None:
@@ -341,7 +372,14 @@ class ApprovalAuthority:
     ) -> Grant | None:
         """A live grant covering ``action`` in ``origin``'s session for a run acting for
         ``requester``, if any: a grant made for one person's request covers only runs
-        acting for that person (a run sent by someone else asks again)."""
+        acting for that person (a run sent by someone else asks again).
+
+        Args:
+            action: the action about to run.
+            origin: where it runs (its session scopes the grant).
+            now: the moment to check liveness at (default: the authority's clock).
+            requester: whom the run acts for (a grant covers only that person's runs).
+        """
         return find_grant(
             self.ledger,
             Action.from_data(action, pointer="/action"),
@@ -410,7 +448,7 @@ class ApprovalAuthority:
         """Approved requests whose execution outcome is unknown (the runtime's records),
         each ``{request_id, thread_id, action_digest, name, summary, since}``."""
         found: list[dict[str, Any]] = []
-        for record in self.ledger.unknown_executions():
+        for record in unknown_outcomes(self.ledger):
             stored = self.ledger.get_request(record.request_id)
             if stored is None or session_id not in (None, stored.session_id):
                 continue
@@ -489,6 +527,18 @@ class ApprovalAuthority:
         ``created_at`` and ``expires_at``) is returned unchanged. ``unseen=True``: the
         caller has just read that the id is not stored, so it is not read again
         (the write still returns a request stored meanwhile).
+
+        Args:
+            action: the action to approve (SPEC §5).
+            origin: where it comes from: harness, session, graph.
+            risk: its risk level and reasons, if known.
+            choices: the decisions offered (default: approve or deny once).
+            expires_in: how long it stays answerable (default: ``default_expiry``).
+            request_id: a deterministic id (a re-run asks for the same request); default: a new one.
+            thread_id: the LangGraph thread that waits for it.
+            context: runtime facts stored beside it (``requester``, ``tool_call_id``, ...).
+            unseen: the caller has just read that ``request_id`` is not stored.
+            extensions: envelope extensions to carry (namespaced keys).
         """
         if request_id is not None and not unseen:
             stored = self.ledger.get_request(request_id)
@@ -583,6 +633,20 @@ class ApprovalAuthority:
 
     # -- decisions -------------------------------------------------------------------
 
+    def _stored_row(
+        self, request_id: str, stored: StoredRequest | None, pointer: str
+    ) -> StoredRequest:
+        """The stored row of ``request_id``: the one a caller carried (read once per
+        answer), else read now; :class:`UnknownRequestError` when there is none."""
+        if stored is not None:
+            if stored.request_id != request_id:
+                raise ValueError("stored: is the row of another request")
+            return stored
+        found = self.ledger.get_request(request_id)
+        if found is None:
+            raise UnknownRequestError(pointer)
+        return found
+
     def decide(
         self,
         decided: ApprovalDecided | Mapping[str, Any] | str | bytes,
@@ -590,16 +654,26 @@ class ApprovalAuthority:
         actor: Principal | Actor | Mapping[str, Any] | None = None,
         current_action: Action | Mapping[str, Any] | None = None,
         now: datetime | None = None,
+        stored: StoredRequest | None = None,
     ) -> ApprovalResolved:
         """Judge a decision and record the request's one resolution.
 
         Checks, in order: schema (raises), request known (raises
-        :class:`UnknownRequestError`), already resolved (same resolution for an
-        identical replay, else ``conflict``), expiry by this authority's clock,
+        :class:`UnknownRequestError`), who may give it (raises
+        :class:`~.authorization.ForbiddenError`), already resolved (same resolution for
+        an identical replay, else ``conflict``), expiry by this authority's clock,
         the decision's digest, the digest of ``current_action`` (time-of-use), the
         offered choice, and the policy. ``stale`` for a mismatched decision digest
         and ``invalid`` are returned without being recorded: the request stays
         pending for a correct decision.
+
+        Args:
+            decided: the ``approval.decided`` envelope (a model, its JSON or its text).
+            actor: who decides (the authenticated channel's); replaces the body's actor.
+            current_action: the action about to run, checked against the digest.
+            now: the moment of the decision (default: this authority's clock).
+            stored: the decision's stored request row, as a caller that already read it
+                got it (:meth:`get_stored_request`); it is vouched for again, not read.
         """
         return self.decide_claiming(
             decided,
@@ -608,6 +682,7 @@ class ApprovalAuthority:
             current_action=current_action,
             now=now,
             in_run=False,
+            stored=stored,
         )[0]
 
     @traced(DECIDE_SPAN)
@@ -620,6 +695,7 @@ class ApprovalAuthority:
         current_action: Action | Mapping[str, Any] | None = None,
         now: datetime | None = None,
         in_run: bool = True,
+        stored: StoredRequest | None = None,
     ) -> tuple[ApprovalResolved, Execution | None]:
         """:meth:`decide`, and when it records an approval, the execution ``claim``
         applied in the resolution's own transaction (the gate's "decide + claim").
@@ -628,6 +704,15 @@ class ApprovalAuthority:
 
         The execution record is None when nothing was claimed here (the decision
         was not recorded now, or not approved): the caller claims on its own then.
+
+        Args:
+            decided: the ``approval.decided`` envelope (a model, its JSON or its text).
+            claim: the execution claim to apply with an approval, or None.
+            actor: who decides (the authenticated channel's); replaces the body's actor.
+            current_action: the action about to run, checked against the digest.
+            now: the moment of the decision (default: this authority's clock).
+            in_run: whether the paused run itself records the answer (no resume work).
+            stored: the decision's stored request row, already read (see :meth:`decide`).
         """
         envelope = parse_envelope(decided, expected=ApprovalDecided)
         if not isinstance(decided, (str, bytes, bytearray)):
@@ -649,10 +734,10 @@ class ApprovalAuthority:
             if current_action is None
             else Action.from_data(current_action, pointer="/current_action")
         )
-        stored_row = self.ledger.get_request(decision.request_id)
-        if stored_row is None:
-            raise UnknownRequestError()
-        requested = self._records.request(stored_row)[1]
+        # The vouched row: a carried one is checked against its audit entry like a read one.
+        stored_row, requested = self._records.request(
+            self._stored_row(decision.request_id, stored, "/decision/request_id")
+        )
         # Who may give this decision: refused before anything is read or recorded.
         self.access.check(
             principal,
@@ -770,13 +855,22 @@ class ApprovalAuthority:
         *,
         reason: str | None = None,
         actor: Principal | Actor | Mapping[str, Any] | None = None,
+        stored: StoredRequest | None = None,
     ) -> ApprovalResolved:
         """Resolve a pending request ``cancelled``; a resolved one keeps its resolution.
 
         ``actor`` is who cancels (the authenticated channel's; default: this library, on
         behalf of the run): it is recorded in the resolution's ``resolved_by`` extension
         and its audit entry, and the policy sees the cancel as a ``cancel`` decision by
-        that actor. An objection records nothing and returns ``invalid``.
+        that actor. An objection records nothing and returns ``invalid``. ``stored``:
+        the request's row, already read (see :meth:`decide`).
+
+        Args:
+            request_id: the pending request.
+            reason: the resolution's message (default: the standard one).
+            actor: who cancels (the authenticated channel's; default: this library, for the
+                run).
+            stored: the request's row, already read (see :meth:`decide`).
         """
         return self._close(
             request_id,
@@ -785,6 +879,7 @@ class ApprovalAuthority:
             actor=actor,
             # A person's cancel is a decision the policy sees; the runtime's is not.
             consult_policy=actor is not None and _actor_type(actor) == "human",
+            stored=stored,
         )
 
     def expire(
@@ -811,11 +906,11 @@ class ApprovalAuthority:
         message: str,
         actor: Principal | Actor | Mapping[str, Any] | None,
         consult_policy: bool = False,
+        stored: StoredRequest | None = None,
     ) -> ApprovalResolved:
-        stored = self.ledger.get_request(request_id)
-        if stored is None:
-            raise UnknownRequestError("/request_id")
-        requested = self._records.request(stored)[1]
+        stored, requested = self._records.request(
+            self._stored_row(request_id, stored, "/request_id")
+        )
         if outcome == "cancelled":
             resource = self.access.resource_of(stored, requested.request, decision="cancel")
             self.access.check(checked_principal(actor), "cancel", resource)
@@ -920,8 +1015,12 @@ class ApprovalAuthority:
         *,
         reason: str | None = None,
         actor: Principal | Actor | Mapping[str, Any] | None = None,
+        stored: StoredRequest | None = None,
     ) -> ApprovalResolved:
-        return await asyncio.to_thread(lambda: self.cancel(request_id, reason=reason, actor=actor))
+        """Async twin of :meth:`cancel`."""
+        return await asyncio.to_thread(
+            lambda: self.cancel(request_id, reason=reason, actor=actor, stored=stored)
+        )
 
     async def aexpire_due(self, *, now: datetime | None = None) -> list[ApprovalResolved]:
         return await asyncio.to_thread(self.expire_due, now=now)
@@ -970,6 +1069,7 @@ class ApprovalAuthority:
         now: datetime | None = None,
         requester: str | None = None,
     ) -> Grant | None:
+        """Async twin of :meth:`match_grant`."""
         return await asyncio.to_thread(
             self.match_grant, action, origin, now=now, requester=requester
         )

@@ -12,7 +12,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, Generic, TypeVar
 
-from ..protocol import ApprovalRequested, ApprovalResolved, Envelope
+from ..protocol import ApprovalRequested, Envelope
 
 E = TypeVar("E", bound=Envelope)
 K = TypeVar("K")
@@ -79,8 +79,3 @@ class EnvelopeCache(Generic[E]):
 def request_cache() -> EnvelopeCache[ApprovalRequested]:
     """A cache for stored ``approval.requested`` envelopes."""
     return EnvelopeCache(ApprovalRequested)
-
-
-def resolution_cache() -> EnvelopeCache[ApprovalResolved]:
-    """A cache for recorded ``approval.resolved`` envelopes."""
-    return EnvelopeCache(ApprovalResolved)

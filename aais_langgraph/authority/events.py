@@ -28,6 +28,12 @@ class EventFollower:
 
     Every event is given the authority's ``stream`` id (or ``stream``): the ledger
     assigned its sequence, so it belongs to that stream whatever a presenter wrote there.
+
+    Args:
+        authority: the authority whose ledger is read.
+        after: the sequence to read after.
+        stream: the stream id given to every event (default: the authority's).
+        page_size: the most events one :meth:`read` returns.
     """
 
     def __init__(

@@ -55,6 +55,15 @@ def find_grant(
     ``granted_for`` says who the request that made a grant acted for: a grant made for
     one person covers only runs acting for that person (the author of the message the
     run answers), never a run someone else sent on the same thread or session.
+
+    Args:
+        ledger: where grants are stored.
+        action: the action about to run.
+        origin: where it runs (its session scopes the grant).
+        now: the moment a grant must be live at.
+        vouch: checks a candidate before it is trusted (raises when it cannot).
+        granted_for: whom the request that made a grant acted for.
+        requester: whom the run acts for.
     """
     instant = now.timestamp()
     for candidate in ledger.list_grants(session_id=origin.session_id, action_name=action.name):

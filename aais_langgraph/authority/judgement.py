@@ -112,6 +112,13 @@ def judge(
     first check's that failed; ``broken`` names them all, so a channel asks once. The
     authority's policy is asked after a passed judgement (it may object to any
     decision). The digest comparison exists only here.
+
+    Args:
+        request: the request the answer is for.
+        decision: the answer's decision.
+        now: the authority's clock now (None: expiry is not checked).
+        expires_at: the request's effective expiry (None: no expiry check).
+        current_action: the action about to run, checked against the digest at time of use.
     """
     failed: list[tuple[Rule, Outcome, str, bool, str]] = []
     if decision.request_id != request.id:

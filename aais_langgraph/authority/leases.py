@@ -157,6 +157,14 @@ def run_lease(
     renewal, so a crashed holder blocks no one for longer than ``ttl``. ``done``
     (a list the block may append to) names the requests whose resume work the
     block finished: marked done in the release's write.
+
+    Args:
+        ledger: where the lease is kept.
+        thread_id: the thread to hold.
+        ttl: seconds the lease lives after its last renewal.
+        wait: seconds to keep retrying while another holder has it.
+        holder: this holder's id (default: one naming this process).
+        done: request ids whose resume work the block finished, marked done on release.
     """
     name = holder or new_holder()
     deadline = time.monotonic() + wait

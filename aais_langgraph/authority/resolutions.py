@@ -54,7 +54,18 @@ def resolution_envelope(
     stream: str | None = None,
     extensions: dict[str, Any] | None = None,
 ) -> ApprovalResolved:
-    """Build the ``approval.resolved`` envelope for an outcome."""
+    """Build the ``approval.resolved`` envelope for an outcome.
+
+    Args:
+        request: the request resolved.
+        outcome: the resolution's outcome.
+        message: why, in words that echo no value.
+        now: when it was resolved.
+        sequence: the envelope's sequence (0 until the ledger assigns one).
+        decision: the decision resolved, if any (its id and scope are named).
+        stream: the envelope's stream id.
+        extensions: envelope extensions.
+    """
     moment = format_timestamp(now)
     resolution: dict[str, Any] = {
         "id": new_id("res"),
@@ -90,7 +101,14 @@ class _RecordedRef:
 def conflict_envelope(
     recorded: ApprovalResolved, *, now: datetime, sequence: int, stream: str | None = None
 ) -> ApprovalResolved:
-    """The ``conflict`` answer to a decision that differs from the recorded one."""
+    """The ``conflict`` answer to a decision that differs from the recorded one.
+
+    Args:
+        recorded: the resolution already recorded.
+        now: when the conflicting decision arrived.
+        sequence: the envelope's sequence.
+        stream: the envelope's stream id.
+    """
     original = recorded.resolution
     return resolution_envelope(
         _RecordedRef(original.request_id, original.action_digest),
@@ -122,7 +140,15 @@ def snapshot_envelope(
     stream: str | None,
     unknown_executions: list[dict[str, Any]] | None = None,
 ) -> ApprovalSnapshot:
-    """``approval.snapshot`` of the given pending requests as of a sequence."""
+    """``approval.snapshot`` of the given pending requests as of a sequence.
+
+    Args:
+        pending: the pending requests, as JSON.
+        as_of: the sequence the snapshot holds the state of.
+        now: when it was taken.
+        stream: the envelope's stream id.
+        unknown_executions: approved actions of unknown outcome, for the snapshot's extension.
+    """
     envelope = envelope_document(
         "approval.snapshot",
         "snapshot",
@@ -147,7 +173,15 @@ def snapshot_of(
 ) -> ApprovalSnapshot:
     """:func:`snapshot_envelope` around requests that are validated models already (read
     back once from rows the ledger vouches for, or built here): the envelope is
-    validated, the requests are not again (re-validating recomputed every action digest)."""
+    validated, the requests are not again (re-validating recomputed every action digest).
+
+    Args:
+        pending: the pending requests, validated models.
+        as_of: the sequence the snapshot holds the state of.
+        now: when it was taken.
+        stream: the envelope's stream id.
+        unknown_executions: approved actions of unknown outcome, for the snapshot's extension.
+    """
     for index, request in enumerate(pending):
         if type(request) is not Request:
             raise TypeError(f"pending[{index}]: a validated Request model is required")

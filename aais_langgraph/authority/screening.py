@@ -55,6 +55,13 @@ def standing_resolution(
     """Resolve an action without a request: audited, never published as pending.
 
     The resolution names the grant (or the policy) in its extensions.
+
+    Args:
+        authority: the authority that records it.
+        action: the action resolved.
+        outcome: ``approved`` (a grant or the policy allowed it) or ``denied``.
+        message: why, in words that echo no value.
+        grant: the grant that covered it, if any.
     """
     now = authority.clock()
     # No request is stored for a standing resolution; it names a fresh id and the digest.

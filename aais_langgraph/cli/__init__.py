@@ -26,7 +26,13 @@ from ..ledger import AuditVerification, open_ledger
 from ..observability import decision_channel
 from ..protocol import Actor, DecisionKind, Scope, build_decision, id_for
 from ..protocol.patterns import DIGEST_PATTERN
-from ..threads import IntegrityProblem, reconcile_checkpoints, waiting_resumes
+from ..threads import (
+    AnswerPlanner,
+    Cancellation,
+    IntegrityProblem,
+    reconcile_checkpoints,
+    waiting_resumes,
+)
 from . import compact, presenter, render, webhooks, witness
 from .checkpoints import holds_checkpoints, open_checkpointer
 from .db_option import DB_ENV, add_db_option, chosen_db, command_parsers
@@ -174,9 +180,10 @@ def _confirm(question: str, assume_yes: bool, stdin: TextIO, stdout: TextIO) -> 
 def _decide(
     authority: ApprovalAuthority, args: argparse.Namespace, stdin: TextIO, stdout: TextIO
 ) -> int:
-    requested = authority.get_request(args.request_id)
-    if requested is None:
+    stored = authority.get_stored_request(args.request_id)
+    if stored is None:
         raise UnknownRequestError("/request_id")
+    requested = authority.vouched_request(stored)
     request = requested.request
     recorded = authority.get_resolution(request.id)
     if recorded is not None:
@@ -198,7 +205,7 @@ def _decide(
         return 1
     actor = _actor()
     decided = build_decision(requested, decision=decision, scope=scope, actor=actor.actor)
-    resolved = authority.decide(decided, actor=actor).resolution
+    resolved = AnswerPlanner(authority).record_decision(decided, actor, stored=stored).resolution
     stdout.write(f"{resolved.outcome}: {resolved.message}\n")
     return 0 if resolved.outcome in ("approved", "denied", "cancelled") else 1
 
@@ -281,7 +288,8 @@ def _run(
     if args.command == "cancel":
         if not _confirm(f"cancel {args.request_id}?", args.yes, stdin, stdout):
             return 1
-        resolved = authority.cancel(args.request_id, actor=_actor()).resolution
+        cancellation = Cancellation(args.request_id)
+        resolved = AnswerPlanner(authority).record_cancel(cancellation, _actor()).resolution
         stdout.write(f"{resolved.outcome}: {resolved.message}\n")
         return 0
     if args.command == "grants":

@@ -70,5 +70,12 @@ def encode_line(document: Mapping[str, Any]) -> str:
 
 
 def error_line(code: str, pointer: str, message: str, *, line: int) -> dict[str, Any]:
-    """``{"error": {code, pointer, message, line}}``: names the field, never its value."""
+    """``{"error": {code, pointer, message, line}}``: names the field, never its value.
+
+    Args:
+        code: the refusal code.
+        pointer: the JSON pointer of the field (``""``: none).
+        message: why, naming fields, never values.
+        line: the input line answered (from 1).
+    """
     return ndjson_refusal(code, pointer, message, line=line)

@@ -61,6 +61,7 @@ from ..protocol import (
 )
 from ..protocol.extensions import IN_REPLY_TO_EXTENSION
 from ..protocol.refusals import INVALID_ENVELOPE, LEDGER_INTEGRITY, LINE_TOO_LARGE, UNKNOWN_REQUEST
+from ..threads import AnswerPlanner
 from .failures import report_failure
 from .ndjson import LineFrames, encode_line, error_line
 from .render import escape
@@ -78,7 +79,16 @@ class _OutputClosed(Exception):
 
 
 class StdioPresenter:
-    """One presenter session over a ledger: the snapshot, the events, the replies."""
+    """One presenter session over a ledger: the snapshot, the events, the replies.
+
+    Args:
+        authority: the authority whose stream is written and which records the decisions.
+        actor: the operating-system user, recorded as every decision's actor.
+        output: where envelopes and replies go (stdout).
+        diagnostics: where notes go (stderr).
+        max_line_bytes: the longest input line accepted.
+        stream: the authority stream followed (default: the authority's).
+    """
 
     def __init__(
         self,
@@ -91,6 +101,7 @@ class StdioPresenter:
         stream: str | None = None,
     ) -> None:
         self.authority = authority
+        self.planner = AnswerPlanner(authority)  # the one answer path, as every binding's
         self.actor = actor
         self.output = output
         self.diagnostics = diagnostics
@@ -153,7 +164,7 @@ class StdioPresenter:
             )
         try:
             decided = parse_envelope(line, expected=ApprovalDecided, max_bytes=self.max_line_bytes)
-            resolved = self.authority.decide(decided, actor=self.actor)
+            resolved = self.planner.record_decision(decided, self.actor)
         except UnknownRequestError as error:
             return error_line(UNKNOWN_REQUEST, error.pointer, str(error), line=number)
         except AAISValidationError as error:
@@ -255,7 +266,15 @@ def main(
     stderr: TextIO | None = None,
 ) -> int:
     """Run the presenter on ``args.db``; errors are one line on stderr (stdout stays NDJSON):
-    exit status 2 for no usable ledger or stdin, 1 for a ledger that fails its checks."""
+    exit status 2 for no usable ledger or stdin, 1 for a ledger that fails its checks.
+
+    Args:
+        args: the parsed command line (``db``, ``max_line_bytes``, ``poll_interval``).
+        actor: who decides: the operating-system user.
+        stdin: the decisions (default: ``sys.stdin``; it must have a file descriptor).
+        stdout: the NDJSON output (default: ``sys.stdout``).
+        stderr: diagnostics (default: ``sys.stderr``).
+    """
     output = stdout if stdout is not None else sys.stdout
     diagnostics = stderr if stderr is not None else sys.stderr
     try:

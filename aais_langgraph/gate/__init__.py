@@ -1,11 +1,8 @@
 """Inside a run: pause a node on an AAIS request and continue only on a bound decision.
 
 What drives a paused thread from outside a run (answering, listing, recovery) is
-:mod:`aais_langgraph.threads`; its names are still found here for code written
-against earlier versions (read lazily, so this layer never imports that one).
+:mod:`aais_langgraph.threads`, a layer above this one.
 """
-
-from typing import Any
 
 from .execution import (
     ExecutionUnknownError,
@@ -36,32 +33,3 @@ __all__ = [
     "requires_approval",
     "unknown_executions",
 ]
-
-_DRIVING = frozenset(
-    {
-        "DEFAULT_LEASE_WAIT",
-        "INTEGRITY_ERRORS_EXTENSION",
-        "Cancellation",
-        "IntegrityProblem",
-        "ThreadView",
-        "apending_approvals",
-        "areconcile_checkpoints",
-        "aresume_with_decisions",
-        "astranded_threads",
-        "pending_approvals",
-        "reconcile_checkpoints",
-        "resume_with_decisions",
-        "run_config",
-        "stranded_threads",
-        "ThreadDriver",
-    }
-)
-
-
-def __getattr__(name: str) -> Any:
-    """The names that moved to :mod:`aais_langgraph.threads`."""
-    if name in _DRIVING:
-        import importlib
-
-        return getattr(importlib.import_module("aais_langgraph.threads"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

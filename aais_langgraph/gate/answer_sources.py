@@ -1,4 +1,4 @@
-"""Who may answer a gate from inside the graph, and as whom: the run's answer channel.
+"""Who may answer a gate from inside the graph, and as whom: the run's answer source.
 
 A gate accepts two answers: an ``approval.resolved`` notice, worth only the
 resolution the authority already recorded, and a raw ``approval.decided``, which
@@ -41,9 +41,9 @@ __all__ = [
     "ALLOW_UNAUTHENTICATED_VAR",
     "LANGGRAPH_AUTH_USER_KEY",
     "RECORDED_ONLY_KEY",
-    "AnswerChannel",
+    "AnswerSource",
     "actor_from_langgraph_user",
-    "answer_channel",
+    "answer_source",
     "on_langgraph_server",
 ]
 
@@ -75,7 +75,7 @@ S = TypeVar("S")
 
 
 @dataclass(frozen=True)
-class AnswerChannel:
+class AnswerSource:
     """How a gate treats a raw ``approval.decided``: refuse it, or record it as ``actor``.
 
     ``refusal`` set: raw decisions are refused with it. Otherwise ``actor`` (when
@@ -112,20 +112,20 @@ class AnswerChannel:
         return lambda answer: settle(self.admit(answer))
 
 
-def answer_channel(config: RunnableConfig | None = None) -> AnswerChannel:
-    """The answer channel of the calling run (see the module docstring)."""
+def answer_source(config: RunnableConfig | None = None) -> AnswerSource:
+    """The answer source of the calling run (see the module docstring)."""
     cfg = config if config is not None else get_config()
     configurable: Mapping[str, Any] = cfg.get("configurable") or {}
     if configurable.get(RECORDED_ONLY_KEY):
-        return AnswerChannel(refusal=RECORDED_ONLY)
+        return AnswerSource(refusal=RECORDED_ONLY)
     if not on_langgraph_server(configurable):
-        return AnswerChannel()
+        return AnswerSource()
     actor = actor_from_langgraph_user(configurable.get(LANGGRAPH_AUTH_USER_KEY))
     if actor is not None:
-        return AnswerChannel(actor=actor)
+        return AnswerSource(actor=actor)
     if os.environ.get(ALLOW_UNAUTHENTICATED_VAR, "").strip() == "1":
-        return AnswerChannel(warn=True)
-    return AnswerChannel(refusal=UNAUTHENTICATED, pointer="/decision/actor")
+        return AnswerSource(warn=True)
+    return AnswerSource(refusal=UNAUTHENTICATED, pointer="/decision/actor")
 
 
 def on_langgraph_server(configurable: Mapping[str, Any]) -> bool:

@@ -33,7 +33,13 @@ from langchain_core.runnables import RunnableConfig
 from ..authority import ApprovalAuthority, Principal, new_holder
 from ..authority.resolutions import resolution_envelope
 from ..ledger import Execution
-from ..ledger.executions import ExecutionChange, claim_change, finish_change, reconcile_change
+from ..ledger.executions import (
+    ExecutionChange,
+    claim_change,
+    finish_change,
+    reconcile_change,
+    unknown_outcomes,
+)
 from ..ledger.outbox import RESUME, reopened_change
 from ..protocol import Actor, ApprovalResolved, Request
 from ..protocol.extensions import EXTENSION_NAMESPACE
@@ -112,7 +118,14 @@ def _refuse(error: RejectedResumeError) -> RefusalCarrier:
 def not_run(
     authority: ApprovalAuthority, request: Request, resolved: ApprovalResolved, state: str
 ) -> ApprovalResolved:
-    """The gate's answer when it does not run an approved action: never ``approved``."""
+    """The gate's answer when it does not run an approved action: never ``approved``.
+
+    Args:
+        authority: the authority that records and judges.
+        request: the approved request.
+        resolved: its recorded approval.
+        state: why it did not run (``executed``, ``done``, ``retry``).
+    """
     resolution = resolved.resolution
     return resolution_envelope(
         request,
@@ -151,6 +164,13 @@ def settle(
     claim elsewhere, an unknown outcome) leaves the interrupt pending. ``claimed``
     is ``(holder, record)`` when the claim rode in the resolution's transaction
     (record None: it did not, claim now).
+
+    Args:
+        authority: the authority that records and judges.
+        request: the approved request.
+        resolved: its recorded approval.
+        claim: this run's execution claim to take.
+        claimed: ``(holder, record)`` when the claim rode in the resolution's transaction.
     """
     if claim.ttl is None:
         record = authority.execution(request.id)
@@ -252,7 +272,14 @@ def settle_finished_claims(
     whose task did not finish (it died mid-action) is left as it is: once no run holds it,
     its outcome is unknown. Returns the ids settled.
 
-    ``thread_id`` limits it to one thread; ``looked_at`` to the claims it accepts."""
+    ``thread_id`` limits it to one thread; ``looked_at`` to the claims it accepts.
+
+    Args:
+        authority: the authority that records and judges.
+        checkpointer: the graph's checkpointer, read for finished tasks.
+        thread_id: only this thread's claims (default: every thread's).
+        looked_at: only the claims it accepts.
+    """
     settled: list[str] = []
     for request_id, thread, task in _open_claims(authority, thread_id, looked_at):
         if task_finished(checkpointer.list(_root_config(thread)), task):
@@ -299,7 +326,7 @@ def unknown_executions(
     """Approved actions whose outcome is unknown, for a human to reconcile: those a re-run
     found so, and at once every claim that is no longer live (its run died while it may
     have been executing the action, before any re-run looked)."""
-    return authority.ledger.unknown_executions(thread_id=thread_id, now=now)
+    return unknown_outcomes(authority.ledger, thread_id=thread_id, now=now)
 
 
 def reconcile_execution(
@@ -320,6 +347,12 @@ def reconcile_execution(
     retry): with ``done`` the gate returns a not-run result; with ``retry`` it raises
     a fresh request for the same action. Returns the record, or None when there is
     nothing to reconcile (unknown id, or a run is still executing or finished it).
+
+    Args:
+        authority: the authority that records and judges.
+        request_id: the approved request of unknown outcome.
+        outcome: ``done`` (it happened) or ``retry`` (ask again).
+        actor: who settles it: an id (trusted caller), an authenticated actor or principal.
     """
     if not isinstance(actor, str):
         authority.access.require(actor, "reconcile", request_id)

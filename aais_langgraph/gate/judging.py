@@ -40,6 +40,14 @@ def resolve_answer(
     authority against the action computed now. An ``invalid`` or ``conflict``ing
     decision and a notice with nothing recorded behind it are refused, so the
     interrupt stays pending (and a run that lost a race overwrites nothing).
+
+    Args:
+        authority: the authority that records and judges.
+        request: the request the gate paused on.
+        action: the action as the node computes it now.
+        answer: the bound resume value.
+        known: the resolution read before the interrupt, if any.
+        claim: the execution claim to take with an approval.
     """
     claimed: tuple[str, Execution | None] | None = None
     if isinstance(answer, ApprovalResolved):
@@ -82,6 +90,12 @@ def prejudge(
     ``recorded`` is the resolution read before the interrupt. What only the
     ledger can tell (a decision racing another) is judged after the answer is
     accepted; the run then fails closed instead of keeping the interrupt.
+
+    Args:
+        authority: the authority that records and judges.
+        request: the request the gate paused on.
+        recorded: the resolution read before the interrupt, if any.
+        answer: the bound resume value.
     """
     if isinstance(answer, ApprovalResolved):
         if recorded is None:
@@ -106,7 +120,15 @@ def resolve_late(
     answer: BoundAnswer,
     claim: Claim | None,
 ) -> ApprovalResolved:
-    """:func:`resolve_answer` after the answer was accepted: a refusal can only fail closed now."""
+    """:func:`resolve_answer` after the answer was accepted: a refusal can only fail closed now.
+
+    Args:
+        authority: the authority that records and judges.
+        request: the request the gate paused on.
+        action: the action as the node computes it now.
+        answer: the accepted resume value.
+        claim: the execution claim to take with an approval.
+    """
     try:
         return resolve_answer(authority, request, action, answer, claim=claim)
     except RefusalCarrier as refusal:
@@ -140,6 +162,12 @@ def at_time_of_use(
     changed without a new checkpoint (it reads something outside the graph state)
     would otherwise receive the approval of the action the human saw. Such an
     approval is answered ``stale`` here; the recorded resolution is left as it is.
+
+    Args:
+        authority: the authority that records and judges.
+        request: the request the gate paused on.
+        resolved: its recorded resolution.
+        action: the action as the node computes it now.
     """
     if not resolved.approved or same_action(resolved.resolution.action_digest, action):
         return resolved

@@ -85,6 +85,13 @@ def approval_node(
 
     Route on it with a conditional edge, e.g.
     ``lambda s: "run" if s["approval"]["resolution"]["outcome"] == "approved" else "skip"``.
+
+    Args:
+        action: the state key holding the action, or a function of state returning it.
+        result_key: the state key the ``approval.resolved`` envelope is written to.
+        authority: the authority (default: the one in the run's ``configurable``).
+        **request_options: passed to :func:`~.request.request_approval` (``risk``, ``choices``,
+            ``expires_in``, ...).
     """
 
     def gate(state: Any) -> dict[str, Any]:
@@ -120,6 +127,13 @@ def requires_approval(
     mid-body raises :class:`~aais_langgraph.gate.ExecutionUnknownError` for a human
     to reconcile. ``idempotent=True`` runs the body again instead (it must then
     deduplicate on :func:`approval_key`).
+
+    Args:
+        action: a function of state returning the action the body will run.
+        on_reject: the state update (or a function of state and resolution) when not approved.
+        authority: the authority (default: the one in the run's ``configurable``).
+        **request_options: passed to :func:`~.request.request_approval` (``risk``,
+            ``idempotent``, ...).
     """
 
     def rejected(state: Any, resolved: ApprovalResolved) -> Any:

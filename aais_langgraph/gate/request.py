@@ -35,7 +35,7 @@ from ..protocol import (
 )
 from ..protocol.builders import DEFAULT_RISK, risk_from
 from ..protocol.extensions import QUORUM_EXTENSION, REQUESTER_EXTENSION
-from .answer_sources import answer_channel
+from .answer_sources import answer_source
 from .execution import (
     SKIPPED,
     Claim,
@@ -196,6 +196,18 @@ def request_approval(
     interrupt stays pending until a human reconciles it), or gets a result that is
     not approved when the action is known to have run. ``idempotent=True`` runs it
     again instead: key its effect by ``resolved.resolution.request_id``.
+
+    Args:
+        action: the action to approve (SPEC §5): kind, name, summary, arguments.
+        authority: the authority (default: the one in the run's ``configurable``).
+        risk: a risk object or a level alone (default: the policy's).
+        choices: the decisions offered (default: approve or deny once).
+        expires_in: how long the request stays answerable (default: the authority's).
+        session_id: the AAIS session (default: the thread id).
+        graph_id: names the graph in the request's origin.
+        context: runtime facts stored beside the request.
+        idempotent: the action may run again after a crash (key it by ``approval_key()``).
+        _retry_of: internal: the request a reconciled ``retry`` replaces.
     """
     action_model = Action.from_data(action, pointer="/action")
     found = find_authority(authority)
@@ -223,9 +235,9 @@ def request_approval(
             settle_answer = functools.partial(
                 resolve_answer, found, request, action_model, known=opened.recorded, claim=claim
             )
-            # The run's answer channel decides whose raw decision counts (invariant 7).
+            # The run's answer source decides whose raw decision counts (invariant 7).
             resolved: ApprovalResolved = _ask(
-                opened, _answer_type(request, answer_channel().guard(settle_answer), _retry_of)
+                opened, _answer_type(request, answer_source().guard(settle_answer), _retry_of)
             )
             if resolved is not SKIPPED:
                 break
@@ -373,7 +385,7 @@ async def arequest_approval(
         place = Quorum.of_request(request)
         last = place is None or place.last
         check = functools.partial(prejudge, found, request, opened.recorded)
-        guarded = answer_channel().guard(check)
+        guarded = answer_source().guard(check)
         answer: BoundAnswer = _ask(opened, _answer_type(request, guarded, _retry_of))
         while answer is SKIPPED:
             coordinates = current_coordinates(retry_of=_retry_of)  # the next slot

@@ -157,7 +157,15 @@ def derive_origin(
     graph_id: str | None = None,
     extra: Mapping[str, Any] | None = None,
 ) -> Origin:
-    """AAIS origin of a gate call: session = thread unless given, plus run coordinates."""
+    """AAIS origin of a gate call: session = thread unless given, plus run coordinates.
+
+    Args:
+        coordinates: the run's thread, checkpoint namespace and task.
+        harness: the ``origin.harness``.
+        session_id: the session (default: the thread id).
+        graph_id: names the graph.
+        extra: further origin members.
+    """
     fields: dict[str, Any] = {
         "harness": harness,
         "session_id": safe_id(session_id or coordinates.thread_id),

@@ -29,7 +29,7 @@ except ImportError as error:  # pragma: no cover - only on an untested langgraph
     ) from error
 
 __all__ = [
-    "INTERRUPT_CHANNEL",
+    "INTERRUPT_WRITES",
     "RESUME_MAP_KEY",
     "SCRATCHPAD_KEY",
     "TESTED_RANGE",
@@ -60,8 +60,8 @@ RESUME_MAP_KEY: str = CONFIG_KEY_RESUME_MAP
 SCRATCHPAD_KEY: str = CONFIG_KEY_SCRATCHPAD
 """``configurable`` key of the per-execution scratchpad of the running task."""
 
-INTERRUPT_CHANNEL: str = INTERRUPT
-"""The channel name of interrupt writes in a checkpoint's ``pending_writes``."""
+INTERRUPT_WRITES: str = INTERRUPT
+"""The name (a LangGraph channel) of interrupt writes in a checkpoint's ``pending_writes``."""
 
 
 def scratchpad(configurable: Mapping[str, Any]) -> object | None:

@@ -346,8 +346,6 @@ class SqlLedger(SqlBackend):
         expires_before: float | None = None,
         limit: int | None = None,
     ) -> list[StoredRequest]:
-        """Pending requests in sequence order; ``expires_before`` keeps those with
-        ``expires_at <= expires_before`` (expired at that moment)."""
         sql, params = pending_query(
             REQUEST_COLUMNS,
             thread_id=thread_id,
@@ -879,10 +877,6 @@ class SqlLedger(SqlBackend):
         sql = f"SELECT {EXECUTION_COLUMNS} FROM aais_executions WHERE request_id = ?"
         row = self._one(cur, sql, (request_id,))
         return None if row is None else execution_from_row(row)
-
-    def get_execution(self, request_id: str) -> ex.Execution | None:
-        with self._read() as cur:
-            return self._execution(cur, request_id)
 
     def list_executions(
         self,

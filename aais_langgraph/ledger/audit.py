@@ -28,6 +28,13 @@ def chain_hash(
 
     The content is ``{"index", "kind", "occurred_at", "payload"}``; a payload that is
     not I-JSON raises :class:`~aais_langgraph.protocol.AAISValidationError`.
+
+    Args:
+        index: the entry's place in the chain.
+        kind: the entry's kind (``requested``, ``decided``, ...).
+        occurred_at: its RFC 3339 time.
+        payload: its I-JSON content.
+        prev_hash: the previous entry's hash (the genesis hash for the first).
     """
     content = {"index": index, "kind": kind, "occurred_at": occurred_at, "payload": payload}
     digest = hashlib.sha256(canonical_json(content, pointer="/audit"))
@@ -80,6 +87,12 @@ def verify_audit(
     checkpoint's seal with the authority key); otherwise anyone who can write the
     ledger could write a checkpoint that names the kept tip, so it reports
     "compacted away".
+
+    Args:
+        entries: the whole chain in order (or from right after its newest checkpoint).
+        recorded_tip: the ledger's separately stored tip.
+        expected_tip: a tip the caller kept from earlier, which the chain must still hold.
+        sealed_checkpoints: the caller verified the checkpoints' seals with the authority key.
     """
     chain = entries if isinstance(entries, Sequence) else list(entries)
     start = chain_start(chain, GENESIS_HASH)

@@ -12,7 +12,6 @@ worker thread (tests/ledger/test_async.py checks that none is missing).
 from __future__ import annotations
 
 import asyncio
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
@@ -110,6 +109,12 @@ class Ledger(ABC):
         Atomically assigns the envelope's ``sequence``, appends it to the event
         stream and a ``requested`` audit entry. ``mac`` is stored with the row.
         Returns ``(stored, created)``.
+
+        Args:
+            envelope: the ``approval.requested`` envelope (its ``sequence`` is assigned here).
+            thread_id: the LangGraph thread that waits for it.
+            context: runtime facts stored beside it (``requester``, ``tool_call_id``, ...).
+            mac: the row's seal (None without an authority key).
         """
 
     @abstractmethod
@@ -125,7 +130,15 @@ class Ledger(ABC):
         expires_before: float | None = None,
         limit: int | None = None,
     ) -> list[StoredRequest]:
-        """Pending requests in sequence order; cost O(pending), not O(history)."""
+        """Pending requests in sequence order; cost O(pending), not O(history).
+
+        Args:
+            thread_id: only this thread's requests.
+            session_id: only this session's requests.
+            expires_before: only those with ``expires_at <= expires_before`` (expired at that
+                moment).
+            limit: at most this many.
+        """
 
     @abstractmethod
     def count_pending(
@@ -260,7 +273,14 @@ class Ledger(ABC):
         unchanged, the post not recorded); else as the latest post of a started thread
         (a thread nobody started gets ``sender`` as its owner). Returns the record
         after the write. Relaxed like a lease: the write survives a crashed process,
-        not a power loss."""
+        not a power loss.
+
+        Args:
+            thread_id: the thread.
+            sender: who posts (an actor id).
+            now: when (epoch seconds).
+            start: record it only as the thread's start.
+        """
 
     @abstractmethod
     def thread_record(self, thread_id: str) -> ThreadRecord | None:
@@ -274,11 +294,25 @@ class Ledger(ABC):
 
     @abstractmethod
     def acquire_lease(self, thread_id: str, holder: str, *, ttl: float, now: float) -> Lease | None:
-        """Take the thread's lease if free, expired, or already ours; None if held."""
+        """Take the thread's lease if free, expired, or already ours; None if held.
+
+        Args:
+            thread_id: the thread.
+            holder: who takes it.
+            ttl: seconds it lives (positive).
+            now: the moment (epoch seconds) its expiry is counted from.
+        """
 
     @abstractmethod
     def renew_lease(self, thread_id: str, holder: str, *, ttl: float, now: float) -> Lease | None:
-        """Extend our unexpired lease; None if we no longer hold it."""
+        """Extend our unexpired lease; None if we no longer hold it.
+
+        Args:
+            thread_id: the thread.
+            holder: who holds it.
+            ttl: seconds it lives from ``now``.
+            now: the moment (epoch seconds) of the renewal.
+        """
 
     @abstractmethod
     def release_lease(self, thread_id: str, holder: str, *, done: Sequence[str] = ()) -> bool:
@@ -327,7 +361,16 @@ class Ledger(ABC):
     ) -> list[Work]:
         """Rows of this kind in these states (default: all not finished), those with
         ``next_at <= due_before`` when given, of one thread or request when given, in
-        ``next_at`` order; cost O(open work) for open states."""
+        ``next_at`` order; cost O(open work) for open states.
+
+        Args:
+            kind: the kind of work (``resume``, ``delivery``, ...).
+            states: the states listed (default: every open one).
+            due_before: only rows with ``next_at <= due_before``.
+            thread_id: only this thread's rows.
+            request_id: only this request's rows.
+            limit: at most this many.
+        """
 
     @abstractmethod
     def claim_work(
@@ -342,7 +385,16 @@ class Ledger(ABC):
     ) -> list[Work]:
         """Claim up to ``limit`` due rows of this kind for these targets, for ``holder``
         until ``now + ttl`` (a claim another worker holds is skipped): the claimed rows.
-        Relaxed like a lease: a lost claim only does the work again."""
+        Relaxed like a lease: a lost claim only does the work again.
+
+        Args:
+            kind: the kind of work.
+            holder: the worker that claims.
+            targets: the targets it serves (a delivery's subscription, ...).
+            ttl: seconds the claim lives.
+            now: the moment (epoch seconds).
+            limit: at most this many rows.
+        """
 
     @abstractmethod
     def update_work(
@@ -350,7 +402,14 @@ class Ledger(ABC):
     ) -> Work | None:
         """Apply ``change`` (:mod:`.outbox`'s transitions) to the row atomically; the row
         after. Relaxed by default: a lost update only repeats an attempt, which the work
-        makes idempotent (a resume, a delivery with the same ``webhook-id``)."""
+        makes idempotent (a resume, a delivery with the same ``webhook-id``).
+
+        Args:
+            kind: the kind of work.
+            work_id: the row's id (a request id, a delivery id).
+            change: the transition to apply (:mod:`.outbox`).
+            durable: sync the write to disk (default: relaxed).
+        """
 
     def delivery_cursor(self, subscription: str) -> int | None:
         """The sequence up to which ``subscription``'s deliveries were made from the
@@ -369,7 +428,15 @@ class Ledger(ABC):
         """Move ``subscription``'s cursor from ``start`` (None: start it) to ``to`` and
         record those of ``deliveries`` not recorded yet (one already recorded, by its id,
         stays as it is), in one transaction. False, and nothing written, when the cursor
-        is no longer at ``start`` (another sender moved it first)."""
+        is no longer at ``start`` (another sender moved it first).
+
+        Args:
+            subscription: the webhook subscription.
+            start: where the cursor must be now (None: not started).
+            to: the sequence to move it to.
+            deliveries: the deliveries to record with the move.
+            now: the moment (epoch seconds).
+        """
         raise NotImplementedError(f"{type(self).__name__} does not store webhook deliveries")
 
     # -- execution records (the runtime's, not AAIS's: see :mod:`.executions`) -------
@@ -390,27 +457,17 @@ class Ledger(ABC):
 
     @abstractmethod
     def execution_with_entry(self, request_id: str) -> tuple[Execution | None, AuditEntry | None]:
-        """The request's execution record and its latest ``execution`` audit entry, read
-        in one snapshot (the entry by an index: O(log n)); either may be absent."""
-
-    @abstractmethod
-    def get_execution(self, request_id: str) -> Execution | None:
-        """The request's execution record, if a gate let its approval run."""
+        """The request's execution record (if a gate let its approval run) and its latest
+        ``execution`` audit entry, read in one snapshot (the entry by an index:
+        O(log n)); either may be absent. The one read of a record: the authority vouches
+        for it with the entry (:meth:`~aais_langgraph.authority.ApprovalAuthority.execution`)."""
 
     @abstractmethod
     def list_executions(
         self, *, states: tuple[ExecutionState, ...] = ("unknown",), thread_id: str | None = None
     ) -> list[Execution]:
-        """Execution records in these states, oldest first (default: those to reconcile)."""
-
-    def unknown_executions(
-        self, *, thread_id: str | None = None, now: float | None = None
-    ) -> list[Execution]:
-        """Records of unknown outcome, oldest first: ``unknown`` ones, and ``executing``
-        ones whose claim is no longer live at ``now`` (default: the current time)."""
-        moment = time.time() if now is None else now
-        found = self.list_executions(states=("unknown", "executing"), thread_id=thread_id)
-        return [record for record in found if not record.live(moment)]
+        """Execution records in these states, oldest first (default: those to reconcile;
+        :func:`~.executions.unknown_outcomes` adds the claims no longer live)."""
 
     # -- async twins: each sync method in a worker thread (a backend may override) --
 
@@ -451,7 +508,5 @@ class Ledger(ABC):
     adelivery_cursor = _twin(delivery_cursor)
     aadvance_delivery_cursor = _twin(advance_delivery_cursor)
     aupdate_execution = _twin(update_execution)
-    aget_execution = _twin(get_execution)
     aexecution_with_entry = _twin(execution_with_entry)
     alist_executions = _twin(list_executions)
-    aunknown_executions = _twin(unknown_executions)

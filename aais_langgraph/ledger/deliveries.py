@@ -88,7 +88,16 @@ def new_delivery(
     not_before: float | None = None,
 ) -> Work:
     """The pending row for ``subscription``'s ``notice`` about ``request``: due at
-    ``not_before`` (default: at once); ``coalesce`` replaces the thread's earlier one."""
+    ``not_before`` (default: at once); ``coalesce`` replaces the thread's earlier one.
+
+    Args:
+        subscription: the webhook subscription it is for.
+        notice: what it announces.
+        request: the stored request it is about.
+        now: the moment (epoch seconds).
+        coalesce: replace the thread's earlier pending delivery.
+        not_before: when it is due (default: at once).
+    """
     return new_work(
         DELIVERY,
         delivery_id_for(subscription, notice, request.request_id),

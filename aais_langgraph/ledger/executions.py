@@ -25,11 +25,15 @@ reports it), and running an approved action moves the chain's tip.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .holders import holder_is_dead
+
+if TYPE_CHECKING:
+    from .base import Ledger
 
 __all__ = [
     "Execution",
@@ -40,6 +44,7 @@ __all__ = [
     "finish_change",
     "presumed_change",
     "reconcile_change",
+    "unknown_outcomes",
 ]
 
 ExecutionState = Literal["executing", "executed", "unknown", "done", "retry"]
@@ -86,6 +91,14 @@ def claim_change(
     run is left alone. A dead claim (or an ``unknown`` or ``executed`` record)
     is taken over only when ``retry`` (an idempotent action); otherwise a dead
     claim becomes ``unknown``. ``done`` and ``retry`` records are never claimed.
+
+    Args:
+        request_id: the approved request.
+        holder: the run that claims.
+        thread_id: its thread (for listings).
+        ttl: seconds the claim lives.
+        now: the moment (epoch seconds).
+        retry: the action is idempotent: a dead claim is taken over.
     """
 
     def change(current: Execution | None) -> Execution | None:
@@ -155,3 +168,17 @@ def execution_audit(record: Execution) -> dict[str, Any]:
         "updated_at": record.updated_at,
         "reconciled_by": record.reconciled_by,
     }
+
+
+UNKNOWN_OR_CLAIMED: tuple[ExecutionState, ...] = ("unknown", "executing")
+"""The states :func:`unknown_outcomes` reads."""
+
+
+def unknown_outcomes(
+    ledger: Ledger, *, thread_id: str | None = None, now: float | None = None
+) -> list[Execution]:
+    """Records of unknown outcome, oldest first: ``unknown`` ones, and ``executing`` ones
+    whose claim is no longer live at ``now`` (default: the current time)."""
+    moment = time.time() if now is None else now
+    found = ledger.list_executions(states=UNKNOWN_OR_CLAIMED, thread_id=thread_id)
+    return [record for record in found if not record.live(moment)]

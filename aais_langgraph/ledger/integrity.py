@@ -90,7 +90,14 @@ def _seal(key: bytes, kind: str, row: Mapping[str, Any]) -> str:
 def request_seal(
     key: bytes, envelope: Mapping[str, Any], thread_id: str | None, context: Mapping[str, Any]
 ) -> str:
-    """The seal of a request row: its envelope (sequence aside), thread and context."""
+    """The seal of a request row: its envelope (sequence aside), thread and context.
+
+    Args:
+        key: the authority key.
+        envelope: the stored envelope.
+        thread_id: the row's thread.
+        context: the row's context.
+    """
     request = envelope.get("request")
     request_id = request.get("id") if isinstance(request, Mapping) else None
     row = {
@@ -105,7 +112,14 @@ def request_seal(
 def resolution_seal(
     key: bytes, request_id: str, envelope: Mapping[str, Any], decision_fingerprint: str | None
 ) -> str:
-    """The seal of a resolution row: its request, envelope (sequence aside) and fingerprint."""
+    """The seal of a resolution row: its request, envelope (sequence aside) and fingerprint.
+
+    Args:
+        key: the authority key.
+        request_id: the request resolved.
+        envelope: the stored envelope.
+        decision_fingerprint: the digest of the decision recorded (None: none).
+    """
     row = {
         "request_id": request_id,
         "envelope": _without_sequence(envelope),

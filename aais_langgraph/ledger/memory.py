@@ -165,8 +165,6 @@ class InMemoryLedger(Ledger):
         expires_before: float | None = None,
         limit: int | None = None,
     ) -> list[StoredRequest]:
-        """Pending requests in sequence order; ``expires_before`` keeps those with
-        ``expires_at <= expires_before`` (expired at that moment)."""
         found: list[StoredRequest] = []
         if limit is not None and limit <= 0:
             return found
@@ -684,10 +682,6 @@ class InMemoryLedger(Ledger):
         with self._lock:
             entry = self._execution_entries.get(request_id)
             return self._executions.get(request_id), None if entry is None else _copy_entry(entry)
-
-    def get_execution(self, request_id: str) -> Execution | None:
-        with self._lock:
-            return self._executions.get(request_id)
 
     def list_executions(
         self, *, states: tuple[ExecutionState, ...] = ("unknown",), thread_id: str | None = None

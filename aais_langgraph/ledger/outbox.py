@@ -283,7 +283,14 @@ def settled_change(
 ) -> WorkChange:
     """Finished (``done``, whoever held the claim by now; ``counted``: the attempt that
     did it counts), or a human must look first (``unknown``; ``reason``, when given, is
-    kept as its ``last_error``). Done work stays done."""
+    kept as its ``last_error``). Done work stays done.
+
+    Args:
+        state: ``done`` or ``unknown``.
+        now: the moment (epoch seconds).
+        reason: kept as ``last_error`` for ``unknown``.
+        counted: the attempt that did it counts.
+    """
 
     def change(current: Work | None) -> Work | None:
         if current is None or current.state in (state, "done"):

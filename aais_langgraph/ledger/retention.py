@@ -243,7 +243,14 @@ def plan_compaction(
     it is kept for a later pass (the cut moves down to it). Tombstones that the newest
     checkpoint does not vouch for raise
     :class:`~aais_langgraph.ledger.LedgerIntegrityError`: a new checkpoint must not
-    vouch for a set someone changed."""
+    vouch for a set someone changed.
+
+    Args:
+        contents: everything the ledger holds.
+        open_work: ids of requests with durable work still open.
+        policy: what may go.
+        now: the moment (epoch seconds) ages are counted to.
+    """
     audit = contents.audit
     if not audit:
         return None

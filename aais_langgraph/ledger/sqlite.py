@@ -337,6 +337,13 @@ class SqliteLedger(SqlLedger):
 
     ``delivery_plan`` names the webhook deliveries its writes record in their own
     transactions (:mod:`.deliveries`; None: none).
+
+    Args:
+        path_or_conn: a file path (or ``:memory:``), or a connection you own.
+        busy_timeout: seconds a write waits for another connection's lock.
+        synchronous: SQLite's ``synchronous`` setting (None: leave the connection's).
+        auto_setup: run :meth:`setup` on first use (False: the tables must exist).
+        delivery_plan: the webhook deliveries its writes record (None: none).
     """
 
     execution_subject = EXECUTION_SUBJECT
@@ -384,7 +391,15 @@ class SqliteLedger(SqlLedger):
         auto_setup: bool = True,
         delivery_plan: DeliveryPlan | None = None,
     ) -> Iterator[SqliteLedger]:
-        """A ledger on its own connection to a file path (or ``:memory:``), closed on exit."""
+        """A ledger on its own connection to a file path (or ``:memory:``), closed on exit.
+
+        Args:
+            conn_string: a file path or ``:memory:``.
+            busy_timeout: seconds a write waits for another connection's lock.
+            synchronous: SQLite's ``synchronous`` setting (None: leave the connection's).
+            auto_setup: run :meth:`setup` on first use (False: the tables must exist).
+            delivery_plan: the webhook deliveries its writes record (None: none).
+        """
         ledger = cls(
             conn_string,
             busy_timeout=busy_timeout,

@@ -204,6 +204,8 @@ class ApprovalMetrics:
         yield from families
 
     def _ledger_families(self, core: Any) -> Iterator[Metric]:
+        from ..ledger.executions import unknown_outcomes
+
         ledger = self.authority.ledger
         now = self.clock()
         pending = core.GaugeMetricFamily(
@@ -268,7 +270,7 @@ class ApprovalMetrics:
             "Approved actions whose execution outcome is unknown, for a human to "
             "reconcile (from the ledger).",
         )
-        unknown.add_metric([], len(ledger.unknown_executions(now=now)))
+        unknown.add_metric([], len(unknown_outcomes(ledger, now=now)))
         yield unknown
 
         counts = self.deliveries(ledger, now)

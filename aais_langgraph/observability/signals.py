@@ -152,7 +152,14 @@ def report_decision(
     request: Any = None,
 ) -> None:
     """Report an answer the authority judged: ``resolved`` is the ``approval.resolved`` it
-    returns, ``request`` the AAIS request when at hand (for its risk and ``created_at``)."""
+    returns, ``request`` the AAIS request when at hand (for its risk and ``created_at``).
+
+    Args:
+        authority: the authority that judged it.
+        resolved: the ``approval.resolved`` it returned.
+        kind: ``recorded``, ``replayed`` or ``rejected``.
+        request: the AAIS request, when at hand.
+    """
     resolution = resolved.resolution
     channel = current_channel()
     risk = None if request is None else str(request.risk.level)

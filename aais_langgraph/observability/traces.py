@@ -226,7 +226,14 @@ def delivery_span(
     ``aais.delivery.result`` (``delivered``, ``failed``, ...) and
     ``aais.delivery.status_code`` on the notes it yields. The result is also counted
     (``aais_webhook_delivery_attempts_total``; ``error`` when the block raised before
-    setting one). Never put the receiver's URL or the payload on it."""
+    setting one). Never put the receiver's URL or the payload on it.
+
+    Args:
+        delivery_id: the delivery's id (its ``webhook-id``).
+        event_type: the AAIS event it announces.
+        attempt: which attempt this is (from 1).
+        request_id: the request it is about, if any.
+    """
     attributes: dict[str, AttributeValue] = {
         "aais.delivery.id": delivery_id,
         "aais.delivery.event_type": event_type,

@@ -69,7 +69,18 @@ def envelope_document(
 ) -> dict[str, Any]:
     """The JSON document of an AAIS envelope: the common header (``aais``, ``type``, a fresh
     event ``id``, ``occurred_at``, ``sequence``, optional ``stream`` and ``extensions``)
-    around the payload ``body`` under ``member``. Validate it with the envelope's model."""
+    around the payload ``body`` under ``member``. Validate it with the envelope's model.
+
+    Args:
+        kind: the envelope ``type``.
+        member: the member holding the payload (``request``, ``decision``, ...).
+        body: the payload.
+        occurred_at: its RFC 3339 time.
+        sequence: the envelope's ``sequence`` (0 until a ledger assigns one).
+        stream: the envelope's ``stream`` id.
+        event_id: the envelope's event ``id`` (default: a fresh one).
+        extensions: namespaced envelope extensions.
+    """
     envelope: dict[str, Any] = {
         "aais": AAIS_VERSION,
         "type": kind,
@@ -115,6 +126,20 @@ def build_request(
 
     The default offers approve-once and deny and expires after 15 minutes. ``risk`` is a
     risk object or a level alone (``"high"``); the default is medium.
+
+    Args:
+        action: the action to approve: kind, name, summary, arguments.
+        origin: where it comes from: harness, session, graph.
+        risk: a risk object or a level alone (default: medium).
+        choices: the decisions offered (default: approve once or deny).
+        request_id: the request's id (default: a fresh one).
+        created_at: when it was made (default: now).
+        expires_in: how long it stays answerable (default: 15 minutes).
+        expires_at: when it expires (instead of ``expires_in``).
+        sequence: the envelope's ``sequence`` (0 until a ledger assigns one).
+        stream: the envelope's ``stream`` id.
+        event_id: the envelope's event ``id`` (default: a fresh one).
+        extensions: namespaced envelope extensions.
     """
     from .digest import action_digest
 
@@ -173,6 +198,17 @@ def build_decision(
     ``requested`` is the whole ``approval.requested`` envelope (an interrupt's value,
     ``metadata.aais`` of an AG-UI interrupt); for a request listed in a snapshot use
     :func:`build_decision_for_request`. The other parameters are as there.
+
+    Args:
+        requested: the whole ``approval.requested`` envelope answered.
+        decision: ``approve``, ``deny`` or ``cancel``.
+        actor: who decides; a served channel replaces it with its authenticated actor.
+        scope: ``once``, ``session`` or ``persistent``.
+        decision_id: the decision's id (default: a fresh ``dec_...`` id).
+        decided_at: when it was decided (default: now).
+        sequence: the envelope's ``sequence`` (0 until a ledger assigns one).
+        stream: the envelope's ``stream`` id.
+        event_id: the envelope's event ``id`` (default: a fresh one).
     """
     if isinstance(requested, Mapping) and "aais" not in requested and "action_digest" in requested:
         raise AAISValidationError(
@@ -206,13 +242,17 @@ def build_decision_for_request(
     ``action_digest`` must match its ``action``); an error names the field, as
     ``/request/<field>``, and never echoes a value.
 
-    - ``decision``, ``scope``: the answer, ``approve``/``deny``/``cancel`` and
-      ``once``/``session``/``persistent``; the authority resolves a pair the request
-      does not offer as ``invalid``.
-    - ``actor``: who decides; a served channel replaces it with its authenticated actor.
-    - ``decision_id``: default a fresh ``dec_...`` id; ``decided_at``: default now.
-    - ``sequence``, ``stream``, ``event_id``: the envelope header, as in
-      :func:`envelope_document`.
+    Args:
+        request: the request answered, as a snapshot lists it.
+        decision: ``approve``, ``deny`` or ``cancel``; the authority resolves a pair
+            (``decision``, ``scope``) the request does not offer as ``invalid``.
+        actor: who decides; a served channel replaces it with its authenticated actor.
+        scope: ``once``, ``session`` or ``persistent``.
+        decision_id: the decision's id (default: a fresh ``dec_...`` id).
+        decided_at: when it was decided (default: now).
+        sequence: the envelope header's ``sequence``, as in :func:`envelope_document`.
+        stream: the envelope header's ``stream``.
+        event_id: the envelope header's event ``id`` (default: a fresh one).
     """
     if isinstance(request, Mapping) and "request" in request and "action_digest" not in request:
         raise AAISValidationError(

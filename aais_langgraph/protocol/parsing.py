@@ -46,6 +46,12 @@ def parse_envelope(
     JSON text is read as I-JSON (no duplicate keys, NaN, huge integers, lone
     surrogates), bounded by ``max_bytes`` and ``max_depth``. ``expected`` narrows
     the accepted envelope type. An envelope model passes through unchanged.
+
+    Args:
+        data: JSON text, a JSON object or an envelope model.
+        expected: the one envelope type accepted (None: any AAIS 1.0 envelope).
+        max_bytes: the longest JSON text read.
+        max_depth: the deepest nesting read.
     """
     if isinstance(data, Envelope):
         document: Any = data

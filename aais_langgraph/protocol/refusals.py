@@ -1,4 +1,8 @@
-"""The refusal vocabulary: every ``aais.*`` code the package sends, and how each transport says it.
+"""The refusal vocabulary: every refusal code the package sends, and how each transport says it.
+
+The codes are ``aais.*``, and four families only one HTTP surface sends: ``agui.*``
+(the AG-UI endpoint's checks of a ``RunAgentInput`` body), ``inbox.*`` (the inbox
+page's routes) and ``http.error`` (any other HTTP error, such as an unknown path).
 
 A refusal changed nothing (or, for ``aais.expired``, recorded only the expiry) and
 names the field or rule, never a value. Each code has one entry in
@@ -20,6 +24,8 @@ from types import MappingProxyType
 from typing import Any, Final, Literal
 
 __all__ = [
+    "AGUI_ID_TOO_LONG",
+    "AGUI_INVALID_INPUT",
     "BAD_AFTER",
     "BAD_AUTHENTICATOR",
     "BAD_HOST",
@@ -33,7 +39,11 @@ __all__ = [
     "FORBIDDEN",
     "FOREIGN_ORIGIN",
     "FORWARDED_PROPS_REFUSED",
+    "HTTP_ERROR",
     "ID_TOO_LONG",
+    "INBOX_NOT_FOUND",
+    "INBOX_UNKNOWN_DELIVERY",
+    "INBOX_UNKNOWN_GRANT",
     "INTERNAL",
     "INVALID",
     "INVALID_CANCEL",
@@ -129,6 +139,12 @@ UNAUTHENTICATED: Final = "aais.unauthenticated"
 UNKNOWN_INTERRUPT: Final = "aais.unknown_interrupt"
 UNKNOWN_REQUEST: Final = "aais.unknown_request"
 UNSUPPORTED_MEDIA_TYPE: Final = "aais.unsupported_media_type"
+AGUI_ID_TOO_LONG: Final = "agui.id_too_long"
+AGUI_INVALID_INPUT: Final = "agui.invalid_input"
+HTTP_ERROR: Final = "http.error"
+INBOX_NOT_FOUND: Final = "inbox.not_found"
+INBOX_UNKNOWN_DELIVERY: Final = "inbox.unknown_delivery"
+INBOX_UNKNOWN_GRANT: Final = "inbox.unknown_grant"
 
 _ENTRIES = (
     RefusalEntry(
@@ -350,12 +366,52 @@ _ENTRIES = (
         415,
         ("http",),
     ),
+    RefusalEntry(
+        AGUI_ID_TOO_LONG,
+        "An id of the AG-UI run (thread, run, message, tool call) is longer than the "
+        "endpoint accepts; no run started.",
+        422,
+        ("http",),
+    ),
+    RefusalEntry(
+        AGUI_INVALID_INPUT,
+        "The AG-UI endpoint's body is not a valid RunAgentInput (the message names the "
+        "field); no run started.",
+        422,
+        ("http",),
+    ),
+    RefusalEntry(
+        HTTP_ERROR,
+        "Any other HTTP error (an unknown path, a method the route does not take) with "
+        "the framework's own status and message.",
+        404,
+        ("http",),
+    ),
+    RefusalEntry(
+        INBOX_NOT_FOUND,
+        "The inbox page has no static file of that name.",
+        404,
+        ("http",),
+    ),
+    RefusalEntry(
+        INBOX_UNKNOWN_DELIVERY,
+        "The inbox names no dead notification delivery with that id (or one the viewer "
+        "may not retry).",
+        404,
+        ("http",),
+    ),
+    RefusalEntry(
+        INBOX_UNKNOWN_GRANT,
+        "The inbox names no live standing grant with that id.",
+        404,
+        ("http",),
+    ),
 )
 
 REFUSALS: Final[Mapping[str, RefusalEntry]] = MappingProxyType(
     {entry.code: entry for entry in _ENTRIES}
 )
-"""Every ``aais.*`` refusal code, in code order."""
+"""Every refusal code, in code order."""
 
 
 class Refusal(Exception):
@@ -401,7 +457,14 @@ def agui_refusal(code: str, message: str) -> dict[str, str]:
 
 
 def websocket_refusal(code: str, pointer: str, message: str, *, frame: int) -> dict[str, Any]:
-    """``{"error": {code, pointer, message, frame}}``: the reply to WebSocket frame ``frame``."""
+    """``{"error": {code, pointer, message, frame}}``: the reply to WebSocket frame ``frame``.
+
+    Args:
+        code: a code of :data:`REFUSALS`.
+        pointer: the JSON pointer of the field (``""``: none).
+        message: why, naming fields, never values.
+        frame: the frame answered (from 1).
+    """
     _entry(code)
     return {"error": {"code": code, "pointer": pointer, "message": message, "frame": frame}}
 
@@ -414,6 +477,13 @@ def websocket_close_code(code: str) -> int:
 
 def ndjson_refusal(code: str, pointer: str, message: str, *, line: int) -> dict[str, Any]:
     """``{"error": {code, pointer, message, line}}``: the stdio presenter's reply to input
-    line ``line``."""
+    line ``line``.
+
+    Args:
+        code: a code of :data:`REFUSALS`.
+        pointer: the JSON pointer of the field (``""``: none).
+        message: why, naming fields, never values.
+        line: the input line answered (from 1).
+    """
     _entry(code)
     return {"error": {"code": code, "pointer": pointer, "message": message, "line": line}}

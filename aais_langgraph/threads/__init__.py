@@ -7,7 +7,14 @@ over it. Nothing here runs inside a
 node: that is :mod:`aais_langgraph.gate`, which never imports this package.
 """
 
-from .answers import AnswerPlanner, AnswerRefused, Cancellation, OpenAnswer, recorded_resume
+from .answers import (
+    AnswerPlanner,
+    AnswerRefused,
+    Cancellation,
+    OpenAnswer,
+    ParsedAnswer,
+    recorded_resume,
+)
 from .driver import (
     RESUMING_EXTENSION,
     DueReport,
@@ -48,6 +55,7 @@ __all__ = [
     "IntegrityProblem",
     "LeasedThread",
     "OpenAnswer",
+    "ParsedAnswer",
     "ResolvedScan",
     "ThreadDriver",
     "ThreadView",

@@ -11,13 +11,23 @@ id carried in each interrupt's value, never by position. Two modes:
   is (``stale`` and ``invalid`` included);
 - all or nothing (:meth:`AnswerPlanner.record_all`, an AG-UI ``resume[]``): each answer
   is judged against the request its interrupt carries and authorized before any is
-  recorded, and the first refused answer refuses the set (:class:`AnswerRefused`).
+  recorded, and the first refused answer refuses the set (:class:`AnswerRefused`);
+- one decision for one request (:meth:`AnswerPlanner.record_decision` and its async
+  twin, the bindings that answer a request rather than a thread: the HTTP decisions
+  route, the WebSocket binding, the CLI's ``approve``/``deny``, the stdio presenter),
+  and one cancel (:meth:`AnswerPlanner.record_cancel`: the HTTP cancel route, the
+  CLI's ``cancel``).
+
+One answer reads its stored request once: the row read while parsing (or
+authorizing) is carried through authorization into the authority's record
+(:class:`ParsedAnswer`).
 
 :func:`recorded_resume` is the one map of "resume with what is recorded".
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -32,6 +42,7 @@ from ..authority import (
     Verb,
     judge,
 )
+from ..ledger import StoredRequest
 from ..protocol import (
     AAISValidationError,
     Actor,
@@ -48,6 +59,7 @@ __all__ = [
     "AnswerRefused",
     "Cancellation",
     "OpenAnswer",
+    "ParsedAnswer",
     "recorded_resume",
 ]
 
@@ -75,6 +87,15 @@ class OpenAnswer:
     answer: ApprovalDecided | Cancellation
 
 
+@dataclass(frozen=True)
+class ParsedAnswer:
+    """An answer checked against its stored request, with the row it was checked against
+    (carried into authorization and the record, so one answer reads its request once)."""
+
+    answer: ApprovalDecided | Cancellation
+    stored: StoredRequest
+
+
 class AnswerRefused(Exception):
     """One answer refused an all-or-nothing set (:meth:`AnswerPlanner.record_all`).
 
@@ -83,6 +104,13 @@ class AnswerRefused(Exception):
     ``unauthenticated``, ``forbidden`` (``code`` is the authorization's), or the outcome
     the authority answered while recording (``invalid``, ``conflict``, ``stale``).
     ``reason`` never echoes a value.
+
+    Args:
+        rule: why the answer was refused.
+        index: the answer's place in the set.
+        answer: the refused answer, with its interrupt and request.
+        reason: words that say why, never a value.
+        code: the authorization's refusal code, for ``forbidden``.
     """
 
     def __init__(
@@ -112,9 +140,7 @@ class AnswerPlanner:
 
     authority: ApprovalAuthority
 
-    def parse(
-        self, thread_id: str, answers: Sequence[Answer] | Answer
-    ) -> list[ApprovalDecided | Cancellation]:
+    def parse(self, thread_id: str, answers: Sequence[Answer] | Answer) -> list[ParsedAnswer]:
         """Validate every answer before anything changes: shape, known request, this thread."""
         items: Sequence[Answer] = (
             [answers]
@@ -123,33 +149,30 @@ class AnswerPlanner:
         )
         if not items:
             raise AAISValidationError("/decisions", "at least one decision is required")
-        parsed: list[ApprovalDecided | Cancellation] = []
+        parsed: list[ParsedAnswer] = []
         for index, item in enumerate(items):
             answer = item if isinstance(item, Cancellation) else _parse_decided(item, index)
-            stored = self.authority.get_stored_request(_request_id(answer))
-            if stored is None:
-                raise UnknownRequestError(f"/decisions/{index}/decision/request_id")
+            pointer = f"/decisions/{index}/decision/request_id"
+            stored = self._stored(_request_id(answer), pointer)
             if stored.thread_id is not None and stored.thread_id != thread_id:
-                raise AAISValidationError(
-                    f"/decisions/{index}/decision/request_id", "request belongs to another thread"
-                )
-            parsed.append(answer)
+                raise AAISValidationError(pointer, "request belongs to another thread")
+            parsed.append(ParsedAnswer(answer, stored))
         return parsed
 
     def authorize(
-        self,
-        answers: Sequence[ApprovalDecided | Cancellation],
-        actor: Principal | Actor | Mapping[str, Any] | None,
+        self, answers: Sequence[ParsedAnswer], actor: Principal | Actor | Mapping[str, Any] | None
     ) -> None:
         """Raise :class:`~aais_langgraph.authority.ForbiddenError` for the first answer
         ``actor`` may not give (asked for all before any is recorded)."""
-        for answer in answers:
-            verb, kind = _verb(answer)
-            self.authority.require(actor, verb, _request_id(answer), decision=kind)
+        for item in answers:
+            verb, kind = _verb(item.answer)
+            self.authority.require(
+                actor, verb, item.stored.request_id, decision=kind, stored=item.stored
+            )
 
     def record(
         self,
-        answers: list[ApprovalDecided | Cancellation],
+        answers: Sequence[ParsedAnswer],
         view: ThreadView,
         actor: Principal | Actor | Mapping[str, Any] | None,
     ) -> tuple[list[ApprovalResolved], dict[str, Any]]:
@@ -161,16 +184,19 @@ class AnswerPlanner:
         authority = self.authority
         results: list[ApprovalResolved] = []
         resume: dict[str, Any] = {}
-        for answer in answers:
-            request_id = _request_id(answer)
+        for item in answers:
+            answer, stored = item.answer, item.stored
+            request_id = stored.request_id
             interrupt_id = view.interrupts.get(request_id)
             if isinstance(answer, Cancellation):
-                resolved = authority.cancel(request_id, reason=answer.reason, actor=actor)
-            elif interrupt_id is None and self._superseded(view, request_id):
+                resolved = authority.cancel(
+                    request_id, reason=answer.reason, actor=actor, stored=stored
+                )
+            elif interrupt_id is None and self._superseded(view, stored):
                 # The run moved on (e.g. state was edited): the action this decision saw is gone.
                 resolved = authority.supersede(request_id)
             else:
-                resolved = authority.decide(answer, actor=actor)
+                resolved = authority.decide(answer, actor=actor, stored=stored)
             results.append(resolved)
             if interrupt_id is None:
                 continue
@@ -184,6 +210,71 @@ class AnswerPlanner:
             if recorded is not None:
                 resume[interrupt_id] = recorded.to_json()
         return results, resume
+
+    def record_decision(
+        self,
+        decided: ApprovalDecided,
+        actor: Principal | Actor | Mapping[str, Any] | None,
+        *,
+        stored: StoredRequest | None = None,
+    ) -> ApprovalResolved:
+        """Record one decision for the request it names, as ``actor`` (the bindings that
+        answer a request, not a thread); every outcome is a resolution (``conflict``,
+        ``stale``, ``invalid`` included). Raises
+        :class:`~aais_langgraph.authority.UnknownRequestError` for an unknown request and
+        :class:`~aais_langgraph.authority.ForbiddenError` (nothing recorded) for an
+        answer ``actor`` may not give. ``stored``: the request's row, when the caller
+        already read it (:meth:`~aais_langgraph.authority.ApprovalAuthority.get_stored_request`);
+        otherwise it is read here, once. A thread paused on the request is resumed by
+        its durable resume work, written with the resolution."""
+        request_id = decided.decision.request_id
+        row = stored if stored is not None else self._stored(request_id, "/decision/request_id")
+        return self.authority.decide(decided, actor=actor, stored=row)
+
+    async def arecord_decision(
+        self,
+        decided: ApprovalDecided,
+        actor: Principal | Actor | Mapping[str, Any] | None,
+        *,
+        stored: StoredRequest | None = None,
+    ) -> ApprovalResolved:
+        """Async twin of :meth:`record_decision` (one hop off the event loop)."""
+        return await asyncio.to_thread(self.record_decision, decided, actor, stored=stored)
+
+    def record_cancel(
+        self,
+        cancellation: Cancellation,
+        actor: Principal | Actor | Mapping[str, Any] | None,
+        *,
+        stored: StoredRequest | None = None,
+    ) -> ApprovalResolved:
+        """Cancel one request as ``actor`` (a presenter's "dismiss"): its ``cancelled``
+        resolution, the one already recorded, or ``invalid`` when the policy objects.
+        Raises :class:`~aais_langgraph.authority.UnknownRequestError` and
+        :class:`~aais_langgraph.authority.ForbiddenError` (nothing recorded) as
+        :meth:`record_decision` does; ``stored`` likewise."""
+        request_id = cancellation.request_id
+        row = stored if stored is not None else self._stored(request_id, "/request_id")
+        return self.authority.cancel(
+            request_id, reason=cancellation.reason, actor=actor, stored=row
+        )
+
+    async def arecord_cancel(
+        self,
+        cancellation: Cancellation,
+        actor: Principal | Actor | Mapping[str, Any] | None,
+        *,
+        stored: StoredRequest | None = None,
+    ) -> ApprovalResolved:
+        """Async twin of :meth:`record_cancel` (one hop off the event loop)."""
+        return await asyncio.to_thread(self.record_cancel, cancellation, actor, stored=stored)
+
+    def _stored(self, request_id: str, pointer: str) -> StoredRequest:
+        """The vouched stored row of ``request_id``, read once per answer."""
+        stored = self.authority.get_stored_request(request_id)
+        if stored is None:
+            raise UnknownRequestError(pointer)
+        return stored
 
     def check(self, answers: Sequence[OpenAnswer], *, now: datetime | None = None) -> list[int]:
         """Judge each decision once against the request its interrupt carries, in order;
@@ -225,19 +316,28 @@ class AnswerPlanner:
         late = self.check(answers, now=now)
         if answers and actor is None:
             raise AnswerRefused("unauthenticated", 0, answers[0])
+        parsed = [
+            ParsedAnswer(item.answer, self._stored(item.request.id, "/request_id"))
+            for item in answers
+        ]
         for index, item in enumerate(answers):
             try:
-                self.authorize([item.answer], actor)
+                self.authorize([parsed[index]], actor)
             except ForbiddenError as error:
                 raise AnswerRefused("forbidden", index, item, error.reason, error.code) from None
         if late:
             for index in late:
-                authority.decide(cast(ApprovalDecided, answers[index].answer), actor=actor)
+                authority.decide(
+                    cast(ApprovalDecided, answers[index].answer),
+                    actor=actor,
+                    stored=parsed[index].stored,
+                )
             raise AnswerRefused("expired", late[0], answers[late[0]])
         resume: dict[str, Any] = {}
         for index, item in enumerate(answers):
             expired = now >= authority.expiry_of(item.request)
-            resume[item.interrupt_id] = self._record_one(index, item, expired, actor).to_json()
+            recorded = self._record_one(index, item, parsed[index].stored, expired, actor)
+            resume[item.interrupt_id] = recorded.to_json()
         return resume
 
     def supersede(
@@ -256,6 +356,7 @@ class AnswerPlanner:
         self,
         index: int,
         item: OpenAnswer,
+        stored: StoredRequest,
         expired: bool,
         actor: Principal | Actor | Mapping[str, Any] | None,
     ) -> ApprovalResolved:
@@ -266,23 +367,24 @@ class AnswerPlanner:
             if expired:
                 closed = authority.expire(request_id, actor=actor)
             else:
-                closed = authority.cancel(request_id, reason=item.answer.reason, actor=actor)
+                closed = authority.cancel(
+                    request_id, reason=item.answer.reason, actor=actor, stored=stored
+                )
             outcome = closed.resolution
             if outcome.outcome == "invalid":  # the policy refused this actor's cancel
                 raise AnswerRefused("invalid", index, item, outcome.message)
             if outcome.outcome not in ("cancelled", "expired"):
                 raise AnswerRefused("conflict", index, item, outcome.outcome)
             return closed
-        resolved = authority.decide(item.answer, actor=actor)
+        resolved = authority.decide(item.answer, actor=actor, stored=stored)
         outcome = resolved.resolution
         if outcome.outcome not in TERMINAL:
             raise AnswerRefused(outcome.outcome, index, item, outcome.message)
         return resolved
 
-    def _superseded(self, view: ThreadView, request_id: str) -> bool:
+    def _superseded(self, view: ThreadView, stored: StoredRequest) -> bool:
         """True when the thread no longer waits for this unresolved request (its task is gone)."""
-        stored = self.authority.get_stored_request(request_id)
-        if stored is None or self.authority.get_resolution(request_id) is not None:
+        if self.authority.get_resolution(stored.request_id) is not None:
             return False
         return not view.waiting(stored)
 

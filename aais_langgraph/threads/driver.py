@@ -64,9 +64,9 @@ from ..observability.traces import RESUME_SPAN, resumed_attributes, traced
 from ..protocol import Actor, ApprovalResolved, ApprovalSnapshot, parse_timestamp
 from ..protocol.extensions import EXTENSION_NAMESPACE
 from .answers import Answer, AnswerPlanner, recorded_resume
-from .inbox import apending_snapshot, pending_snapshot
+from .inbox import awaiting_snapshot, waiting_snapshot
 from .recovery import astranded_threads, stranded_threads
-from .runs import DEFAULT_LEASE_WAIT, LeasedThread, resumed_requests, run_config, thread_of
+from .runs import DEFAULT_LEASE_WAIT, LeasedThread, run_config, thread_of
 from .views import ThreadView, checkpointer_of
 from .visibility import visible_snapshot
 
@@ -202,7 +202,15 @@ class ThreadDriver:
         nothing is invoked), invoke; returns what ``plan`` returned with the map. The
         resume work of every request the thread was resumed with is then done (marked
         in the lease's release). ``thread``: a lease the caller holds (from
-        :meth:`leased`), driven without taking another."""
+        :meth:`leased`), driven without taking another.
+
+        Args:
+            config: the run config naming the thread.
+            plan: given the thread's view, the resume map and what to return.
+            context: the LangGraph runtime context for the resumed run.
+            lease_wait: seconds to wait for the lease (default: the driver's).
+            thread: a lease the caller holds, driven without taking another.
+        """
         if thread is not None:
             return _drive_held(thread, plan, context)
         with self.leased(config, lease_wait=lease_wait) as held:
@@ -225,14 +233,6 @@ class ThreadDriver:
         async with self.aleased(config, lease_wait=lease_wait) as held:
             return await _adrive_held(held, plan, context)
 
-    def settle_resumed(self, view: ThreadView, resume: Mapping[str, Any]) -> None:
-        """Mark done the resume work of the requests a run on ``view`` was just resumed
-        with, in writes of their own (:meth:`drive` leaves it to the lease's release
-        instead, see :meth:`LeasedThread.finish`)."""
-        now = time.time()
-        for request_id in resumed_requests(view, resume):
-            self.authority.ledger.update_work(RESUME, request_id, settled_change("done", now))
-
     # -- reading ------------------------------------------------------------------
 
     def view(self, thread_id: str) -> ThreadView:
@@ -253,11 +253,18 @@ class ThreadDriver:
         viewer: Principal | None = None,
     ) -> ApprovalSnapshot:
         """``approval.snapshot`` of what the threads really wait for
-        (:func:`~.inbox.pending_snapshot`), with the answers still waiting to resume in
+        (:func:`~.inbox.waiting_snapshot`), with the answers still waiting to resume in
         its :data:`RESUMING_EXTENSION`; with ``viewer``, only what they may see
-        (:func:`~.visibility.visible_snapshot`)."""
+        (:func:`~.visibility.visible_snapshot`).
+
+        Args:
+            session_id: only this session's requests.
+            now: the moment expiry is judged at (default: the authority's clock).
+            reconcile: also report runs paused on requests the ledger does not hold.
+            viewer: the authenticated principal: only what they may see (None: everything).
+        """
         self.settle_claims()
-        snapshot = pending_snapshot(
+        snapshot = waiting_snapshot(
             self.authority,
             self.graph,
             session_id=session_id,
@@ -278,7 +285,7 @@ class ThreadDriver:
     ) -> ApprovalSnapshot:
         """Async twin of :meth:`pending_approvals`."""
         await self.asettle_claims()
-        snapshot = await apending_snapshot(
+        snapshot = await awaiting_snapshot(
             self.authority,
             self.graph,
             session_id=session_id,
@@ -312,7 +319,15 @@ class ThreadDriver:
         context: Any = None,
     ) -> list[ApprovalResolved]:
         """Answer pending approvals of one thread and resume it (see the module-level
-        :func:`resume_with_decisions`)."""
+        :func:`resume_with_decisions`).
+
+        Args:
+            config: the run config naming the thread.
+            decisions: one answer or several (decided envelopes, :class:`~.answers.Cancellation`).
+            actor: the authenticated actor; replaces the actor of each decision body (None:
+                trusted in-process code).
+            context: the LangGraph runtime context for the resumed run.
+        """
         planner = self.planner
         answers = planner.parse(thread_of(self.run_config(config)), decisions)
 
@@ -369,7 +384,14 @@ class ThreadDriver:
     ) -> list[ApprovalResolved]:
         """Resume a thread whose waiting requests were resolved elsewhere (CLI, sweep,
         cancel, a decisions endpoint), each with its recorded resolution; the others
-        stay pending."""
+        stay pending.
+
+        Args:
+            thread_id: the thread to resume.
+            config: a run config to resume it with.
+            context: the LangGraph runtime context for the resumed run.
+            lease_wait: seconds to wait for the lease (default: the driver's).
+        """
         return self.drive(
             _with_thread(config, thread_id),
             self.recorded_plan(thread_id),
@@ -914,6 +936,17 @@ def resume_with_decisions(
     returns that resolution (or ``conflict``) without touching the graph; an
     unknown request id raises before anything changes. ``actor`` is the
     authenticated actor and replaces the actor in each decision body.
+
+    Args:
+        graph: the compiled graph, with its checkpointer.
+        config: the run config naming the thread.
+        decisions: one answer or several (decided envelopes, :class:`~.answers.Cancellation`).
+        actor: the authenticated actor; replaces the actor of each decision body (None: trusted
+            in-process code).
+        authority: the authority (default: the one in ``config``).
+        context: the LangGraph runtime context for the resumed run.
+        lease_ttl: seconds the thread's run lease lives after its last renewal.
+        lease_wait: seconds to wait while another presenter holds the lease.
     """
     driver = _driver(graph, authority, config, context, lease_ttl, lease_wait)
     return driver.resume_with_decisions(config, decisions, actor=actor, context=context)
@@ -949,10 +982,18 @@ def pending_approvals(
     still has to be resumed are listed in its :data:`RESUMING_EXTENSION`. With
     ``viewer`` (the authenticated principal), only what they may see.
 
-    See :func:`~.inbox.pending_snapshot` for what is read (one indexed ledger query,
+    See :func:`~.inbox.waiting_snapshot` for what is read (one indexed ledger query,
     one checkpoint read per thread) and for ``reconcile`` (runs paused on requests
     the ledger does not hold are reported in the ``integrity_errors`` extension).
     ``now`` defaults to the authority's clock.
+
+    Args:
+        authority: the authority whose ledger is listed.
+        graph: the graph whose threads must still wait (None: the ledger alone).
+        session_id: only this session's requests.
+        now: the moment expiry is judged at.
+        reconcile: also report runs paused on requests the ledger does not hold.
+        viewer: the authenticated principal: only what they may see (None: everything).
     """
     driver = ThreadDriver(graph, authority)
     return driver.pending_approvals(

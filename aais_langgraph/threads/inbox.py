@@ -27,7 +27,7 @@ Interrupted = Mapping[str, Collection[str]]
 """Thread id -> the ids of the requests its latest checkpoint is paused on."""
 
 
-def pending_snapshot(
+def waiting_snapshot(
     authority: ApprovalAuthority,
     graph: Any | None = None,
     *,
@@ -63,6 +63,14 @@ def pending_snapshot(
     deserialized only when it is new to this process. Other checkpointers are read in
     full once (cost follows their history), which ``reconcile=False`` skips,
     reporting nothing.
+
+    Args:
+        authority: the authority whose ledger is listed.
+        graph: the graph whose threads must still wait (None: the ledger alone).
+        session_id: only this session's requests (None: every session).
+        now: the moment expiry is judged at (default: the authority's clock).
+        reconcile: also report runs paused on requests the ledger does not hold.
+        selection: read only the pending rows it admits (None: every row).
     """
     listing = Listing.read(authority, session_id, now, selection)
     if graph is None:
@@ -81,7 +89,7 @@ def pending_snapshot(
     return listing.snapshot(authority, session_id, waiting, problems if reconcile else [])
 
 
-async def apending_snapshot(
+async def awaiting_snapshot(
     authority: ApprovalAuthority,
     graph: Any | None = None,
     *,
@@ -90,7 +98,7 @@ async def apending_snapshot(
     reconcile: bool = True,
     selection: PendingSelection | None = None,
 ) -> ApprovalSnapshot:
-    """Async twin of :func:`pending_snapshot` (async checkpointers welcome)."""
+    """Async twin of :func:`waiting_snapshot` (async checkpointers welcome)."""
     listing = await asyncio.to_thread(Listing.read, authority, session_id, now, selection)
     if graph is None:
         return await asyncio.to_thread(listing.snapshot, authority, session_id, None, [])

@@ -100,7 +100,14 @@ class Listing:
         selection: PendingSelection | None = None,
     ) -> Listing:
         """The pending rows of ``session_id`` (None: all sessions) that ``selection``
-        admits (None: every row; a superset of what one viewer may see), as of ``now``."""
+        admits (None: every row; a superset of what one viewer may see), as of ``now``.
+
+        Args:
+            authority: the authority whose ledger is read.
+            session_id: only this session's rows (None: all).
+            now: the moment expiry is judged at (None: the authority's clock).
+            selection: read only the rows it admits (None: every row).
+        """
         as_of = authority.ledger.last_sequence()
         moment = now if now is not None else authority.clock()
         whole = session_id is None and selection is None
@@ -160,7 +167,14 @@ class Listing:
         problems: list[IntegrityProblem],
     ) -> ApprovalSnapshot:
         """``approval.snapshot`` of the rows ``waiting`` names (all for None), leaving out
-        those ``problems`` name, which the integrity extension reports with the refused."""
+        those ``problems`` name, which the integrity extension reports with the refused.
+
+        Args:
+            authority: the authority the snapshot is of (its stream, its clock).
+            session_id: the session listed (None: all).
+            waiting: the ids the threads still wait for (None: every row read).
+            problems: integrity problems to report, whose requests are left out.
+        """
         reported = self.refused + problems
         suspect = {problem.request_id for problem in reported}
         pending = [

@@ -19,7 +19,7 @@ from weakref import WeakKeyDictionary
 
 from ..authority import ApprovalAuthority
 from ..gate.seams import (
-    INTERRUPT_CHANNEL,
+    INTERRUPT_WRITES,
     InterruptRow,
     ainterrupt_bytes,
     alatest_interrupt_rows,
@@ -73,7 +73,7 @@ def _collect(saved: Any, seen: set[str], found: Paused) -> None:
         return  # newest first per thread: only its latest root checkpoint counts
     seen.add(thread_id)
     for _task, channel, value in saved.pending_writes or ():
-        if channel == INTERRUPT_CHANNEL:
+        if channel == INTERRUPT_WRITES:
             _add(thread_id, value, found)
 
 
@@ -277,6 +277,12 @@ def reconcile_rows(
     a write met before is not read or deserialized again, nor compared again with a row
     (every column equal) it agreed with. What is remembered is what the last call met
     (ids, not bytes), so it is bounded by what is paused.
+
+    Args:
+        authority: the authority whose ledger is checked.
+        checkpointer: the graph's checkpointer.
+        rows: pending rows read already, by request id.
+        skip: request ids reported already.
     """
     stored = latest_interrupt_rows(checkpointer)
     if stored is None:

@@ -131,5 +131,5 @@ async def astranded_threads(
 
 def _unknown(authority: ApprovalAuthority, request_id: str) -> bool:
     """An approval whose outcome is unknown waits for a human, not for a resume."""
-    record = authority.ledger.get_execution(request_id)
+    record, _ = authority.ledger.execution_with_entry(request_id)
     return record is not None and record.state == "unknown"

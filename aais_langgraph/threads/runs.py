@@ -60,7 +60,15 @@ def run_config(
     gates that look there), the execution-claim lifetime that fits the lease
     (``lease_ttl``), and for a server the flag that makes gates accept only
     resolutions the authority recorded (:data:`~.answer_sources.RECORDED_ONLY_KEY`; the
-    server's authority then replaces any other)."""
+    server's authority then replaces any other).
+
+    Args:
+        config: the caller's run config (None: an empty one).
+        authority: the authority gates find in ``configurable``.
+        thread_id: the thread to run (replaces the config's).
+        lease_ttl: the run lease's lifetime, which the execution claims fit.
+        recorded_only: gates accept only resolutions the authority recorded (a server).
+    """
     base = dict(config or {})
     configurable = dict(base.get("configurable") or {})
     if thread_id is not None:
@@ -103,7 +111,14 @@ def waiting_among(
     in its thread's latest checkpoint waits; only for the others (a run between
     storing the request and pausing, or moved on) is the state built (``get_state``).
     ``interrupted`` (thread id -> request ids its latest checkpoint is paused on, read
-    already by a reconciling listing) replaces the checkpoint reads."""
+    already by a reconciling listing) replaces the checkpoint reads.
+
+    Args:
+        graph: the graph whose checkpoints are read.
+        authority: the authority the requests are stored in.
+        records: the unresolved stored requests to check.
+        interrupted: thread id -> request ids its latest checkpoint is paused on, read already.
+    """
     waiting, by_thread = _by_thread(records)
     saver = checkpointer_of(graph)
     for thread_id, stored in by_thread.items():

@@ -137,7 +137,17 @@ def call_key(request: ToolCallRequest, coordinates: RunCoordinates) -> str:
 
 
 class ToolCallGate:
-    """Asks for approval of gated tool calls and runs only approved ones."""
+    """Asks for approval of gated tool calls and runs only approved ones.
+
+    Args:
+        rules: tool name -> how its calls are gated.
+        authority: the authority (default: the one in the run's ``configurable``).
+        describe: makes the ``action.summary`` of a call (default: the tool's name and
+            arguments).
+        graph_id: names the graph in each request's origin.
+        edit_notice: the text a tool message carries when a reviewer edited its call (None:
+            none).
+    """
 
     def __init__(
         self,

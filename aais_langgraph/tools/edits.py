@@ -57,6 +57,7 @@ from ..protocol import (
     parse_timestamp,
     same_action,
 )
+from ..threads.answers import AnswerPlanner, Cancellation
 from ..threads.driver import ThreadDriver
 from ..threads.runs import DEFAULT_LEASE_WAIT, thread_of
 from ..threads.views import ThreadView
@@ -128,7 +129,7 @@ def _approve(authority: ApprovalAuthority, successor: ApprovalRequested, editor:
     if authority.get_resolution(successor.request.id) is not None:
         return
     decided = build_decision(successor, decision="approve", scope="once", actor=editor.actor)
-    authority.decide(decided, actor=editor)
+    AnswerPlanner(authority).record_decision(decided, editor)
 
 
 def _supersede(
@@ -203,10 +204,12 @@ def _supersede(
         },
     )
     # Every refusal comes before anything changes: the original stays answerable.
-    authority.require(editor, "cancel", request_id, decision="cancel")
+    authority.require(editor, "cancel", request_id, decision="cancel", stored=stored)
     if approve:
         _may_approve(authority, editor, thread_id, requested.request)
-    cancelled = authority.cancel(request_id, reason=EDIT_REASON, actor=editor)
+    cancelled = AnswerPlanner(authority).record_cancel(
+        Cancellation(request_id, EDIT_REASON), editor, stored=stored
+    )
     if cancelled.resolution.outcome != "cancelled":
         raise AAISValidationError("/request_id", "resolved before the edit could supersede it")
     successor = authority.add(

@@ -127,7 +127,14 @@ _NOT_RUN: dict[str, str] = {
 def not_run_message(
     call: ToolCall, state: str, request_id: str, resolved: ApprovalResolved | None = None
 ) -> ToolMessage:
-    """An approved call the gate did not run after a crash: its outcome is unknown or known."""
+    """An approved call the gate did not run after a crash: its outcome is unknown or known.
+
+    Args:
+        call: the approved tool call.
+        state: its execution record's state (``unknown``, ``executed``, ...).
+        request_id: the approval's request.
+        resolved: the gate's not-run resolution, for the artifact.
+    """
     content = _NOT_RUN.get(state, _NOT_RUN["unknown"]).format(tool=call["name"])
     return _blocked(call, f"{content} (approval request {request_id})", resolved, refused=False)
 

@@ -80,6 +80,20 @@ class ApprovalToolNode(ToolNode):
     produce an error ``ToolMessage`` (the resolution is in its ``artifact``).
     Feed it one tool call per task with :func:`route_tool_calls`; a task holding
     several calls, any of them gated, is refused with a ``ValueError``.
+
+    Args:
+        tools: the tools (or functions made into tools).
+        authority: the authority (default: the one in the run's ``configurable``).
+        interrupt_on: tool name -> ``True``/``False`` or its approval config (default: every
+            tool gated).
+        describe: makes the ``action.summary`` of a call.
+        graph_id: names the graph in each request's origin.
+        edit_notice: the text a tool message carries when a reviewer edited its call (None:
+            none).
+        name: the node's name.
+        tags: the node's tags.
+        handle_tool_errors: as ``ToolNode``'s.
+        messages_key: the state key of the messages.
     """
 
     def __init__(

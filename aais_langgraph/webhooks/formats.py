@@ -31,7 +31,14 @@ def aais_body(
     resolved: ApprovalResolved | None,
     now: float,
 ) -> dict[str, Any]:
-    """The Standard Webhooks body of ``notice``: its type, the moment, the AAIS envelope."""
+    """The Standard Webhooks body of ``notice``: its type, the moment, the AAIS envelope.
+
+    Args:
+        notice: what the delivery announces.
+        requested: the request it is about.
+        resolved: its resolution, for a resolved notice.
+        now: the moment (epoch seconds).
+    """
     envelope = resolved if notice == "approval.resolved" and resolved is not None else requested
     return {
         "type": notice,
@@ -48,7 +55,15 @@ def slack_body(
     inbox_url: str | None,
     include_arguments: bool,
 ) -> dict[str, Any]:
-    """A Slack incoming-webhook message for ``notice`` (``text`` plus ``blocks``)."""
+    """A Slack incoming-webhook message for ``notice`` (``text`` plus ``blocks``).
+
+    Args:
+        notice: what the delivery announces.
+        requested: the request it is about.
+        resolved: its resolution, for a resolved notice.
+        inbox_url: a link to the approval inbox (None: no link).
+        include_arguments: show the action's arguments (redacted values stay redacted).
+    """
     request = requested.request
     summary = _escape(request.action.summary)
     risk = request.risk.level

@@ -70,7 +70,14 @@ _RESULTS = {"pending": "failed", "dead": "dead", "delivered": "delivered", "skip
 
 
 def signed_headers(secret: str, webhook_id: str, body: str, *, now: float) -> dict[str, str]:
-    """The Standard Webhooks headers of one attempt: its id, its moment, its signature."""
+    """The Standard Webhooks headers of one attempt: its id, its moment, its signature.
+
+    Args:
+        secret: the subscription's Standard Webhooks secret.
+        webhook_id: the delivery's id.
+        body: the exact body sent.
+        now: the moment signed (epoch seconds).
+    """
     moment = datetime.fromtimestamp(now, tz=timezone.utc)
     return {
         "webhook-id": webhook_id,

@@ -26,9 +26,9 @@ from aais_agui import create_app, local_development_authenticator
 from aais_agui.mapping import parse_resume_entry, request_to_interrupt
 from aais_agui.resume_plan import plan_resume
 from aais_langgraph import ApprovalAuthority
-from aais_langgraph.gate import Cancellation
 from aais_langgraph.ledger import InMemoryLedger
 from aais_langgraph.protocol import ApprovalDecided, ApprovalRequested
+from aais_langgraph.threads import Cancellation
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]

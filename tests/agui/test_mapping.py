@@ -22,7 +22,6 @@ from aais_agui.mapping import (
     request_to_interrupt,
     resume_entry_for,
 )
-from aais_langgraph.gate import Cancellation
 from aais_langgraph.protocol import (
     AAISValidationError,
     ApprovalDecided,
@@ -30,6 +29,7 @@ from aais_langgraph.protocol import (
     build_decision,
     build_request,
 )
+from aais_langgraph.threads import Cancellation
 
 SECRET = "s3cr3t-value-never-echoed"
 ALICE = {"id": "alice", "type": "human"}

@@ -7,8 +7,8 @@ import dataclasses
 from datetime import timedelta
 
 from aais_langgraph.authority import ApprovalAuthority
-from aais_langgraph.gate import pending_approvals
 from aais_langgraph.protocol import build_decision, parse_timestamp
+from aais_langgraph.threads import pending_approvals
 
 from .support import HUMAN, START, FakeClock, action, origin
 

@@ -69,7 +69,7 @@ def test_reconcile_settles_it_once(unknown: tuple[Path, str], flag: str) -> None
     assert code == 1 and "nothing to reconcile" in again
     assert "0 outcome unknown" in run_cli(db, "unknown")[1]
     with SqliteLedger.from_path(db) as ledger:
-        record = ledger.get_execution(request_id)
+        record = ledger.execution_with_entry(request_id)[0]
         assert record is not None and record.state == flag[2:] and record.reconciled_by
 
 

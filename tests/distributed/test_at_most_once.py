@@ -20,12 +20,9 @@ from dataclasses import dataclass
 import pytest
 
 from aais_langgraph import ThreadDriver, resume_with_decisions
-from aais_langgraph.gate import (
-    reconcile_execution,
-    stranded_threads,
-    unknown_executions,
-)
+from aais_langgraph.gate import reconcile_execution, unknown_executions
 from aais_langgraph.ledger import RESUME
+from aais_langgraph.threads import stranded_threads
 from hostile.report import record
 
 from .harness import Scene, decide

@@ -29,11 +29,8 @@ from aais_langgraph import (
     pending_approvals,
     resume_with_decisions,
 )
-from aais_langgraph.gate import (
-    reconcile_execution,
-    stranded_threads,
-    unknown_executions,
-)
+from aais_langgraph.gate import reconcile_execution, unknown_executions
+from aais_langgraph.threads import stranded_threads
 from hostile.report import record
 
 from .harness import Scene, decide

@@ -12,13 +12,13 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 
 from aais_langgraph import ApprovalRequested, build_decision, request_approval
-from aais_langgraph.gate import resume_with_decisions
 from aais_langgraph.ledger.postgres import PostgresLedger
 from aais_langgraph.server_env import (
     authority_from_env,
     close_env_authorities,
     env_authority_configured,
 )
+from aais_langgraph.threads import resume_with_decisions
 
 HUMAN = {"id": "user_alex", "type": "human"}
 

@@ -29,11 +29,11 @@ from aais_langgraph.gate import (
     approval_key,
     approval_node,
     execution_state,
-    pending_approvals,
     reconcile_execution,
     requires_approval,
     unknown_executions,
 )
+from aais_langgraph.threads import pending_approvals
 
 HUMAN = {"id": "alice", "type": "human"}
 LEASE_TTL = 0.3  # the claim lives half of it
@@ -182,7 +182,7 @@ def test_a_finished_body_is_recorded_executed() -> None:
 
     resume_with_decisions(graph, config, [decided], actor=HUMAN, authority=authority)
 
-    record = authority.ledger.get_execution(decided.decision.request_id)
+    record = authority.ledger.execution_with_entry(decided.decision.request_id)[0]
     assert record is not None and record.state == "executed"
 
 

@@ -30,7 +30,7 @@ def test_the_configurable_keys_and_channel_are_langgraphs() -> None:
 
     assert seams.RESUME_MAP_KEY == CONFIG_KEY_RESUME_MAP == "__pregel_resume_map"
     assert seams.SCRATCHPAD_KEY == CONFIG_KEY_SCRATCHPAD == "__pregel_scratchpad"
-    assert seams.INTERRUPT_CHANNEL == INTERRUPT == "__interrupt__"
+    assert seams.INTERRUPT_WRITES == INTERRUPT == "__interrupt__"
 
 
 def test_interrupt_ids_saved_answers_and_the_resume_map_on_a_real_graph() -> None:

@@ -82,7 +82,7 @@ def _parameters(method: Callable[..., Any]) -> list[tuple[str, Any, Any]]:
 
 def test_every_contract_method_has_an_async_twin_on_every_backend(ledger: Ledger) -> None:
     methods = _sync_methods()
-    assert {"add_request", "audit_tip", "contents", "get_execution", "is_set_up"} <= methods
+    assert {"add_request", "audit_tip", "contents", "execution_with_entry", "is_set_up"} <= methods
     for name in sorted(methods):
         sync, twin = getattr(ledger, name), getattr(ledger, f"a{name}", None)
         assert twin is not None and inspect.iscoroutinefunction(twin), f"a{name} is missing"
@@ -133,7 +133,6 @@ def _steps() -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
         ),
         ("list_work", (RESUME,), {"thread_id": "thr_1"}),
         ("update_execution", ("apr_1", claim), {}),
-        ("get_execution", ("apr_1",), {}),
         ("execution_with_entry", ("apr_1",), {}),
         ("count_pending", (), {"session_id": "sess_1", "limit": 10}),
         ("post_to_thread", ("thr_1", "alice"), {"now": 5.0, "start": True}),
@@ -142,7 +141,6 @@ def _steps() -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
         ("thread_record", ("thr_1",), {}),
         ("requests_of_thread", ("thr_1",), {}),
         ("list_executions", (), {"states": ("executing",)}),
-        ("unknown_executions", (), {"now": 4.0}),
         ("claim_work", (DELIVERY, "sender"), {"targets": ("ops",), "ttl": 5.0, "now": 4.0}),
         ("get_work", (DELIVERY, "msg_1"), {}),
         ("update_work", (DELIVERY, "msg_1", reopened_change(4.0)), {}),

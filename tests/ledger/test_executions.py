@@ -41,7 +41,7 @@ def test_a_first_claim_takes_the_execution(ledger: Ledger) -> None:
     record = claim(ledger, "run_a", 1000.0)
 
     assert record == Execution("apr_1", "t-1", "executing", "run_a", 1, 1000.0, 1030.0, 1000.0)
-    assert ledger.get_execution("apr_1") == record
+    assert ledger.execution_with_entry("apr_1")[0] == record
 
 
 def test_a_live_claim_is_not_taken_by_another_run(ledger: Ledger) -> None:
@@ -98,7 +98,7 @@ def test_reconciling_settles_only_an_unknown_or_dead_claim(ledger: Ledger) -> No
 
 def test_nothing_is_stored_for_an_unknown_request(ledger: Ledger) -> None:
     assert ledger.update_execution("apr_x", finish_change(1.0)) is None
-    assert ledger.get_execution("apr_x") is None
+    assert ledger.execution_with_entry("apr_x")[0] is None
 
 
 _operation = st.one_of(
@@ -137,7 +137,7 @@ def test_execution_records_follow_the_model_and_one_holder_runs_without_retry(
         before = model
         model = change(model)
         stored = ledger.update_execution(rid, change)
-        assert stored == model and ledger.get_execution(rid) == model
+        assert stored == model and ledger.execution_with_entry(rid)[0] == model
         if model is not None and model.state == "executing":
             holders.add(model.holder)
         if before is not None and before.state in ("done", "retry"):
@@ -164,11 +164,11 @@ def test_an_approval_and_its_claim_are_recorded_together(ledger: Ledger) -> None
 
     assert created and recorded.envelope["resolution"]["outcome"] == "approved"
     assert record == Execution("apr_1", "t-1", "executing", "run_a", 1, 1000.0, 1030.0, 1000.0)
-    assert ledger.get_execution("apr_1") == record
+    assert ledger.execution_with_entry("apr_1")[0] == record
     # A second resolver finds the first resolution and claims nothing.
     again = claim_change("apr_1", "run_b", thread_id="t-1", ttl=30, now=1001.0, retry=True)
     assert ledger.record_resolution_claiming(approval_of("apr_1"), again)[1:] == (False, None)
-    assert ledger.get_execution("apr_1") == record
+    assert ledger.execution_with_entry("apr_1")[0] == record
 
 
 def test_a_resolution_that_is_not_an_approval_claims_nothing(ledger: Ledger) -> None:
@@ -179,7 +179,7 @@ def test_a_resolution_that_is_not_an_approval_claims_nothing(ledger: Ledger) -> 
         approval_of("apr_1", outcome="denied"), change
     )
 
-    assert created and record is None and ledger.get_execution("apr_1") is None
+    assert created and record is None and ledger.execution_with_entry("apr_1")[0] is None
 
 
 def test_a_failed_resolution_write_leaves_no_claim(ledger: Ledger) -> None:
@@ -188,7 +188,7 @@ def test_a_failed_resolution_write_leaves_no_claim(ledger: Ledger) -> None:
     with pytest.raises(KeyError):
         ledger.record_resolution_claiming(approval_of("apr_9"), change)
 
-    assert ledger.get_execution("apr_9") is None
+    assert ledger.execution_with_entry("apr_9")[0] is None
 
 
 def approval_of(request_id: str, *, outcome: str = "approved") -> ResolutionWrite:
@@ -243,4 +243,4 @@ def test_a_change_is_refused_when_the_row_and_its_entry_disagree(
     with pytest.raises(LedgerIntegrityError, match="missing"):
         claim(ledger, "run_b", 2000.0)
 
-    assert ledger.audit_tip() == tip and ledger.get_execution("apr_1") is None
+    assert ledger.audit_tip() == tip and ledger.execution_with_entry("apr_1")[0] is None

@@ -152,4 +152,4 @@ def test_leases_and_execution_marks_commit_without_waiting_for_the_wal_flush(
     off = "SET LOCAL synchronous_commit TO OFF"
     assert not any(off in line for line in synced)
     assert sum(off in line for line in relaxed) == 3
-    assert ledger.get_execution("apr_1") is not None
+    assert ledger.execution_with_entry("apr_1")[0] is not None

@@ -1,6 +1,6 @@
-"""The refusal vocabulary is closed: every ``aais.*`` string the package holds is a catalogued
-code (or a trace or stream-event name, catalogued where they are defined), and every code of
-the catalogue is sent somewhere."""
+"""The refusal vocabulary is closed: every code-shaped string the package holds (``aais.*``,
+``agui.*``, ``inbox.*``, ``http.error``) is a catalogued code (or a trace or stream-event name,
+catalogued where they are defined), and every code of the catalogue is sent somewhere."""
 
 from __future__ import annotations
 
@@ -29,8 +29,9 @@ from aais_langgraph.protocol.refusals import (
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOGUE = ROOT / "aais_langgraph" / "protocol" / "refusals.py"
-CODE = re.compile(r"^aais\.[a-z_.]+$")
-JS_CODE = re.compile(r"""["'`](aais\.[a-z_.]+)["'`]""")
+CODE = re.compile(r"^(?:aais\.[a-z_.]+|agui\.[a-z_]+|inbox\.[a-z_]+|http\.error)$")
+"""A code-shaped string (other ``http.*`` strings are ASGI message types and module paths)."""
+JS_CODE = re.compile(r"""["'`]((?:aais|agui|inbox)\.[a-z_.]+)["'`]""")
 
 SPANS = {traces.REQUEST_SPAN, traces.DECIDE_SPAN, traces.RESUME_SPAN, traces.DELIVERY_SPAN}
 OTHER_NAMES = set(ATTRIBUTES) | SPANS | {GAP_EVENT, SIGNED_OUT_EVENT}

@@ -55,7 +55,7 @@ NOT_APPLICABLE = {
     ("raw", "duplicate_keys"),
     # Command(resume=...) from in-process code has no authenticated channel: the caller is
     # trusted code and its decision's actor is recorded as given (gate/channel.py); a
-    # served graph accepts no such answer at all (tests/gate/test_answer_channel.py).
+    # served graph accepts no such answer at all (tests/gate/test_answer_source.py).
     ("raw", "forged_actor"),
     # The CLI builds the decision itself from the stored request (digest included) ...
     ("cli", "forged_digest"),

@@ -163,7 +163,7 @@ def test_pending_approvals_twins_agree_and_share_the_waiting_rule() -> None:
             snapshot = run(apending_approvals(w.authority, w.graph))
         else:
             snapshot = pending_approvals(w.authority, w.graph)
-        streamed = run(sse.pending_snapshot(w.authority, w.graph))
+        streamed = run(sse.presenter_snapshot(w.authority, w.graph))
         return listing(w, snapshot), listing(w, streamed)
 
     sync, asynchronous = both(case)

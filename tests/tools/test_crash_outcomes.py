@@ -100,7 +100,7 @@ def test_a_tool_declared_idempotent_is_run_again_with_the_same_key(
     assert message.status != "error" and message.content == "transferred"
     assert keys == [request_id, request_id]
     assert unknown_executions(authority) == []
-    record = authority.ledger.get_execution(request_id)
+    record = authority.ledger.execution_with_entry(request_id)[0]
     assert record is not None and record.state == "executed"
 
 

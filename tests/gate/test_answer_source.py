@@ -1,4 +1,4 @@
-"""The run's answer channel: whose raw ``approval.decided`` a gate records, and when it refuses.
+"""The run's answer source: whose raw ``approval.decided`` a gate records, and when it refuses.
 
 - in process (no server keys in ``configurable``): the body's actor, as documented;
 - LangGraph Server (its reserved ``langgraph_auth_user`` key): the authenticated

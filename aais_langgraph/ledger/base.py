@@ -346,11 +346,23 @@ class Ledger(ABC):
 
     @abstractmethod
     def update_work(
-        self, kind: str, work_id: str, change: WorkChange, *, durable: bool = False
+        self,
+        kind: str,
+        work_id: str,
+        change: WorkChange,
+        *,
+        durable: bool = False,
+        records: Sequence[Work] = (),
+        audit: Mapping[str, Any] | None = None,
     ) -> Work | None:
         """Apply ``change`` (:mod:`.outbox`'s transitions) to the row atomically; the row
         after. Relaxed by default: a lost update only repeats an attempt, which the work
-        makes idempotent (a resume, a delivery with the same ``webhook-id``)."""
+        makes idempotent (a resume, a delivery with the same ``webhook-id``).
+
+        When ``change`` moves the row, ``records`` (new work: one already recorded, by
+        its id, stays as it is) and ``audit`` (a ``follow_up`` audit entry's payload) are
+        written in the same transaction, durably: work that causes more work (a
+        follow-up's deliveries) records it once, however often it is retried."""
 
     def delivery_cursor(self, subscription: str) -> int | None:
         """The sequence up to which ``subscription``'s deliveries were made from the

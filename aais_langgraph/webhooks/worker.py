@@ -224,7 +224,9 @@ class WebhookWorker:
         body = self._body(subscription, told, now)
         headers = {"content-type": "application/json", "user-agent": "aais-langgraph-webhooks"}
         if subscription.secret:
-            headers.update(signed_headers(subscription.secret, delivery.work_id, body, now=now))
+            # Signed at the real moment: receivers check it against their own clocks.
+            signed = signed_headers(subscription.secret, delivery.work_id, body, now=time.time())
+            headers.update(signed)
         else:
             headers["webhook-id"] = delivery.work_id
         try:

@@ -17,7 +17,7 @@ class _Keeper:
     def __init__(self, box: Mailbox) -> None:
         self.box = box
 
-    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # noqa: N802
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         message = email.message_from_bytes(envelope.content)
         with self.box.lock:
             if self.box.refuse_first > 0:

@@ -9,6 +9,7 @@ from types import TracebackType
 from typing import Any
 
 from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import AuthResult, LoginPassword
 
 from .receivers import free_port
 
@@ -29,14 +30,41 @@ class _Keeper:
 
 class Mailbox:
     """An SMTP server on 127.0.0.1: ``messages`` holds (recipients, message) of each
-    accepted mail; ``refuse_first`` answers 451 to the first messages."""
+    accepted mail; ``refuse_first`` answers 451 to the first messages; with ``login``
+    (user, password) it asks clients to log in as that user (AUTH, without TLS: loopback)."""
 
-    def __init__(self, *, refuse_first: int = 0) -> None:
+    def __init__(self, *, refuse_first: int = 0, login: tuple[str, str] | None = None) -> None:
         self.lock = threading.Lock()
         self.refuse_first = refuse_first
         self.messages: list[tuple[tuple[str, ...], Message]] = []
+        self.logins: list[str] = []
         self.port = free_port()
-        self._controller = Controller(_Keeper(self), hostname="127.0.0.1", port=self.port)
+        options: dict[str, Any] = {}
+        if login is not None:
+            options = {
+                "authenticator": self._authenticator(login),
+                "auth_require_tls": False,
+                "auth_required": True,
+            }
+        self._controller = Controller(
+            _Keeper(self), hostname="127.0.0.1", port=self.port, **options
+        )
+
+    def _authenticator(self, login: tuple[str, str]) -> Any:
+        def check(server: Any, session: Any, envelope: Any, mechanism: str, data: Any) -> Any:
+            ok = (
+                isinstance(data, LoginPassword)
+                and (
+                    data.login.decode(),
+                    data.password.decode(),
+                )
+                == login
+            )
+            if ok:
+                self.logins.append(login[0])
+            return AuthResult(success=ok)
+
+        return check
 
     def __enter__(self) -> Mailbox:
         self._controller.start()

@@ -53,19 +53,18 @@ def add_policy_option(parsers: Any) -> None:
 
 
 def plan_from_policy(path: str | None, out: TextIO) -> tuple[DeliveryPlan | None, int | None]:
-    """``(plan, None)``: the deliveries of the subscriptions in ``path`` for the ledger to
-    record (None: it names none), or ``(None, 2)`` after one line naming a bad setting
-    or an unreadable file."""
+    """``(plan, None)``: the deliveries of the subscriptions in ``path`` and the follow-ups
+    its rules ask for, for the ledger to record (None: it asks for neither), or
+    ``(None, 2)`` after one line naming a bad setting or an unreadable file."""
     if path is None:
         return None, None
-    from ..webhooks import SubscriptionPlan, load_webhooks
+    from ..webhooks import load_plan
 
     try:
-        subscriptions = load_webhooks(path)
+        return load_plan(path), None
     except (ValueError, OSError) as error:
         out.write(f"error: access policy: {error}\n")
         return None, 2
-    return (SubscriptionPlan(subscriptions) if subscriptions else None), None
 
 
 def delivery_line(delivery: Delivery) -> str:

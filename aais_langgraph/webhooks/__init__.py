@@ -20,6 +20,7 @@ from .mail import MailSettings, email_message
 from .subscriptions import (
     SubscriptionPlan,
     WebhookSubscription,
+    load_plan,
     load_webhooks,
     webhooks_from_mapping,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "WebhookWorker",
     "aais_body",
     "email_message",
+    "load_plan",
     "load_webhooks",
     "signed_headers",
     "slack_body",

@@ -76,6 +76,7 @@ else:  # pragma: no cover - Python 3.10
 __all__ = [
     "SubscriptionPlan",
     "WebhookSubscription",
+    "load_plan",
     "load_webhooks",
     "webhooks_from_mapping",
 ]
@@ -245,6 +246,21 @@ class SubscriptionPlan:
                     new_delivery(item.name, "approval.expiring", request, now, not_before=soon)
                 )
         return found
+
+
+def load_plan(
+    path: str | Path, *, environ: Mapping[str, str] | None = None
+) -> SubscriptionPlan | None:
+    """The plan an access-policy file asks for: its ``[[webhooks]]`` and the follow-ups
+    its rules and ``[requesters]`` ask for (None: it asks for neither); ValueError names
+    the bad setting, OSError a file that cannot be read."""
+    from ..authority import load_access_policy
+
+    subscriptions = load_webhooks(path, environ=environ)
+    policy = load_access_policy(path)
+    if not subscriptions and not policy.follows_up:
+        return None
+    return SubscriptionPlan(subscriptions, policy=policy if policy.follows_up else None)
 
 
 def _created_at(request: StoredRequest, now: float) -> float:

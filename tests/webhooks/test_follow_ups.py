@@ -407,3 +407,36 @@ def test_requester_notices_need_an_email_subscription(receiver: Receiver) -> Non
         AccessPolicy.from_mapping({"requesters": {"notify": ["denied"]}})
     with pytest.raises(ValueError, match=r"requesters\.notify:"):
         AccessPolicy.from_mapping({"requesters": {"notify": ["approved"], "notify_via": "m"}})
+
+
+async def test_the_service_runs_follow_ups_as_a_named_job_by_the_authoritys_clock(
+    tmp_path: Path, receiver: Receiver
+) -> None:
+    import asyncio
+
+    from aais_agui.service import ApprovalService, ServiceSettings
+
+    subscriptions = [hook(receiver.url)]
+    site = Site(
+        lambda plan: SqliteLedger(tmp_path / "ledger.db", delivery_plan=plan),
+        subscriptions,
+        Clock(),
+    )
+    settings = ServiceSettings(deliveries_every=3600, follow_ups_every=3600)
+    service = ApprovalService(None, site.authority, settings=settings, webhooks=subscriptions)
+    async with service.lifespan():
+        assert service.scheduler is not None
+        assert "follow_ups" in service.scheduler.names
+        await asyncio.to_thread(site.ask, "apr_served")
+        site.clock.now = START + timedelta(seconds=599)
+        await service.scheduler.run_once("follow_ups")
+        assert site.ledger.list_work(FOLLOW_UP, states=("done",)) == []
+        site.clock.now = START + timedelta(seconds=600)
+        await service.scheduler.run_once("follow_ups")
+        for _ in range(200):  # the sends run in the background: bounded wait
+            await service.scheduler.run_once("deliveries")
+            if told(receiver, "approval.reminder"):
+                break
+            await asyncio.sleep(0.02)
+    (reminder,) = told(receiver, "approval.reminder")
+    assert reminder["data"]["request"]["id"] == "apr_served"

@@ -146,9 +146,12 @@ def test_a_change_that_moves_the_row_records_its_work_and_audit_in_one_write(
     audit = {"request_id": "apr_1", "follow_up": "reminder", "by": "system"}
 
     # Another worker's claim: its change moves nothing, so nothing else is written.
-    assert ledger.update_work(
-        REMINDER, claimed.work_id, followed_change("w2", later), records=[caused], audit=audit
-    ) == claimed
+    assert (
+        ledger.update_work(
+            REMINDER, claimed.work_id, followed_change("w2", later), records=[caused], audit=audit
+        )
+        == claimed
+    )
     assert ledger.list_work(DELIVERY) == []
     assert [e for e in ledger.audit_entries() if e.kind == "follow_up"] == []
 

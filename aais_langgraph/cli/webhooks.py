@@ -1,8 +1,11 @@
-"""``aais-langgraph webhooks list|retry``: the ledger's webhook deliveries that wait or gave up.
+"""``aais-langgraph webhooks list|retry|follow-ups``: the ledger's webhook deliveries and
+follow-ups that wait or gave up.
 
 ``list`` shows the deliveries still pending and the dead ones (``--state`` picks
 others); ``retry ID`` hands a dead delivery back to the senders (``retry --dead``:
 every dead one). A running server sends it again, with the same ``webhook-id``.
+``follow-ups`` shows the reminders, escalations and requester notices still to run
+(``--state`` picks others: ``done``, ``skipped``), each with when it is due.
 
 ``--access-policy FILE`` (any command) makes the command's own writes (an
 approval, a cancel, an expiry) record the notices of the file's ``[[webhooks]]``,
@@ -13,10 +16,20 @@ from __future__ import annotations
 
 import argparse
 import time
+from datetime import datetime, timezone
 from typing import Any, TextIO
 
 from ..authority import ApprovalAuthority
-from ..ledger import DELIVERY, Delivery, DeliveryPlan, DeliveryState, retry_delivery, shown_states
+from ..ledger import (
+    DELIVERY,
+    FOLLOW_UP,
+    Delivery,
+    DeliveryPlan,
+    DeliveryState,
+    Work,
+    retry_delivery,
+    shown_states,
+)
 from .render import escape
 
 __all__ = ["add_parser", "add_policy_option", "plan_from_policy", "run"]
@@ -34,6 +47,15 @@ def add_parser(commands: Any) -> None:
         action="append",
         choices=_STATES,
         help="these states only (repeatable; default: pending and dead)",
+    )
+    follow_ups = action.add_parser(
+        "follow-ups", help="reminders, escalations and requester notices still to run"
+    )
+    follow_ups.add_argument(
+        "--state",
+        action="append",
+        choices=("due", "claimed", "done", "skipped", "dead"),
+        help="these states only (repeatable; default: due and claimed)",
     )
     retry = action.add_parser("retry", help="send a dead delivery again")
     target = retry.add_mutually_exclusive_group(required=True)
@@ -67,6 +89,16 @@ def plan_from_policy(path: str | None, out: TextIO) -> tuple[DeliveryPlan | None
         return None, 2
 
 
+def follow_up_line(work: Work) -> str:
+    """One follow-up as a line: id, which follow-up, request, state, due, attempts, reason."""
+    due = datetime.fromtimestamp(work.next_at, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    reason = "" if work.last_error is None else f"  {escape(work.last_error)}"
+    return (
+        f"{escape(work.work_id)}  {work.target}  {escape(work.request_id)}  {work.state}  "
+        f"due {due}  attempts {work.attempts}{reason}"
+    )
+
+
 def delivery_line(delivery: Delivery) -> str:
     """One delivery as a line: id, subscription, notice, request, state, attempts, error."""
     error = "" if delivery.last_error is None else f"  {escape(delivery.last_error)}"
@@ -80,6 +112,13 @@ def delivery_line(delivery: Delivery) -> str:
 def run(authority: ApprovalAuthority, args: argparse.Namespace, stdout: TextIO) -> int:
     """Run ``webhooks list`` or ``webhooks retry``; the exit status."""
     ledger = authority.ledger
+    if args.webhooks_command == "follow-ups":
+        chosen = tuple(args.state) if args.state else ("due", "claimed")
+        waiting = ledger.list_work(FOLLOW_UP, states=chosen)
+        for work in waiting:
+            stdout.write(follow_up_line(work) + "\n")
+        stdout.write(f"{len(waiting)} follow-ups\n")
+        return 0
     if args.webhooks_command == "list":
         states = tuple(args.state) if args.state else ("pending", "dead")
         found = ledger.list_work(DELIVERY, states=shown_states(DELIVERY, states))

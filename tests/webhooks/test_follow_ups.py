@@ -440,3 +440,34 @@ async def test_the_service_runs_follow_ups_as_a_named_job_by_the_authoritys_cloc
             await asyncio.sleep(0.02)
     (reminder,) = told(receiver, "approval.reminder")
     assert reminder["data"]["request"]["id"] == "apr_served"
+
+
+def test_the_cli_lists_the_follow_ups_that_wait_and_those_that_ran(
+    tmp_path: Path, receiver: Receiver
+) -> None:
+    import io
+
+    from aais_langgraph.cli import main as cli_main
+
+    db = tmp_path / "ledger.db"
+    site = Site(lambda plan: SqliteLedger(db, delivery_plan=plan), [hook(receiver.url)], Clock())
+    site.ask("apr_cli")
+    site.at(600)
+    out = io.StringIO()
+    assert cli_main(["--db", str(db), "webhooks", "follow-ups"], stdout=out) == 0
+    lines = out.getvalue().splitlines()
+    assert lines[-1] == "2 follow-ups"
+    assert [line.split()[:2] for line in lines[:-1]] == [
+        ["apr_cli#reminder-2", "reminder"],
+        ["apr_cli#escalation", "escalation"],
+    ]
+    out = io.StringIO()
+    assert cli_main(["--db", str(db), "webhooks", "follow-ups", "--state", "done"], stdout=out) == 0
+    assert out.getvalue().splitlines()[0].split()[:4] == [
+        "apr_cli#reminder-1",
+        "reminder",
+        "apr_cli",
+        "done",
+    ]
+    # The follow_up audit entries are links of the chain like any other.
+    assert cli_main(["--db", str(db), "audit", "verify"], stdout=io.StringIO()) == 0

@@ -471,3 +471,20 @@ def test_the_cli_lists_the_follow_ups_that_wait_and_those_that_ran(
     ]
     # The follow_up audit entries are links of the chain like any other.
     assert cli_main(["--db", str(db), "audit", "verify"], stdout=io.StringIO()) == 0
+
+
+def test_a_listing_shows_the_escalated_group_the_request_once_it_escalated(
+    ledger_for: Any, receiver: Receiver
+) -> None:
+    from aais_langgraph.threads import visible_snapshot
+
+    site = Site(ledger_for, [hook(receiver.url)], Clock())
+    site.ask("apr_listed")
+
+    def listed() -> list[str]:
+        snapshot = visible_snapshot(site.authority, site.authority.snapshot(), MANAGER)
+        return [request.id for request in snapshot.snapshot.pending]
+
+    assert listed() == []  # remembered per viewer by a deterministic policy...
+    site.at(1800)
+    assert listed() == ["apr_listed"]  # ...but not past the escalation

@@ -321,6 +321,10 @@ async def _run(
         banner = [f"approvals  aais-langgraph --db {args.db} pending"]
         if webhooks:
             banner.append(f"webhooks   {len(webhooks)} subscriptions (webhooks list)")
+        if getattr(plan, "follows_up", False):
+            banner.append(
+                "follow-ups reminders, escalations, requester notices (webhooks follow-ups)"
+            )
         if args.command == "demo":
             from .demo import DemoWorkspace, build_demo_agent
 

@@ -27,12 +27,13 @@ from ..ledger import (
     DeliveryPlan,
     DeliveryState,
     Work,
+    WorkState,
     retry_delivery,
     shown_states,
 )
 from .render import escape
 
-__all__ = ["add_parser", "add_policy_option", "plan_from_policy", "run"]
+__all__ = ["add_parser", "add_policy_option", "follow_up_history", "plan_from_policy", "run"]
 
 _STATES: tuple[DeliveryState, ...] = ("pending", "delivered", "dead", "coalesced", "skipped")
 
@@ -89,9 +90,27 @@ def plan_from_policy(path: str | None, out: TextIO) -> tuple[DeliveryPlan | None
         return None, 2
 
 
+def follow_up_history(authority: ApprovalAuthority, request_id: str) -> list[str]:
+    """The request's follow-ups as ``show`` lists them: which, its state, and when it ran
+    (or is due), oldest first; an escalation that ran reads ``escalation done``."""
+    states: tuple[WorkState, ...] = ("due", "claimed", "done", "skipped", "dead")
+    found = authority.ledger.list_work(FOLLOW_UP, states=states, request_id=request_id)
+    lines = []
+    for work in found:
+        ran = work.state in ("done", "skipped")
+        moment = _moment(work.updated_at if ran else work.next_at)
+        when = f"{'at' if ran else 'due'} {moment}"
+        lines.append(f"follow-up {work.target} {work.state}  {when}")
+    return lines
+
+
+def _moment(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def follow_up_line(work: Work) -> str:
     """One follow-up as a line: id, which follow-up, request, state, due, attempts, reason."""
-    due = datetime.fromtimestamp(work.next_at, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    due = _moment(work.next_at)
     reason = "" if work.last_error is None else f"  {escape(work.last_error)}"
     return (
         f"{escape(work.work_id)}  {work.target}  {escape(work.request_id)}  {work.state}  "

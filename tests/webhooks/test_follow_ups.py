@@ -469,6 +469,15 @@ def test_the_cli_lists_the_follow_ups_that_wait_and_those_that_ran(
         "apr_cli",
         "done",
     ]
+    site.at(1800)
+    out = io.StringIO()
+    assert cli_main(["--db", str(db), "show", "apr_cli"], stdout=out) == 0
+    history = [line.split()[:3] for line in out.getvalue().splitlines() if "follow-up" in line]
+    assert sorted(history) == [
+        ["follow-up", "escalation", "done"],
+        ["follow-up", "reminder", "done"],
+        ["follow-up", "reminder", "done"],
+    ]
     # The follow_up audit entries are links of the chain like any other.
     assert cli_main(["--db", str(db), "audit", "verify"], stdout=io.StringIO()) == 0
 

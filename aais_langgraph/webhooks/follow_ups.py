@@ -72,8 +72,16 @@ class FollowUpRunner:
     ) -> None:
         if plan.policy is None:
             raise ValueError("plan: a plan without an access policy asks for no follow-ups")
-        if not claim_ttl > 0:
-            raise ValueError("claim_ttl: must be positive")
+        if (
+            isinstance(claim_ttl, bool)
+            or not isinstance(claim_ttl, (int, float))
+            or not claim_ttl > 0
+        ):
+            raise ValueError("claim_ttl: must be a positive number of seconds")
+        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+            raise ValueError("batch: must be a positive integer")
+        if clock is not None and not callable(clock):
+            raise TypeError("clock: must be callable")
         self.authority = authority
         self.plan = plan
         self.policy: AccessPolicy = plan.policy

@@ -497,3 +497,17 @@ def test_a_listing_shows_the_escalated_group_the_request_once_it_escalated(
     assert listed() == []  # remembered per viewer by a deterministic policy...
     site.at(1800)
     assert listed() == ["apr_listed"]  # ...but not past the escalation
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [({"claim_ttl": 0}, "claim_ttl"), ({"batch": 0}, "batch"), ({"clock": 5}, "clock")],
+)
+def test_a_runner_names_a_bad_setting(options: dict[str, Any], named: str) -> None:
+    policy = AccessPolicy.from_mapping(WITHOUT_REQUESTERS)
+    plan = SubscriptionPlan([], policy=policy)
+    authority = ApprovalAuthority(InMemoryLedger(delivery_plan=plan), authorizer=policy)
+    with pytest.raises((ValueError, TypeError), match=named):
+        FollowUpRunner(authority, plan, **options)
+    with pytest.raises(ValueError, match="plan"):
+        FollowUpRunner(authority, SubscriptionPlan([]))

@@ -511,3 +511,23 @@ def test_a_runner_names_a_bad_setting(options: dict[str, Any], named: str) -> No
         FollowUpRunner(authority, plan, **options)
     with pytest.raises(ValueError, match="plan"):
         FollowUpRunner(authority, SubscriptionPlan([]))
+
+
+def test_the_notices_carry_spec_shaped_envelopes_and_slack_headlines(
+    receiver: Receiver, mailbox: Mailbox
+) -> None:
+    import aais
+
+    from aais_langgraph.webhooks import slack_body
+
+    site = Site(lambda plan: InMemoryLedger(delivery_plan=plan), [hook(receiver.url)], Clock())
+    requested = site.ask("apr_shape")
+    site.at(1800)
+    for notice in ("approval.reminder", "approval.escalated"):
+        (body,) = told(receiver, notice)[:1]
+        aais.validate(body["data"])
+        assert body["data"]["request"]["id"] == "apr_shape"
+        headline = slack_body(notice, requested, None, inbox_url=None, include_arguments=False)[
+            "text"
+        ]
+        assert headline.startswith(("Reminder:", "Escalated:")) and "hunter2" not in headline

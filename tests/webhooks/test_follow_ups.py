@@ -531,3 +531,54 @@ def test_the_notices_carry_spec_shaped_envelopes_and_slack_headlines(
             "text"
         ]
         assert headline.startswith(("Reminder:", "Escalated:")) and "hunter2" not in headline
+
+
+def test_a_requester_without_an_address_is_not_mailed(ledger_for: Any, mailbox: Mailbox) -> None:
+    site = Site(ledger_for, [mail(mailbox.port)], Clock())
+    site.authority.request(
+        {"kind": "tool_call", "name": "deploy-x", "summary": "Deploy", "arguments": {}},
+        origin=ORIGIN,
+        request_id="apr_bob",
+        thread_id="thr_bob",
+        expires_in=timedelta(hours=1),
+        context={"requester": "bob"},
+    )
+    site.authority.cancel("apr_bob", actor=SRE)
+    site.at(1)
+    assert [rcpt for rcpt, _ in mailbox.messages if "oncall@example.com" not in rcpt] == []
+    from aais_langgraph.ledger import DELIVERY
+
+    (skipped,) = [
+        row
+        for row in site.ledger.list_work(DELIVERY, states=("skipped",))
+        if row.topic == "approval.requester_notice"
+    ]
+    assert skipped.last_error == "the requester has no address ([requesters.addresses])"
+
+
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text("QZJ#", max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=6,
+)
+
+
+@given(
+    key=st.sampled_from(
+        ["remind_after", "remind_every", "remind_times", "escalate_after", "escalate_to"]
+    ),
+    value=JSONISH,
+)
+def test_any_follow_up_setting_loads_or_is_refused_by_its_name_without_its_value(
+    key: str, value: Any
+) -> None:
+    rule: dict[str, Any] = {"groups": ["sre"], "remind_after": 60, key: value}
+    if key == "escalate_to":
+        rule["escalate_after"] = 60
+    try:
+        AccessPolicy.from_mapping({"approvers": [rule]})
+    except ValueError as error:
+        message = str(error)
+        assert message.startswith("approvers[0].")
+        if isinstance(value, str) and value:  # of letters no message uses
+            assert value not in message

@@ -69,7 +69,8 @@ to the subscription the policy names for it)."""
 
 
 class DeliveryPlan(Protocol):
-    """Which deliveries a new request or resolution records with it (the subscriptions').
+    """Which deliveries a new request or resolution records with it (the subscriptions'),
+    and which follow-ups (:mod:`.follow_ups`): any outbox rows it returns are recorded.
 
     Called inside the ledger's write transaction: it must be quick, pure and must not
     raise (it reads the request as stored, nothing else)."""

@@ -582,3 +582,25 @@ def test_any_follow_up_setting_loads_or_is_refused_by_its_name_without_its_value
         assert message.startswith("approvers[0].")
         if isinstance(value, str) and value:  # of letters no message uses
             assert value not in message
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: the escalation row is the fact the access object reads, and the audit "
+    "chain records the escalation but the check does not ask it; a row planted by someone "
+    "who writes the ledger file lets the policy's escalate_to groups in early",
+)
+def test_an_escalation_row_planted_in_the_ledger_file_lets_nobody_in(
+    tmp_path: Path, receiver: Receiver
+) -> None:
+    import sqlite3
+
+    db = tmp_path / "ledger.db"
+    site = Site(lambda plan: SqliteLedger(db, delivery_plan=plan), [hook(receiver.url)], Clock())
+    site.ask("apr_planted")
+    with sqlite3.connect(db) as raw:
+        raw.execute(
+            "UPDATE aais_outbox SET state = 'done' WHERE kind = 'follow_up' AND work_id = ?",
+            ("apr_planted#escalation",),
+        )
+    assert not site.authority.access.may_view(MANAGER, "apr_planted")

@@ -20,8 +20,9 @@ transports ask:
 
 A request the policy escalates (:class:`~.authorization.Escalations`) is asked about
 with :attr:`~.authorization.Resource.escalated` read from the ledger: whether its
-escalation row is ``done`` (:mod:`aais_langgraph.ledger.follow_ups`), a durable fact
-every process reads alike, never a comparison with a clock.
+escalation row is ``done`` and its audit entry vouches for it
+(:func:`aais_langgraph.ledger.follow_ups.escalated`), a durable fact every process
+reads alike, never a comparison with a clock.
 
 The authorizer is synchronous (Cedar is, and every question may read the ledger),
 so each question has an ``a``-prefixed async twin that runs it off the event loop

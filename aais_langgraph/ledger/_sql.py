@@ -890,6 +890,14 @@ class SqlLedger(SqlBackend):
         row = self._one(cur, sql, (request_id,))
         return None if row is None else audit_from_row(row)
 
+    def follow_up_entries(self, request_id: str) -> list[AuditEntry]:
+        sql = (
+            f"SELECT {rows.AUDIT_COLUMNS} FROM aais_audit WHERE kind = 'follow_up' "
+            f"AND {self.execution_subject} = ? ORDER BY idx"
+        )
+        with self._read() as cur:
+            return [audit_from_row(row) for row in self._all(cur, sql, (request_id,))]
+
     def execution_with_entry(
         self, request_id: str
     ) -> tuple[ex.Execution | None, AuditEntry | None]:

@@ -240,6 +240,11 @@ class Ledger(ABC):
         """Audit entries with index greater than ``after_index``, in order."""
 
     @abstractmethod
+    def follow_up_entries(self, request_id: str) -> list[AuditEntry]:
+        """The request's ``follow_up`` audit entries (:mod:`.follow_ups`), oldest first: an
+        indexed read, for the access object to ask whether an escalation is vouched for."""
+
+    @abstractmethod
     def audit_tip(self) -> tuple[int, str] | None:
         """The recorded (index, hash) of the last audit entry, kept apart from the
         entries so that truncation is detectable."""
@@ -446,6 +451,7 @@ class Ledger(ABC):
     aappend_audit = _twin(append_audit)
     aaudit_entries = _twin(audit_entries)
     aaudit_tip = _twin(audit_tip)
+    afollow_up_entries = _twin(follow_up_entries)
     acontents = _twin(contents)
     apost_to_thread = _twin(post_to_thread)
     athread_record = _twin(thread_record)

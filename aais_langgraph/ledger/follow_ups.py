@@ -16,9 +16,10 @@ with no human actor (:func:`follow_up_audit`). One that finds the request resolv
 (or, for a reminder or escalation, past its expiry) skips it: a follow-up never
 approves, denies or expires anything.
 
-An escalation that ran is a durable fact: its row is ``done``
-(:func:`escalated`), and the access object asks that row, never a clock, whether
-the rule's ``escalate_to`` groups may now view and decide the request.
+An escalation that ran is a durable fact: its row is ``done`` and its ``follow_up``
+audit entry vouches for it (:func:`escalated`; retention carries that entry while the
+request stays), and the access object asks those, never a clock, whether the rule's
+``escalate_to`` groups may now view and decide the request.
 """
 
 from __future__ import annotations
@@ -26,7 +27,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
+from ..protocol import AAISValidationError
+from .audit import chain_hash
 from .outbox import FOLLOW_UP, Work, WorkChange, new_work
+from .records import AuditEntry
 
 if TYPE_CHECKING:
     from .base import Ledger
@@ -133,7 +137,25 @@ def follow_up_audit(work: Work, **facts: Any) -> dict[str, Any]:
 
 
 def escalated(ledger: Ledger, request_id: str) -> bool:
-    """Whether the request's escalation ran (its row is ``done``): the durable fact the
-    access object asks."""
+    """Whether the request's escalation ran: its row is ``done`` and the audit chain vouches
+    for it (a ``follow_up`` entry of that escalation whose hash matches its content, as
+    the runner writes in the same transaction). The durable fact the access object asks."""
     found = ledger.get_work(FOLLOW_UP, escalation_id(request_id))
-    return found is not None and found.state == "done"
+    if found is None or found.state != "done":
+        return False
+    return any(
+        entry.payload.get("work_id") == found.work_id
+        and entry.payload.get("follow_up") == "escalation"
+        and _intact(entry)
+        for entry in ledger.follow_up_entries(request_id)
+    )
+
+
+def _intact(entry: AuditEntry) -> bool:
+    try:
+        recomputed = chain_hash(
+            entry.index, entry.kind, entry.occurred_at, entry.payload, entry.prev_hash
+        )
+    except AAISValidationError:
+        return False
+    return recomputed == entry.entry_hash

@@ -483,6 +483,14 @@ class InMemoryLedger(Ledger):
         with self._lock:
             return self._tip()
 
+    def follow_up_entries(self, request_id: str) -> list[AuditEntry]:
+        with self._lock:
+            return [
+                _copy_entry(entry)
+                for entry in self._audit
+                if entry.kind == "follow_up" and entry.payload.get("request_id") == request_id
+            ]
+
     # -- run leases ----------------------------------------------------------------
 
     def acquire_lease(self, thread_id: str, holder: str, *, ttl: float, now: float) -> Lease | None:

@@ -163,6 +163,8 @@ def test_a_change_that_moves_the_row_records_its_work_and_audit_in_one_write(
     assert (delivery.work_id, delivery.topic) == ("msg_1", "approval.reminder")
     [entry] = [e for e in ledger.audit_entries() if e.kind == "follow_up"]
     assert entry.payload == audit
+    assert ledger.follow_up_entries("apr_1") == [entry]  # the indexed read finds it
+    assert ledger.follow_up_entries("apr_2") == []
     # Done stays done: running it again writes nothing more.
     ledger.update_work(
         REMINDER, claimed.work_id, followed_change("w1", later), records=[caused], audit=audit

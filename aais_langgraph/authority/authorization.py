@@ -163,8 +163,9 @@ class Resource:
     them may approve this one: the approvals must come from distinct people."""
     escalated: bool = False
     """For a request: its escalation ran (a durable fact of the ledger, its escalation
-    row ``done``: :func:`~aais_langgraph.ledger.follow_ups.escalated`), so the groups its
-    rule escalates to may view and decide it too."""
+    row ``done`` and vouched for by its audit entry:
+    :func:`~aais_langgraph.ledger.follow_ups.escalated`), so the groups its rule
+    escalates to may view and decide it too."""
 
 
 @dataclass(frozen=True)

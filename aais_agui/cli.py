@@ -315,16 +315,16 @@ async def _run(
 
     settings = service_settings(args)
     webhooks = _webhooks(args)
-    plan = None
-    if webhooks:
-        from aais_langgraph.webhooks import SubscriptionPlan
-
-        plan = SubscriptionPlan(webhooks)
+    plan = _plan(args)
     async with open_storage(args.db, delivery_plan=plan) as (ledger, checkpointer):
         authority = ApprovalAuthority(ledger, authorizer=authorizer)
         banner = [f"approvals  aais-langgraph --db {args.db} pending"]
         if webhooks:
             banner.append(f"webhooks   {len(webhooks)} subscriptions (webhooks list)")
+        if getattr(plan, "follows_up", False):
+            banner.append(
+                "follow-ups reminders, escalations, requester notices (webhooks follow-ups)"
+            )
         if args.command == "demo":
             from .demo import DemoWorkspace, build_demo_agent
 
@@ -390,6 +390,21 @@ def _webhooks(args: argparse.Namespace) -> list[WebhookSubscription]:
 
     try:
         return list(load_webhooks(path))
+    except (ValueError, OSError) as error:
+        raise SystemExit(f"aais-agui: {error}") from None
+
+
+def _plan(args: argparse.Namespace) -> Any:
+    """What the ledger records with each write: the access policy's subscriptions and the
+    follow-ups its rules ask for (None without a policy, or one that asks for neither);
+    SystemExit names a bad setting."""
+    path = getattr(args, "access_policy", None)
+    if path is None:
+        return None
+    from aais_langgraph.webhooks import load_plan
+
+    try:
+        return load_plan(path)
     except (ValueError, OSError) as error:
         raise SystemExit(f"aais-agui: {error}") from None
 

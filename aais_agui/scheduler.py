@@ -2,7 +2,8 @@
 is logged by its name and stops no other.
 
 :class:`~aais_agui.service.ApprovalService` builds its jobs (``resume_due``,
-``sweep_expired``, ``orphans``, ``deliveries``, ``retention``, ``witness``) from its
+``sweep_expired``, ``orphans``, ``deliveries``, ``follow_ups``, ``retention``,
+``witness``) from its
 settings and runs them here while it serves. A job runs once at the start, then again
 ``every`` seconds after each pass ends, so a slow pass never overlaps itself.
 """

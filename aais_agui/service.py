@@ -17,6 +17,10 @@ the service's one :class:`~aais_langgraph.threads.ThreadDriver`, so one setting
   ``expired`` and resumes their runs;
 - ``orphans`` (``orphans_every``): cancels the requests their thread left behind;
 - ``deliveries`` (``deliveries_every``, with ``webhooks``): sends webhook deliveries;
+- ``follow_ups`` (``follow_ups_every``, when the ledger's plan has an access policy that
+  reminds, escalates or notifies requesters): runs the due reminders, escalations and
+  requester notices (:class:`~aais_langgraph.webhooks.FollowUpRunner`), by the
+  authority's clock, which the ``deliveries`` job then keeps too;
 - ``retention`` (``retention_every``, with ``retention``) and ``witness``
   (``witness_poll``, with ``witnesses``): :mod:`aais_agui.ledger_upkeep`.
 """
@@ -65,6 +69,8 @@ class ServiceSettings:
             longer waits on (off with the watcher, ``serve --no-watch``).
         deliveries_every: The ``deliveries`` job: sends the due webhook deliveries (runs
             only with ``webhooks``).
+        follow_ups_every: The ``follow_ups`` job: runs the due reminders, escalations
+            and requester notices (runs only when the ledger's plan asks for them).
         retention: What the ``retention`` job keeps (None: no retention).
         retention_every: How often the ``retention`` job compacts.
         witnesses: Files or URLs the ``witness`` job publishes the audit tip to.
@@ -83,6 +89,7 @@ class ServiceSettings:
     sweep_expired_every: float | None = None
     orphans_every: float | None = 30.0
     deliveries_every: float | None = 0.5
+    follow_ups_every: float | None = 1.0
     retention: RetentionPolicy | None = None
     retention_every: float = 3600.0
     witnesses: tuple[str, ...] = ()
@@ -110,6 +117,7 @@ class ServiceSettings:
             "sweep_expired_every",
             "orphans_every",
             "deliveries_every",
+            "follow_ups_every",
             "websocket_max_age",
         ):
             if getattr(self, name) is not None:
@@ -284,10 +292,18 @@ class ApprovalService:
             if settings.orphans_every is not None:
                 orphans = self.watcher.cancel_orphans
                 jobs.append(PeriodicJob("orphans", settings.orphans_every, orphans))
+        plan = self.authority.ledger.delivery_plan
+        follows_up = bool(getattr(plan, "follows_up", False))
         if self._subscriptions and settings.deliveries_every is not None:
-            worker = self._worker or _new_worker(self.authority, self._subscriptions)
+            worker = self._worker or _new_worker(self.authority, self._subscriptions, follows_up)
             stack.callback(worker.close)
             jobs.append(PeriodicJob("deliveries", settings.deliveries_every, worker.asend_due))
+        if follows_up and settings.follow_ups_every is not None:
+            from aais_langgraph.webhooks import FollowUpRunner, SubscriptionPlan
+
+            assert isinstance(plan, SubscriptionPlan)
+            runner = FollowUpRunner(self.authority, plan)
+            jobs.append(PeriodicJob("follow_ups", settings.follow_ups_every, runner.arun_due))
         if settings.retention is not None or settings.witnesses:
             upkeep = LedgerUpkeep(self.authority.ledger, settings, key=load_authority_key())
             if settings.retention is not None:
@@ -316,8 +332,12 @@ def _webhooks_of(
 
 
 def _new_worker(
-    authority: ApprovalAuthority, subscriptions: list[WebhookSubscription]
+    authority: ApprovalAuthority, subscriptions: list[WebhookSubscription], follows_up: bool
 ) -> WebhookWorker:
+    """The service's sender; by the authority's clock when follow-ups run (they record
+    deliveries due by that clock)."""
     from aais_langgraph.webhooks import WebhookWorker
 
-    return WebhookWorker(authority, subscriptions)
+    if not follows_up:
+        return WebhookWorker(authority, subscriptions)
+    return WebhookWorker(authority, subscriptions, clock=lambda: authority.clock().timestamp())

@@ -94,6 +94,9 @@ SLOW = (
     "threads/test_resume_work.py",
     "threads/test_view_selection.py",
     "webhooks/test_delivery.py",
+    "webhooks/test_email.py",
+    "webhooks/test_follow_ups.py",
+    "webhooks/test_reaching_people_page.py",
     "webhooks/test_serve.py",
 )
 """Test paths (under ``tests/``) marked ``slow``: what starts other programs or processes."""

@@ -425,6 +425,29 @@ function renderResuming(entries) {
   $("resuming").hidden = items.length === 0;
 }
 
+/** The card a link names (`#request=ID`, as email notices link it), shown once: scrolled to
+ *  and marked; a request no longer pending (or not yours to see) is said so. The link only
+ *  opens the card: deciding takes a click on the page, signed in. */
+function showLinkedCard() {
+  const match = /^#request=([^&]+)$/.exec(location.hash);
+  if (!match || state.linkedShown) return;
+  state.linkedShown = true;
+  let requestId;
+  try {
+    requestId = decodeURIComponent(match[1]);
+  } catch {
+    return;
+  }
+  const card = state.cards.get(requestId);
+  if (!card) {
+    $("linked-status").hidden = false;
+    return;
+  }
+  card.element.classList.add("linked");
+  card.element.setAttribute("aria-current", "true");
+  card.element.scrollIntoView({ block: "center" });
+}
+
 function onAaisEvent(envelope) {
   if (envelope.type === "approval.snapshot") {
     state.clockOffset = Date.parse(envelope.occurred_at) - Date.now();
@@ -435,6 +458,7 @@ function onAaisEvent(envelope) {
     for (const request of envelope.snapshot.pending) addCard(request);
     renderUnknown((envelope.extensions || {})[UNKNOWN_EXECUTIONS] || []);
     renderResuming((envelope.extensions || {})[RESUMING] || []);
+    showLinkedCard();
     document.body.dataset.ready = "true";
   } else if (envelope.type === "approval.requested") {
     addCard(envelope.request);

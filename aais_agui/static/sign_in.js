@@ -17,7 +17,8 @@ export async function signInStatus() {
 export function offerSignIn(status) {
   const link = $("sign-in");
   const target = new URL(href(status.sign_in));
-  target.searchParams.set("next", location.pathname + location.search);
+  // The fragment too: an emailed `#request=ID` link opens its card after signing in.
+  target.searchParams.set("next", location.pathname + location.search + location.hash);
   link.href = target.toString();
   link.hidden = false;
   $("sign-out").hidden = true;

@@ -18,6 +18,12 @@ transports ask:
 - :meth:`~Access.deciding_groups`: which groups the policy lets decide a request
   (an honest answer from the policy, asked about no invented member).
 
+A request the policy escalates (:class:`~.authorization.Escalations`) is asked about
+with :attr:`~.authorization.Resource.escalated` read from the ledger: whether its
+escalation row is ``done`` and its audit entry vouches for it
+(:func:`aais_langgraph.ledger.follow_ups.escalated`), a durable fact every process
+reads alike, never a comparison with a clock.
+
 The authorizer is synchronous (Cedar is, and every question may read the ledger),
 so each question has an ``a``-prefixed async twin that runs it off the event loop
 in one hop (:meth:`Access._off_loop`). A trusted caller (no principal, or an
@@ -33,12 +39,14 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from ..ledger import Ledger, StoredRequest, ThreadRecord
+from ..ledger.follow_ups import escalated
 from ..ledger.selection import PendingSelection
 from ..protocol import Actor, Request
 from .authorization import (
     ALLOWED,
     AllowAuthenticated,
     Authorizer,
+    Escalations,
     ForbiddenError,
     GroupDecisions,
     Permission,
@@ -94,13 +102,23 @@ class Access:
     # -- what a question is about --------------------------------------------------------
 
     def request_resource(self, request: Request, *, decision: str | None = None) -> Resource:
-        """What an access to ``request`` is asked about, from the request alone."""
+        """What an access to ``request`` is asked about, from the request (and, for one
+        the policy escalates, whether its escalation ran)."""
         return Resource(
             request=request,
             requester=requester_of(request),
             decision=decision,
             approved_by=approved_by_of(request),
+            escalated=self.escalated(request),
         )
+
+    def escalated(self, request: Request) -> bool:
+        """Whether ``request`` escalated: the policy escalates it and the ledger holds its
+        escalation as done."""
+        authorizer = self.authorizer
+        if not isinstance(authorizer, Escalations) or not authorizer.escalates(request):
+            return False
+        return escalated(self.ledger, request.id)
 
     def resource_of(
         self, stored: StoredRequest, request: Request, *, decision: str | None = None
@@ -336,7 +354,7 @@ class Access:
         authorizer = self.authorizer
         if not isinstance(authorizer, GroupDecisions):
             return None
-        resource = self.request_resource(request, decision="approve")
+        resource = self.request_resource(request, decision="approve")  # escalated or not
         return frozenset(
             group for group in groups if authorizer.group_may_decide(group, resource).allowed
         )

@@ -15,6 +15,11 @@ ids, never code::
     groups = ["sre"]                      # who may approve, deny and cancel them
     users = []                            # actor ids besides the groups
     quorum = 1                            # distinct approvals needed (2: two people)
+    remind_after = 600                    # remind the approvers after 600 s pending,
+    remind_every = 1800                   # then every 1800 s,
+    remind_times = 3                      # at most 3 reminders in all
+    escalate_after = 3600                 # after 3600 s pending, escalate:
+    escalate_to = ["managers"]            # these groups may then view and decide it too
 
     [separation_of_duties]
     from_risk = "high"                    # the requester may not approve their own
@@ -23,6 +28,11 @@ ids, never code::
     [requesters]
     view_own = true                       # requesters see their own runs' requests
     cancel_own = true                     # and may withdraw (cancel) them
+    notify = ["denied", "expired", "cancelled"]   # tell the requester these outcomes
+    notify_via = "mail"                   # by this email subscription ([[webhooks]])
+
+    [requesters.addresses]                # where each requester's notices go
+    alice = "alice@example.com"
 
     [grants]
     revoke_groups = ["sre"]               # besides those who may decide the grant's request
@@ -54,6 +64,12 @@ it matches. With ``quorum = n`` the action runs only after n distinct members
 approved it: the gate asks n times, one request each (SPEC §10), nobody approves
 twice, and the first denial ends it. Everything not allowed is refused with a
 reason that names the rule, never a value from the request.
+
+A rule's reminders, escalation and the requester notices are durable follow-ups
+(:mod:`aais_langgraph.ledger.follow_ups`), recorded with the request or its
+resolution by a ledger opened with the subscriptions' plan and run by the service's
+``follow_ups`` job. Once a request's escalation ran, the rule's ``escalate_to``
+groups may view, decide and cancel it as its approvers may; never before.
 """
 
 from __future__ import annotations
@@ -74,7 +90,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-__all__ = ["AccessPolicy", "ApproverRule", "load_access_policy"]
+__all__ = ["REQUESTER_NOTICES", "AccessPolicy", "ApproverRule", "load_access_policy"]
 
 RISK_ORDER = ("low", "medium", "high", "critical")
 ANYONE = "*"
@@ -83,6 +99,10 @@ SCOPES: dict[str, frozenset[str]] = {
     "read": frozenset({"view"}),
 }
 """What each service scope lets a machine identity do (the verbs it is asked about)."""
+REQUESTER_NOTICES = ("denied", "expired", "cancelled")
+"""The outcomes a requester may be told of (``[requesters] notify``)."""
+MOST_REMINDERS = 20
+"""The most reminders one rule may ask for (``remind_times``)."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +117,28 @@ class ApproverRule:
     quorum: int = 1
     index: int = -1
     """Its position in the file (``-1``: the default rule)."""
+    remind_after: float | None = None
+    """Seconds after the request's creation of the first reminder (None: no reminders)."""
+    remind_every: float | None = None
+    """Seconds between reminders (None: ``remind_after``)."""
+    remind_times: int = 1
+    """How many reminders at most."""
+    escalate_after: float | None = None
+    """Seconds after the request's creation of its escalation (None: none)."""
+    escalate_to: frozenset[str] = frozenset()
+    """The groups that may view and decide the request once it escalated."""
+
+    def reminders_at(self, created_at: float) -> list[float]:
+        """When the reminders of a request created at ``created_at`` are due (epoch s)."""
+        if self.remind_after is None:
+            return []
+        every = self.remind_every if self.remind_every is not None else self.remind_after
+        first = created_at + self.remind_after
+        return [first + number * every for number in range(self.remind_times)]
+
+    def admits_escalated(self, principal: Principal) -> bool:
+        """Whether ``principal`` is in a group the rule escalates to."""
+        return not self.escalate_to.isdisjoint(principal.groups)
 
     def matches(self, kind: str, name: str, risk: str) -> bool:
         return (
@@ -141,6 +183,12 @@ class AccessPolicy:
     thread_view_groups: frozenset[str] = frozenset()
     service_verbs: frozenset[tuple[str, str]] = frozenset()
     """(service actor id, verb) for each verb its scopes allow (:data:`SCOPES`)."""
+    requesters_notify: frozenset[str] = frozenset()
+    """The outcomes requesters are told of (:data:`REQUESTER_NOTICES`)."""
+    requesters_notify_via: str | None = None
+    """The email subscription (a ``[[webhooks]]`` name) requester notices go by."""
+    requester_addresses: tuple[tuple[str, str], ...] = ()
+    """(actor id, email address) of each requester notices may reach."""
     deterministic: ClassVar[bool] = True
     """Its answers depend only on the principal and the resource (it never changes)."""
 
@@ -173,7 +221,17 @@ class AccessPolicy:
         from_risk = separation.get("from_risk")
         if from_risk is not None and from_risk not in RISK_ORDER:
             raise ValueError(f"separation_of_duties.from_risk: must be one of {list(RISK_ORDER)}")
-        requesters = _table(document, "requesters", {"view_own", "cancel_own"})
+        requesters = _table(
+            document, "requesters", {"view_own", "cancel_own", "notify", "notify_via", "addresses"}
+        )
+        notify = _names(requesters.get("notify", []), "requesters.notify")
+        if not notify <= set(REQUESTER_NOTICES):
+            raise ValueError(f"requesters.notify: each must be one of {list(REQUESTER_NOTICES)}")
+        via = requesters.get("notify_via")
+        if via is not None and (not isinstance(via, str) or not via):
+            raise ValueError("requesters.notify_via: must name a [[webhooks]] subscription")
+        if notify and via is None:
+            raise ValueError("requesters.notify_via: requesters.notify needs a subscription")
         grants = _table(document, "grants", {"revoke_groups"})
         reconcile = _table(document, "reconcile", {"groups"})
         threads = _table(document, "threads", {"start_groups", "post_groups", "view_groups"})
@@ -200,6 +258,9 @@ class AccessPolicy:
             thread_post_groups=_names(threads.get("post_groups", []), "threads.post_groups"),
             thread_view_groups=_names(threads.get("view_groups", []), "threads.view_groups"),
             service_verbs=_services(document.get("services", [])),
+            requesters_notify=notify,
+            requesters_notify_via=via,
+            requester_addresses=_addresses(requesters.get("addresses", {})),
         )
 
     # -- the question ------------------------------------------------------------------
@@ -221,7 +282,9 @@ class AccessPolicy:
         if request is None:
             return Permission(False, f"nothing to {verb}: the request is not known")
         rule = self.rule_for(request)
-        deciders = rule.admits(principal)
+        deciders = rule.admits(principal) or (
+            resource.escalated and rule.admits_escalated(principal)
+        )
         own = resource.requester is not None and resource.requester == principal.id
         if verb == "decide":
             if not deciders:
@@ -266,6 +329,8 @@ class AccessPolicy:
         rule = self.rule_for(request)
         if ANYONE in rule.groups or group in rule.groups:
             return ALLOWED
+        if resource.escalated and group in rule.escalate_to:
+            return ALLOWED
         return Permission(False, f"only {_who(rule)} may decide this ({rule.describe()})")
 
     def _administers(self, principal: Principal) -> bool:
@@ -305,9 +370,29 @@ class AccessPolicy:
         """The first approver rule matching ``request``, else the default approvers."""
         return self._rule(request.action.kind, request.action.name, request.risk.level)
 
+    def escalates(self, request: Request) -> bool:
+        """Whether the rule of ``request`` escalates it (:class:`~.authorization.Escalations`)."""
+        return bool(self.rule_for(request).escalate_to)
+
+    def address_of(self, requester: str) -> str | None:
+        """The email address ``[requesters.addresses]`` gives ``requester`` (None: none)."""
+        return dict(self.requester_addresses).get(requester)
+
     def quorum(self, kind: str, name: str, risk: str) -> int:
         """How many distinct approvals the matching rule asks for (:class:`QuorumRule`)."""
         return self._rule(kind, name, risk).quorum
+
+    def rule_matching(self, kind: str, name: str, risk: str) -> ApproverRule:
+        """The first approver rule matching an action's kind, name and risk level, else
+        the default approvers (what a stored row's facts select)."""
+        return self._rule(kind, name, risk)
+
+    @property
+    def follows_up(self) -> bool:
+        """Whether any rule reminds or escalates, or requesters are notified."""
+        return bool(self.requesters_notify) or any(
+            rule.remind_after is not None or rule.escalate_to for rule in self.approvers
+        )
 
     def _rule(self, kind: str, name: str, risk: str) -> ApproverRule:
         for rule in self.approvers:
@@ -333,7 +418,7 @@ class AccessPolicy:
             actions=tuple(
                 ActionPattern(rule.kinds, rule.names, rule.risk)
                 for rule in self.approvers
-                if rule.admits(principal)
+                if rule.admits(principal) or rule.admits_escalated(principal)
             ),
             requester=principal.id if self.requesters_view_own else None,
         )
@@ -343,7 +428,8 @@ class AccessPolicy:
             return ALLOWED
         request = resource.request
         if request is not None:
-            if self.rule_for(request).admits(principal):
+            rule = self.rule_for(request)
+            if rule.admits(principal) or (resource.escalated and rule.admits_escalated(principal)):
                 return ALLOWED
             if self.requesters_view_own and resource.requester == principal.id:
                 return ALLOWED
@@ -435,7 +521,7 @@ def _rule(rule: Any, index: int) -> ApproverRule:
     where = f"approvers[{index}]"
     if not isinstance(rule, Mapping):
         raise ValueError(f"{where}: must be a table")
-    unknown = sorted(set(rule) - {"kinds", "names", "risk", "groups", "users", "quorum"})
+    unknown = sorted(set(rule) - _RULE_KEYS)
     if unknown:
         raise ValueError(f"{where}.{unknown[0]}: not a setting of an approver rule")
     risk = _names(rule.get("risk", []), f"{where}.risk")
@@ -448,6 +534,17 @@ def _rule(rule: Any, index: int) -> ApproverRule:
     quorum = rule.get("quorum", 1)
     if not isinstance(quorum, int) or isinstance(quorum, bool) or not 1 <= quorum <= 10:
         raise ValueError(f"{where}.quorum: must be an integer from 1 to 10")
+    remind_after = _seconds(rule, "remind_after", where)
+    remind_every = _seconds(rule, "remind_every", where)
+    times = rule.get("remind_times", 1)
+    if not isinstance(times, int) or isinstance(times, bool) or not 1 <= times <= MOST_REMINDERS:
+        raise ValueError(f"{where}.remind_times: must be an integer from 1 to {MOST_REMINDERS}")
+    if remind_after is None and ("remind_every" in rule or "remind_times" in rule):
+        raise ValueError(f"{where}.remind_after: remind_every and remind_times need it")
+    escalate_after = _seconds(rule, "escalate_after", where)
+    escalate_to = _names(rule.get("escalate_to", []), f"{where}.escalate_to")
+    if (escalate_after is None) != (not escalate_to):
+        raise ValueError(f"{where}.escalate_to: escalate_after and escalate_to go together")
     return ApproverRule(
         groups=groups,
         users=users,
@@ -456,7 +553,56 @@ def _rule(rule: Any, index: int) -> ApproverRule:
         risk=risk,
         quorum=quorum,
         index=index,
+        remind_after=remind_after,
+        remind_every=remind_every,
+        remind_times=times,
+        escalate_after=escalate_after,
+        escalate_to=escalate_to,
     )
+
+
+_RULE_KEYS = {
+    "kinds",
+    "names",
+    "risk",
+    "groups",
+    "users",
+    "quorum",
+    "remind_after",
+    "remind_every",
+    "remind_times",
+    "escalate_after",
+    "escalate_to",
+}
+
+_LONGEST = 366 * 24 * 3600.0
+"""The longest follow-up delay a rule may set (a year and a day, in seconds)."""
+
+
+def _seconds(rule: Mapping[str, Any], key: str, where: str) -> float | None:
+    """A positive finite number of seconds (None: not set)."""
+    if key not in rule:
+        return None
+    value = rule[key]
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value <= _LONGEST:
+        raise ValueError(f"{where}.{key}: must be a number of seconds above 0, at most a year")
+    return float(value)
+
+
+def _addresses(value: Any) -> tuple[tuple[str, str], ...]:
+    """``[requesters.addresses]``: actor id (as recorded) -> email address."""
+    if not isinstance(value, Mapping):
+        raise ValueError("requesters.addresses: must be a table")
+    found = []
+    for user, address in sorted(value.items()):
+        if (
+            not isinstance(address, str)
+            or "@" not in address
+            or any(c in address for c in "\r\n,;<>")
+        ):
+            raise ValueError(f"requesters.addresses.{user}: must be an email address")
+        found.append((id_for(user), address))
+    return tuple(found)
 
 
 def _who(rule: ApproverRule) -> str:

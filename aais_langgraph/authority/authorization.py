@@ -39,6 +39,7 @@ __all__ = [
     "VERBS",
     "AllowAuthenticated",
     "Authorizer",
+    "Escalations",
     "ForbiddenError",
     "GroupDecisions",
     "Permission",
@@ -160,6 +161,11 @@ class Resource:
     approved_by: frozenset[str] = field(default_factory=frozenset)
     """For one approval of several (a quorum): who approved the earlier ones. None of
     them may approve this one: the approvals must come from distinct people."""
+    escalated: bool = False
+    """For a request: its escalation ran (a durable fact of the ledger, its escalation
+    row ``done`` and vouched for by its audit entry:
+    :func:`~aais_langgraph.ledger.follow_ups.escalated`), so the groups its rule
+    escalates to may view and decide it too."""
 
 
 @dataclass(frozen=True)
@@ -223,6 +229,17 @@ class GroupDecisions(Protocol):
 
     def group_may_decide(self, group: str, resource: Resource) -> Permission:
         """Whether the policy lets members of ``group`` decide ``resource``."""
+        ...
+
+
+@runtime_checkable
+class Escalations(Protocol):
+    """An authorizer whose policy escalates some requests to other groups (optional): for
+    those, the access object reads whether the escalation ran (:attr:`Resource.escalated`)
+    before asking."""
+
+    def escalates(self, request: Request) -> bool:
+        """Whether an escalation of ``request`` changes who may view and decide it."""
         ...
 
 

@@ -282,6 +282,8 @@ def _run(
             stdout.write(f"execution {execution.state}\n")
         for work in waiting_resumes(authority, request_id=args.request_id):
             stdout.write(f"resume    {render.resume_state(work)}\n")
+        for line in webhooks.follow_up_history(authority, args.request_id):
+            stdout.write(f"{line}\n")
         return 0
     if args.command in ("approve", "deny"):
         return _decide(authority, args, stdin, stdout)

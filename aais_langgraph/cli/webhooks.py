@@ -1,8 +1,11 @@
-"""``aais-langgraph webhooks list|retry``: the ledger's webhook deliveries that wait or gave up.
+"""``aais-langgraph webhooks list|retry|follow-ups``: the ledger's webhook deliveries and
+follow-ups that wait or gave up.
 
 ``list`` shows the deliveries still pending and the dead ones (``--state`` picks
 others); ``retry ID`` hands a dead delivery back to the senders (``retry --dead``:
 every dead one). A running server sends it again, with the same ``webhook-id``.
+``follow-ups`` shows the reminders, escalations and requester notices still to run
+(``--state`` picks others: ``done``, ``skipped``), each with when it is due.
 
 ``--access-policy FILE`` (any command) makes the command's own writes (an
 approval, a cancel, an expiry) record the notices of the file's ``[[webhooks]]``,
@@ -13,13 +16,24 @@ from __future__ import annotations
 
 import argparse
 import time
+from datetime import datetime, timezone
 from typing import Any, TextIO
 
 from ..authority import ApprovalAuthority
-from ..ledger import DELIVERY, Delivery, DeliveryPlan, DeliveryState, retry_delivery, shown_states
+from ..ledger import (
+    DELIVERY,
+    FOLLOW_UP,
+    Delivery,
+    DeliveryPlan,
+    DeliveryState,
+    Work,
+    WorkState,
+    retry_delivery,
+    shown_states,
+)
 from .render import escape
 
-__all__ = ["add_parser", "add_policy_option", "plan_from_policy", "run"]
+__all__ = ["add_parser", "add_policy_option", "follow_up_history", "plan_from_policy", "run"]
 
 _STATES: tuple[DeliveryState, ...] = ("pending", "delivered", "dead", "coalesced", "skipped")
 
@@ -34,6 +48,15 @@ def add_parser(commands: Any) -> None:
         action="append",
         choices=_STATES,
         help="these states only (repeatable; default: pending and dead)",
+    )
+    follow_ups = action.add_parser(
+        "follow-ups", help="reminders, escalations and requester notices still to run"
+    )
+    follow_ups.add_argument(
+        "--state",
+        action="append",
+        choices=("due", "claimed", "done", "skipped", "dead"),
+        help="these states only (repeatable; default: due and claimed)",
     )
     retry = action.add_parser("retry", help="send a dead delivery again")
     target = retry.add_mutually_exclusive_group(required=True)
@@ -53,19 +76,46 @@ def add_policy_option(parsers: Any) -> None:
 
 
 def plan_from_policy(path: str | None, out: TextIO) -> tuple[DeliveryPlan | None, int | None]:
-    """``(plan, None)``: the deliveries of the subscriptions in ``path`` for the ledger to
-    record (None: it names none), or ``(None, 2)`` after one line naming a bad setting
-    or an unreadable file."""
+    """``(plan, None)``: the deliveries of the subscriptions in ``path`` and the follow-ups
+    its rules ask for, for the ledger to record (None: it asks for neither), or
+    ``(None, 2)`` after one line naming a bad setting or an unreadable file."""
     if path is None:
         return None, None
-    from ..webhooks import SubscriptionPlan, load_webhooks
+    from ..webhooks import load_plan
 
     try:
-        subscriptions = load_webhooks(path)
+        return load_plan(path), None
     except (ValueError, OSError) as error:
         out.write(f"error: access policy: {error}\n")
         return None, 2
-    return (SubscriptionPlan(subscriptions) if subscriptions else None), None
+
+
+def follow_up_history(authority: ApprovalAuthority, request_id: str) -> list[str]:
+    """The request's follow-ups as ``show`` lists them: which, its state, and when it ran
+    (or is due), oldest first; an escalation that ran reads ``escalation done``."""
+    states: tuple[WorkState, ...] = ("due", "claimed", "done", "skipped", "dead")
+    found = authority.ledger.list_work(FOLLOW_UP, states=states, request_id=request_id)
+    lines = []
+    for work in found:
+        ran = work.state in ("done", "skipped")
+        moment = _moment(work.updated_at if ran else work.next_at)
+        when = f"{'at' if ran else 'due'} {moment}"
+        lines.append(f"follow-up {work.target} {work.state}  {when}")
+    return lines
+
+
+def _moment(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def follow_up_line(work: Work) -> str:
+    """One follow-up as a line: id, which follow-up, request, state, due, attempts, reason."""
+    due = _moment(work.next_at)
+    reason = "" if work.last_error is None else f"  {escape(work.last_error)}"
+    return (
+        f"{escape(work.work_id)}  {work.target}  {escape(work.request_id)}  {work.state}  "
+        f"due {due}  attempts {work.attempts}{reason}"
+    )
 
 
 def delivery_line(delivery: Delivery) -> str:
@@ -81,6 +131,13 @@ def delivery_line(delivery: Delivery) -> str:
 def run(authority: ApprovalAuthority, args: argparse.Namespace, stdout: TextIO) -> int:
     """Run ``webhooks list`` or ``webhooks retry``; the exit status."""
     ledger = authority.ledger
+    if args.webhooks_command == "follow-ups":
+        chosen = tuple(args.state) if args.state else ("due", "claimed")
+        waiting = ledger.list_work(FOLLOW_UP, states=chosen)
+        for work in waiting:
+            stdout.write(follow_up_line(work) + "\n")
+        stdout.write(f"{len(waiting)} follow-ups\n")
+        return 0
     if args.webhooks_command == "list":
         states = tuple(args.state) if args.state else ("pending", "dead")
         found = ledger.list_work(DELIVERY, states=shown_states(DELIVERY, states))

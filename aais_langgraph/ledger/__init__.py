@@ -14,7 +14,7 @@ from .executions import Execution, ExecutionState
 from .integrity import LedgerIntegrityError
 from .memory import InMemoryLedger
 from .opening import is_postgres_url, open_ledger
-from .outbox import DELIVERY, RESUME, Work, WorkState, shown_states
+from .outbox import DELIVERY, FOLLOW_UP, RESUME, Work, WorkState, shown_states
 from .records import (
     AuditEntry,
     AuditKind,
@@ -49,6 +49,7 @@ from .witness import (
 __all__ = [
     "DELIVERY",
     "EVERY_ROW",
+    "FOLLOW_UP",
     "GENESIS_HASH",
     "RESUME",
     "ActionPattern",

@@ -789,10 +789,31 @@ class SqlLedger(SqlBackend):
         return taken
 
     def update_work(
-        self, kind: str, work_id: str, change: ob.WorkChange, *, durable: bool = False
+        self,
+        kind: str,
+        work_id: str,
+        change: ob.WorkChange,
+        *,
+        durable: bool = False,
+        records: Sequence[ob.Work] = (),
+        audit: Mapping[str, Any] | None = None,
     ) -> ob.Work | None:
-        with self._write(durable=durable) as cur:
-            return self._change_work(cur, kind, work_id, change)
+        if not records and audit is None:
+            with self._write(durable=durable) as cur:
+                return self._change_work(cur, kind, work_id, change)
+        with self._write_batched() as cur:
+            current = self._work(cur, kind, work_id, lock=True)
+            updated = change(current)
+            if updated is None or updated == current:
+                return updated
+            self._run(cur, UPSERT_WORK, rows.work_row(updated))
+            for work in records:
+                self._record_work(cur, work, updated.updated_at)
+            if audit is None:
+                return updated
+            with self._counters(cur) as counters:
+                counters.append_audit("follow_up", audit)
+        return counters.settled(updated)
 
     def _change_work(
         self, cur: Cursor, kind: str, work_id: str, change: ob.WorkChange
@@ -866,6 +887,14 @@ class SqlLedger(SqlBackend):
         )
         row = self._one(cur, sql, (request_id,))
         return None if row is None else audit_from_row(row)
+
+    def follow_up_entries(self, request_id: str) -> list[AuditEntry]:
+        sql = (
+            f"SELECT {rows.AUDIT_COLUMNS} FROM aais_audit WHERE kind = 'follow_up' "
+            f"AND {self.execution_subject} = ? ORDER BY idx"
+        )
+        with self._read() as cur:
+            return [audit_from_row(row) for row in self._all(cur, sql, (request_id,))]
 
     def execution_with_entry(
         self, request_id: str

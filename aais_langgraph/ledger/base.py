@@ -253,6 +253,11 @@ class Ledger(ABC):
         """Audit entries with index greater than ``after_index``, in order."""
 
     @abstractmethod
+    def follow_up_entries(self, request_id: str) -> list[AuditEntry]:
+        """The request's ``follow_up`` audit entries (:mod:`.follow_ups`), oldest first: an
+        indexed read, for the access object to ask whether an escalation is vouched for."""
+
+    @abstractmethod
     def audit_tip(self) -> tuple[int, str] | None:
         """The recorded (index, hash) of the last audit entry, kept apart from the
         entries so that truncation is detectable."""
@@ -398,17 +403,31 @@ class Ledger(ABC):
 
     @abstractmethod
     def update_work(
-        self, kind: str, work_id: str, change: WorkChange, *, durable: bool = False
+        self,
+        kind: str,
+        work_id: str,
+        change: WorkChange,
+        *,
+        durable: bool = False,
+        records: Sequence[Work] = (),
+        audit: Mapping[str, Any] | None = None,
     ) -> Work | None:
         """Apply ``change`` (:mod:`.outbox`'s transitions) to the row atomically; the row
         after. Relaxed by default: a lost update only repeats an attempt, which the work
         makes idempotent (a resume, a delivery with the same ``webhook-id``).
+
+        When ``change`` moves the row, ``records`` (new work: one already recorded, by
+        its id, stays as it is) and ``audit`` (a ``follow_up`` audit entry's payload) are
+        written in the same transaction, durably: work that causes more work (a
+        follow-up's deliveries) records it once, however often it is retried.
 
         Args:
             kind: the kind of work.
             work_id: the row's id (a request id, a delivery id).
             change: the transition to apply (:mod:`.outbox`).
             durable: sync the write to disk (default: relaxed).
+            records: new work recorded with the change.
+            audit: a ``follow_up`` audit entry's payload, recorded with the change.
         """
 
     def delivery_cursor(self, subscription: str) -> int | None:
@@ -491,6 +510,7 @@ class Ledger(ABC):
     aappend_audit = _twin(append_audit)
     aaudit_entries = _twin(audit_entries)
     aaudit_tip = _twin(audit_tip)
+    afollow_up_entries = _twin(follow_up_entries)
     acontents = _twin(contents)
     apost_to_thread = _twin(post_to_thread)
     athread_record = _twin(thread_record)

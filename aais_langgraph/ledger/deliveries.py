@@ -26,7 +26,7 @@ replicas never both move it.
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, get_args
 
 from .outbox import DELIVERY, Work, new_work, reopened_change
 
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DELIVERY_NOTICES",
+    "SUBSCRIBED_NOTICES",
     "Delivery",
     "DeliveryNotice",
     "DeliveryPlan",
@@ -49,17 +50,27 @@ Delivery = Work
 """A delivery row: an outbox row of kind :data:`~.outbox.DELIVERY`."""
 DeliveryState = Literal["pending", "delivered", "dead", "coalesced", "skipped"]
 """A delivery's states as listings name them (:func:`~.outbox.shown_states` maps them)."""
-DeliveryNotice = Literal["approval.requested", "approval.resolved", "approval.expiring"]
-DELIVERY_NOTICES: tuple[DeliveryNotice, ...] = (
+DeliveryNotice = Literal[
     "approval.requested",
     "approval.resolved",
     "approval.expiring",
-)
-"""What a subscriber is told: a request opened, a request resolved, a request expires soon."""
+    "approval.reminder",
+    "approval.escalated",
+    "approval.requester_notice",
+]
+DELIVERY_NOTICES: tuple[DeliveryNotice, ...] = get_args(DeliveryNotice)
+"""What a subscriber is told: a request opened, a request resolved, a request expires soon,
+a request still waits (a reminder), a request escalated to other groups
+(:mod:`.follow_ups`), and a requester how their request was resolved (only by the
+subscription the policy's ``[requesters] notify_via`` names)."""
+SUBSCRIBED_NOTICES: tuple[DeliveryNotice, ...] = DELIVERY_NOTICES[:-1]
+"""The notices a subscription may ask for (``notices``; the requester notice goes only
+to the subscription the policy names for it)."""
 
 
 class DeliveryPlan(Protocol):
-    """Which deliveries a new request or resolution records with it (the subscriptions').
+    """Which deliveries a new request or resolution records with it (the subscriptions'),
+    and which follow-ups (:mod:`.follow_ups`): any outbox rows it returns are recorded.
 
     Called inside the ledger's write transaction: it must be quick, pure and must not
     raise (it reads the request as stored, nothing else)."""
@@ -72,9 +83,19 @@ class DeliveryPlan(Protocol):
     ) -> list[Work]: ...
 
 
-def delivery_id_for(subscription: str, notice: str, request_id: str) -> str:
-    """The stable ``webhook-id`` of one subscription's notice about one request."""
-    digest = hashlib.sha256(f"{subscription}\n{notice}\n{request_id}".encode()).hexdigest()
+def delivery_id_for(
+    subscription: str, notice: str, request_id: str, occurrence: str | None = None
+) -> str:
+    """The stable ``webhook-id`` of one subscription's notice about one request.
+
+    Args:
+        subscription: the subscription's name.
+        notice: the notice (``approval.requested``, ...).
+        request_id: the request it is about.
+        occurrence: which of several notices of one kind (a reminder's number).
+    """
+    told = notice if occurrence is None else f"{notice}#{occurrence}"
+    digest = hashlib.sha256(f"{subscription}\n{told}\n{request_id}".encode()).hexdigest()
     return f"msg_{digest[:32]}"
 
 
@@ -86,9 +107,11 @@ def new_delivery(
     *,
     coalesce: bool = False,
     not_before: float | None = None,
+    occurrence: str | None = None,
 ) -> Work:
     """The pending row for ``subscription``'s ``notice`` about ``request``: due at
-    ``not_before`` (default: at once); ``coalesce`` replaces the thread's earlier one.
+    ``not_before`` (default: at once); ``coalesce`` replaces the thread's earlier one;
+    ``occurrence`` tells apart the notices of one kind sent several times.
 
     Args:
         subscription: the webhook subscription it is for.
@@ -97,10 +120,11 @@ def new_delivery(
         now: the moment (epoch seconds).
         coalesce: replace the thread's earlier pending delivery.
         not_before: when it is due (default: at once).
+        occurrence: which of several notices of one kind (a reminder's number).
     """
     return new_work(
         DELIVERY,
-        delivery_id_for(subscription, notice, request.request_id),
+        delivery_id_for(subscription, notice, request.request_id, occurrence),
         request.request_id,
         now,
         thread_id=request.thread_id,

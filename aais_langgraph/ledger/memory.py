@@ -481,6 +481,14 @@ class InMemoryLedger(Ledger):
         with self._lock:
             return self._tip()
 
+    def follow_up_entries(self, request_id: str) -> list[AuditEntry]:
+        with self._lock:
+            return [
+                _copy_entry(entry)
+                for entry in self._audit
+                if entry.kind == "follow_up" and entry.payload.get("request_id") == request_id
+            ]
+
     # -- run leases ----------------------------------------------------------------
 
     def acquire_lease(self, thread_id: str, holder: str, *, ttl: float, now: float) -> Lease | None:
@@ -627,10 +635,27 @@ class InMemoryLedger(Ledger):
             return taken
 
     def update_work(
-        self, kind: str, work_id: str, change: WorkChange, *, durable: bool = False
+        self,
+        kind: str,
+        work_id: str,
+        change: WorkChange,
+        *,
+        durable: bool = False,
+        records: Sequence[Work] = (),
+        audit: Mapping[str, Any] | None = None,
     ) -> Work | None:
         with self._lock:
-            return self._change_work(kind, work_id, change)
+            current = self._work.get((kind, work_id))
+            updated = change(current)
+            if updated is None or updated == current:
+                return updated
+            entry = None if audit is None else next_audit_entry(self._tip(), "follow_up", audit)
+            self._work[(kind, work_id)] = updated
+            for work in records:
+                self._record_work(work, updated.updated_at)
+            if entry is not None:
+                self._audit.append(entry)
+            return updated
 
     def _change_work(self, kind: str, work_id: str, change: WorkChange) -> Work | None:
         """Apply ``change`` to one row (the caller holds the lock)."""

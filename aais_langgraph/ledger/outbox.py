@@ -4,9 +4,10 @@
 written in the same transaction as the resolution or request that causes them, so
 no crash between the write and the work can lose the work; any process picks them
 up, retries them until they finish, and lists them while they wait. Each row has a
-``kind`` (:data:`RESUME`: :mod:`.resume_work`; :data:`DELIVERY`: :mod:`.deliveries`);
-a new kind of work (reminders, escalations) is one more ``kind`` value, with no new
-table, no new ledger method and no new transition. AAIS says nothing about this
+``kind`` (:data:`RESUME`: :mod:`.resume_work`; :data:`DELIVERY`: :mod:`.deliveries`;
+:data:`FOLLOW_UP`: reminders, escalations and requester notices, :mod:`.follow_ups`);
+a new kind of work is one more ``kind`` value, with no new table, no new ledger
+method and no new transition. AAIS says nothing about this
 work (SPEC §4.3 leaves execution to the runtime): it is the runtime's own table,
 ``aais_outbox``.
 
@@ -39,6 +40,7 @@ from typing import Any, Literal, get_args
 
 __all__ = [
     "DELIVERY",
+    "FOLLOW_UP",
     "OPEN_STATES",
     "RESUME",
     "Backoff",
@@ -68,6 +70,9 @@ RESUME = "resume"
 """Kind: a thread to resume with the resolution the ledger recorded (id: the request's)."""
 DELIVERY = "delivery"
 """Kind: a webhook notice one subscription must receive (id: its ``webhook-id``)."""
+FOLLOW_UP = "follow_up"
+"""Kind: a reminder, an escalation or a requester notice the access policy asks for
+about one request (:mod:`.follow_ups`)."""
 
 ERROR_LIMIT = 500
 """The longest ``last_error`` kept (characters)."""

@@ -71,6 +71,12 @@ EXECUTION_AUDIT_DDL = (
 )
 """A request's execution entries, newest found at once (only ``execution`` entries)."""
 
+FOLLOW_UP_AUDIT_DDL = (
+    "CREATE INDEX IF NOT EXISTS aais_audit_follow_ups ON aais_audit "
+    f"({EXECUTION_SUBJECT}, idx) WHERE kind = 'follow_up'"
+)
+"""A request's ``follow_up`` entries (its reminders, escalation, requester notice)."""
+
 THREADS_DDL = (
     """CREATE TABLE IF NOT EXISTS aais_threads (
         thread_id TEXT PRIMARY KEY,
@@ -231,6 +237,7 @@ ALL_DDL = (
     *SCHEMA,
     *RUNTIME_DDL,
     EXECUTION_AUDIT_DDL,
+    FOLLOW_UP_AUDIT_DDL,
     *PENDING_BOUND_DDL,
     *THREADS_DDL,
     *STAMP_FUNCTIONS,

@@ -16,7 +16,15 @@ from .executions import Execution
 
 JsonDict = dict[str, Any]
 AuditKind = Literal[
-    "requested", "decided", "resolved", "granted", "revoked", "conflict", "compacted", "execution"
+    "requested",
+    "decided",
+    "resolved",
+    "granted",
+    "revoked",
+    "conflict",
+    "compacted",
+    "execution",
+    "follow_up",
 ]
 
 

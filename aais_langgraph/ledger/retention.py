@@ -56,7 +56,7 @@ __all__ = [
 ]
 
 _FINAL_EXECUTIONS = frozenset({"executed", "done", "retry"})
-_ROW_KINDS = frozenset({"requested", "resolved", "granted", "revoked", "execution"})
+_ROW_KINDS = frozenset({"requested", "resolved", "granted", "revoked", "execution", "follow_up"})
 _SEQUENCED = frozenset({"requested", "decided", "resolved"})
 _DAY = 86400.0
 
@@ -312,7 +312,8 @@ def _carried(
     contents: LedgerContents, audit: list[AuditEntry], cut: int, removed: frozenset[str]
 ) -> tuple[AuditEntry, ...]:
     """The entries below ``cut`` that vouch for a row that stays: its request, resolution,
-    grant (and revocation) entries, and the latest entry of its execution record."""
+    grant (and revocation) entries, the latest entry of its execution record, and the
+    entry of its escalation (:func:`~.follow_ups.escalated`)."""
     latest_execution: dict[str, int] = {}
     for entry in audit:
         if entry.kind == "execution" and (request_id := _request_of(entry)) is not None:
@@ -334,6 +335,9 @@ def _carried(
         elif entry.kind == "execution":
             if latest_execution.get(request_id) == entry.index:
                 carried.append(entry)
+        elif entry.kind == "follow_up":
+            if entry.payload.get("follow_up") == "escalation":
+                carried.append(entry)  # it vouches for the escalation the access asks
         elif entry.kind == "requested" or _sequence(entry) is not None:
             carried.append(entry)  # a recorded resolution (standing ones have no row)
     return tuple(carried)

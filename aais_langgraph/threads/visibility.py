@@ -27,7 +27,7 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 from ..authority import ApprovalAuthority, Principal
-from ..authority.authorization import is_deterministic
+from ..authority.authorization import Escalations, is_deterministic
 from ..authority.resolutions import UNKNOWN_EXECUTIONS_EXTENSION
 from ..protocol import ApprovalSnapshot, Request
 
@@ -110,13 +110,21 @@ def _visible_requests(
     with _LOCK:
         viewers = _ANSWERS.setdefault(authority, OrderedDict())
         last = viewers.get(key)
-    # A request's id names one vouched envelope, so its answer cannot change.
+    # A request's id names one vouched envelope, so its answer cannot change, except a
+    # "no" for a request the policy escalates: its escalation may have run since.
+    authorizer = authority.authorizer
+    escalating = [
+        request
+        for request in pending
+        if isinstance(authorizer, Escalations) and authorizer.escalates(request)
+    ]
     answers = last
-    if last is None or not _same_objects(last.requests, pending):  # ask about what is new
+    if last is None or escalating or not _same_objects(last.requests, pending):
         known = {} if last is None else last.visible
+        again = {request.id for request in escalating if known.get(request.id) is False}
         visible: dict[str, bool] = {}
         for request in pending:
-            found = known.get(request.id)
+            found = None if request.id in again else known.get(request.id)
             visible[request.id] = _may_view(authority, viewer, request) if found is None else found
         answers = _Answers(list(pending), visible, all(visible.values()))
     assert answers is not None

@@ -2,8 +2,10 @@
 
 A subscription (a ``[[webhooks]]`` table of the access-policy file, or
 :class:`WebhookSubscription` in code) is told about new requests, resolutions and
-requests that expire soon. :class:`SubscriptionPlan`, given to the ledger's constructor
-(``delivery_plan=``), records each delivery in the same transaction
+requests that expire soon, by signed POST, Slack JSON or email (:mod:`.mail`); and
+:class:`FollowUpRunner` runs the reminders, escalations and requester notices the
+access policy's rules ask for (:mod:`.follow_ups`). :class:`SubscriptionPlan`, given
+to the ledger's constructor (``delivery_plan=``), records each delivery in the same transaction
 as the request or resolution that causes it; :class:`WebhookWorker` signs and
 sends them (Standard Webhooks), retried with backoff across restarts and
 replicas until delivered or dead (:mod:`aais_langgraph.ledger.deliveries`),
@@ -12,20 +14,27 @@ and records those a writer without the plan missed from the event stream
 Needs the ``notify`` extra.
 """
 
+from .follow_ups import FollowUpRunner
 from .formats import aais_body, slack_body
+from .mail import MailSettings, email_message
 from .subscriptions import (
     SubscriptionPlan,
     WebhookSubscription,
+    load_plan,
     load_webhooks,
     webhooks_from_mapping,
 )
 from .worker import WebhookWorker, signed_headers
 
 __all__ = [
+    "FollowUpRunner",
+    "MailSettings",
     "SubscriptionPlan",
     "WebhookSubscription",
     "WebhookWorker",
     "aais_body",
+    "email_message",
+    "load_plan",
     "load_webhooks",
     "signed_headers",
     "slack_body",

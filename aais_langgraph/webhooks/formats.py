@@ -2,8 +2,10 @@
 
 - :func:`aais_body` (``format = "aais"``): ``{"type", "timestamp", "data"}`` as the
   Standard Webhooks spec recommends, with ``data`` the AAIS envelope itself
-  (``approval.requested`` or ``approval.resolved``; ``approval.expiring`` carries the
-  ``approval.requested`` envelope of the request about to expire). The envelope is
+  (``approval.requested`` or ``approval.resolved``; ``approval.expiring``,
+  ``approval.reminder`` and ``approval.escalated`` carry the ``approval.requested``
+  envelope of the request still waiting, ``approval.requester_notice`` the
+  ``approval.resolved`` one). The envelope is
   the one presenters see: secrets are already opaque references (SPEC's redaction).
 - :func:`slack_body` (``format = "slack"``): a Slack incoming-webhook message with
   the summary, the risk, the outcome and a link to the inbox; the action's
@@ -36,10 +38,11 @@ def aais_body(
     Args:
         notice: what the delivery announces.
         requested: the request it is about.
-        resolved: its resolution, for a resolved notice.
+        resolved: its resolution, for a resolved notice or a requester notice.
         now: the moment (epoch seconds).
     """
-    envelope = resolved if notice == "approval.resolved" and resolved is not None else requested
+    told_resolved = notice in ("approval.resolved", "approval.requester_notice")
+    envelope = resolved if told_resolved and resolved is not None else requested
     return {
         "type": notice,
         "timestamp": format_timestamp(datetime.fromtimestamp(now, tz=timezone.utc)),
@@ -71,6 +74,10 @@ def slack_body(
         headline = f"Approval requested ({risk} risk): {summary}"
     elif notice == "approval.expiring":
         headline = f"Approval expires soon ({risk} risk): {summary}"
+    elif notice == "approval.reminder":
+        headline = f"Reminder: approval waiting ({risk} risk): {summary}"
+    elif notice == "approval.escalated":
+        headline = f"Escalated: approval waiting ({risk} risk): {summary}"
     else:
         outcome = resolved.resolution.outcome if resolved is not None else "resolved"
         headline = f"Approval {outcome} ({risk} risk): {summary}"

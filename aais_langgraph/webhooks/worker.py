@@ -17,7 +17,12 @@ else skipped; a principal that may not view is logged once per subscription,
 without values); then the
 body (:mod:`.formats`) is signed per Standard Webhooks (``webhook-id``,
 ``webhook-timestamp``, ``webhook-signature``, with the ``standardwebhooks``
-library) and POSTed. A 2xx answer delivers it; anything else backs off
+library) and POSTed, or for an email subscription the message (:mod:`.mail`) is sent
+by SMTP. A reminder or an escalation notice for a request resolved or past its
+expiry is skipped, as an expiry notice is. A requester notice goes to the
+requester's address (``[requesters.addresses]``) and shows only what the requester
+may ``view`` (skipped otherwise). A 2xx answer (an accepted message) delivers it;
+anything else backs off
 (``retry_base`` doubling up to ``retry_max``) until ``max_attempts``, then it is
 ``dead`` and waits for ``aais-langgraph webhooks retry``. Errors are recorded as a
 status code or an error type, never a URL (a Slack URL is itself a secret) or a value.
@@ -29,20 +34,23 @@ import asyncio
 import json
 import logging
 import os
+import smtplib
 import socket
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, cast
 
 import httpx
 from standardwebhooks.webhooks import Webhook
 
-from ..authority import ApprovalAuthority
+from ..authority import ApprovalAuthority, Principal
+from ..authority.authorization import requester_of
 from ..ledger import LedgerIntegrityError
 from ..ledger.deliveries import Delivery, DeliveryNotice
 from ..ledger.outbox import (
@@ -55,8 +63,10 @@ from ..ledger.outbox import (
 )
 from ..observability import delivery_span
 from ..observability.traces import SpanNotes
+from ..protocol import Actor, ApprovalRequested, ApprovalResolved
 from .catch_up import catch_up
 from .formats import aais_body, slack_body
+from .mail import email_message, send_mail
 from .subscriptions import WebhookSubscription
 
 __all__ = ["WebhookWorker", "signed_headers"]
@@ -102,6 +112,10 @@ class WebhookWorker:
         poll_interval: Seconds between passes of :meth:`run`.
         concurrency: Deliveries in flight at once.
         catch_up_limit: Events read per subscription and pass when catching up.
+        requester_addresses: Requester id -> email address, for requester notices
+            (default: the ``[requesters.addresses]`` of the ledger's plan's policy).
+        clock: The current time in epoch seconds (default: :func:`time.time`); give the
+            authority's when follow-ups run on it.
     """
 
     def __init__(
@@ -118,6 +132,8 @@ class WebhookWorker:
         poll_interval: float = 0.5,
         concurrency: int = 8,
         catch_up_limit: int = 500,
+        requester_addresses: Mapping[str, str] | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         if not 0 < timeout < claim_ttl:
             raise ValueError("timeout: must be positive and shorter than claim_ttl")
@@ -132,6 +148,12 @@ class WebhookWorker:
         self.poll_interval = poll_interval
         self.concurrency = concurrency
         self.catch_up_limit = catch_up_limit
+        if requester_addresses is None:
+            policy = getattr(authority.ledger.delivery_plan, "policy", None)
+            found = getattr(policy, "requester_addresses", ())
+            requester_addresses = dict(found)
+        self.requester_addresses = dict(requester_addresses)
+        self.clock = clock or time.time
         self._client = httpx.Client(timeout=timeout, follow_redirects=False)
         self._lock = threading.Lock()
         self._not_visible_said: set[str] = set()
@@ -150,7 +172,7 @@ class WebhookWorker:
             self.holder,
             targets=tuple(sorted(self.subscriptions)),
             ttl=self.claim_ttl,
-            now=time.time(),
+            now=self.clock(),
             limit=self.batch if limit is None else limit,
         )
 
@@ -192,21 +214,26 @@ class WebhookWorker:
         return after
 
     def _attempt(self, delivery: Delivery, notes: SpanNotes) -> WorkChange:
-        now = time.time()
+        now = self.clock()
         subscription = self.subscriptions.get(str(delivery.target))
         if subscription is None:  # pragma: no cover - claims name known subscriptions only
             return skipped_change("the subscription is no longer configured", now)
         try:
-            body = self._body(subscription, delivery, now)
+            told = self._told(subscription, delivery, now)
         except _Skipped as skipped:
             if skipped.reason == _NOT_VISIBLE:
                 self._say_not_visible(subscription)
             return skipped_change(skipped.reason, now)
         except LedgerIntegrityError:
             return self._failed(subscription, delivery, "the ledger does not vouch for the request")
+        if subscription.mail is not None:
+            return self._mail(subscription, delivery, told)
+        body = self._body(subscription, told, now)
         headers = {"content-type": "application/json", "user-agent": "aais-langgraph-webhooks"}
         if subscription.secret:
-            headers.update(signed_headers(subscription.secret, delivery.work_id, body, now=now))
+            # Signed at the real moment: receivers check it against their own clocks.
+            signed = signed_headers(subscription.secret, delivery.work_id, body, now=time.time())
+            headers.update(signed)
         else:
             headers["webhook-id"] = delivery.work_id
         try:
@@ -215,8 +242,30 @@ class WebhookWorker:
             return self._failed(subscription, delivery, type(error).__name__)
         notes.set("aais.delivery.status_code", answer.status_code)
         if 200 <= answer.status_code < 300:
-            return settled_change("done", time.time(), counted=True)
+            return settled_change("done", self.clock(), counted=True)
         return self._failed(subscription, delivery, f"HTTP {answer.status_code}")
+
+    def _mail(
+        self, subscription: WebhookSubscription, delivery: Delivery, told: _Told
+    ) -> WorkChange:
+        """Send the delivery's message by SMTP: done once the server accepted it."""
+        mail = subscription.mail
+        assert mail is not None
+        message = email_message(
+            told.notice,
+            told.requested,
+            told.resolved,
+            sender=mail.sender,
+            to=told.recipients or mail.to,
+            message_id=delivery.work_id,
+            inbox_url=subscription.inbox_url,
+            include_arguments=subscription.include_arguments,
+        )
+        try:
+            send_mail(mail, message, timeout=self.timeout)
+        except (smtplib.SMTPException, OSError) as error:
+            return self._failed(subscription, delivery, type(error).__name__)
+        return settled_change("done", self.clock(), counted=True)
 
     def _say_not_visible(self, subscription: WebhookSubscription) -> None:
         """Warn, once per subscription, that its principal is not shown some requests: a
@@ -237,26 +286,28 @@ class WebhookWorker:
         logger.info("webhook %s: attempt failed (%s)", subscription.name, error)
         return retried_change(
             error,
-            time.time(),
+            self.clock(),
             backoff=Backoff(first=self.retry_base, most=self.retry_max),
             holder=self.holder,
             max_attempts=subscription.max_attempts,
         )
 
-    def _body(self, subscription: WebhookSubscription, delivery: Delivery, now: float) -> str:
-        """The JSON text to send; :class:`_Skipped` says why there is none."""
+    def _told(self, subscription: WebhookSubscription, delivery: Delivery, now: float) -> _Told:
+        """What the delivery tells, once it may be told; :class:`_Skipped` says why not."""
         authority = self.authority
         requested = authority.get_request(delivery.request_id)
         if requested is None:
             raise _Skipped("the request is no longer stored")
         resolved = authority.get_resolution(delivery.request_id)
         notice = cast("DeliveryNotice", delivery.topic)
-        if notice == "approval.expiring":
+        if notice in ("approval.expiring", "approval.reminder", "approval.escalated"):
             if resolved is not None:
-                raise _Skipped("the request was resolved before it expired")
+                raise _Skipped("the request was resolved before the notice was sent")
             if authority.expiry_of(requested.request).timestamp() <= now:
                 raise _Skipped("the request expired before the notice was sent")
         access = authority.access
+        if notice == "approval.requester_notice":
+            return self._to_requester(notice, requested, resolved, delivery.request_id)
         if not access.may_view(subscription.principal, delivery.request_id):
             raise _Skipped(_NOT_VISIBLE)
         if subscription.groups:
@@ -265,16 +316,43 @@ class WebhookWorker:
                 raise _Skipped("the authorizer cannot say which groups decide the request")
             if not deciding:
                 raise _Skipped("none of the subscription's groups decides the request")
+        return _Told(notice, requested, resolved)
+
+    def _to_requester(
+        self,
+        notice: DeliveryNotice,
+        requested: ApprovalRequested,
+        resolved: ApprovalResolved | None,
+        request_id: str,
+    ) -> _Told:
+        """A requester notice: to the requester's address, showing what they may view."""
+        requester = requester_of(requested.request)
+        if requester is None:
+            stored = self.authority.ledger.get_request(request_id)
+            found = None if stored is None else stored.context.get("requester")
+            requester = found if isinstance(found, str) else None
+        if requester is None or resolved is None:
+            raise _Skipped("the request names no requester, or is not resolved")
+        address = self.requester_addresses.get(requester)
+        if address is None:
+            raise _Skipped("the requester has no address ([requesters.addresses])")
+        principal = Principal(Actor(id=requester, type="human"))
+        if not self.authority.access.may_view(principal, request_id):
+            raise _Skipped("the requester may not view the request")
+        return _Told(notice, requested, resolved, recipients=(address,))
+
+    def _body(self, subscription: WebhookSubscription, told: _Told, now: float) -> str:
+        """The JSON text to send."""
         if subscription.format == "slack":
             payload = slack_body(
-                notice,
-                requested,
-                resolved,
+                told.notice,
+                told.requested,
+                told.resolved,
                 inbox_url=subscription.inbox_url,
                 include_arguments=subscription.include_arguments,
             )
         else:
-            payload = aais_body(notice, requested, resolved, now)
+            payload = aais_body(told.notice, told.requested, told.resolved, now)
         return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
 
     # -- in the background -------------------------------------------------------------
@@ -313,6 +391,16 @@ class WebhookWorker:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
             self.close()
+
+
+@dataclass(frozen=True)
+class _Told:
+    """What one delivery tells, and to whom when not to the subscription's own ``to``."""
+
+    notice: DeliveryNotice
+    requested: ApprovalRequested
+    resolved: ApprovalResolved | None
+    recipients: tuple[str, ...] = ()
 
 
 class _Skipped(Exception):

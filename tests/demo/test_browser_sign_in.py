@@ -87,6 +87,7 @@ def test_three_people_sign_in_see_what_they_may_and_sign_out(tmp_path: Path) -> 
                 report = driver.stdout + driver.stderr
                 assert driver.returncode == 0, report + server.log() + provider.log()
                 assert driver.stdout.strip().splitlines()[-1] == "STEP done", report
+                assert f"STEP linked-card {request_id}" in driver.stdout, report
                 view = wait_for(lambda: finished(bob, "bob-thread"), what="bob's run to finish")
                 assert [m["content"] for m in view["messages"]][-1] == "Deleted the report."
         finally:

@@ -129,3 +129,45 @@ def test_listings_name_states_in_each_kinds_words() -> None:
         "delivered",
         1,
     )
+
+
+def test_a_change_that_moves_the_row_records_its_work_and_audit_in_one_write(
+    make_ledger: Callable[..., Ledger],
+) -> None:
+    from aais_langgraph.ledger import DELIVERY, verify_audit
+    from aais_langgraph.ledger.follow_ups import followed_change
+
+    ledger = make_ledger(delivery_plan=ReminderPlan())
+    ledger.add_request(request_envelope("apr_1"), thread_id="thr_1")
+    [reminder] = ledger.list_work(REMINDER)
+    later = reminder.next_at + 1
+    [claimed] = ledger.claim_work(REMINDER, "w1", targets=("team",), ttl=30, now=later)
+    caused = new_work(DELIVERY, "msg_1", "apr_1", later, target="ops", topic="approval.reminder")
+    audit = {"request_id": "apr_1", "follow_up": "reminder", "by": "system"}
+
+    # Another worker's claim: its change moves nothing, so nothing else is written.
+    assert (
+        ledger.update_work(
+            REMINDER, claimed.work_id, followed_change("w2", later), records=[caused], audit=audit
+        )
+        == claimed
+    )
+    assert ledger.list_work(DELIVERY) == []
+    assert [e for e in ledger.audit_entries() if e.kind == "follow_up"] == []
+
+    after = ledger.update_work(
+        REMINDER, claimed.work_id, followed_change("w1", later), records=[caused], audit=audit
+    )
+    assert after is not None and after.state == "done"
+    [delivery] = ledger.list_work(DELIVERY)
+    assert (delivery.work_id, delivery.topic) == ("msg_1", "approval.reminder")
+    [entry] = [e for e in ledger.audit_entries() if e.kind == "follow_up"]
+    assert entry.payload == audit
+    assert ledger.follow_up_entries("apr_1") == [entry]  # the indexed read finds it
+    assert ledger.follow_up_entries("apr_2") == []
+    # Done stays done: running it again writes nothing more.
+    ledger.update_work(
+        REMINDER, claimed.work_id, followed_change("w1", later), records=[caused], audit=audit
+    )
+    assert len([e for e in ledger.audit_entries() if e.kind == "follow_up"]) == 1
+    assert verify_audit(ledger.audit_entries(), ledger.audit_tip()).ok

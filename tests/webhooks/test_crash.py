@@ -1,4 +1,4 @@
-"""A sender killed with SIGKILL mid-delivery loses nothing: another sends what it held."""
+"""Senders and follow-up runners killed with SIGKILL mid-work lose nothing and double nothing."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
+
+import pytest
 
 from aais_langgraph.authority import ApprovalAuthority
 from aais_langgraph.ledger import DELIVERY, SqliteLedger, shown_states
@@ -105,3 +107,75 @@ def test_a_sender_killed_mid_delivery_loses_no_notification(tmp_path: Path) -> N
             assert receiver.rejected == 0
             # What the killed sender had in flight was sent again, with the same webhook-id.
             assert receiver.duplicates >= 1
+
+
+FOLLOW_UPS = Path(__file__).with_name("follow_up_process.py")
+REQUESTS = 6
+
+
+@pytest.mark.slow
+def test_a_runner_killed_between_a_reminders_claim_and_its_send_loses_and_doubles_nothing(
+    tmp_path: Path,
+) -> None:
+    from aais_langgraph.ledger import FOLLOW_UP
+
+    from .follow_up_process import CLAIM_TTL, plan
+
+    db = tmp_path / "ledger.db"
+    with Receiver() as receiver:
+        subscriptions = plan(receiver.url)
+        with SqliteLedger.from_conn_string(db, delivery_plan=subscriptions) as ledger:
+            authority = ApprovalAuthority(ledger, authorizer=subscriptions.policy)
+            for index in range(REQUESTS):
+                authority.request(
+                    {"kind": "tool_call", "name": "shell", "summary": "Run it", "arguments": {}},
+                    origin={"harness": "tests", "session_id": "sess_1"},
+                    request_id=f"apr_{index}",
+                    thread_id=f"thr_{index}",
+                    expires_in=timedelta(hours=1),
+                )
+            first = subprocess.Popen(
+                [sys.executable, str(FOLLOW_UPS), str(db), receiver.url, "first", "claim"],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            try:
+                assert first.stdout is not None
+                assert first.stdout.readline().startswith("claimed ")
+                os.kill(first.pid, signal.SIGKILL)
+            finally:
+                first.wait(timeout=10)
+            held = ledger.list_work(FOLLOW_UP, states=("claimed",))
+            assert held and all(item.claimed_by == "first" for item in held)
+            killed_at = time.monotonic()
+
+            second = subprocess.Popen(
+                [sys.executable, str(FOLLOW_UPS), str(db), receiver.url, "second", "serve"],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            try:
+                assert second.stdout is not None and second.stdout.readline().strip() == "ready"
+                wait_for(
+                    lambda: len(receiver.bodies) == REQUESTS * 2,
+                    "every reminder",
+                    limit=60.0,
+                )
+                # Once a claim lapsed it is run once; give a doubled send time to show.
+                time.sleep(max(0.0, killed_at + CLAIM_TTL + 1.0 - time.monotonic()))
+                time.sleep(0.5)
+            finally:
+                second.kill()
+                second.wait(timeout=10)
+            follow_ups = ledger.list_work(FOLLOW_UP, states=("due", "claimed", "done"))
+            audits = [e for e in ledger.audit_entries() if e.kind == "follow_up"]
+            print(
+                f"\nfollow-up crash figures: reminders {REQUESTS * 2}, claimed by the killed "
+                f"runner {len(held)}, received {len(receiver.bodies)}, "
+                f"duplicates {receiver.duplicates}, audited {len(audits)}"
+            )
+            assert all(item.state == "done" for item in follow_ups)
+            assert len(follow_ups) == REQUESTS * 2
+            assert len(receiver.bodies) == REQUESTS * 2 and receiver.duplicates == 0
+            assert len(audits) == REQUESTS * 2
+            assert {item.claimed_by for item in held} == {"first"}

@@ -109,3 +109,31 @@ def test_an_app_made_with_webhooks_sends_them_while_it_serves(tmp_path: Path) ->
         if ledger is not None:
             ledger.close()
         other.close()
+
+
+def test_serve_reminds_the_approvers_by_the_policy_files_rule(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.toml"
+    with Receiver() as receiver:
+        policy.write_text(
+            'default_approvers = ["*"]\n\n'
+            "[[approvers]]\n"
+            'kinds = ["fs.delete"]\ngroups = ["*"]\n'
+            "remind_after = 1\nremind_every = 1\nremind_times = 2\n\n"
+            "[[webhooks]]\n"
+            f'name = "ops"\nurl = "{receiver.url}"\nsecret_env = "OPS_SECRET"\n'
+            'notices = ["approval.reminder"]\n'
+        )
+        args = ["serve", "tiny_graph:make_graph", "--port", "0", "--db", str(tmp_path / "app.db")]
+        args += ["--token-env", "AAIS_TEST_TOKEN", "--access-policy", str(policy)]
+        env = {"AAIS_TEST_TOKEN": "s3cret", "OPS_SECRET": SECRET}
+        with (
+            running(args, cwd=GRAPHS, env=env) as server,
+            httpx.Client(base_url=server.url, timeout=30, headers=TOKEN) as client,
+        ):
+            [interrupt] = interrupts_of(agui_run(client, run_agent_input("t-1", text="delete it")))
+            request_id = interrupt["metadata"]["aais"]["request"]["id"]
+            wait_for(lambda: len(receiver.bodies) == 2, what="two reminders")
+    reminders = list(receiver.bodies.values())
+    assert [body["type"] for body in reminders] == ["approval.reminder"] * 2
+    assert {body["data"]["request"]["id"] for body in reminders} == {request_id}
+    assert receiver.duplicates == 0

@@ -4,7 +4,8 @@
 //
 //   node sign_in.mjs URL SCREENSHOT_DIR REQUEST_ID
 //
-// bob's run raised the request. alice (group sre) may approve it, bob sees it but may not,
+// bob's run raised the request. alice follows a `#request=ID` link (as an email notice
+// gives) and signs in: the page opens on that card. alice (group sre) may approve it, bob sees it but may not,
 // carol (finance) does not see it. alice approves, the card goes for bob. Then carol signs
 // out in one tab: her other tab's stream ends and offers "Sign in", and her old session
 // cookie opens neither the API nor the event stream (401).
@@ -58,7 +59,9 @@ async function signIn(name) {
   context.setDefaultTimeout(TIMEOUT);
   const page = await context.newPage();
   watch(name, page);
-  await page.goto(url);
+  // alice follows an emailed link to the card: it opens once she has signed in.
+  const linked = name === "alice";
+  await page.goto(linked ? `${url}#request=${encodeURIComponent(requestId)}` : url);
   const link = page.locator("#sign-in");
   await link.waitFor({ state: "visible" });
   expect((await page.locator("#connection").textContent()).trim() === "Not signed in", `${name}'s page says "Not signed in"`);
@@ -74,6 +77,11 @@ async function signIn(name) {
   expect(actor.toLowerCase().includes(name), `${name}'s page says who decides: ${actor}`);
   expect(await page.locator("#sign-out").isVisible(), `${name}'s page offers "Sign out"`);
   expect(!(await page.locator("#sign-in").isVisible()), `${name}'s page no longer offers "Sign in"`);
+  if (linked) {
+    expect(new URL(page.url()).hash === `#request=${encodeURIComponent(requestId)}`, "the link's fragment survives the sign-in");
+    await page.waitForSelector(`.card.linked[data-request-id="${requestId}"]`);
+    step("linked-card", requestId);
+  }
   const cookies = await context.cookies(url);
   const session = cookies.find((cookie) => cookie.name === "aais_session");
   expect(session && session.httpOnly && session.sameSite === "Lax", `${name}'s session cookie is HttpOnly, SameSite=Lax`);

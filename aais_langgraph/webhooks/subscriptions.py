@@ -54,7 +54,9 @@ __all__ = [
     "webhooks_from_mapping",
 ]
 
-WebhookFormat = Literal["aais", "slack"]
+WebhookFormat = Literal["aais", "slack", "slack_app"]
+"""``slack_app``: a ``[[slack]]`` channel (:mod:`.slack_app`), made by it, not by a
+``[[webhooks]]`` table."""
 _RISKS = ("low", "medium", "high", "critical")
 _KEYS = {
     "name",

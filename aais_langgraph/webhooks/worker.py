@@ -21,6 +21,16 @@ library) and POSTed. A 2xx answer delivers it; anything else backs off
 (``retry_base`` doubling up to ``retry_max``) until ``max_attempts``, then it is
 ``dead`` and waits for ``aais-langgraph webhooks retry``. Errors are recorded as a
 status code or an error type, never a URL (a Slack URL is itself a secret) or a value.
+
+A Slack app channel (:class:`~.slack_app.SlackChannel`, given among the subscriptions)
+goes through the same claims, checks and backoff, and calls Slack's Web API with
+``slack_sdk`` instead of POSTing: ``approval.requested`` is ``chat.postMessage``
+(:func:`~.slack_messages.request_message`; a request resolved before it was posted is
+posted resolved), and the message's channel and ``ts`` are kept as the delivery's
+result; ``approval.resolved`` is ``chat.update`` of that message
+(:func:`~.slack_messages.resolved_message`), tried again while the post is still
+pending, skipped when the request was never posted. Slack's error code (``ok: false``)
+is the recorded error.
 """
 
 from __future__ import annotations
@@ -44,7 +54,7 @@ from standardwebhooks.webhooks import Webhook
 
 from ..authority import ApprovalAuthority
 from ..ledger import LedgerIntegrityError
-from ..ledger.deliveries import Delivery, DeliveryNotice
+from ..ledger.deliveries import Delivery, DeliveryNotice, delivery_id_for
 from ..ledger.outbox import (
     DELIVERY,
     Backoff,
@@ -55,8 +65,11 @@ from ..ledger.outbox import (
 )
 from ..observability import delivery_span
 from ..observability.traces import SpanNotes
+from ..protocol import ApprovalRequested, ApprovalResolved
 from .catch_up import catch_up
 from .formats import aais_body, slack_body
+from .slack_app import SlackChannel
+from .slack_messages import request_message, resolved_message
 from .subscriptions import WebhookSubscription
 
 __all__ = ["WebhookWorker", "signed_headers"]
@@ -85,7 +98,8 @@ class WebhookWorker:
     Args:
         authority: The authority whose ledger holds the deliveries; its authorizer
             decides what each subscription's principal may view.
-        subscriptions: The receivers (their names match the deliveries' ``subscription``).
+        subscriptions: The receivers (their names match the deliveries' ``subscription``):
+            webhook subscriptions and Slack app channels.
         holder: Who claims deliveries (default: host, process and a random part).
         claim_ttl: Seconds a claim holds; longer than ``timeout``.
         timeout: Seconds one POST may take (a slow receiver counts as failed).
@@ -100,7 +114,7 @@ class WebhookWorker:
     def __init__(
         self,
         authority: ApprovalAuthority,
-        subscriptions: Iterable[WebhookSubscription],
+        subscriptions: Iterable[WebhookSubscription | SlackChannel],
         *,
         holder: str | None = None,
         claim_ttl: float = 30.0,
@@ -115,7 +129,12 @@ class WebhookWorker:
         if not 0 < timeout < claim_ttl:
             raise ValueError("timeout: must be positive and shorter than claim_ttl")
         self.authority = authority
-        self.subscriptions = {item.name: item for item in subscriptions}
+        given = list(subscriptions)
+        self.slack = {item.name: item for item in given if isinstance(item, SlackChannel)}
+        self.subscriptions = {
+            item.name: item.subscription if isinstance(item, SlackChannel) else item
+            for item in given
+        }
         self.holder = holder or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.claim_ttl = claim_ttl
         self.timeout = timeout
@@ -129,6 +148,7 @@ class WebhookWorker:
         self._lock = threading.Lock()
         self._not_visible_said: set[str] = set()
         self._in_flight: set[asyncio.Future[Any]] = set()
+        self._slack_clients: dict[str, Any] = {}
 
     def close(self) -> None:
         """Close the HTTP connections."""
@@ -190,6 +210,8 @@ class WebhookWorker:
         if subscription is None:  # pragma: no cover - claims name known subscriptions only
             return skipped_change("the subscription is no longer configured", now)
         try:
+            if subscription.format == "slack_app":
+                return self._slack_attempt(self.slack[subscription.name], delivery, now)
             body = self._body(subscription, delivery, now)
         except _Skipped as skipped:
             if skipped.reason == _NOT_VISIBLE:
@@ -238,6 +260,25 @@ class WebhookWorker:
 
     def _body(self, subscription: WebhookSubscription, delivery: Delivery, now: float) -> str:
         """The JSON text to send; :class:`_Skipped` says why there is none."""
+        notice = cast("DeliveryNotice", delivery.topic)
+        requested, resolved = self._checked(subscription, delivery, now)
+        if subscription.format == "slack":
+            payload = slack_body(
+                notice,
+                requested,
+                resolved,
+                inbox_url=subscription.inbox_url,
+                include_arguments=subscription.include_arguments,
+            )
+        else:
+            payload = aais_body(notice, requested, resolved, now)
+        return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+
+    def _checked(
+        self, subscription: WebhookSubscription, delivery: Delivery, now: float
+    ) -> tuple[ApprovalRequested, ApprovalResolved | None]:
+        """The request and its resolution, when the subscription may be told about them;
+        :class:`_Skipped` says why not."""
         authority = self.authority
         requested = authority.get_request(delivery.request_id)
         if requested is None:
@@ -258,17 +299,69 @@ class WebhookWorker:
                 raise _Skipped("the authorizer cannot say which groups decide the request")
             if not deciding:
                 raise _Skipped("none of the subscription's groups decides the request")
-        if subscription.format == "slack":
-            payload = slack_body(
-                notice,
-                requested,
-                resolved,
-                inbox_url=subscription.inbox_url,
-                include_arguments=subscription.include_arguments,
+        return requested, resolved
+
+    # -- Slack app channels ------------------------------------------------------------
+
+    def _slack_attempt(self, channel: SlackChannel, delivery: Delivery, now: float) -> WorkChange:
+        """Post the request's message, or rewrite it with the resolution."""
+        from slack_sdk.errors import SlackApiError, SlackClientError
+
+        subscription = self.subscriptions[channel.name]
+        requested, resolved = self._checked(subscription, delivery, now)
+        include = channel.include_arguments
+        client = self._slack_client(channel)
+        try:
+            if delivery.topic == "approval.requested":
+                if resolved is None:
+                    message = request_message(requested, include_arguments=include)
+                else:
+                    message = self._resolved(requested, resolved, include)
+                answer = client.chat_postMessage(
+                    channel=channel.channel, unfurl_links=False, unfurl_media=False, **message
+                )
+                posted = f"{answer['channel']} {answer['ts']}"
+                return settled_change("done", time.time(), counted=True, result=posted)
+            if resolved is None:  # pragma: no cover - a resolved notice has its resolution
+                raise _Skipped("the request has no resolution")
+            post = self.authority.ledger.get_work(
+                DELIVERY, delivery_id_for(channel.name, "approval.requested", delivery.request_id)
             )
-        else:
-            payload = aais_body(notice, requested, resolved, now)
-        return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+            if post is None or post.state in ("skipped", "coalesced"):
+                raise _Skipped("the request's message was never posted")
+            if post.result is None:
+                waiting = "the request's message is not posted yet"
+                return self._failed(subscription, delivery, waiting)
+            where, ts = post.result.split(" ", 1)
+            message = self._resolved(requested, resolved, include)
+            client.chat_update(channel=where, ts=ts, **message)
+        except SlackApiError as error:
+            code = error.response.get("error") if isinstance(error.response.data, dict) else None
+            return self._failed(subscription, delivery, f"slack {code or 'error'}")
+        except (SlackClientError, OSError) as error:
+            return self._failed(subscription, delivery, type(error).__name__)
+        return settled_change("done", time.time(), counted=True)
+
+    def _resolved(
+        self, requested: ApprovalRequested, resolved: ApprovalResolved, include: bool
+    ) -> dict[str, Any]:
+        decided_by = self.authority.decided_by(resolved)
+        return resolved_message(
+            requested, resolved, decided_by=decided_by, include_arguments=include
+        )
+
+    def _slack_client(self, channel: SlackChannel) -> Any:
+        """The channel's Web API client (one per channel, made on first use)."""
+        from slack_sdk import WebClient
+
+        with self._lock:
+            client = self._slack_clients.get(channel.name)
+            if client is None:
+                client = WebClient(
+                    token=channel.token, base_url=channel.api_url, timeout=int(self.timeout)
+                )
+                self._slack_clients[channel.name] = client
+            return client
 
     # -- in the background -------------------------------------------------------------
 

@@ -51,7 +51,7 @@ from aais_langgraph.threads import areconcile_checkpoints
 from .ledger_upkeep import upkeep_banner
 
 if TYPE_CHECKING:
-    from aais_langgraph.webhooks import WebhookSubscription
+    from aais_langgraph.webhooks import SlackApp, WebhookSubscription
 
     from .service import ServiceSettings
 
@@ -315,16 +315,19 @@ async def _run(
 
     settings = service_settings(args)
     webhooks = _webhooks(args)
+    slack = _slack(args)
     plan = None
-    if webhooks:
+    if webhooks or slack is not None:
         from aais_langgraph.webhooks import SubscriptionPlan
 
-        plan = SubscriptionPlan(webhooks)
+        plan = SubscriptionPlan([*webhooks, *(slack.subscriptions if slack else [])])
     async with open_storage(args.db, delivery_plan=plan) as (ledger, checkpointer):
         authority = ApprovalAuthority(ledger, authorizer=authorizer)
         banner = [f"approvals  aais-langgraph --db {args.db} pending"]
         if webhooks:
             banner.append(f"webhooks   {len(webhooks)} subscriptions (webhooks list)")
+        if slack is not None:
+            banner.append(f"slack      {len(slack.channels)} channels, POST /slack/interactions")
         if args.command == "demo":
             from .demo import DemoWorkspace, build_demo_agent
 
@@ -335,7 +338,9 @@ async def _run(
         else:
             graph = compiled_graph(args.target, checkpointer, args.graph)
             name = args.graph.partition(":")[2] or "graph"
-        service = ApprovalService(graph, authority, settings=settings, webhooks=webhooks or None)
+        service = ApprovalService(
+            graph, authority, settings=settings, webhooks=webhooks or None, slack=slack
+        )
         # A ledger that lost requests runs are paused on (emptied, replaced) is said out loud.
         for problem in await areconcile_checkpoints(authority, checkpointer):
             banner.append(
@@ -390,6 +395,20 @@ def _webhooks(args: argparse.Namespace) -> list[WebhookSubscription]:
 
     try:
         return list(load_webhooks(path))
+    except (ValueError, OSError) as error:
+        raise SystemExit(f"aais-agui: {error}") from None
+
+
+def _slack(args: argparse.Namespace) -> SlackApp | None:
+    """The access policy's ``[[slack]]`` channels and ``[slack_users]`` (None without
+    them); SystemExit names a bad setting."""
+    path = getattr(args, "access_policy", None)
+    if path is None:
+        return None
+    from aais_langgraph.webhooks import load_slack
+
+    try:
+        return load_slack(path)
     except (ValueError, OSError) as error:
         raise SystemExit(f"aais-agui: {error}") from None
 
@@ -593,10 +612,11 @@ def _check_webhooks(args: argparse.Namespace) -> None:
     path = getattr(args, "access_policy", None)
     if path is None:
         return
-    from aais_langgraph.webhooks import load_webhooks
+    from aais_langgraph.webhooks import load_slack, load_webhooks
 
     try:
         load_webhooks(path)
+        load_slack(path)
     except (ValueError, OSError) as error:
         raise SystemExit(f"aais-agui: {error}") from None
 

@@ -83,7 +83,7 @@ def request_message(requested: ApprovalRequested, *, include_arguments: bool) ->
     ]
     if buttons:
         blocks.append({"type": "actions", "block_id": "aais_choices", "elements": buttons})
-    return {"text": _plain(headline), "blocks": blocks}
+    return {"text": _escape(headline), "blocks": blocks}
 
 
 def resolved_message(
@@ -104,7 +104,7 @@ def resolved_message(
     said = f"*{outcome}* {who}{scope}: {_escape(resolution.message)}"
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": said}]})
     text = f"{headline} ({'by ' + decided_by if decided_by else 'by the authority'})"
-    return {"text": _plain(text), "blocks": blocks}
+    return {"text": _escape(text), "blocks": blocks}
 
 
 def _facts(
@@ -154,7 +154,8 @@ def _button(requested: ApprovalRequested, choice: Choice) -> dict[str, Any]:
 
 
 def _plain(text: str) -> str:
-    """``text`` on one line (control characters as spaces)."""
+    """``text`` on one line (control characters as spaces), for ``plain_text`` fields,
+    which Slack shows as they are (mrkdwn fields and ``text`` are escaped instead)."""
     return "".join(" " if ord(char) < 32 or 127 <= ord(char) < 160 else char for char in text)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import httpx
@@ -239,3 +240,25 @@ def test_no_message_shows_arguments_to_a_channel_that_may_not_view_them(
         for call in site.slack.calls
         if "quarterly-layoffs" in call.text and call.body.get("channel") != CHANNEL
     ]
+
+
+def test_the_same_click_sent_at_once_is_one_decision_with_one_resolution(
+    site: SlackSite,
+) -> None:
+    thread_id, request_id = site.pause("/srv/raced.txt")
+    message = site.post_of(request_id)
+    body, headers = signed(block_actions(message, button(message, "approve"), user=USERS["alice"]))
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        answers = list(pool.map(lambda _: post_click(site, body, headers), range(6)))
+
+    assert [d["id"] for d in site.decided(request_id)] == [site.decided(request_id)[0]["id"]]
+    resolutions = {
+        a.json()["resolution"]["resolution"]["id"] for a in answers if a.status_code == 200
+    }
+    assert len(resolutions) == 1  # an identical duplicate gets the same resolution
+    for answer in answers:
+        assert answer.status_code in (200, 409), answer.text
+        # never a conflict of a second decision: the same click is the same decision
+        assert "resolution" not in answer.json() or answer.status_code == 200
+    wait_for(lambda: site.effects.list(thread_id), what="the approved action to run")
+    assert len(site.effects.list(thread_id)) == 1

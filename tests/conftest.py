@@ -54,6 +54,7 @@ SLOW = (
     "agui/test_frontend_tools_node.py",
     "agui/test_serving_page",
     "webhooks/test_crash.py",
+    "slack/test_crash.py",
     # the files that take longest otherwise (servers per test, races, long properties)
     "agui/test_answer_schema.py",
     "agui/test_authorization_matrix.py",
@@ -95,6 +96,7 @@ SLOW = (
     "threads/test_view_selection.py",
     "webhooks/test_delivery.py",
     "webhooks/test_serve.py",
+    "slack/test_interactions.py",
 )
 """Test paths (under ``tests/``) marked ``slow``: what starts other programs or processes."""
 

@@ -29,7 +29,8 @@ goes through the same claims, checks and backoff, and calls Slack's Web API with
 posted resolved), and the message's channel and ``ts`` are kept as the delivery's
 result; ``approval.resolved`` is ``chat.update`` of that message
 (:func:`~.slack_messages.resolved_message`), tried again while the post is still
-pending, skipped when the request was never posted. Slack's error code (``ok: false``)
+pending, skipped when the request was never posted (a dead post handed back later
+posts the resolved message). Slack's error code (``ok: false``)
 is the recorded error.
 """
 
@@ -327,7 +328,7 @@ class WebhookWorker:
             post = self.authority.ledger.get_work(
                 DELIVERY, delivery_id_for(channel.name, "approval.requested", delivery.request_id)
             )
-            if post is None or post.state in ("skipped", "coalesced"):
+            if post is None or post.state in ("skipped", "coalesced", "dead"):
                 raise _Skipped("the request's message was never posted")
             if post.result is None:
                 waiting = "the request's message is not posted yet"

@@ -97,6 +97,8 @@ SLOW = (
     "webhooks/test_delivery.py",
     "webhooks/test_serve.py",
     "slack/test_interactions.py",
+    "slack/test_sender.py",
+    "slack/test_serve.py",
 )
 """Test paths (under ``tests/``) marked ``slow``: what starts other programs or processes."""
 

@@ -16,6 +16,8 @@ from aais_langgraph.webhooks import SlackApp, SlackChannel, SubscriptionPlan, We
 
 from .fake_slack import TOKEN, FakeSlack, fake_slack
 
+pytestmark = pytest.mark.slow  # a loopback server plays Slack
+
 FAST = {"retry_base": 0.0, "retry_max": 0.0, "poll_interval": 0.01, "timeout": 2.0}
 ORIGIN = {"harness": "tests", "session_id": "sess-1"}
 

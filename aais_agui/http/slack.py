@@ -226,10 +226,9 @@ def _moment(action_ts: str) -> datetime | None:
 def _decision_id(click: _Click) -> str:
     """The same id for the same click: a replayed body is an identical duplicate."""
     value = click.value
-    seed = "\n".join(
-        (click.user, click.channel_id, click.action_ts, value.request_id, value.decision)
-    )
-    return f"dec_slack_{hashlib.sha256((seed + chr(10) + value.scope).encode()).hexdigest()[:32]}"
+    parts = (click.user, click.channel_id, click.action_ts, value.request_id)
+    seed = "\n".join((*parts, value.decision, value.scope))
+    return f"dec_slack_{hashlib.sha256(seed.encode()).hexdigest()[:32]}"
 
 
 def _bad(message: str) -> HTTPException:

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..protocol import AAISValidationError, ApprovalRequested, ApprovalResolved, loads_strict
 from ..protocol.parts import Choice
-from .formats import _escape
+from .formats import escape_mrkdwn as _escape
 
 __all__ = ["ButtonValue", "request_message", "resolved_message"]
 

@@ -93,6 +93,15 @@ def test_a_bad_signature_is_refused_before_anything_is_read(site: SlackSite) -> 
     untouched(site, thread_id, request_id)
 
 
+def test_a_body_over_the_size_bound_is_refused_unread(site: SlackSite) -> None:
+    body, headers = signed({"type": "block_actions", "padding": "x" * 1_000_001})
+
+    answer = post_click(site, body, headers)
+
+    assert answer.status_code == 413
+    assert answer.json()["error"]["code"] == "aais.body_too_large"
+
+
 def test_a_stale_timestamp_is_refused(site: SlackSite) -> None:
     thread_id, request_id = site.pause("/srv/stale.txt")
     message = site.post_of(request_id)

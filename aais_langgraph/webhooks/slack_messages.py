@@ -1,14 +1,15 @@
 """What a Slack app channel posts: Block Kit messages of a request and of its resolution.
 
 :func:`request_message` shows the summary, the risk, the kind and name of the action,
-an opaque binding when the action carries one (SPEC §6: a presenter MUST show it), the
-arguments only when the channel shows them and its principal may view the request,
-and one button per offered approve or deny choice (SPEC §4.2: only offered pairs). A
-button's value (:class:`ButtonValue`) carries the request id, the action digest the
-message showed and the choice, so a click answers exactly what was shown; a session
-or persistent choice asks for confirmation, naming its scope and the authority's own
-words for it (SPEC §9). :func:`resolved_message` is the same message rewritten once
-the request is resolved: the outcome, who decided, and no buttons.
+its resource, the harness and the requester (SPEC §7), the expiry, an opaque binding
+when the action carries one (SPEC §6: a presenter MUST show it), the arguments only
+when the channel shows them and its principal may view the request, and one button
+per offered approve or deny choice (SPEC §4.2: only offered pairs). A button's value
+(:class:`ButtonValue`) carries the request id, the action digest the message showed
+and the choice, so a click answers exactly what was shown; a session or persistent
+choice asks for confirmation, naming its scope and the authority's own words for it
+(SPEC §9). :func:`resolved_message` is the same message rewritten once the request is
+resolved: the outcome, who decided, and no buttons.
 """
 
 from __future__ import annotations
@@ -17,7 +18,14 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..protocol import AAISValidationError, ApprovalRequested, ApprovalResolved, loads_strict
+from ..authority.authorization import requester_of
+from ..protocol import (
+    AAISValidationError,
+    ApprovalRequested,
+    ApprovalResolved,
+    loads_strict,
+    parse_timestamp,
+)
 from ..protocol.parts import Choice
 from .formats import escape_mrkdwn as _escape
 
@@ -122,9 +130,18 @@ def _facts(
         if len(shown) > _ARGUMENTS_SHOWN:
             shown = shown[:_ARGUMENTS_SHOWN] + "…"
         lines.append(f"```{_escape(shown.replace('```', '` ` `'))}```")
-    context = f"request `{_escape(request.id)}` · digest `{request.action_digest[:19]}…`"
+    if action.resource is not None:
+        lines.append(f"Resource: `{_escape(action.resource)}`")
+    who = f"from `{_escape(request.origin.harness)}`"
+    requester = requester_of(request)
+    if requester is not None:
+        who += f" for `{_escape(requester)}`"
+    context = f"{who} · request `{_escape(request.id)}` · digest `{request.action_digest[:19]}…`"
     if request.expires_at is not None:
-        context += f" · expires {_escape(str(request.expires_at))}"
+        expiry = str(request.expires_at)
+        moment = int(parse_timestamp(expiry).timestamp())
+        # Slack shows the moment in each reader's own time zone; the fallback is UTC.
+        context += f" · expires <!date^{moment}^{{date_short_pretty}} {{time}}|{_escape(expiry)}>"
     return [
         {"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines)}},
         {"type": "context", "elements": [{"type": "mrkdwn", "text": context}]},

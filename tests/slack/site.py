@@ -81,6 +81,7 @@ class SlackSite:
     graph: Any
     slack: FakeSlack
     app: SlackApp
+    db: Path
 
     def pause(self, path: str, *, raised_ago: timedelta | None = None) -> tuple[str, str]:
         """Run a fresh thread until it waits on deleting ``path``: (thread id, request id)."""
@@ -187,7 +188,9 @@ def slack_site(folder: Path) -> Iterator[SlackSite]:
         app = create_app(service, authenticate=bob)
         try:
             with serve_with_lifespan(app) as url:
-                yield SlackSite(url, authority, effects, graph, slack, app_config)
+                yield SlackSite(
+                    url, authority, effects, graph, slack, app_config, folder / "ledger.db"
+                )
         finally:
             ledger.close()
 

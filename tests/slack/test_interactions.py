@@ -7,6 +7,7 @@ Slack's Web API is played on loopback (:mod:`.fake_slack`); clicks are the
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -16,6 +17,7 @@ import httpx
 import pytest
 
 from aais_langgraph import build_decision
+from aais_langgraph.cli import main as cli_main
 from aais_langgraph.ledger import DELIVERY
 from aais_langgraph.ledger.deliveries import delivery_id_for
 from aais_langgraph.webhooks import ButtonValue
@@ -217,6 +219,25 @@ def test_a_request_resolved_elsewhere_updates_the_message_and_records_nothing(
     assert [d["actor"]["id"] for d in site.decided(request_id)] == ["bob"]
     assert site.authority.get_resolution(request_id).resolution.outcome == "denied"
     assert site.effects.list(thread_id) == []
+
+
+def test_a_request_approved_with_the_cli_has_its_message_rewritten(site: SlackSite) -> None:
+    # The CLI's writes record no Slack delivery (it knows no channels): the sender
+    # catches up from the event stream.
+    thread_id, request_id = site.pause("/srv/cli.txt")
+    message = site.post_of(request_id)
+    out = io.StringIO()
+    argv = ["--db", str(site.db), "approve", request_id, "--yes"]
+    assert cli_main(argv, stdin=io.StringIO(""), stdout=out) == 0, out.getvalue()
+
+    [update] = wait_for(lambda: site.updates_of(request_id), what="the message rewritten")
+    assert "Approved" in update.text and update.buttons == []
+    assert update.body["ts"] == message.ts
+    body, headers = signed(block_actions(message, button(message, "deny"), user=USERS["alice"]))
+    assert post_click(site, body, headers).status_code == 409  # and records nothing
+    assert len(site.decided(request_id)) == 1
+    # The served app resumes what another process decided.
+    wait_for(lambda: site.effects.list(thread_id), what="the approved action to run")
 
 
 def test_an_expired_request_has_its_message_rewritten(site: SlackSite) -> None:

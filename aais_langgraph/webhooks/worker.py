@@ -39,7 +39,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import os
+import re
 import socket
 import threading
 import time
@@ -78,6 +80,8 @@ __all__ = ["WebhookWorker", "signed_headers"]
 logger = logging.getLogger(__name__)
 
 _NOT_VISIBLE = "the subscription's principal may not view the request"
+_SLACK_ERROR = re.compile(r"[a-z_]{1,64}")
+"""Slack's error codes (``channel_not_found``): kept as the error; anything else is not."""
 
 _RESULTS = {"pending": "failed", "dead": "dead", "delivered": "delivered", "skipped": "skipped"}
 """The span's result for the state an attempt left the delivery in."""
@@ -338,7 +342,8 @@ class WebhookWorker:
             client.chat_update(channel=where, ts=ts, **message)
         except SlackApiError as error:
             code = error.response.get("error") if isinstance(error.response.data, dict) else None
-            return self._failed(subscription, delivery, f"slack {code or 'error'}")
+            known = isinstance(code, str) and _SLACK_ERROR.fullmatch(code) is not None
+            return self._failed(subscription, delivery, f"slack {code if known else 'error'}")
         except (SlackClientError, OSError) as error:
             return self._failed(subscription, delivery, type(error).__name__)
         return settled_change("done", time.time(), counted=True)
@@ -359,7 +364,9 @@ class WebhookWorker:
             client = self._slack_clients.get(channel.name)
             if client is None:
                 client = WebClient(
-                    token=channel.token, base_url=channel.api_url, timeout=int(self.timeout)
+                    token=channel.token,
+                    base_url=channel.api_url,
+                    timeout=max(1, math.ceil(self.timeout)),
                 )
                 self._slack_clients[channel.name] = client
             return client

@@ -15,18 +15,19 @@ signed with the app's signing secret. In order, before anything is recorded:
 4. the button's value names the request and the action digest the message showed: an
    unknown request is 404, a digest that is not the stored request's is 422
    ``aais.digest_mismatch`` (SPEC §5), a request the principal may not view is 403,
-   and a request resolved already (elsewhere, or by this very click before) is 409
-   ``aais.conflict`` with nothing recorded: its message is rewritten by the outbox
-   delivery its resolution recorded.
+   and a request resolved already by another answer is 409 ``aais.conflict`` with
+   nothing recorded: its message is rewritten by the outbox delivery its resolution
+   recorded.
 
 Then the decision is recorded on the same path as ``POST /approvals/{id}/decisions``
 (:func:`~aais_agui.http.decisions.arecord_decision`: separation of duties, quorum,
 groups, expiry) and the thread is resumed in the background. The decision's id and
 time come from the click (its user, action and ``action_ts``), so the same signed
 body sent again is an identical duplicate (SPEC §10): the same resolution, nothing
-recorded twice. A click answered before anything is recorded leaves the request
-pending and answerable. The answer is JSON at once (Slack waits three seconds): an
-``ephemeral`` text for the person who clicked, and the outcome.
+recorded twice, whether it arrives while the first is being recorded or after. A
+click refused before anything is recorded leaves the request pending and answerable.
+The answer is JSON at once (Slack waits three seconds): an ``ephemeral`` text for the
+person who clicked, and the outcome.
 """
 
 from __future__ import annotations
@@ -45,7 +46,13 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse
 
 from aais_langgraph.authority import TERMINAL, Principal
-from aais_langgraph.protocol import AAISValidationError, build_decision, http_refusal, loads_strict
+from aais_langgraph.protocol import (
+    AAISValidationError,
+    ApprovalResolved,
+    build_decision,
+    http_refusal,
+    loads_strict,
+)
 from aais_langgraph.webhooks import ButtonValue, SlackApp, SlackChannel
 
 from ..service import ApprovalService
@@ -111,6 +118,8 @@ def slack_router(
         if not await authority.access.amay_view(principal, value.request_id):
             return _said("aais.forbidden", "you may not answer this request")
         recorded = await authority.aget_resolution(value.request_id)
+        if recorded is not None and recorded.resolution.decision_id == _decision_id(click):
+            return _resolved(recorded)  # this very click, sent again: the same resolution
         if recorded is not None:
             outcome = recorded.resolution.outcome
             return _said("aais.conflict", f"this request was already resolved: {outcome}")
@@ -134,16 +143,21 @@ def slack_router(
         outcome = resolved.resolution.outcome
         if outcome in TERMINAL or outcome == "conflict":
             resumes.later(value.request_id)
-        text = f"{outcome}: {resolved.resolution.message}"
-        document = {
-            "response_type": "ephemeral",
-            "replace_original": False,
-            "text": text,
-            "resolution": resolved.to_json(),
-        }
-        return JSONResponse(document, status_code=_STATUS.get(outcome, 200))
+        return _resolved(resolved)
 
     return router
+
+
+def _resolved(resolved: ApprovalResolved) -> JSONResponse:
+    """The resolution a click got, for the person who clicked and as the profile's status."""
+    outcome = resolved.resolution.outcome
+    document = {
+        "response_type": "ephemeral",
+        "replace_original": False,
+        "text": f"{outcome}: {resolved.resolution.message}",
+        "resolution": resolved.to_json(),
+    }
+    return JSONResponse(document, status_code=_STATUS.get(outcome, 200))
 
 
 def _verified(

@@ -54,7 +54,7 @@ SLOW = (
     "agui/test_frontend_tools_node.py",
     "agui/test_serving_page",
     "webhooks/test_crash.py",
-    "slack/test_crash.py",
+    "slack_app/test_crash.py",
     # the files that take longest otherwise (servers per test, races, long properties)
     "agui/test_answer_schema.py",
     "agui/test_authorization_matrix.py",
@@ -96,9 +96,9 @@ SLOW = (
     "threads/test_view_selection.py",
     "webhooks/test_delivery.py",
     "webhooks/test_serve.py",
-    "slack/test_interactions.py",
-    "slack/test_sender.py",
-    "slack/test_serve.py",
+    "slack_app/test_interactions.py",
+    "slack_app/test_sender.py",
+    "slack_app/test_serve.py",
 )
 """Test paths (under ``tests/``) marked ``slow``: what starts other programs or processes."""
 

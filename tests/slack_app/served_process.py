@@ -10,6 +10,7 @@ waits to be killed:
 ``before_send``    the Slack post's delivery is claimed; Slack has not been called
 ``before_record``  a click's signature, user and digest are checked; nothing recorded
 ``after_record``   the click's decision is recorded; the answer is not sent, nothing resumed
+                   (this process runs no watcher, so only the next one can resume it)
 """
 
 from __future__ import annotations
@@ -87,7 +88,12 @@ async def main(folder: Path, api_url: str, point: str) -> None:
         service = ApprovalService(
             graph,
             authority,
-            settings=ServiceSettings(deliveries_every=0.05, resume_due_every=0.1),
+            # Stopped after a record, nothing of this process resumes it: the next one must.
+            settings=ServiceSettings(
+                deliveries_every=0.05,
+                resume_due_every=None if point == "after_record" else 0.1,
+                orphans_every=None if point == "after_record" else 30.0,
+            ),
             webhooks=worker,
             slack=slack,
         )

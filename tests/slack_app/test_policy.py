@@ -16,6 +16,7 @@ from aais_agui import ApprovalService, bearer_token_authenticator, create_app
 from aais_langgraph import ApprovalAuthority
 from aais_langgraph.authority import AccessPolicy, Principal
 from aais_langgraph.ledger import InMemoryLedger
+from aais_langgraph.observability import subscribe
 from aais_langgraph.protocol import Actor
 from aais_langgraph.webhooks import SlackApp, SlackChannel, SubscriptionPlan, request_message
 from agui.demo_graph import EffectLog, build_demo_graph
@@ -66,6 +67,13 @@ def test_the_requester_may_not_approve_their_own_request_from_slack(tmp_path: Pa
     )
     request_id = requested.request.id
     client = TestClient(app)
+    channels: list[str] = []
+
+    def seen(report: Any) -> None:
+        if report.request_id == request_id:
+            channels.append(report.channel)
+
+    unsubscribe = subscribe(seen)
 
     own = click(client, requested, "U0ALICE")
     assert own.status_code == 403 and own.json()["error"]["code"] == "aais.forbidden"
@@ -76,3 +84,5 @@ def test_the_requester_may_not_approve_their_own_request_from_slack(tmp_path: Pa
     recorded = authority.get_resolution(request_id)
     assert recorded is not None and recorded.resolution.outcome == "approved"
     assert authority.decided_by(recorded) == "bob"
+    unsubscribe()
+    assert channels == ["slack"]  # judged under the Slack channel's name (metrics, traces)

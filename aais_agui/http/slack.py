@@ -9,7 +9,7 @@ signed with the app's signing secret. In order, before anything is recorded:
    nothing is parsed before this);
 2. the payload is read strictly (one ``payload`` field, I-JSON without duplicate
    keys, ``type = "block_actions"`` with one button of this app, clicked in that
-   channel; else 422 ``aais.slack_payload``);
+   channel, of its ``team`` when it names one; else 422 ``aais.slack_payload``);
 3. the Slack user must be in ``[slack_users]`` (403 ``aais.slack_user``): the principal
    they map to is the actor (SPEC §10: from the authenticated channel, never a body);
 4. the button's value names the request and the action digest the message showed: an
@@ -200,6 +200,8 @@ def _click(body: bytes, channel: SlackChannel) -> _Click:
     channel_id = _member(payload, "channel", "id")
     if channel_id != channel.channel:
         raise _bad("/channel/id: not the channel of the app whose secret signed it")
+    if channel.team is not None and _member(payload, "team", "id") != channel.team:
+        raise _bad("/team/id: not the Slack workspace of the channel")
     actions = payload.get("actions")
     if not isinstance(actions, list) or len(actions) != 1 or not isinstance(actions[0], dict):
         raise _bad("/actions: must hold the one button clicked")

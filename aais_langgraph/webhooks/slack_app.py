@@ -12,6 +12,7 @@ principal through ``[slack_users]`` and records the answer on the one answer pat
     channel = "C0123456789"               # the Slack channel id the bot posts to
     token_env = "SLACK_BOT_TOKEN"         # the bot token (xoxb-...) in $VAR
     signing_secret_env = "SLACK_SIGNING_SECRET"   # the app's signing secret in $VAR
+    team = "T0123ABCD"                    # only clicks from this workspace (default: any)
     kinds = ["process.exec"]              # action kinds (fnmatch; default: all)
     names = ["deploy*"]                   # action names (fnmatch; default: all)
     risk = ["high", "critical"]           # risk levels (default: all)
@@ -57,6 +58,7 @@ _KEYS = {
     "channel",
     "token_env",
     "signing_secret_env",
+    "team",
     "kinds",
     "names",
     "risk",
@@ -87,6 +89,8 @@ class SlackChannel:
     include_arguments: bool = False
     api_url: str = SLACK_API
     max_attempts: int = 8
+    team: str | None = None
+    """The Slack workspace (team id) whose clicks are taken (None: any the app is in)."""
 
     def __post_init__(self) -> None:
         where = f"slack.{self.name}" if self.name else "slack"
@@ -200,6 +204,8 @@ def _channel(table: Any, where: str, env: Mapping[str, str]) -> SlackChannel:
     attempts = table.get("max_attempts", 8)
     if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
         raise ValueError(f"{where}.max_attempts: must be an integer at least 1")
+    api_url = _text(table, "api_url", where) if "api_url" in table else SLACK_API
+    team = _text(table, "team", where) if "team" in table else None
     try:
         return SlackChannel(
             name=name,
@@ -215,8 +221,9 @@ def _channel(table: Any, where: str, env: Mapping[str, str]) -> SlackChannel:
             as_user=as_user,
             as_groups=_strings(table, "as_groups", where),
             include_arguments=include,
-            api_url=_text(table, "api_url", where) if "api_url" in table else SLACK_API,
+            api_url=api_url,
             max_attempts=attempts,
+            team=team,
         )
     except ValueError as error:
         raise ValueError(f"{where}: {error}") from None

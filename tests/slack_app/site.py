@@ -49,6 +49,7 @@ default_approvers = ["sre"]
 [[slack]]
 name = "ops"
 channel = "C0APPROVE"
+team = "T0TEAM"
 token_env = "SLACK_BOT_TOKEN"
 signing_secret_env = "SLACK_SIGNING_SECRET"
 as_user = "slack-ops"
@@ -196,14 +197,19 @@ def slack_site(folder: Path) -> Iterator[SlackSite]:
 
 
 def block_actions(
-    message: Call, button: dict[str, Any], *, user: str, channel: str | None = None
+    message: Call,
+    button: dict[str, Any],
+    *,
+    user: str,
+    channel: str | None = None,
+    team: str = "T0TEAM",
 ) -> dict[str, Any]:
     """The ``block_actions`` payload Slack sends when ``user`` clicks ``button`` of
     ``message`` (Slack's documented shape)."""
     where = channel or str(message.body["channel"])
     return {
         "type": "block_actions",
-        "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": "T0TEAM"},
+        "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": team},
         "api_app_id": "A0APP",
         "token": "verification-token-unused",
         "container": {
@@ -213,7 +219,7 @@ def block_actions(
             "is_ephemeral": False,
         },
         "trigger_id": "123.456.abc",
-        "team": {"id": "T0TEAM", "domain": "example"},
+        "team": {"id": team, "domain": "example"},
         "enterprise": None,
         "is_enterprise_install": False,
         "channel": {"id": where, "name": "approvals"},

@@ -25,13 +25,14 @@ def channel(**extra: Any) -> dict[str, Any]:
 
 def test_a_channel_and_its_users_are_read() -> None:
     document = {
-        "slack": [channel(risk=["high"], as_groups=["sre"], include_arguments=True)],
+        "slack": [channel(risk=["high"], as_groups=["sre"], include_arguments=True, team="T0TEAM")],
         "slack_users": {"U0ALICE": {"user": "alice", "groups": ["sre"]}},
     }
     app = slack_from_mapping(document, environ=ENV)
     assert app is not None
     [ops] = app.channels
     assert (ops.channel, ops.token, ops.signing_secret) == ("C0123", "xoxb-abc", ENV["SIGNING"])
+    assert ops.team == "T0TEAM"
     assert "xoxb" not in repr(ops) and "shh" not in repr(ops)
     alice = app.principal_of("U0ALICE")
     assert alice is not None and alice.id == "alice" and alice.groups == {"sre"}
@@ -56,6 +57,7 @@ def test_a_file_without_slack_has_none() -> None:
         ({"slack": [channel(token_env="UNSET")]}, r"^slack\[0\]\.token_env: the variable"),
         ({"slack": [channel(signing_secret_env="UNSET")]}, r"^slack\[0\]\.signing_secret_env: "),
         ({"slack": [channel(channel="")]}, r"^slack\[0\]\.channel: "),
+        ({"slack": [channel(team=7)]}, r"^slack\[0\]\.team: "),
         ({"slack": [channel(risk=["urgent-ish"])]}, r"^slack\[0\]\.risk: "),
         ({"slack": [channel(include_arguments="yes")]}, r"^slack\[0\]\.include_arguments: "),
         ({"slack": [channel(max_attempts=0)]}, r"^slack\[0\]\.max_attempts: "),

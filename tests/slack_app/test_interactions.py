@@ -195,6 +195,21 @@ def test_a_click_in_another_channel_is_refused(site: SlackSite) -> None:
     untouched(site, thread_id, request_id)
 
 
+def test_a_click_from_another_workspace_is_refused(site: SlackSite) -> None:
+    thread_id, request_id = site.pause("/srv/workspace.txt")
+    message = site.post_of(request_id)
+    payload = block_actions(
+        message, button(message, "approve"), user=USERS["alice"], team="T0OTHER"
+    )
+    body, headers = signed(payload)
+
+    answer = post_click(site, body, headers)
+
+    assert answer.status_code == 422
+    assert answer.json()["error"]["code"] == "aais.slack_payload"
+    untouched(site, thread_id, request_id)
+
+
 def test_a_request_resolved_elsewhere_updates_the_message_and_records_nothing(
     site: SlackSite,
 ) -> None:

@@ -99,6 +99,8 @@ SLOW = (
     "slack_app/test_interactions.py",
     "slack_app/test_sender.py",
     "slack_app/test_serve.py",
+    "slack_app/test_quorum.py",
+    "slack_app/test_payload_property.py",
 )
 """Test paths (under ``tests/``) marked ``slow``: what starts other programs or processes."""
 

@@ -1,7 +1,8 @@
 """What a Slack app channel posts: Block Kit messages of a request and of its resolution.
 
 :func:`request_message` shows the summary, the risk, the kind and name of the action,
-its resource, the harness and the requester (SPEC §7), the expiry, an opaque binding
+its resource, the harness and the requester (SPEC §7), the expiry, its place in a
+quorum ("approval 2 of 2, approved by ..."), an opaque binding
 when the action carries one (SPEC §6: a presenter MUST show it), the arguments only
 when the channel shows them and its principal may view the request, and one button
 per offered approve or deny choice (SPEC §4.2: only offered pairs). A button's value
@@ -15,6 +16,7 @@ resolved: the outcome, who decided, and no buttons.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +28,7 @@ from ..protocol import (
     loads_strict,
     parse_timestamp,
 )
+from ..protocol.extensions import QUORUM_EXTENSION
 from ..protocol.parts import Choice
 from .formats import escape_mrkdwn as _escape
 
@@ -137,6 +140,9 @@ def _facts(
     if requester is not None:
         who += f" for `{_escape(requester)}`"
     context = f"{who} · request `{_escape(request.id)}` · digest `{request.action_digest[:19]}…`"
+    quorum = _quorum(request.extensions)
+    if quorum:
+        context += f" · {quorum}"
     if request.expires_at is not None:
         expiry = str(request.expires_at)
         moment = int(parse_timestamp(expiry).timestamp())
@@ -146,6 +152,22 @@ def _facts(
         {"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines)}},
         {"type": "context", "elements": [{"type": "mrkdwn", "text": context}]},
     ]
+
+
+def _quorum(extensions: Mapping[str, Any] | None) -> str | None:
+    """ "approval 2 of 2, approved by `alice`" for a request of a quorum (its extension)."""
+    value = (extensions or {}).get(QUORUM_EXTENSION)
+    if not isinstance(value, Mapping):
+        return None
+    index, of = value.get("index"), value.get("of")
+    if not isinstance(index, int) or not isinstance(of, int) or not 1 <= index <= of:
+        return None
+    said = f"approval {index} of {of}"
+    approved = value.get("approved_by")
+    names = [a for a in approved if isinstance(a, str)] if isinstance(approved, list) else []
+    if names:
+        said += ", approved by " + ", ".join(f"`{_escape(name)}`" for name in names)
+    return said
 
 
 def _button(requested: ApprovalRequested, choice: Choice) -> dict[str, Any]:

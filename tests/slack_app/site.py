@@ -155,7 +155,8 @@ def serve_with_lifespan(app: Any) -> Iterator[str]:
 
 
 @contextmanager
-def slack_site(folder: Path) -> Iterator[SlackSite]:
+def slack_site(folder: Path, *, rules: dict[str, Any] | None = None) -> Iterator[SlackSite]:
+    """The served site; ``rules``: the access policy (default: ``sre`` decides everything)."""
     with fake_slack() as slack:
         policy_file = folder / "policy.toml"
         policy_file.write_text(POLICY.format(api=slack.url))
@@ -168,7 +169,7 @@ def slack_site(folder: Path) -> Iterator[SlackSite]:
             delivery_plan=SubscriptionPlan(app_config.subscriptions),
         )
         ledger.setup()
-        authorizer = AccessPolicy.from_mapping({"default_approvers": ["sre"]})
+        authorizer = AccessPolicy.from_mapping(rules or {"default_approvers": ["sre"]})
         authority = ApprovalAuthority(ledger, authorizer=authorizer)
         effects = EffectLog(folder / "effects.db")
         graph = build_demo_graph(effects, InMemorySaver())

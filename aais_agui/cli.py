@@ -51,7 +51,7 @@ from aais_langgraph.threads import areconcile_checkpoints
 from .ledger_upkeep import upkeep_banner
 
 if TYPE_CHECKING:
-    from aais_langgraph.webhooks import WebhookSubscription
+    from aais_langgraph.webhooks import SlackApp, WebhookSubscription
 
     from .service import ServiceSettings
 
@@ -315,7 +315,8 @@ async def _run(
 
     settings = service_settings(args)
     webhooks = _webhooks(args)
-    plan = _plan(args)
+    slack = _slack(args)
+    plan = _plan(args, slack)
     async with open_storage(args.db, delivery_plan=plan) as (ledger, checkpointer):
         authority = ApprovalAuthority(ledger, authorizer=authorizer)
         banner = [f"approvals  aais-langgraph --db {args.db} pending"]
@@ -325,6 +326,8 @@ async def _run(
             banner.append(
                 "follow-ups reminders, escalations, requester notices (webhooks follow-ups)"
             )
+        if slack is not None:
+            banner.append(f"slack      {len(slack.channels)} channels, POST /slack/interactions")
         if args.command == "demo":
             from .demo import DemoWorkspace, build_demo_agent
 
@@ -335,7 +338,9 @@ async def _run(
         else:
             graph = compiled_graph(args.target, checkpointer, args.graph)
             name = args.graph.partition(":")[2] or "graph"
-        service = ApprovalService(graph, authority, settings=settings, webhooks=webhooks or None)
+        service = ApprovalService(
+            graph, authority, settings=settings, webhooks=webhooks or None, slack=slack
+        )
         # A ledger that lost requests runs are paused on (emptied, replaced) is said out loud.
         for problem in await areconcile_checkpoints(authority, checkpointer):
             banner.append(
@@ -394,17 +399,31 @@ def _webhooks(args: argparse.Namespace) -> list[WebhookSubscription]:
         raise SystemExit(f"aais-agui: {error}") from None
 
 
-def _plan(args: argparse.Namespace) -> Any:
-    """What the ledger records with each write: the access policy's subscriptions and the
-    follow-ups its rules ask for (None without a policy, or one that asks for neither);
-    SystemExit names a bad setting."""
+def _plan(args: argparse.Namespace, slack: SlackApp | None) -> Any:
+    """What the ledger records with each write: the access policy's subscriptions, its
+    Slack channels' and the follow-ups its rules ask for (None without a policy, or one
+    that asks for none of them); SystemExit names a bad setting."""
     path = getattr(args, "access_policy", None)
     if path is None:
         return None
     from aais_langgraph.webhooks import load_plan
 
     try:
-        return load_plan(path)
+        return load_plan(path, channels=slack.subscriptions if slack is not None else ())
+    except (ValueError, OSError) as error:
+        raise SystemExit(f"aais-agui: {error}") from None
+
+
+def _slack(args: argparse.Namespace) -> SlackApp | None:
+    """The access policy's ``[[slack]]`` channels and ``[slack_users]`` (None without
+    them); SystemExit names a bad setting."""
+    path = getattr(args, "access_policy", None)
+    if path is None:
+        return None
+    from aais_langgraph.webhooks import load_slack
+
+    try:
+        return load_slack(path)
     except (ValueError, OSError) as error:
         raise SystemExit(f"aais-agui: {error}") from None
 
@@ -608,10 +627,11 @@ def _check_webhooks(args: argparse.Namespace) -> None:
     path = getattr(args, "access_policy", None)
     if path is None:
         return
-    from aais_langgraph.webhooks import load_webhooks
+    from aais_langgraph.webhooks import load_slack, load_webhooks
 
     try:
         load_webhooks(path)
+        load_slack(path)
     except (ValueError, OSError) as error:
         raise SystemExit(f"aais-agui: {error}") from None
 

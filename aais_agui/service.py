@@ -16,7 +16,8 @@ the service's one :class:`~aais_langgraph.threads.ThreadDriver`, so one setting
 - ``sweep_expired`` (``sweep_expired_every``, off by default): resolves overdue requests
   ``expired`` and resumes their runs;
 - ``orphans`` (``orphans_every``): cancels the requests their thread left behind;
-- ``deliveries`` (``deliveries_every``, with ``webhooks``): sends webhook deliveries;
+- ``deliveries`` (``deliveries_every``, with ``webhooks`` or ``slack``): sends webhook
+  deliveries and posts and rewrites the Slack app channels' messages;
 - ``follow_ups`` (``follow_ups_every``, when the ledger's plan has an access policy that
   reminds, escalates or notifies requesters): runs the due reminders, escalations and
   requester notices (:class:`~aais_langgraph.webhooks.FollowUpRunner`), by the
@@ -45,7 +46,7 @@ from .served_graph import check_takes_checkpointer, opens_checkpointer, served_g
 from .watcher import DecisionWatcher
 
 if TYPE_CHECKING:
-    from aais_langgraph.webhooks import WebhookSubscription, WebhookWorker
+    from aais_langgraph.webhooks import SlackApp, SlackChannel, WebhookSubscription, WebhookWorker
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "ApprovalService", "ServiceSettings"]
 
@@ -172,6 +173,11 @@ class ApprovalService:
             deliveries with each request and resolution, and the ``deliveries`` job
             sends them while the service serves (every ``deliveries_every`` seconds; a
             given worker is closed when the service stops).
+        slack: The ``[[slack]]`` channels and ``[slack_users]`` of the access policy
+            (:class:`~aais_langgraph.webhooks.SlackApp`, needs the ``slack`` extra): their
+            messages are deliveries like the webhooks' (the ledger's plan must include
+            ``slack.subscriptions``), and ``create_app`` serves ``POST /slack/interactions``
+            for their buttons.
     """
 
     def __init__(
@@ -184,6 +190,7 @@ class ApprovalService:
         checkpointer: Any = None,
         page_tools: PageToolGate | None = None,
         webhooks: Iterable[WebhookSubscription] | WebhookWorker | None = None,
+        slack: SlackApp | None = None,
     ) -> None:
         if settings is not None and not isinstance(settings, ServiceSettings):
             raise TypeError("settings: expected ServiceSettings")
@@ -199,11 +206,14 @@ class ApprovalService:
             self._opener = checkpointer
         elif checkpointer is not None:
             self._graph = served_graph(graph, checkpointer)
-        self._worker, self._subscriptions = _webhooks_of(authority, webhooks)
+        self.slack = slack
+        """The Slack app channels and users (None: no Slack)."""
+        self._worker, self._subscriptions = _webhooks_of(authority, webhooks, slack)
         if self._subscriptions and authority.ledger.delivery_plan is None:
+            field_name = "webhooks" if webhooks is not None else "slack"
             raise ValueError(
-                "webhooks: the authority's ledger records no deliveries; open it with "
-                "delivery_plan=SubscriptionPlan(subscriptions)"
+                f"{field_name}: the authority's ledger records no deliveries; open it with "
+                "delivery_plan=SubscriptionPlan([*subscriptions, *slack.subscriptions])"
             )
         self._driver: ThreadDriver | None = None
         self._watcher: DecisionWatcher | None = None
@@ -317,22 +327,34 @@ class ApprovalService:
 def _webhooks_of(
     authority: ApprovalAuthority,
     webhooks: Iterable[WebhookSubscription] | WebhookWorker | None,
-) -> tuple[WebhookWorker | None, list[WebhookSubscription]]:
-    """The worker given (or None) and the subscriptions; ValueError names a worker that
-    sends for another authority."""
+    slack: SlackApp | None,
+) -> tuple[WebhookWorker | None, list[WebhookSubscription | SlackChannel]]:
+    """The worker given (or None) and what it sends for; ValueError names a worker that
+    sends for another authority, or not for the Slack channels."""
+    channels: list[WebhookSubscription | SlackChannel] = []
+    if slack is not None:
+        from aais_langgraph.webhooks import SlackApp
+
+        if not isinstance(slack, SlackApp):
+            raise TypeError("slack: expected a SlackApp")
+        channels = list(slack.channels)
     if webhooks is None:
-        return None, []
+        return None, channels
     from aais_langgraph.webhooks import WebhookWorker
 
     if isinstance(webhooks, WebhookWorker):
         if webhooks.authority is not authority:
             raise ValueError("webhooks: the worker must send for the service's authority")
-        return webhooks, list(webhooks.subscriptions.values())
-    return None, list(webhooks)
+        if any(webhooks.slack.get(item.name) is not item for item in channels):
+            raise ValueError("slack: the worker given must send for the Slack channels too")
+        return webhooks, [*webhooks.subscriptions.values()]
+    return None, [*webhooks, *channels]
 
 
 def _new_worker(
-    authority: ApprovalAuthority, subscriptions: list[WebhookSubscription], follows_up: bool
+    authority: ApprovalAuthority,
+    subscriptions: list[WebhookSubscription | SlackChannel],
+    follows_up: bool,
 ) -> WebhookWorker:
     """The service's sender; by the authority's clock when follow-ups run (they record
     deliveries due by that clock)."""

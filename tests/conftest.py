@@ -54,6 +54,7 @@ SLOW = (
     "agui/test_frontend_tools_node.py",
     "agui/test_serving_page",
     "webhooks/test_crash.py",
+    "slack_app/test_crash.py",
     # the files that take longest otherwise (servers per test, races, long properties)
     "agui/test_answer_schema.py",
     "agui/test_authorization_matrix.py",
@@ -98,6 +99,11 @@ SLOW = (
     "webhooks/test_follow_ups.py",
     "webhooks/test_reaching_people_page.py",
     "webhooks/test_serve.py",
+    "slack_app/test_interactions.py",
+    "slack_app/test_sender.py",
+    "slack_app/test_serve.py",
+    "slack_app/test_quorum.py",
+    "slack_app/test_payload_property.py",
 )
 """Test paths (under ``tests/``) marked ``slow``: what starts other programs or processes."""
 

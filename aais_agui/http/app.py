@@ -58,7 +58,8 @@ def create_app(
     the app can be built at module level) and runs the service's periodic jobs: resuming
     what other processes decided and the ledger's due resume work, the orphan sweep,
     webhook deliveries, retention and witnesses as its settings say
-    (:mod:`aais_agui.service`).
+    (:mod:`aais_agui.service`). A service with Slack app channels (``slack=``) also serves
+    ``POST /slack/interactions`` (:mod:`aais_agui.http.slack`).
 
     Args:
         graph: An :class:`~aais_agui.service.ApprovalService`, or the graph to serve: a
@@ -120,6 +121,10 @@ def create_app(
             app.include_router(standing_router(service.authority, security))
             app.include_router(deliveries_router(service.authority, security))
             app.add_api_route("/favicon.ico", _no_icon, include_in_schema=False)
+        if service.slack is not None:
+            from .slack import slack_router
+
+            app.include_router(slack_router(service, service.slack, security))
         app.state.aais_agent = agent
 
     app = FastAPI(

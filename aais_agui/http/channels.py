@@ -4,7 +4,8 @@ Every request ``create_app`` serves runs inside
 :func:`~aais_langgraph.observability.decision_channel` with its transport's name, so
 an answer the authority judges while serving it is counted and traced under that
 channel: ``agui`` (the AG-UI endpoint), ``websocket`` (the AAIS WebSocket binding),
-``http`` (the AAIS HTTP profile, the inbox). What runs outside a request (the
+``slack`` (a Slack app's button clicks, ``/slack/``), ``http`` (the AAIS HTTP profile,
+the inbox). What runs outside a request (the
 watcher, durable resume work, sweeps) keeps the default, ``runtime``.
 """
 
@@ -19,7 +20,7 @@ __all__ = ["DecisionChannelMiddleware"]
 
 class DecisionChannelMiddleware:
     """Name each request's channel from its scope: ``websocket``, ``agui`` under
-    ``agent_path``, else ``http``."""
+    ``agent_path``, ``slack`` under ``/slack/``, else ``http``."""
 
     def __init__(self, app: Any, *, agent_path: str) -> None:
         self.app = app
@@ -34,6 +35,8 @@ class DecisionChannelMiddleware:
         path = str(scope.get("path", ""))
         if path == self.agent_path or path.startswith(self.agent_path + "/"):
             return "agui"
+        if path.startswith("/slack/"):
+            return "slack"
         return "http"
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:

@@ -210,6 +210,8 @@ class AccessPolicy:
             "threads",
             "services",
             "webhooks",  # read by aais_langgraph.webhooks.load_webhooks, not by the policy
+            "slack",  # read by aais_langgraph.webhooks.load_slack, not by the policy
+            "slack_users",
         }
         unknown = sorted(set(document) - known)
         if unknown:

@@ -259,7 +259,7 @@ def grants_query(
 def work_from_row(row: tuple[Any, ...]) -> Work:
     """A row of the outbox's columns (:data:`WORK_COLUMNS` order) as a record."""
     kind, work_id, request_id, thread_id, state, attempts, next_at, last_error, *rest = row
-    created_at, updated_at, target, topic, coalesce_key, claimed_by, claim_until = rest
+    created_at, updated_at, target, topic, coalesce_key, claimed_by, claim_until, result = rest
     return Work(
         kind,
         work_id,
@@ -276,6 +276,7 @@ def work_from_row(row: tuple[Any, ...]) -> Work:
         coalesce_key,
         claimed_by,
         float(claim_until),
+        result,
     )
 
 
@@ -297,12 +298,13 @@ def work_row(work: Work) -> tuple[Any, ...]:
         work.coalesce_key,
         work.claimed_by,
         work.claim_until,
+        work.result,
     )
 
 
 WORK_COLUMNS = (
     "kind, work_id, request_id, thread_id, state, attempts, next_at, last_error, "
-    "created_at, updated_at, target, topic, coalesce_key, claimed_by, claim_until"
+    "created_at, updated_at, target, topic, coalesce_key, claimed_by, claim_until, result"
 )
 """The outbox's columns, in :class:`Work`'s field order."""
 

@@ -84,16 +84,17 @@ OPEN_WORK = "state IN ('due', 'claimed', 'dead', 'unknown')"
 CLAIMABLE = "state IN ('due', 'claimed')"
 SELECT_WORK = f"SELECT {rows.WORK_COLUMNS} FROM aais_outbox WHERE kind = ? AND work_id = ?"
 INSERT_WORK = (
-    f"INSERT INTO aais_outbox ({rows.WORK_COLUMNS}) VALUES ({', '.join('?' * 15)}) "
+    f"INSERT INTO aais_outbox ({rows.WORK_COLUMNS}) VALUES ({', '.join('?' * 16)}) "
     "ON CONFLICT (kind, work_id) DO NOTHING"
 )
 """Record new work; a row already recorded (the same kind and id) stays as it is."""
 UPSERT_WORK = (
-    f"INSERT INTO aais_outbox ({rows.WORK_COLUMNS}) VALUES ({', '.join('?' * 15)}) "
+    f"INSERT INTO aais_outbox ({rows.WORK_COLUMNS}) VALUES ({', '.join('?' * 16)}) "
     "ON CONFLICT (kind, work_id) DO UPDATE SET state = excluded.state, "
     "attempts = excluded.attempts, next_at = excluded.next_at, "
     "last_error = excluded.last_error, updated_at = excluded.updated_at, "
-    "claimed_by = excluded.claimed_by, claim_until = excluded.claim_until"
+    "claimed_by = excluded.claimed_by, claim_until = excluded.claim_until, "
+    "result = excluded.result"
 )
 """Store a changed row."""
 COALESCE_WORK = (

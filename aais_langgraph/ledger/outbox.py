@@ -112,6 +112,9 @@ class Work:
     claimed_by: str | None = None
     claim_until: float = 0.0
     """A worker's claim holds until then (0: unclaimed)."""
+    result: str | None = None
+    """What finished work left behind for later work to use, where a kind keeps
+    something (a posted Slack message's channel and ``ts``); never a secret."""
 
     def due(self, now: float) -> bool:
         """True when a worker should take it now (due, or claimed by a lapsed claim)."""
@@ -285,16 +288,19 @@ def settled_change(
     *,
     reason: str | None = None,
     counted: bool = False,
+    result: str | None = None,
 ) -> WorkChange:
     """Finished (``done``, whoever held the claim by now; ``counted``: the attempt that
-    did it counts), or a human must look first (``unknown``; ``reason``, when given, is
-    kept as its ``last_error``). Done work stays done.
+    did it counts; ``result``, when given, is kept for later work), or a human must look
+    first (``unknown``; ``reason``, when given, is kept as its ``last_error``). Done work
+    stays done.
 
     Args:
         state: ``done`` or ``unknown``.
         now: the moment (epoch seconds).
         reason: kept as ``last_error`` for ``unknown``.
         counted: the attempt that did it counts.
+        result: kept with the row for later work (a posted message's channel and ts).
     """
 
     def change(current: Work | None) -> Work | None:
@@ -307,6 +313,7 @@ def settled_change(
             claimed_by=None,
             claim_until=0.0,
             last_error=current.last_error if reason is None else reason[:ERROR_LIMIT],
+            result=current.result if result is None else result,
             updated_at=now,
         )
 

@@ -56,7 +56,7 @@ PgCursor = psycopg.Cursor[tuple[Any, ...]]
 
 # -- the schema -------------------------------------------------------------------
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """The one schema's version. Nothing earlier was released: a database another
 version wrote (an earlier or a later one) is refused, never upgraded."""
 
@@ -128,6 +128,7 @@ OUTBOX_DDL = (
         coalesce_key TEXT,
         claimed_by TEXT,
         claim_until DOUBLE PRECISION NOT NULL,
+        result TEXT,
         PRIMARY KEY (kind, work_id)
     )""",
     # Only open work is indexed: picking up due work costs what waits, not the history.

@@ -33,7 +33,7 @@ Conn = sqlite3.Connection | sqlite3.Cursor
 
 # -- the schema -------------------------------------------------------------------
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """The one schema's version. Nothing earlier was released: a file another version
 wrote (an earlier or a later one) is refused, never upgraded."""
 
@@ -136,6 +136,7 @@ OUTBOX_DDL = (
         coalesce_key TEXT,
         claimed_by TEXT,
         claim_until REAL NOT NULL,
+        result TEXT,
         PRIMARY KEY (kind, work_id)
     ) WITHOUT ROWID""",
     # Only open work is indexed: picking up due work costs what waits, not the history.

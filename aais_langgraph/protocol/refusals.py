@@ -59,6 +59,9 @@ __all__ = [
     "SIGN_IN_PROVIDER",
     "SIGN_IN_REFUSED",
     "SIGN_IN_STATE",
+    "SLACK_PAYLOAD",
+    "SLACK_SIGNATURE",
+    "SLACK_USER",
     "STALE",
     "THREAD_BUSY",
     "UNAUTHENTICATED",
@@ -133,6 +136,9 @@ SIGN_IN_FAILED: Final = "aais.sign_in_failed"
 SIGN_IN_PROVIDER: Final = "aais.sign_in_provider"
 SIGN_IN_REFUSED: Final = "aais.sign_in_refused"
 SIGN_IN_STATE: Final = "aais.sign_in_state"
+SLACK_PAYLOAD: Final = "aais.slack_payload"
+SLACK_SIGNATURE: Final = "aais.slack_signature"
+SLACK_USER: Final = "aais.slack_user"
 STALE: Final = "aais.stale"
 THREAD_BUSY: Final = "aais.thread_busy"
 UNAUTHENTICATED: Final = "aais.unauthenticated"
@@ -191,7 +197,7 @@ _ENTRIES = (
         CONFLICT,
         "The request already holds another resolution; the answer changed nothing.",
         409,
-        ("agui",),
+        ("http", "agui"),
     ),
     RefusalEntry(
         CSRF,
@@ -204,7 +210,7 @@ _ENTRIES = (
         DIGEST_MISMATCH,
         "The answer's action digest is not the digest of the requested action.",
         422,
-        ("agui",),
+        ("http", "agui"),
     ),
     RefusalEntry(
         EXPIRED,
@@ -327,6 +333,27 @@ _ENTRIES = (
         "A sign-in callback without its state and code, or with no sign-in under way for "
         "its state.",
         400,
+        ("http",),
+    ),
+    RefusalEntry(
+        SLACK_PAYLOAD,
+        "A signed Slack interaction is not a click on one of this app's approval buttons "
+        "(another payload type, channel or button value); nothing was recorded.",
+        422,
+        ("http",),
+    ),
+    RefusalEntry(
+        SLACK_SIGNATURE,
+        "A Slack interaction whose signature does not verify with the app's signing secret, "
+        "or whose timestamp is more than five minutes away; nothing was read.",
+        401,
+        ("http",),
+    ),
+    RefusalEntry(
+        SLACK_USER,
+        "The Slack user who clicked is not in the access policy's `[slack_users]`; nothing "
+        "was recorded.",
+        403,
         ("http",),
     ),
     RefusalEntry(

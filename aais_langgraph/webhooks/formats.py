@@ -21,7 +21,7 @@ from typing import Any
 from ..ledger.deliveries import DeliveryNotice
 from ..protocol import ApprovalRequested, ApprovalResolved, format_timestamp
 
-__all__ = ["aais_body", "slack_body"]
+__all__ = ["aais_body", "escape_mrkdwn", "slack_body"]
 
 _ARGUMENTS_SHOWN = 1500
 """How many characters of the arguments a Slack message shows at most."""
@@ -68,7 +68,7 @@ def slack_body(
         include_arguments: show the action's arguments (redacted values stay redacted).
     """
     request = requested.request
-    summary = _escape(request.action.summary)
+    summary = escape_mrkdwn(request.action.summary)
     risk = request.risk.level
     if notice == "approval.requested":
         headline = f"Approval requested ({risk} risk): {summary}"
@@ -81,14 +81,15 @@ def slack_body(
     else:
         outcome = resolved.resolution.outcome if resolved is not None else "resolved"
         headline = f"Approval {outcome} ({risk} risk): {summary}"
-    lines = [headline, f"`{_escape(request.action.kind)}` `{_escape(request.action.name)}`"]
+    kind, name = escape_mrkdwn(request.action.kind), escape_mrkdwn(request.action.name)
+    lines = [headline, f"`{kind}` `{name}`"]
     if include_arguments:
         shown = json.dumps(request.action.arguments, ensure_ascii=False, sort_keys=True)
         if len(shown) > _ARGUMENTS_SHOWN:
             shown = shown[:_ARGUMENTS_SHOWN] + "…"
-        lines.append(f"```{_escape(shown.replace('```', '` ` `'))}```")
+        lines.append(f"```{escape_mrkdwn(shown.replace('```', '` ` `'))}```")
     if inbox_url:
-        lines.append(f"<{_escape(inbox_url)}|Open the approval inbox>")
+        lines.append(f"<{escape_mrkdwn(inbox_url)}|Open the approval inbox>")
     text = "\n".join(lines)
     return {
         "text": headline,
@@ -96,7 +97,7 @@ def slack_body(
     }
 
 
-def _escape(text: str) -> str:
+def escape_mrkdwn(text: str) -> str:
     """``text`` safe in Slack mrkdwn: its control characters (line breaks included)
     shown as spaces, and ``&``, ``<``, ``>`` escaped as Slack asks."""
     plain = "".join(" " if ord(char) < 32 or 127 <= ord(char) < 160 else char for char in text)

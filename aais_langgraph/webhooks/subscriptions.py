@@ -81,8 +81,11 @@ __all__ = [
     "webhooks_from_mapping",
 ]
 
-WebhookFormat = Literal["aais", "slack", "email"]
+WebhookFormat = Literal["aais", "slack", "email", "slack_app"]
+"""``slack_app``: a ``[[slack]]`` channel (:mod:`.slack_app`), made by it, not by a
+``[[webhooks]]`` table."""
 _FORMATS = ("aais", "slack", "email")
+"""The formats a ``[[webhooks]]`` table may name."""
 _RISKS = ("low", "medium", "high", "critical")
 _KEYS = {
     "name",
@@ -249,14 +252,18 @@ class SubscriptionPlan:
 
 
 def load_plan(
-    path: str | Path, *, environ: Mapping[str, str] | None = None
+    path: str | Path,
+    *,
+    environ: Mapping[str, str] | None = None,
+    channels: Iterable[WebhookSubscription] = (),
 ) -> SubscriptionPlan | None:
-    """The plan an access-policy file asks for: its ``[[webhooks]]`` and the follow-ups
-    its rules and ``[requesters]`` ask for (None: it asks for neither); ValueError names
-    the bad setting, OSError a file that cannot be read."""
+    """The plan an access-policy file asks for: its ``[[webhooks]]``, ``channels`` (a
+    :class:`~.slack_app.SlackApp`'s subscriptions, when the caller has its tokens) and
+    the follow-ups its rules and ``[requesters]`` ask for (None: it asks for none of
+    them); ValueError names the bad setting, OSError a file that cannot be read."""
     from ..authority import load_access_policy
 
-    subscriptions = load_webhooks(path, environ=environ)
+    subscriptions = [*load_webhooks(path, environ=environ), *channels]
     policy = load_access_policy(path)
     if not subscriptions and not policy.follows_up:
         return None

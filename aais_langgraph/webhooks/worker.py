@@ -26,6 +26,17 @@ anything else backs off
 (``retry_base`` doubling up to ``retry_max``) until ``max_attempts``, then it is
 ``dead`` and waits for ``aais-langgraph webhooks retry``. Errors are recorded as a
 status code or an error type, never a URL (a Slack URL is itself a secret) or a value.
+
+A Slack app channel (:class:`~.slack_app.SlackChannel`, given among the subscriptions)
+goes through the same claims, checks and backoff, and calls Slack's Web API with
+``slack_sdk`` instead of POSTing: ``approval.requested`` is ``chat.postMessage``
+(:func:`~.slack_messages.request_message`; a request resolved before it was posted is
+posted resolved), and the message's channel and ``ts`` are kept as the delivery's
+result; ``approval.resolved`` is ``chat.update`` of that message
+(:func:`~.slack_messages.resolved_message`), tried again while the post is still
+pending, skipped when the request was never posted (a dead post handed back later
+posts the resolved message). Slack's error code (``ok: false``)
+is the recorded error.
 """
 
 from __future__ import annotations
@@ -33,7 +44,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import os
+import re
 import smtplib
 import socket
 import threading
@@ -52,7 +65,7 @@ from standardwebhooks.webhooks import Webhook
 from ..authority import ApprovalAuthority, Principal
 from ..authority.authorization import requester_of
 from ..ledger import LedgerIntegrityError
-from ..ledger.deliveries import Delivery, DeliveryNotice
+from ..ledger.deliveries import Delivery, DeliveryNotice, delivery_id_for
 from ..ledger.outbox import (
     DELIVERY,
     Backoff,
@@ -67,6 +80,8 @@ from ..protocol import Actor, ApprovalRequested, ApprovalResolved
 from .catch_up import catch_up
 from .formats import aais_body, slack_body
 from .mail import email_message, send_mail
+from .slack_app import SlackChannel
+from .slack_messages import request_message, resolved_message
 from .subscriptions import WebhookSubscription
 
 __all__ = ["WebhookWorker", "signed_headers"]
@@ -74,6 +89,8 @@ __all__ = ["WebhookWorker", "signed_headers"]
 logger = logging.getLogger(__name__)
 
 _NOT_VISIBLE = "the subscription's principal may not view the request"
+_SLACK_ERROR = re.compile(r"[a-z_]{1,64}")
+"""Slack's error codes (``channel_not_found``): kept as the error; anything else is not."""
 
 _RESULTS = {"pending": "failed", "dead": "dead", "delivered": "delivered", "skipped": "skipped"}
 """The span's result for the state an attempt left the delivery in."""
@@ -102,7 +119,8 @@ class WebhookWorker:
     Args:
         authority: The authority whose ledger holds the deliveries; its authorizer
             decides what each subscription's principal may view.
-        subscriptions: The receivers (their names match the deliveries' ``subscription``).
+        subscriptions: The receivers (their names match the deliveries' ``subscription``):
+            webhook subscriptions and Slack app channels.
         holder: Who claims deliveries (default: host, process and a random part).
         claim_ttl: Seconds a claim holds; longer than ``timeout``.
         timeout: Seconds one POST may take (a slow receiver counts as failed).
@@ -121,7 +139,7 @@ class WebhookWorker:
     def __init__(
         self,
         authority: ApprovalAuthority,
-        subscriptions: Iterable[WebhookSubscription],
+        subscriptions: Iterable[WebhookSubscription | SlackChannel],
         *,
         holder: str | None = None,
         claim_ttl: float = 30.0,
@@ -138,7 +156,12 @@ class WebhookWorker:
         if not 0 < timeout < claim_ttl:
             raise ValueError("timeout: must be positive and shorter than claim_ttl")
         self.authority = authority
-        self.subscriptions = {item.name: item for item in subscriptions}
+        given = list(subscriptions)
+        self.slack = {item.name: item for item in given if isinstance(item, SlackChannel)}
+        self.subscriptions = {
+            item.name: item.subscription if isinstance(item, SlackChannel) else item
+            for item in given
+        }
         self.holder = holder or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.claim_ttl = claim_ttl
         self.timeout = timeout
@@ -158,6 +181,7 @@ class WebhookWorker:
         self._lock = threading.Lock()
         self._not_visible_said: set[str] = set()
         self._in_flight: set[asyncio.Future[Any]] = set()
+        self._slack_clients: dict[str, Any] = {}
 
     def close(self) -> None:
         """Close the HTTP connections."""
@@ -219,6 +243,8 @@ class WebhookWorker:
         if subscription is None:  # pragma: no cover - claims name known subscriptions only
             return skipped_change("the subscription is no longer configured", now)
         try:
+            if subscription.format == "slack_app":
+                return self._slack_attempt(self.slack[subscription.name], delivery, now)
             told = self._told(subscription, delivery, now)
         except _Skipped as skipped:
             if skipped.reason == _NOT_VISIBLE:
@@ -354,6 +380,72 @@ class WebhookWorker:
         else:
             payload = aais_body(told.notice, told.requested, told.resolved, now)
         return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+
+    # -- Slack app channels ------------------------------------------------------------
+
+    def _slack_attempt(self, channel: SlackChannel, delivery: Delivery, now: float) -> WorkChange:
+        """Post the request's message, or rewrite it with the resolution."""
+        from slack_sdk.errors import SlackApiError, SlackClientError
+
+        subscription = self.subscriptions[channel.name]
+        told = self._told(subscription, delivery, now)
+        requested, resolved = told.requested, told.resolved
+        include = channel.include_arguments
+        client = self._slack_client(channel)
+        try:
+            if delivery.topic == "approval.requested":
+                if resolved is None:
+                    message = request_message(requested, include_arguments=include)
+                else:
+                    message = self._resolved(requested, resolved, include)
+                answer = client.chat_postMessage(
+                    channel=channel.channel, unfurl_links=False, unfurl_media=False, **message
+                )
+                posted = f"{answer['channel']} {answer['ts']}"
+                return settled_change("done", time.time(), counted=True, result=posted)
+            if resolved is None:  # pragma: no cover - a resolved notice has its resolution
+                raise _Skipped("the request has no resolution")
+            post = self.authority.ledger.get_work(
+                DELIVERY, delivery_id_for(channel.name, "approval.requested", delivery.request_id)
+            )
+            if post is None or post.state in ("skipped", "coalesced", "dead"):
+                raise _Skipped("the request's message was never posted")
+            if post.result is None:
+                waiting = "the request's message is not posted yet"
+                return self._failed(subscription, delivery, waiting)
+            where, ts = post.result.split(" ", 1)
+            message = self._resolved(requested, resolved, include)
+            client.chat_update(channel=where, ts=ts, **message)
+        except SlackApiError as error:
+            code = error.response.get("error") if isinstance(error.response.data, dict) else None
+            known = isinstance(code, str) and _SLACK_ERROR.fullmatch(code) is not None
+            return self._failed(subscription, delivery, f"slack {code if known else 'error'}")
+        except (SlackClientError, OSError) as error:
+            return self._failed(subscription, delivery, type(error).__name__)
+        return settled_change("done", time.time(), counted=True)
+
+    def _resolved(
+        self, requested: ApprovalRequested, resolved: ApprovalResolved, include: bool
+    ) -> dict[str, Any]:
+        decided_by = self.authority.decided_by(resolved)
+        return resolved_message(
+            requested, resolved, decided_by=decided_by, include_arguments=include
+        )
+
+    def _slack_client(self, channel: SlackChannel) -> Any:
+        """The channel's Web API client (one per channel, made on first use)."""
+        from slack_sdk import WebClient
+
+        with self._lock:
+            client = self._slack_clients.get(channel.name)
+            if client is None:
+                client = WebClient(
+                    token=channel.token,
+                    base_url=channel.api_url,
+                    timeout=max(1, math.ceil(self.timeout)),
+                )
+                self._slack_clients[channel.name] = client
+            return client
 
     # -- in the background -------------------------------------------------------------
 

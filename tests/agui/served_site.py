@@ -12,10 +12,17 @@ from typing import Any
 from fastapi import Request
 from langgraph.checkpoint.memory import InMemorySaver
 
-from aais_agui import Authenticated, ServiceSettings, bearer_token_authenticator, create_app
+from aais_agui import (
+    ApprovalService,
+    Authenticated,
+    ServiceSettings,
+    bearer_token_authenticator,
+    create_app,
+)
 from aais_langgraph import ApprovalAuthority
 from aais_langgraph.ledger import SqliteLedger
 from aais_langgraph.protocol import Actor
+from aais_langgraph.webhooks import SlackApp, SubscriptionPlan
 
 from .conftest import ALICE
 from .demo_graph import EffectLog, build_demo_graph
@@ -44,9 +51,12 @@ REVOKED: set[str] = set()
 
 
 @contextmanager
-def served_site(folder: Path) -> Iterator[Site]:
-    """``create_app`` over a SQLite ledger in ``folder``, on an ephemeral loopback port."""
-    ledger = SqliteLedger(folder / "ledger.db", synchronous="NORMAL")
+def served_site(folder: Path, *, slack: SlackApp | None = None) -> Iterator[Site]:
+    """``create_app`` over a SQLite ledger in ``folder``, on an ephemeral loopback port;
+    with ``slack``, its interaction endpoint too (its messages are recorded, not sent:
+    the app is served without its lifespan's jobs)."""
+    plan = None if slack is None else SubscriptionPlan(slack.subscriptions)
+    ledger = SqliteLedger(folder / "ledger.db", synchronous="NORMAL", delivery_plan=plan)
     ledger.setup()
     authority = ApprovalAuthority(ledger)
     effects = EffectLog(folder / "effects.db")
@@ -61,16 +71,13 @@ def served_site(folder: Path) -> Iterator[Site]:
             return Authenticated(Actor.from_data(BOB), cookie_session=True)
         return None
 
-    app = create_app(
-        graph,
-        authority=authority,
-        authenticate=authenticate,
-        settings=ServiceSettings(
-            max_body_bytes=MAX_BODY,
-            allowed_origins=[OTHER_ORIGIN],
-            stream_poll=0.05,
-            reauth_every=0.5,
-        ),
+    settings = ServiceSettings(
+        max_body_bytes=MAX_BODY,
+        allowed_origins=[OTHER_ORIGIN],
+        stream_poll=0.05,
+        reauth_every=0.5,
     )
+    service = ApprovalService(graph, authority, settings=settings, slack=slack)
+    app = create_app(service, authenticate=authenticate)
     with serve(app) as url:
         yield Site(url, folder / "ledger.db", authority, effects, graph)

@@ -171,3 +171,22 @@ def test_a_change_that_moves_the_row_records_its_work_and_audit_in_one_write(
     )
     assert len([e for e in ledger.audit_entries() if e.kind == "follow_up"]) == 1
     assert verify_audit(ledger.audit_entries(), ledger.audit_tip()).ok
+
+
+def test_finished_work_keeps_its_result_for_later_work(
+    make_ledger: Callable[..., Ledger],
+) -> None:
+    ledger = make_ledger(delivery_plan=ReminderPlan())
+    ledger.add_request(request_envelope("apr_1"), thread_id="thr_1")
+    [reminder] = ledger.list_work(REMINDER)
+    assert reminder.result is None
+
+    after = ledger.update_work(
+        REMINDER, reminder.work_id, settled_change("done", 5.0, result="C1 171.5")
+    )
+    assert after is not None and after.result == "C1 171.5"
+    stored = ledger.get_work(REMINDER, reminder.work_id)
+    assert stored is not None and (stored.state, stored.result) == ("done", "C1 171.5")
+    # A later change that gives no result keeps the one stored.
+    again = ledger.update_work(REMINDER, reminder.work_id, settled_change("unknown", 6.0))
+    assert again is not None and again.result == "C1 171.5"

@@ -1,4 +1,4 @@
-"""The channels of the channel matrix (``test_channel_matrix.py``): one answer, seven ways in.
+"""The channels of the channel matrix (``test_channel_matrix.py``): one answer, eight ways in.
 
 Every channel works on the same served demo graph (``tests/agui/served_site.py``: the
 graph in this process, its SQLite ledger, ``create_app`` on loopback with bearer user
@@ -12,7 +12,11 @@ followed by what a server does next: resume the thread with what was recorded).
 - ``websocket``: one decision frame on ``/approvals/ws`` as alice (likewise);
 - ``stdio``: a line to the NDJSON presenter subprocess (actor: the OS user), then a resume;
 - ``agui``: ``POST /agent`` with ``resume[]`` as alice (resumed in the same run);
-- ``cli``: ``aais-langgraph --db DB approve ID --yes`` (actor: the OS user), then a resume.
+- ``cli``: ``aais-langgraph --db DB approve ID --yes`` (actor: the OS user), then a resume;
+- ``slack``: a click on the request's Slack button as alice's Slack user, the
+  ``block_actions`` payload signed with the app's secret, to ``/slack/interactions``
+  (the app resumes in the background); the body cannot name another actor, so a forged
+  actor is a payload whose user *name* is mallory's (the actor is the mapped user id).
 """
 
 from __future__ import annotations
@@ -25,12 +29,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urlencode
 
 import httpx
 from langchain_core.messages import HumanMessage
 from langgraph.errors import is_invalid_resume
 from langgraph.types import Command, Interrupt
 from pydantic import ValidationError
+from slack_sdk.signature import SignatureVerifier
 
 from aais_agui import run_agent_input
 from aais_langgraph import (
@@ -40,15 +46,20 @@ from aais_langgraph import (
     build_decision,
     resume_with_decisions,
 )
+from aais_langgraph.authority import Principal
 from aais_langgraph.cli import main as cli_main
 from aais_langgraph.ledger import RESUME
-from aais_langgraph.protocol import AAISValidationError
+from aais_langgraph.protocol import AAISValidationError, Actor, ApprovalRequested
+from aais_langgraph.webhooks import ButtonValue, SlackApp, SlackChannel, request_message
 from agui.http_support import sse_messages
 from agui.served_site import Site
 from agui.transports.test_websocket import open_ws, receive, receive_until
 from presenter.support import OS_USER, PresenterProcess, is_reply
 
 ALICE_ID = "alice"  # the bearer user of alice-token on the served site
+SLACK_SECRET = "matrix-signing-secret"
+SLACK_CHANNEL = "C0MATRIX"
+SLACK_ALICE = "U0ALICE"  # alice's Slack user id in the site's [slack_users]
 MALLORY = {"id": "mallory", "type": "human"}
 FORGED_DIGEST = "sha256:" + "0" * 64
 SETTLE_WAIT = 15.0
@@ -62,7 +73,17 @@ AUTHENTICATED: dict[str, str | None] = {
     "stdio": OS_USER,
     "agui": ALICE_ID,
     "cli": OS_USER,
+    "slack": ALICE_ID,
 }
+
+
+def slack_app() -> SlackApp:
+    """The served site's Slack app: one channel, alice's Slack user mapped to alice."""
+    channel = SlackChannel(
+        name="matrix", channel=SLACK_CHANNEL, token="xoxb-unused", signing_secret=SLACK_SECRET
+    )
+    alice = Principal(Actor(id=ALICE_ID, type="human", authenticated_by="slack"))
+    return SlackApp((channel,), {SLACK_ALICE: alice})
 
 
 @dataclass(frozen=True)
@@ -264,6 +285,53 @@ def via_cli(matrix: Matrix, cell: Cell, answer: str) -> str:
     return f"exit {code}: {out.getvalue().strip().splitlines()[-1]}"
 
 
+def via_slack(matrix: Matrix, cell: Cell, answer: str) -> str:
+    requested = ApprovalRequested.from_data(cell.requested[0])
+    message = request_message(requested, include_arguments=False)
+    [actions] = [block for block in message["blocks"] if block["type"] == "actions"]
+    clicked = dict(actions["elements"][0])  # approve/once, as offered
+    value = ButtonValue.decode(clicked["value"])
+    if answer == "forged_digest":
+        value = ButtonValue(value.request_id, FORGED_DIGEST, value.decision, value.scope)
+    if answer == "unoffered":
+        value = ButtonValue(value.request_id, value.action_digest, "approve", "persistent")
+    clicked["value"] = value.encode()
+    name = "mallory" if answer == "forged_actor" else "alice"
+    payload = {
+        "type": "block_actions",
+        "user": {"id": SLACK_ALICE, "username": name, "name": name, "team_id": "T0TEAM"},
+        "api_app_id": "A0APP",
+        "container": {"type": "message", "channel_id": SLACK_CHANNEL, "message_ts": "1.000001"},
+        "team": {"id": "T0TEAM", "domain": "example"},
+        "channel": {"id": SLACK_CHANNEL, "name": "approvals"},
+        "actions": [{**clicked, "block_id": "aais_choices", "action_ts": f"{time.time():.6f}"}],
+    }
+    text = json.dumps(payload)
+    if answer == "duplicate_keys":
+        # A parser that keeps the last of a repeated key reads a valid click here.
+        text = '{"type":"view_closed",' + text[1:]
+    body = urlencode({"payload": text}).encode()
+    timestamp = str(int(time.time()))
+    signature = SignatureVerifier(SLACK_SECRET).generate_signature(timestamp=timestamp, body=body)
+    response = httpx.post(
+        f"{matrix.site.url}/slack/interactions",
+        content=body,
+        headers={
+            "content-type": "application/x-www-form-urlencoded",
+            "x-slack-request-timestamp": timestamp,
+            "x-slack-signature": str(signature),
+        },
+        timeout=30,
+    )
+    assert response.status_code < 500, response.text
+    matrix.settle(cell)
+    document = response.json()
+    said = document["error"]["code"] if "error" in document else document["resolution"]
+    return (
+        f"{response.status_code} {said if isinstance(said, str) else said['resolution']['outcome']}"
+    )
+
+
 CHANNELS: dict[str, Callable[[Matrix, Cell, str], str]] = {
     "library": via_library,
     "raw": via_raw,
@@ -272,4 +340,5 @@ CHANNELS: dict[str, Callable[[Matrix, Cell, str], str]] = {
     "stdio": via_stdio,
     "agui": via_agui,
     "cli": via_cli,
+    "slack": via_slack,
 }

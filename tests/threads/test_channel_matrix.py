@@ -35,7 +35,7 @@ from agui.served_site import Site, served_site
 from hostile.report import hostile_input
 from presenter.support import presenter
 
-from .matrix_channels import AUTHENTICATED, CHANNELS, Cell, Matrix
+from .matrix_channels import AUTHENTICATED, CHANNELS, Cell, Matrix, slack_app
 
 pytestmark = pytest.mark.filterwarnings("ignore:`get_config_jsonschema`")
 
@@ -75,7 +75,8 @@ HOSTILE = "channel matrix"  # the hostile-input table's row (tests/hostile/repor
 
 @pytest.fixture(scope="module")
 def matrix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Matrix]:
-    with served_site(tmp_path_factory.mktemp("matrix")) as site, presenter(site.db) as stdio:
+    folder = tmp_path_factory.mktemp("matrix")
+    with served_site(folder, slack=slack_app()) as site, presenter(site.db) as stdio:
         headers = {"Authorization": "Bearer alice-token"}
         with httpx.Client(base_url=site.url, headers=headers, timeout=30) as client:
             yield Matrix(site, client, stdio)

@@ -1,0 +1,108 @@
+"""Slack's Web API played on loopback: records ``chat.postMessage`` and ``chat.update`` calls.
+
+The Slack API is out of reach here, so ``WebClient(base_url=...)`` is pointed at this
+server, which answers as Slack documents (``{"ok": true, "channel": ..., "ts": ...}``;
+``{"ok": false, "error": ...}`` for a token it does not know or when told to fail).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs
+
+TOKEN = "xoxb-test-token"
+
+
+@dataclass
+class Call:
+    method: str
+    body: dict[str, Any]
+    ts: str = ""
+    """The message's ``ts`` as the answer named it."""
+
+    @property
+    def text(self) -> str:
+        """Everything the message shows, as one string (to look for values in)."""
+        return json.dumps(self.body, ensure_ascii=False)
+
+    @property
+    def buttons(self) -> list[dict[str, Any]]:
+        return [
+            element
+            for block in self.body.get("blocks", [])
+            if block.get("type") == "actions"
+            for element in block["elements"]
+        ]
+
+
+@dataclass
+class FakeSlack:
+    url: str = ""
+    calls: list[Call] = field(default_factory=list)
+    failures: int = 0
+    """How many of the next calls answer ``ok: false`` (``ratelimited``)."""
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def of(self, method: str) -> list[Call]:
+        with self.lock:
+            return [call for call in self.calls if call.method == method]
+
+    def posted(self) -> list[Call]:
+        return self.of("chat.postMessage")
+
+    def updated(self) -> list[Call]:
+        return self.of("chat.update")
+
+
+@contextmanager
+def fake_slack() -> Iterator[FakeSlack]:
+    state = FakeSlack()
+    counter = iter(range(1, 1_000_000))
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(length).decode()
+            if "json" in (self.headers.get("content-type") or ""):
+                body = json.loads(raw)
+            else:
+                body = {key: values[0] for key, values in parse_qs(raw).items()}
+                if isinstance(body.get("blocks"), str):
+                    body["blocks"] = json.loads(body["blocks"])
+            method = self.path.rsplit("/", 1)[-1]
+            with state.lock:
+                failing = state.failures > 0
+                state.failures -= 1 if failing else 0
+                if self.headers.get("authorization") != f"Bearer {TOKEN}":
+                    answer: dict[str, Any] = {"ok": False, "error": "invalid_auth"}
+                elif failing:
+                    answer = {"ok": False, "error": "ratelimited"}
+                else:
+                    ts = body.get("ts") or f"1700000000.{next(counter):06d}"
+                    state.calls.append(Call(method, body, ts))
+                    answer = {"ok": True, "channel": body.get("channel"), "ts": ts}
+            data = json.dumps(answer).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    state.url = f"http://127.0.0.1:{server.server_address[1]}/api/"
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -22,15 +22,22 @@ GENESIS_HASH = "sha256:" + "0" * 64
 
 
 def chain_hash(
-    index: int, kind: str, occurred_at: str, payload: Mapping[str, Any], prev_hash: str
+    index: int,
+    kind: str,
+    occurred_at: str,
+    payload: Mapping[str, Any],
+    prev_hash: str,
+    *,
+    checked: bool = False,
 ) -> str:
     """``sha256:`` + hex SHA-256 of the RFC 8785 form of the entry's content plus ``prev_hash``.
 
     The content is ``{"index", "kind", "occurred_at", "payload"}``; a payload that is
     not I-JSON raises :class:`~aais_langgraph.protocol.AAISValidationError`.
+    ``checked``: the payload is a plain copy checked as I-JSON just now (not walked again).
     """
     content = {"index": index, "kind": kind, "occurred_at": occurred_at, "payload": payload}
-    digest = hashlib.sha256(canonical_json(content, pointer="/audit"))
+    digest = hashlib.sha256(canonical_json(content, pointer="/audit", checked=checked))
     digest.update(prev_hash.encode("utf-8"))
     return "sha256:" + digest.hexdigest()
 

@@ -21,7 +21,9 @@ from .parts import Request
 
 __all__ = ["envelope_text", "request_text"]
 
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()
+"""Re-entrant: a collected model's weak reference callback may run on this thread while
+it holds the lock (a garbage collection started by an allocation there)."""
 _TEXTS: dict[int, tuple[weakref.ref[Request], str]] = {}
 """id of a live Request model -> (a weak reference to it, its text)."""
 
@@ -49,8 +51,9 @@ def request_text(request: Request) -> str:
             if entry is not None and entry[0] is reference:
                 del _TEXTS[key]
 
+    entry = (weakref.ref(request, forget), text)
     with _LOCK:
-        _TEXTS[key] = (weakref.ref(request, forget), text)
+        _TEXTS[key] = entry
     return text
 
 

@@ -23,6 +23,7 @@ resolution, a principal who may not cancel is 403 with nothing recorded.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -37,6 +38,7 @@ from aais_langgraph.authority import (
 from aais_langgraph.protocol import (
     MAX_SAFE_INTEGER,
     AAISValidationError,
+    envelope_text,
     join_pointer,
     loads_strict,
 )
@@ -74,11 +76,13 @@ def approvals_router(
     reauth_interval = service.settings.reauth_every
 
     @router.get("/snapshot")
-    async def snapshot(request: Request) -> dict[str, Any]:
+    async def snapshot(request: Request) -> Response:
         authenticated = await security.actor(request)
         current = await presenter_snapshot(authority, graph, authenticated.principal)
-        document: dict[str, Any] = current.to_json()
-        return document
+        # Each pending request's text is written once per listed model (envelope_text),
+        # not dumped and then encoded again for every snapshot.
+        text = await asyncio.to_thread(envelope_text, current)
+        return Response(text, media_type="application/json")
 
     @router.post("/{request_id}/decisions")
     async def decide(request_id: str, request: Request) -> JSONResponse:

@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from aais_langgraph.authority import ApprovalAuthority, EventFollower, Principal
-from aais_langgraph.protocol import ApprovalSnapshot
+from aais_langgraph.protocol import ApprovalSnapshot, envelope_text
 from aais_langgraph.threads import EventFilter, apending_approvals
 
 GAP_EVENT = "aais.gap"
@@ -31,15 +31,20 @@ SIGNED_OUT_EVENT = "aais.unauthenticated"
 
 
 def format_message(
-    data: Mapping[str, Any], *, event_id: int | None = None, event: str | None = None
+    data: Mapping[str, Any] | str, *, event_id: int | None = None, event: str | None = None
 ) -> str:
-    """One SSE message (``data`` is compact JSON on a single line)."""
+    """One SSE message (``data`` is compact JSON on a single line, or that JSON's text)."""
     lines = []
     if event is not None:
         lines.append(f"event: {event}")
     if event_id is not None:
         lines.append(f"id: {event_id}")
-    lines.append("data: " + json.dumps(data, separators=(",", ":"), ensure_ascii=False))
+    text = (
+        data
+        if isinstance(data, str)
+        else json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    )
+    lines.append("data: " + text)
     return "\n".join(lines) + "\n\n"
 
 
@@ -112,7 +117,8 @@ async def event_stream(
     if last is None:
         current = await snapshot()
         last = current.snapshot.as_of_sequence
-        yield format_message(current.to_json(), event_id=last)
+        # Request texts are written once per listed model (envelope_text).
+        yield format_message(await asyncio.to_thread(envelope_text, current), event_id=last)
     follower = EventFollower(authority, last, page_size=page_size)
     quiet_since = time.monotonic()
     while not await is_disconnected():

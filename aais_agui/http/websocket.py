@@ -59,6 +59,7 @@ from aais_langgraph.authority import (
 from aais_langgraph.protocol import (
     MAX_SAFE_INTEGER,
     ApprovalSnapshot,
+    envelope_text,
     websocket_close_code,
     websocket_refusal,
 )
@@ -280,7 +281,9 @@ class _Connection:
 
     async def _snapshot(self) -> int:
         current = await self.snapshot()
-        await self._send(current.to_json())
+        text = await asyncio.to_thread(envelope_text, current)  # request texts written once
+        async with self._sending:
+            await self.websocket.send_text(text)
         return current.snapshot.as_of_sequence
 
     async def _gap(self, after: int, last: int) -> None:

@@ -87,9 +87,12 @@ class Counters:
         """Insert a row that carries counters (a sequence, an audit index)."""
         self._ledger._run(self._cur, sql, params)
 
-    def insert_event(self, envelope: JsonDict) -> None:
-        """Insert the event of a sequenced envelope (before any row holding the same text)."""
-        self._ledger._run(self._cur, INSERT_EVENT, (envelope["sequence"], dump_json(envelope)))
+    def insert_event(self, envelope: JsonDict) -> str:
+        """Insert the event of a sequenced envelope (before any row holding the same text);
+        returns that text, for the row to store as it is."""
+        text = dump_json(envelope)
+        self._ledger._run(self._cur, INSERT_EVENT, (envelope["sequence"], text))
+        return text
 
     def settled(self, value: T) -> T:
         """``value`` as committed (a backend that stamps counters at commit fills them in)."""

@@ -310,11 +310,12 @@ class StampedCounters(Counters):
         }
         self._rows[table].append(row)
 
-    def insert_event(self, envelope: JsonDict) -> None:
+    def insert_event(self, envelope: JsonDict) -> str:
         text = dump_json(envelope)
         self._event_texts[text] = len(self._events)
         self._events.append(envelope)
         self.insert(INSERT_EVENT, (envelope["sequence"], text))
+        return text
 
     def settled(self, value: T) -> T:
         """``value`` with the placeholders it carries replaced by the stamped values."""

@@ -124,9 +124,12 @@ def grant_matches(
 # -- audit payloads: ids, digests and sequences only -------------------------------
 
 
-def requested_audit(envelope: JsonDict, thread_id: str | None, context: JsonDict) -> JsonDict:
+def requested_audit(
+    envelope: JsonDict, thread_id: str | None, context: JsonDict, *, checked: bool = False
+) -> JsonDict:
     """The ``requested`` audit payload of a stored request: binds the whole row (the
-    envelope and the context by digest)."""
+    envelope and the context by digest). ``checked``: both are plain copies made by
+    :func:`plain` just now (not walked again); as for the payloads below."""
     request = envelope["request"]
     action = request.get("action")
     return {
@@ -137,12 +140,12 @@ def requested_audit(envelope: JsonDict, thread_id: str | None, context: JsonDict
         "thread_id": thread_id,
         "action_name": action.get("name") if isinstance(action, Mapping) else None,
         "action_digest": request.get("action_digest"),
-        "envelope_digest": sha256_digest(envelope),
-        "context_digest": sha256_digest(context),
+        "envelope_digest": sha256_digest(envelope, checked=checked),
+        "context_digest": sha256_digest(context, checked=checked),
     }
 
 
-def decided_audit(envelope: JsonDict) -> JsonDict:
+def decided_audit(envelope: JsonDict, *, checked: bool = False) -> JsonDict:
     """The ``decided`` audit payload of a stored decision envelope."""
     decision = envelope["decision"]
     actor = decision.get("actor")
@@ -155,11 +158,13 @@ def decided_audit(envelope: JsonDict) -> JsonDict:
         "scope": decision.get("scope"),
         "actor_id": actor.get("id") if isinstance(actor, Mapping) else None,
         "action_digest": decision.get("action_digest"),
-        "envelope_digest": sha256_digest(envelope),
+        "envelope_digest": sha256_digest(envelope, checked=checked),
     }
 
 
-def resolved_audit(envelope: JsonDict, decision_fingerprint: str | None) -> JsonDict:
+def resolved_audit(
+    envelope: JsonDict, decision_fingerprint: str | None, *, checked: bool = False
+) -> JsonDict:
     """The ``resolved`` audit payload of a stored resolution envelope (with the id of who
     resolved it, for a resolution made without a decision)."""
     resolution = envelope["resolution"]
@@ -173,7 +178,7 @@ def resolved_audit(envelope: JsonDict, decision_fingerprint: str | None) -> Json
         "effective_scope": resolution.get("effective_scope"),
         "action_digest": resolution.get("action_digest"),
         "decision_fingerprint": decision_fingerprint,
-        "envelope_digest": sha256_digest(envelope),
+        "envelope_digest": sha256_digest(envelope, checked=checked),
     }
     resolved_by = (resolution.get("extensions") or {}).get(RESOLVED_BY_EXTENSION)
     if isinstance(resolved_by, Mapping):
@@ -223,7 +228,7 @@ def next_audit_entry(
     index, prev_hash = (tip[0] + 1, tip[1]) if tip is not None else (0, GENESIS_HASH)
     occurred_at = format_timestamp(utc_now())
     stored_payload = plain(payload, "/payload")
-    entry_hash = chain_hash(index, kind, occurred_at, stored_payload, prev_hash)
+    entry_hash = chain_hash(index, kind, occurred_at, stored_payload, prev_hash, checked=True)
     return AuditEntry(index, kind, occurred_at, stored_payload, prev_hash, entry_hash)
 
 
@@ -233,11 +238,12 @@ def resolution_audits(
     decision_fingerprint: str | None,
     grant: Grant | None,
 ) -> list[tuple[str, JsonDict]]:
-    """The audit entries a winning resolution write appends, in order."""
+    """The audit entries a winning resolution write appends, in order (the envelopes are
+    a :class:`WriteDraft`'s plain copies, with their sequences)."""
     audits: list[tuple[str, JsonDict]] = []
     if decided is not None:
-        audits.append(("decided", decided_audit(decided)))
-    audits.append(("resolved", resolved_audit(resolved, decision_fingerprint)))
+        audits.append(("decided", decided_audit(decided, checked=True)))
+    audits.append(("resolved", resolved_audit(resolved, decision_fingerprint, checked=True)))
     if grant is not None:
         audits.append(("granted", granted_audit(grant)))
     return audits

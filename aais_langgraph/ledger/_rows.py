@@ -206,24 +206,25 @@ RENEW_LEASE = (
 RELEASE_LEASE = "DELETE FROM aais_leases WHERE thread_id = ? AND holder = ?"
 
 
-def request_row(stored: StoredRequest) -> tuple[Any, ...]:
-    """The values of :data:`INSERT_REQUEST` for a new pending request."""
+def request_row(stored: StoredRequest, envelope_text: str | None = None) -> tuple[Any, ...]:
+    """The values of :data:`INSERT_REQUEST` for a new pending request (``envelope_text``:
+    the envelope's :func:`dump_json` text, when its event has it already)."""
     return (
         stored.request_id,
         stored.envelope["sequence"],
         stored.session_id,
         stored.thread_id,
         stored.expires_at,
-        dump_json(stored.envelope),
+        dump_json(stored.envelope) if envelope_text is None else envelope_text,
         dump_json(stored.context),
         stored.audit_index,
         stored.mac,
     )
 
 
-def resolution_row(stored: StoredResolution) -> tuple[Any, ...]:
-    """The values of :data:`INSERT_RESOLUTION`."""
-    envelope = dump_json(stored.envelope)
+def resolution_row(stored: StoredResolution, envelope_text: str | None = None) -> tuple[Any, ...]:
+    """The values of :data:`INSERT_RESOLUTION` (``envelope_text`` as for :func:`request_row`)."""
+    envelope = dump_json(stored.envelope) if envelope_text is None else envelope_text
     return stored.request_id, envelope, stored.decision_fingerprint, stored.audit_index, stored.mac
 
 

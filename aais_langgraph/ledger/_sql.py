@@ -317,7 +317,8 @@ class SqlLedger(SqlBackend):
                     return request_from_row(counters.probed), False
                 stored_envelope = {**draft, "sequence": counters.allocate(1)}
                 entry = counters.append_audit(
-                    "requested", requested_audit(stored_envelope, thread_id, stored_context)
+                    "requested",
+                    requested_audit(stored_envelope, thread_id, stored_context, checked=True),
                 )
                 stored = StoredRequest(
                     fields.request_id,
@@ -330,8 +331,8 @@ class SqlLedger(SqlBackend):
                     audit_index=entry.index,
                     mac=mac,
                 )
-                counters.insert_event(stored_envelope)
-                counters.insert(rows.INSERT_REQUEST, rows.request_row(stored))
+                text = counters.insert_event(stored_envelope)
+                counters.insert(rows.INSERT_REQUEST, rows.request_row(stored, text))
                 self._record_deliveries(cur, "approval.requested", stored)
         return counters.settled(stored), True
 
@@ -448,7 +449,7 @@ class SqlLedger(SqlBackend):
                     counters.insert_event(decided)
                     sequence += 1
                 resolved = {**draft.resolved, "sequence": sequence}
-                counters.insert_event(resolved)
+                resolved_text = counters.insert_event(resolved)
                 indexes = {
                     kind: counters.append_audit(kind, payload).index
                     for kind, payload in resolution_audits(
@@ -469,7 +470,9 @@ class SqlLedger(SqlBackend):
                     "UPDATE aais_requests SET status = 'resolved' WHERE request_id = ?",
                     (write.request_id,),
                 )
-                counters.insert(rows.INSERT_RESOLUTION, rows.resolution_row(recorded))
+                counters.insert(
+                    rows.INSERT_RESOLUTION, rows.resolution_row(recorded, resolved_text)
+                )
                 if grant is not None:
                     vouched = replace(grant, audit_index=indexes["granted"])
                     counters.insert(rows.INSERT_GRANT, rows.grant_row(vouched))

@@ -22,7 +22,13 @@ GENESIS_HASH = "sha256:" + "0" * 64
 
 
 def chain_hash(
-    index: int, kind: str, occurred_at: str, payload: Mapping[str, Any], prev_hash: str
+    index: int,
+    kind: str,
+    occurred_at: str,
+    payload: Mapping[str, Any],
+    prev_hash: str,
+    *,
+    checked: bool = False,
 ) -> str:
     """``sha256:`` + hex SHA-256 of the RFC 8785 form of the entry's content plus ``prev_hash``.
 
@@ -35,9 +41,11 @@ def chain_hash(
         occurred_at: its RFC 3339 time.
         payload: its I-JSON content.
         prev_hash: the previous entry's hash (the genesis hash for the first).
+        checked: the payload is a plain copy checked as I-JSON just now (not walked
+            again).
     """
     content = {"index": index, "kind": kind, "occurred_at": occurred_at, "payload": payload}
-    digest = hashlib.sha256(canonical_json(content, pointer="/audit"))
+    digest = hashlib.sha256(canonical_json(content, pointer="/audit", checked=checked))
     digest.update(prev_hash.encode("utf-8"))
     return "sha256:" + digest.hexdigest()
 

@@ -131,7 +131,7 @@ class InMemoryLedger(Ledger):
             entry = next_audit_entry(
                 self._tip(),
                 "requested",
-                requested_audit(stored_envelope, thread_id, stored_context),
+                requested_audit(stored_envelope, thread_id, stored_context, checked=True),
             )
             stored = StoredRequest(
                 request_id=fields.request_id,

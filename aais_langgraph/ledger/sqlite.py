@@ -315,10 +315,15 @@ def _read_counters(conn: Conn) -> tuple[int, tuple[int, str] | None]:
 
 
 def _write_counters(conn: Conn, last_sequence: int, tip: tuple[int, str] | None) -> None:
-    """Store the last sequence and the audit tip in their meta rows."""
-    _set_meta(conn, "last_sequence", str(last_sequence))
-    if tip is not None:
-        _set_meta(conn, "audit_tip", dump_json(list(tip)))
+    """Store the last sequence and the audit tip in their meta rows, in one statement."""
+    if tip is None:
+        _set_meta(conn, "last_sequence", str(last_sequence))
+        return
+    conn.execute(
+        "INSERT INTO aais_meta (key, value) VALUES ('last_sequence', ?), ('audit_tip', ?) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (str(last_sequence), dump_json(list(tip))),
+    )
 
 
 class SqliteLedger(SqlLedger):

@@ -66,6 +66,7 @@ from .refusals import (
     websocket_close_code,
     websocket_refusal,
 )
+from .texts import envelope_text, request_text
 from .timestamps import format_timestamp, parse_timestamp, utc_now
 
 __all__ = [
@@ -118,6 +119,7 @@ __all__ = [
     "decided_schema",
     "decision_note",
     "envelope_document",
+    "envelope_text",
     "format_timestamp",
     "http_refusal",
     "id_for",
@@ -130,6 +132,7 @@ __all__ = [
     "outcome_refusal",
     "parse_envelope",
     "parse_timestamp",
+    "request_text",
     "same_action",
     "sha256_digest",
     "utc_now",

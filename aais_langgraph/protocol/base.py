@@ -51,6 +51,9 @@ def _check_timestamp(value: str) -> str:
 
 # Validation context key carrying the nesting bound of the document being validated.
 MAX_DEPTH_CONTEXT = "aais_max_depth"
+# Validation context key of a builder that took the action digest itself: the pair
+# (the Action model, its digest). Only the protocol's builders set it.
+TAKEN_DIGEST_CONTEXT = "aais_taken_digest"
 
 
 def _context_max_depth(info: ValidationInfo) -> int:

@@ -5,15 +5,18 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, get_args
+from typing import Any, TypeVar, get_args
 
-from .envelopes import ApprovalDecided, ApprovalRequested
+from pydantic import BaseModel, ValidationError
+
+from .base import MAX_DEPTH_CONTEXT, TAKEN_DIGEST_CONTEXT, pydantic_error_to_aais
+from .envelopes import ApprovalDecided, ApprovalRequested, Envelope
 from .errors import AAISValidationError
+from .ijson import DEFAULT_MAX_DEPTH
 from .parts import (
     Action,
     Actor,
     Choice,
-    Decision,
     DecisionKind,
     Origin,
     Request,
@@ -22,6 +25,8 @@ from .parts import (
     Scope,
 )
 from .timestamps import format_timestamp, parse_timestamp, utc_now
+
+E = TypeVar("E", bound=Envelope)
 
 DEFAULT_EXPIRY = timedelta(minutes=15)
 
@@ -152,6 +157,7 @@ def build_request(
         if lifetime <= timedelta(0):
             raise AAISValidationError("/request/expires_at", "expires_in must be positive")
         expiry_text = format_timestamp(created + lifetime)
+    digest = action_digest(action_model)
     request: dict[str, Any] = {
         "id": request_id or new_id("apr"),
         "created_at": created_text,
@@ -159,7 +165,7 @@ def build_request(
         "status": "pending",
         "origin": Origin.from_data(origin, pointer="/request/origin"),
         "action": action_model,
-        "action_digest": action_digest(action_model),
+        "action_digest": digest,
         "risk": risk_from(risk if risk is not None else DEFAULT_RISK, "/request/risk"),
         "choices": [
             Choice.from_data(choice, pointer=f"/request/choices/{index}")
@@ -171,14 +177,15 @@ def build_request(
     envelope = envelope_document(
         "approval.requested",
         "request",
-        # The parts are validated models already: pydantic takes them as they are.
-        Request.from_data(request, pointer="/request"),
+        request,
         occurred_at=request["created_at"],
         sequence=sequence,
         stream=stream,
         event_id=event_id,
     )
-    return ApprovalRequested.from_data(envelope)
+    # The parts are validated models already (pydantic takes them as they are), and the
+    # digest was taken of this very action: one validation, no second digest.
+    return _built(ApprovalRequested, envelope, taken=(action_model, digest))
 
 
 def build_decision(
@@ -286,15 +293,38 @@ def _decided(
         "decided_at": moment,
         "decision": decision,
         "scope": scope,
-        "actor": Actor.from_data(actor, pointer="/decision/actor"),
+        "actor": actor if isinstance(actor, Actor) else dict(_mapping(actor, "/decision/actor")),
     }
     envelope = envelope_document(
         "approval.decided",
         "decision",
-        Decision.from_data(body, pointer="/decision"),
+        body,
         occurred_at=moment,
         sequence=sequence,
         stream=stream,
         event_id=event_id,
     )
-    return ApprovalDecided.from_data(envelope)
+    return _built(ApprovalDecided, envelope)
+
+
+def _mapping(value: Any, pointer: str) -> Mapping[str, Any]:
+    """``value`` as a mapping (a model's fields, for a model of another class)."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(warnings=False)
+    if not isinstance(value, Mapping):
+        raise AAISValidationError(pointer, "expected a JSON object")
+    return value
+
+
+def _built(
+    model: type[E], document: dict[str, Any], *, taken: tuple[Action, str] | None = None
+) -> E:
+    """Validate, once, an envelope this module assembled from validated parts and the
+    caller's values. ``taken``: the action model and the digest taken of it just now."""
+    context: dict[str, Any] = {MAX_DEPTH_CONTEXT: DEFAULT_MAX_DEPTH}
+    if taken is not None:
+        context[TAKEN_DIGEST_CONTEXT] = taken
+    try:
+        return model.model_validate(document, context=context)
+    except ValidationError as error:
+        raise pydantic_error_to_aais(error) from None

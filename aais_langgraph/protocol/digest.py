@@ -17,9 +17,22 @@ if TYPE_CHECKING:
     from .parts import Action
 
 
-def canonical_json(value: Any, *, max_depth: int = DEFAULT_MAX_DEPTH, pointer: str = "") -> bytes:
-    """RFC 8785 bytes of an I-JSON value; non-I-JSON input raises AAISValidationError."""
-    check_ijson(value, max_depth=max_depth, pointer=pointer)
+def canonical_json(
+    value: Any, *, max_depth: int = DEFAULT_MAX_DEPTH, pointer: str = "", checked: bool = False
+) -> bytes:
+    """RFC 8785 bytes of an I-JSON value; non-I-JSON input raises AAISValidationError.
+
+    Args:
+        value: the value to write.
+        max_depth: the deepest nesting accepted.
+        pointer: the JSON Pointer of ``value`` in its document (errors name it).
+        checked: ``value`` passed :func:`check_ijson` already and has not changed since
+            (a detached copy the caller just made), so it is not walked again; what
+            ``rfc8785`` cannot write still raises AAISValidationError, without the
+            walk's pointer.
+    """
+    if not checked:
+        check_ijson(value, max_depth=max_depth, pointer=pointer)
     return _canonical(value, pointer)
 
 
@@ -85,9 +98,10 @@ def _canonical(value: Any, pointer: str) -> bytes:
         raise AAISValidationError(pointer, "value cannot be canonicalized") from None
 
 
-def sha256_digest(value: Any) -> str:
-    """``sha256:`` + lowercase hex of the canonical form of ``value``."""
-    return "sha256:" + hashlib.sha256(canonical_json(value)).hexdigest()
+def sha256_digest(value: Any, *, checked: bool = False) -> str:
+    """``sha256:`` + lowercase hex of the canonical form of ``value`` (``checked`` as in
+    :func:`canonical_json`)."""
+    return "sha256:" + hashlib.sha256(canonical_json(value, checked=checked)).hexdigest()
 
 
 def action_digest(action: Action | Mapping[str, Any]) -> str:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, StrictBool, model_validator
+from pydantic import Field, StrictBool, ValidationInfo, model_validator
 from typing_extensions import Self
 
 from .base import (
+    TAKEN_DIGEST_CONTEXT,
     AAISModel,
     Digest,
     Extensions,
@@ -115,14 +116,14 @@ class Request(AAISModel):
     extensions: Extensions | None = None
 
     @model_validator(mode="after")
-    def _request_rules(self) -> Self:
+    def _request_rules(self, info: ValidationInfo) -> Self:
         from .digest import same_action
 
         if self.expires_at is not None and parse_timestamp(self.expires_at) <= parse_timestamp(
             self.created_at
         ):
             raise AAISValidationError("/expires_at", "must be later than created_at")
-        if not same_action(self.action_digest, self.action):
+        if not _digest_taken(self, info) and not same_action(self.action_digest, self.action):
             raise AAISValidationError("/action_digest", "does not match the action")
         offered: set[tuple[str, str]] = set()
         for index, choice in enumerate(self.choices):
@@ -138,6 +139,19 @@ class Request(AAISModel):
     def offers(self, decision: str, scope: str) -> Choice | None:
         """The offered choice with this decision and scope, if any."""
         return next((c for c in self.choices if c.decision == decision and c.scope == scope), None)
+
+
+def _digest_taken(request: Request, info: ValidationInfo) -> bool:
+    """Whether the builder validating ``request`` took its action's digest just now: the
+    context names this very action object and the digest taken of it (a builder's own
+    envelope is checked once, not digested twice)."""
+    context = info.context
+    taken = context.get(TAKEN_DIGEST_CONTEXT) if isinstance(context, dict) else None
+    return (
+        isinstance(taken, tuple)
+        and taken[0] is request.action
+        and taken[1] == request.action_digest
+    )
 
 
 class Actor(AAISModel):

@@ -198,7 +198,7 @@ def test_empty_choices_are_refused() -> None:
     assert refusal(choices=[]).pointer == "/request/choices"
 
 
-def test_invalid_action_is_refused_at_the_request_action() -> None:
+def test_invalid_action_is_refused_at_the_requestshell_action() -> None:
     action = {**shell_action(), "kind": ".bad"}
     with pytest.raises(AAISValidationError) as caught:
         build_request(action, origin=ORIGIN)
@@ -319,3 +319,29 @@ def test_actor_of_unknown_type_is_refused() -> None:
     with pytest.raises(AAISValidationError) as caught:
         build_decision(default_request(), decision="approve", actor={"id": "a", "type": "robot"})
     assert caught.value.pointer == "/decision/actor/type"
+
+
+def test_build_request_digests_the_arguments_as_they_are_now() -> None:
+    # A validated action whose arguments dict changed since: the digest binds what the
+    # request carries, and a value that is not I-JSON is refused at its field.
+    action = Action.from_data(shell_action())
+    action.arguments["command"] = "rm -rf /"
+    built = build_request(action, origin=ORIGIN, created_at=CREATED)
+    assert built.request.action_digest == action_digest(
+        {**shell_action(), "arguments": action.arguments}
+    )
+    action.arguments["n"] = float("nan")
+    with pytest.raises(AAISValidationError) as caught:
+        build_request(action, origin=ORIGIN, created_at=CREATED)
+    assert caught.value.pointer == "/arguments/n"
+
+
+def test_a_digest_taken_of_another_action_does_not_vouch_for_a_request() -> None:
+    from aais_langgraph.protocol.base import TAKEN_DIGEST_CONTEXT
+
+    built = build_request(shell_action(), origin=ORIGIN, created_at=CREATED).to_json()
+    wrong = "sha256:" + "0" * 64
+    built["request"]["action_digest"] = wrong
+    other = Action.from_data(shell_action())
+    with pytest.raises(ValueError, match="does not match the action"):
+        ApprovalRequested.model_validate(built, context={TAKEN_DIGEST_CONTEXT: (other, wrong)})

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Any
 from ..ledger import LedgerIntegrityError
 from ..ledger.holders import HolderOrigin, holder_is_dead, holder_origin, new_holder
 from .access import Access
-from .access_policy import AccessPolicy, load_access_policy
+from .access_policy import AccessPolicy, load_access_policy, read_policy_file
 from .authority import ApprovalAuthority, Clock
 from .authorization import (
     ADMINISTRATOR,
@@ -97,6 +97,7 @@ __all__ = [
     "load_access_policy",
     "load_authority_key",
     "new_holder",
+    "read_policy_file",
     "release_dead_holder",
     "run_lease",
 ]

@@ -90,7 +90,13 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-__all__ = ["REQUESTER_NOTICES", "AccessPolicy", "ApproverRule", "load_access_policy"]
+__all__ = [
+    "REQUESTER_NOTICES",
+    "AccessPolicy",
+    "ApproverRule",
+    "load_access_policy",
+    "read_policy_file",
+]
 
 RISK_ORDER = ("low", "medium", "high", "critical")
 ANYONE = "*"
@@ -450,12 +456,19 @@ class AccessPolicy:
 def load_access_policy(path: str | Path) -> AccessPolicy:
     """Read an access policy file (TOML, see :mod:`.access_policy`); ValueError names the
     bad key, OSError a file that cannot be read."""
+    return AccessPolicy.from_mapping(read_policy_file(path))
+
+
+def read_policy_file(path: str | Path) -> dict[str, Any]:
+    """The parsed TOML document of an access-policy file, whose tables the policy, the
+    webhook subscriptions and the Slack channels each read; ValueError for a file that
+    is not TOML, OSError for one that cannot be read."""
     with open(path, "rb") as handle:
         try:
-            document = tomllib.load(handle)
+            document: dict[str, Any] = tomllib.load(handle)
         except tomllib.TOMLDecodeError as error:
             raise ValueError(f"{Path(path).name}: not TOML ({error})") from None
-    return AccessPolicy.from_mapping(document)
+    return document
 
 
 # -- parsing helpers -------------------------------------------------------------------

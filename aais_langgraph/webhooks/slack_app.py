@@ -32,7 +32,6 @@ A Slack user not in ``[slack_users]`` is refused and nothing is recorded.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,11 +41,6 @@ from ..authority import Principal
 from ..ledger.selection import ActionPattern
 from ..protocol import Actor, id_for
 from .subscriptions import WebhookSubscription
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 __all__ = ["SlackApp", "SlackChannel", "load_slack", "slack_from_mapping"]
 
@@ -174,12 +168,9 @@ def slack_from_mapping(
 def load_slack(path: str | Path, *, environ: Mapping[str, str] | None = None) -> SlackApp | None:
     """The Slack channels of an access-policy file (None when it has no ``[[slack]]``);
     ValueError names the bad key, OSError a file that cannot be read."""
-    with open(path, "rb") as handle:
-        try:
-            document = tomllib.load(handle)
-        except tomllib.TOMLDecodeError as error:
-            raise ValueError(f"{Path(path).name}: not TOML ({error})") from None
-    return slack_from_mapping(document, environ=environ)
+    from ..authority import read_policy_file
+
+    return slack_from_mapping(read_policy_file(path), environ=environ)
 
 
 def _channel(table: Any, where: str, env: Mapping[str, str]) -> SlackChannel:

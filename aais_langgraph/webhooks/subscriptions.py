@@ -54,7 +54,6 @@ with the resolution.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,11 +66,6 @@ from ..ledger.follow_ups import new_escalation, new_reminder, new_requester_noti
 from ..ledger.selection import ActionPattern, RowFacts
 from ..protocol import AAISValidationError, Actor, id_for, parse_timestamp
 from .mail import MailSettings
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 __all__ = [
     "SubscriptionPlan",
@@ -261,10 +255,11 @@ def load_plan(
     :class:`~.slack_app.SlackApp`'s subscriptions, when the caller has its tokens) and
     the follow-ups its rules and ``[requesters]`` ask for (None: it asks for none of
     them); ValueError names the bad setting, OSError a file that cannot be read."""
-    from ..authority import load_access_policy
+    from ..authority import AccessPolicy, read_policy_file
 
-    subscriptions = [*load_webhooks(path, environ=environ), *channels]
-    policy = load_access_policy(path)
+    document = read_policy_file(path)
+    subscriptions = [*webhooks_from_mapping(document, environ=environ), *channels]
+    policy = AccessPolicy.from_mapping(document)
     if not subscriptions and not policy.follows_up:
         return None
     return SubscriptionPlan(subscriptions, policy=policy if policy.follows_up else None)
@@ -304,12 +299,9 @@ def load_webhooks(
 ) -> list[WebhookSubscription]:
     """The webhook subscriptions of an access-policy file (none when it has no
     ``[[webhooks]]``); ValueError names the bad key, OSError a file that cannot be read."""
-    with open(path, "rb") as handle:
-        try:
-            document = tomllib.load(handle)
-        except tomllib.TOMLDecodeError as error:
-            raise ValueError(f"{Path(path).name}: not TOML ({error})") from None
-    return webhooks_from_mapping(document, environ=environ)
+    from ..authority import read_policy_file
+
+    return webhooks_from_mapping(read_policy_file(path), environ=environ)
 
 
 def _subscription(table: Any, where: str, env: Mapping[str, str]) -> WebhookSubscription:

@@ -1,4 +1,5 @@
-"""Slack's Web API played on loopback: records ``chat.postMessage`` and ``chat.update`` calls.
+"""Slack's Web API played on loopback: records ``chat.postMessage`` and ``chat.update`` calls,
+and the replies posted to a click's ``response_url`` (under ``hooks_url``).
 
 The Slack API is out of reach here, so ``WebClient(base_url=...)`` is pointed at this
 server, which answers as Slack documents (``{"ok": true, "channel": ..., "ts": ...}``;
@@ -44,7 +45,11 @@ class Call:
 @dataclass
 class FakeSlack:
     url: str = ""
+    hooks_url: str = ""
+    """Slack's hooks host played here: a ``response_url`` under it is answered ``ok``."""
     calls: list[Call] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    """Every path posted to, whatever it was (to see that nothing went elsewhere)."""
     failures: int = 0
     """How many of the next calls answer ``ok: false`` (``ratelimited``)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -58,6 +63,10 @@ class FakeSlack:
 
     def updated(self) -> list[Call]:
         return self.of("chat.update")
+
+    def replies(self) -> list[Call]:
+        """The replies posted to ``response_url`` s under :attr:`hooks_url`."""
+        return self.of("response_url")
 
 
 @contextmanager
@@ -76,6 +85,17 @@ def fake_slack() -> Iterator[FakeSlack]:
                 if isinstance(body.get("blocks"), str):
                     body["blocks"] = json.loads(body["blocks"])
             method = self.path.rsplit("/", 1)[-1]
+            with state.lock:
+                state.paths.append(self.path)
+            if self.path.startswith("/hooks/"):
+                with state.lock:
+                    state.calls.append(Call("response_url", body, self.path))
+                self.send_response(200)
+                self.send_header("content-type", "text/plain")
+                self.send_header("content-length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+                return
             with state.lock:
                 failing = state.failures > 0
                 state.failures -= 1 if failing else 0
@@ -101,6 +121,7 @@ def fake_slack() -> Iterator[FakeSlack]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     state.url = f"http://127.0.0.1:{server.server_address[1]}/api/"
+    state.hooks_url = f"http://127.0.0.1:{server.server_address[1]}/hooks/"
     try:
         yield state
     finally:

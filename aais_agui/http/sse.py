@@ -7,6 +7,10 @@ compacted away) starts from an ``approval.snapshot``; a compaction gap is first
 announced with an ``event: aais.gap`` message, so the client knows to replace
 its state from the snapshot that follows.
 
+A request that escalates to the viewer while the stream is open is sent as its own
+``approval.requested`` envelope (:meth:`~aais_langgraph.threads.EventFilter.aescalated`)
+in a message without an ``id``, so a resume's ``Last-Event-ID`` is not moved back.
+
 A stream never outlives its login: given ``still_signed_in`` (the app's
 ``authenticate`` run again on the connection's headers), it is asked every
 ``reauth_interval`` seconds, before anything more is sent once that interval has
@@ -105,6 +109,7 @@ async def event_stream(
         return await still_signed_in()
 
     yield f"retry: {int(max(poll_interval, 0.5) * 1000)}\n\n"
+    await visible.aescalated()  # escalations from here on, before the snapshot
     last = after
     if last is not None:
         page = await asyncio.to_thread(authority.events_after, last, limit=1)
@@ -128,6 +133,9 @@ async def event_stream(
                 event=SIGNED_OUT_EVENT,
             )
             return
+        for envelope in await visible.aescalated():
+            # The request's own earlier envelope: no id, so Last-Event-ID stays put.
+            yield format_message(envelope)
         page = await follower.aread()
         for envelope in await visible.akeep(page.events):
             yield format_message(envelope, event_id=int(envelope["sequence"]))

@@ -166,6 +166,9 @@ class Resource:
     row ``done`` and vouched for by its audit entry:
     :func:`~aais_langgraph.ledger.follow_ups.escalated`), so the groups its rule
     escalates to may view and decide it too."""
+    escalated_to: frozenset[str] = field(default_factory=frozenset)
+    """For a request that escalated: the groups its escalation named (its ``follow_up``
+    audit entry's ``escalated_to``); empty when it did not escalate."""
 
 
 @dataclass(frozen=True)

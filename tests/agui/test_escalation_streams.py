@@ -1,7 +1,8 @@
 """An escalation shows on open streams: a member of the escalated-to group holding an
 SSE stream or a WebSocket receives the request's ``approval.requested`` once the
 escalation ran, then its later events; nobody else receives anything new, and whoever
-could view it already gets no second copy."""
+could view it already gets no second copy. Under the access policy's rules and under
+Cedar policies that grant the escalated groups (``resource.escalated_to``) alike."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from websockets.sync.client import ClientConnection
 
 from aais_agui import ApprovalService, Authenticated, ServiceSettings, create_app
 from aais_langgraph import ApprovalAuthority, ThreadDriver, build_decision
-from aais_langgraph.authority import AccessPolicy
+from aais_langgraph.authority import AccessPolicy, CedarAuthorizer
 from aais_langgraph.ledger import SqliteLedger
 from aais_langgraph.protocol import Actor
 from aais_langgraph.webhooks import FollowUpRunner, SubscriptionPlan
@@ -54,6 +55,12 @@ POLICY = AccessPolicy.from_mapping(
     }
 )
 PLAN = SubscriptionPlan([], policy=POLICY)
+CEDAR = """
+permit (principal in Group::"sre", action in [Action::"view", Action::"decide"], resource);
+permit (principal, action in [Action::"view", Action::"decide"], resource is Request)
+when { resource.escalated_to.containsAny(principal.groups) };
+"""
+"""The same access in Cedar (the plan's rules still say what escalates, when, to whom)."""
 PEOPLE = {"mia": "managers", "ivan": "interns", "sam": "sre"}
 """Who holds a stream: the escalated-to member, a non-member, an approver from the start."""
 POLL = 0.05
@@ -83,12 +90,13 @@ class Served:
         return str(interrupt.value["request"]["id"])
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[Served]:
+@pytest.fixture(params=["access-policy", "cedar"])
+def served(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Served]:
     clock = Clock()
     ledger = SqliteLedger(tmp_path / "ledger.db", synchronous="NORMAL", delivery_plan=PLAN)
     ledger.setup()
-    authority = ApprovalAuthority(ledger, authorizer=POLICY, clock=clock)
+    authorizer = POLICY if request.param == "access-policy" else CedarAuthorizer(CEDAR)
+    authority = ApprovalAuthority(ledger, authorizer=authorizer, clock=clock)
     effects = EffectLog(tmp_path / "effects.db")
     graph = build_demo_graph(effects, InMemorySaver())
     settings = ServiceSettings(stream_poll=POLL, follow_ups_every=None)

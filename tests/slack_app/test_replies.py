@@ -20,6 +20,7 @@ from aais_langgraph.webhooks import ButtonValue
 
 from .fake_slack import Call
 from .site import (
+    CHANNEL,
     USERS,
     SlackSite,
     block_actions,
@@ -114,13 +115,33 @@ def test_a_digest_that_no_longer_matches_is_told(site: SlackSite) -> None:
     assert site.authority.get_resolution(request_id) is None
 
 
-def test_a_request_already_resolved_or_expired_is_told(site: SlackSite) -> None:
-    _, request_id = site.pause("/srv/late.txt", raised_ago=timedelta(hours=1))
+def test_a_request_already_resolved_is_told(site: SlackSite) -> None:
+    _, request_id = site.pause("/srv/late.txt")
     message = site.post_of(request_id)
-    wait_for(lambda: site.authority.get_resolution(request_id), what="the expiry sweep")
+    site.authority.cancel(request_id, reason="withdrawn")
     url = hook(site)
     payload = block_actions(
         message, button(message, "approve"), user=USERS["bob"], response_url=url
+    )
+
+    assert post_click(site, *signed(payload)).status_code == 409
+    assert told(reply_to(site, url)) == REFUSALS["aais.conflict"].meaning
+    assert site.authority.get_resolution(request_id).resolution.outcome == "cancelled"
+
+
+def test_a_request_that_expired_is_told(site: SlackSite) -> None:
+    _, request_id = site.pause("/srv/expired-reply.txt", raised_ago=timedelta(hours=1))
+    wait_for(lambda: site.authority.get_resolution(request_id), what="the expiry sweep")
+    requested = site.authority.get_request(request_id)
+    assert requested is not None
+    # Its message may not have been posted before it expired: the click Slack would send
+    # for its approve button, as the message would have carried it.
+    value = ButtonValue(request_id, requested.request.action_digest, "approve", "once")
+    shown = {"action_id": "aais_approve_once", "text": {"type": "plain_text", "text": "Approve"}}
+    message = Call("chat.postMessage", {"channel": CHANNEL, "text": "a request"})
+    url = hook(site)
+    payload = block_actions(
+        message, {**shown, "value": value.encode()}, user=USERS["bob"], response_url=url
     )
 
     assert post_click(site, *signed(payload)).status_code == 409

@@ -239,7 +239,9 @@ class GroupDecisions(Protocol):
 class Escalations(Protocol):
     """An authorizer whose policy escalates some requests to other groups (optional): for
     those, the access object reads whether the escalation ran (:attr:`Resource.escalated`)
-    before asking."""
+    before asking. One may also say ``escalates_anything = False`` (an attribute or a
+    property) when it escalates no request at all: open streams then do not look for
+    escalations (:meth:`aais_langgraph.threads.EventFilter.aescalated`)."""
 
     def escalates(self, request: Request) -> bool:
         """Whether an escalation of ``request`` changes who may view and decide it."""

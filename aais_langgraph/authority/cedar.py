@@ -116,6 +116,11 @@ class CedarAuthorizer:
         ``escalated_to``, for every request (which requests escalate is the plan's)."""
         return self._reads_escalations
 
+    @property
+    def escalates_anything(self) -> bool:
+        """Whether any policy mentions ``escalated`` or ``escalated_to``."""
+        return self._reads_escalations
+
     def authorize(self, principal: Principal, verb: Verb, resource: Resource) -> Permission:
         owner = resource.requester if resource.request is not None else resource.owner
         return self._ask(

@@ -177,7 +177,12 @@ class EventFilter:
         the last call and lets the viewer view them now, where nothing else did (see the
         module docs); the first call only marks where the stream begins (call it before
         its snapshot). Nothing for a trusted viewer or an authorizer that never escalates."""
-        if self.trusted or not isinstance(self._authority.authorizer, Escalations):
+        authorizer = self._authority.authorizer
+        if (
+            self.trusted
+            or not isinstance(authorizer, Escalations)
+            or getattr(authorizer, "escalates_anything", True) is False
+        ):
             return []
         return await asyncio.to_thread(self._escalated)
 

@@ -129,11 +129,11 @@ def slack_router(
         if click.response_url is not None:
             # Sent after the answer (Slack waits three seconds for it), in a worker thread.
             answer.background = BackgroundTask(
-                _reply, channel.name, click.response_url, _reply_text(answer)
+                _reply, channel.name, click.response_url, answer.reply
             )
         return answer
 
-    async def _answer(click: _Click, principal: Principal) -> JSONResponse:
+    async def _answer(click: _Click, principal: Principal) -> _Answer:
         value = click.value
         requested = await authority.aget_request(value.request_id)
         if requested is None:
@@ -174,7 +174,7 @@ def slack_router(
     return router
 
 
-def _resolved(resolved: ApprovalResolved) -> JSONResponse:
+def _resolved(resolved: ApprovalResolved) -> _Answer:
     """The resolution a click got, for the person who clicked and as the profile's status."""
     outcome = resolved.resolution.outcome
     document = {
@@ -183,20 +183,21 @@ def _resolved(resolved: ApprovalResolved) -> JSONResponse:
         "text": f"{outcome}: {resolved.resolution.message}",
         "resolution": resolved.to_json(),
     }
-    return JSONResponse(document, status_code=_STATUS.get(outcome, 200))
-
-
-def _reply_text(answer: JSONResponse) -> str:
-    """What the person who clicked is told: the catalogue's meaning of a refusal, or that
-    their answer was recorded (the outcome alone: no value of the request or payload)."""
-    document = json.loads(bytes(answer.body))
-    if "error" in document:
-        return str(REFUSALS[document["error"]["code"]].meaning)
-    outcome = str(document["resolution"]["resolution"]["outcome"])
-    try:
-        return str(REFUSALS[outcome_refusal(outcome)].meaning)
+    try:  # an answer the authority resolved conflict, stale, invalid or expired
+        reply = REFUSALS[outcome_refusal(outcome)].meaning
     except KeyError:
-        return f"Your answer was recorded: the request is {outcome}."
+        reply = f"Your answer was recorded: the request is {outcome}."
+    return _Answer(document, _STATUS.get(outcome, 200), reply=reply)
+
+
+class _Answer(JSONResponse):
+    """The answer to a click, with what its ephemeral reply tells the person who clicked:
+    the catalogue's meaning of a refusal, or that their answer was recorded (the outcome
+    alone: no value of the request or the payload)."""
+
+    def __init__(self, document: dict[str, Any], status_code: int, *, reply: str) -> None:
+        super().__init__(document, status_code=status_code)
+        self.reply = reply
 
 
 def _reply(channel: str, url: str, text: str) -> None:
@@ -308,7 +309,7 @@ def _bad(message: str) -> HTTPException:
     return refused("aais.slack_payload", message)
 
 
-def _said(code: str, message: str) -> JSONResponse:
+def _said(code: str, message: str) -> _Answer:
     """A refusal as Slack's person sees it (an ephemeral text) and as the catalogue
     says it (status and ``error``); nothing was recorded."""
     status, error = http_refusal(code, message)
@@ -318,4 +319,4 @@ def _said(code: str, message: str) -> JSONResponse:
         "text": message,
         "error": error,
     }
-    return JSONResponse(document, status_code=status)
+    return _Answer(document, status, reply=REFUSALS[code].meaning)

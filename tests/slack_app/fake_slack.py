@@ -50,6 +50,8 @@ class FakeSlack:
     calls: list[Call] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     """Every path posted to, whatever it was (to see that nothing went elsewhere)."""
+    hooks_open: threading.Event = field(default_factory=threading.Event)
+    """Cleared: a reply to a ``response_url`` waits (at most 10 s) until it is set again."""
     failures: int = 0
     """How many of the next calls answer ``ok: false`` (``ratelimited``)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -72,6 +74,7 @@ class FakeSlack:
 @contextmanager
 def fake_slack() -> Iterator[FakeSlack]:
     state = FakeSlack()
+    state.hooks_open.set()
     counter = iter(range(1, 1_000_000))
 
     class Handler(BaseHTTPRequestHandler):
@@ -88,6 +91,7 @@ def fake_slack() -> Iterator[FakeSlack]:
             with state.lock:
                 state.paths.append(self.path)
             if self.path.startswith("/hooks/"):
+                state.hooks_open.wait(10)
                 with state.lock:
                     state.calls.append(Call("response_url", body, self.path))
                 self.send_response(200)

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 
+import httpx
 import pytest
 
 from aais_langgraph.protocol import REFUSALS
@@ -61,14 +62,23 @@ def told(reply: Call) -> str:
 
 
 def click(
-    site: SlackSite, path: str, *, user: str = USERS["alice"], decision: str = "approve"
+    site: SlackSite,
+    path: str,
+    *,
+    user: str = USERS["alice"],
+    decision: str = "approve",
+    within: float = 30.0,
 ) -> tuple[str, str, str, int]:
-    """Pause on ``path``, click ``decision`` as ``user``: (thread, request, reply url, status)."""
+    """Pause on ``path``, click ``decision`` as ``user`` (the answer awaited ``within``
+    seconds, as Slack awaits it): (thread, request, reply url, status)."""
     thread_id, request_id = site.pause(path)
     message = site.post_of(request_id)
     url = hook(site)
     payload = block_actions(message, button(message, decision), user=user, response_url=url)
-    answer = post_click(site, *signed(payload))
+    body, headers = signed(payload)
+    answer = httpx.post(
+        f"{site.url}/slack/interactions", content=body, headers=headers, timeout=within
+    )
     return thread_id, request_id, url, answer.status_code
 
 
@@ -78,6 +88,22 @@ def test_a_recorded_answer_is_confirmed(site: SlackSite) -> None:
     assert status == 200
     text = told(reply_to(site, url))
     assert text == "Your answer was recorded: the request is approved."
+    assert site.authority.get_resolution(request_id).resolution.outcome == "approved"
+
+
+def test_the_answer_does_not_wait_for_the_reply(site: SlackSite) -> None:
+    site.slack.hooks_open.clear()  # Slack's hooks host takes its time
+    try:
+        # Slack gives up on an answer after three seconds; the reply would take longer.
+        _, request_id, url, status = click(site, "/srv/unhurried.txt", within=3.0)
+
+        assert status == 200  # answered while the reply still waits
+        path = url.removeprefix(site.slack.hooks_url.removesuffix("/hooks/"))
+        wait_for(lambda: path in site.slack.paths, what="the reply to be under way")
+        assert not [call for call in site.slack.replies() if call.ts == path]
+    finally:
+        site.slack.hooks_open.set()
+    assert told(reply_to(site, url)).startswith("Your answer was recorded")
     assert site.authority.get_resolution(request_id).resolution.outcome == "approved"
 
 

@@ -16,11 +16,12 @@ the authenticated :class:`~aais_langgraph.authority.Principal`:
 An escalation records no event of the stream: it is a ``follow_up`` entry of the
 audit chain (:mod:`aais_langgraph.ledger.follow_ups`). A stream whose authorizer
 escalates follows that chain from where it began, and hands a viewer the request's
-own ``approval.requested`` envelope (SPEC §4.1: the request, as the authority
-emitted it, with its id and sequence) once an escalation lets them view it, and only
+stored ``approval.requested`` envelope once an escalation lets them view it, and only
 when they could not view it without the escalation: whoever saw it already gets no
 second copy. It is the request they would have found in a snapshot (SPEC §4.4: what
-is visible to the presenter); the next snapshot of a reconnect holds it too.
+is visible to the presenter); the next snapshot of a reconnect holds it too. The
+transports send it on their own stream
+(:meth:`~aais_langgraph.authority.ReplyStream.shown`), not the authority's.
 
 A trusted caller (no principal, or an administrator) sees everything. What is
 not visible is left out entirely: no id, no count, no placeholder.

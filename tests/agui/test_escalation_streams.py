@@ -18,6 +18,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import aais
 import httpx
 import pytest
 from fastapi import Request
@@ -212,11 +213,22 @@ def test_an_escalation_reaches_the_open_streams_of_the_escalated_group_only(
                     "the escalated request on mia's stream",
                 )
                 assert shown["request"]["id"] == request_id
-        [by_sse] = sse["mia"].of("approval.requested", later)
-        assert by_sse["_sse_id"] is None  # it does not move the resume position back
         stored = site.authority.ledger.get_request(later)
         assert stored is not None
-        assert {k: v for k, v in by_sse.items() if k != "_sse_id"} == stored.envelope
+        [by_sse] = sse["mia"].of("approval.requested", later)
+        [by_ws] = ws["mia"].of("approval.requested", later)
+        assert by_sse["_sse_id"] is None  # it does not move the resume position
+        del by_sse["_sse_id"]
+        aais.validate(by_sse)
+        for shown, own in ((by_sse, "aais-langgraph.sse_"), (by_ws, "aais-langgraph.ws_")):
+            # The same request, on the connection's own stream and sequence (SPEC §3):
+            # the authority's stream stays in order after the snapshot's as_of_sequence.
+            assert shown["request"] == stored.envelope["request"]
+            assert shown["stream"].startswith(own) and shown["stream"] != stored.envelope["stream"]
+            assert shown["id"] != stored.envelope["id"]
+        assert sorted(
+            e["sequence"] for e in sse["mia"].envelopes if e["stream"] == by_sse["stream"]
+        ) == [1, 2]
 
         # The request's later events reach mia too: mia decides it, everyone who may sees it.
         requested = site.authority.get_request(later)
@@ -232,6 +244,13 @@ def test_an_escalation_reaches_the_open_streams_of_the_escalated_group_only(
         for reader in (sse["mia"], ws["mia"], sse["sam"]):
             wait_for(lambda r=reader: r.of("approval.resolved", later), "the resolution")
         time.sleep(5 * POLL)
+        for reader in (sse["mia"], ws["mia"]):
+            # The authority's events after the snapshot: in order, after its as_of_sequence.
+            first, *rest = reader.envelopes
+            followed = [e["sequence"] for e in rest if e["stream"] == stored.envelope["stream"]]
+            assert len(followed) >= 2  # the decision and the resolution
+            assert followed == sorted(set(followed))
+            assert followed[0] > first["snapshot"]["as_of_sequence"]
 
         # The non-member got nothing; the approver from the start no second copy.
         for reader in (sse["ivan"], ws["ivan"]):

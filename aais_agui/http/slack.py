@@ -26,8 +26,14 @@ time come from the click (its user, action and ``action_ts``), so the same signe
 body sent again is an identical duplicate (SPEC §10): the same resolution, nothing
 recorded twice, whether it arrives while the first is being recorded or after. A
 click refused before anything is recorded leaves the request pending and answerable.
-The answer is JSON at once (Slack waits three seconds): an ``ephemeral`` text for the
-person who clicked, and the outcome.
+The answer is JSON at once (Slack waits three seconds) with the outcome. Slack shows
+nothing of that body to the person who clicked, so after it is sent they are told in
+an ephemeral reply to the payload's ``response_url`` (``slack_sdk``'s
+:class:`~slack_sdk.webhook.WebhookClient`): the refusal's meaning from the catalogue
+(:data:`~aais_langgraph.protocol.REFUSALS`), or that their answer was recorded, never
+a value of the request or the payload. Only a ``response_url`` under the channel's
+``hooks_url`` (Slack's hooks host) is replied to; the reply is best effort (one
+attempt, off the answer's path: it may be lost, and nothing depends on it).
 """
 
 from __future__ import annotations
@@ -44,14 +50,17 @@ from urllib.parse import parse_qs
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse
+from starlette.background import BackgroundTask
 
 from aais_langgraph.authority import TERMINAL, Principal
 from aais_langgraph.protocol import (
+    REFUSALS,
     AAISValidationError,
     ApprovalResolved,
     build_decision,
     http_refusal,
     loads_strict,
+    outcome_refusal,
 )
 from aais_langgraph.webhooks import ButtonValue, SlackApp, SlackChannel
 
@@ -67,6 +76,8 @@ logger = logging.getLogger(__name__)
 _STATUS = {"conflict": 409, "stale": 409, "invalid": 422}
 _TIMESTAMP_DIGITS = 12
 _SLACK_ID = 64
+_REPLY_TIMEOUT = 5
+"""Seconds the reply to a click's ``response_url`` may take (it is sent after the answer)."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +88,8 @@ class _Click:
     channel_id: str
     action_ts: str
     value: ButtonValue
+    response_url: str | None = None
+    """Where the person who clicked is replied to (None: not a URL of the channel's hooks)."""
 
 
 def slack_router(
@@ -110,10 +123,17 @@ def slack_router(
             logger.info(
                 "slack channel %s: a click by a Slack user not in slack_users", channel.name
             )
-            return _said("aais.slack_user", "you are not mapped to an approver; nothing recorded")
-        return await _answer(click, principal)
+            answer = _said("aais.slack_user", "you are not mapped to an approver; nothing recorded")
+        else:
+            answer = await _answer(click, principal)
+        if click.response_url is not None:
+            # Sent after the answer (Slack waits three seconds for it), in a worker thread.
+            answer.background = BackgroundTask(
+                _reply, channel.name, click.response_url, answer.reply
+            )
+        return answer
 
-    async def _answer(click: _Click, principal: Principal) -> JSONResponse:
+    async def _answer(click: _Click, principal: Principal) -> _Answer:
         value = click.value
         requested = await authority.aget_request(value.request_id)
         if requested is None:
@@ -154,7 +174,7 @@ def slack_router(
     return router
 
 
-def _resolved(resolved: ApprovalResolved) -> JSONResponse:
+def _resolved(resolved: ApprovalResolved) -> _Answer:
     """The resolution a click got, for the person who clicked and as the profile's status."""
     outcome = resolved.resolution.outcome
     document = {
@@ -163,7 +183,37 @@ def _resolved(resolved: ApprovalResolved) -> JSONResponse:
         "text": f"{outcome}: {resolved.resolution.message}",
         "resolution": resolved.to_json(),
     }
-    return JSONResponse(document, status_code=_STATUS.get(outcome, 200))
+    try:  # an answer the authority resolved conflict, stale, invalid or expired
+        reply = REFUSALS[outcome_refusal(outcome)].meaning
+    except KeyError:
+        reply = f"Your answer was recorded: the request is {outcome}."
+    return _Answer(document, _STATUS.get(outcome, 200), reply=reply)
+
+
+class _Answer(JSONResponse):
+    """The answer to a click, with what its ephemeral reply tells the person who clicked:
+    the catalogue's meaning of a refusal, or that their answer was recorded (the outcome
+    alone: no value of the request or the payload)."""
+
+    def __init__(self, document: dict[str, Any], status_code: int, *, reply: str) -> None:
+        super().__init__(document, status_code=status_code)
+        self.reply = reply
+
+
+def _reply(channel: str, url: str, text: str) -> None:
+    """Post ``text`` as an ephemeral reply to ``url`` (best effort: one attempt, logged)."""
+    from slack_sdk.errors import SlackClientError
+    from slack_sdk.webhook import WebhookClient
+
+    try:
+        sent = WebhookClient(url, timeout=_REPLY_TIMEOUT).send(
+            text=text, response_type="ephemeral", replace_original=False
+        )
+    except (OSError, ValueError, SlackClientError) as error:
+        logger.info("slack channel %s: a click's reply failed (%s)", channel, type(error).__name__)
+        return
+    if sent.status_code != 200:
+        logger.info("slack channel %s: a click's reply got HTTP %s", channel, sent.status_code)
 
 
 def _verified(
@@ -221,7 +271,9 @@ def _click(body: bytes, channel: SlackChannel) -> _Click:
         value = ButtonValue.decode(action.get("value"))
     except ValueError as error:
         raise _bad(str(error)) from None
-    return _Click(user, channel_id, action_ts, value)
+    response_url = payload.get("response_url")
+    reply_to = response_url if channel.replies_to(response_url) else None
+    return _Click(user, channel_id, action_ts, value, reply_to)
 
 
 def _member(payload: dict[str, Any], key: str, inner: str) -> str:
@@ -257,7 +309,7 @@ def _bad(message: str) -> HTTPException:
     return refused("aais.slack_payload", message)
 
 
-def _said(code: str, message: str) -> JSONResponse:
+def _said(code: str, message: str) -> _Answer:
     """A refusal as Slack's person sees it (an ephemeral text) and as the catalogue
     says it (status and ``error``); nothing was recorded."""
     status, error = http_refusal(code, message)
@@ -267,4 +319,4 @@ def _said(code: str, message: str) -> JSONResponse:
         "text": message,
         "error": error,
     }
-    return JSONResponse(document, status_code=status)
+    return _Answer(document, status, reply=REFUSALS[code].meaning)

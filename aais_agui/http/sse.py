@@ -7,6 +7,12 @@ compacted away) starts from an ``approval.snapshot``; a compaction gap is first
 announced with an ``event: aais.gap`` message, so the client knows to replace
 its state from the snapshot that follows.
 
+A request that escalates to the viewer while the stream is open
+(:meth:`~aais_langgraph.threads.EventFilter.aescalated`) is sent as an
+``approval.requested`` envelope of the request on the stream's own ``stream`` id and
+sequence (``aais-langgraph.sse_<hex>``, from 1; SPEC §3), in a message without an
+``id``: the authority's events stay in order and a resume's ``Last-Event-ID`` is theirs.
+
 A stream never outlives its login: given ``still_signed_in`` (the app's
 ``authenticate`` run again on the connection's headers), it is asked every
 ``reauth_interval`` seconds, before anything more is sent once that interval has
@@ -22,7 +28,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
-from aais_langgraph.authority import ApprovalAuthority, EventFollower, Principal
+from aais_langgraph.authority import ApprovalAuthority, EventFollower, Principal, ReplyStream
 from aais_langgraph.protocol import ApprovalSnapshot, envelope_text
 from aais_langgraph.threads import EventFilter, apending_approvals
 
@@ -95,6 +101,7 @@ async def event_stream(
         reauth_interval: seconds between two ``still_signed_in`` checks.
     """
     visible = EventFilter(authority, viewer)
+    own = ReplyStream("aais-langgraph.sse")
     checked_at = time.monotonic()
 
     async def signed_in() -> bool:
@@ -105,6 +112,7 @@ async def event_stream(
         return await still_signed_in()
 
     yield f"retry: {int(max(poll_interval, 0.5) * 1000)}\n\n"
+    await visible.aescalated()  # escalations from here on, before the snapshot
     last = after
     if last is not None:
         page = await asyncio.to_thread(authority.events_after, last, limit=1)
@@ -128,6 +136,9 @@ async def event_stream(
                 event=SIGNED_OUT_EVENT,
             )
             return
+        for envelope in await visible.aescalated():
+            # On the stream's own sequence (SPEC §3): no id, so Last-Event-ID stays put.
+            yield format_message(own.shown(envelope, now=authority.clock()))
         page = await follower.aread()
         for envelope in await visible.akeep(page.events):
             yield format_message(envelope, event_id=int(envelope["sequence"]))

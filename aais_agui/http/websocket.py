@@ -16,6 +16,10 @@ authenticated connection. ``GET {prefix}/ws`` (a WebSocket handshake):
   (or ``N`` is ahead of the ledger), a ``{"gap": {"after_sequence", "last_sequence"}}``
   frame (the SSE ``aais.gap``) comes first, then a snapshot that replaces the
   client's state.
+- A request that escalates to the actor while the connection is open
+  (:meth:`~aais_langgraph.threads.EventFilter.aescalated`) is sent as an
+  ``approval.requested`` envelope of the request on the connection's own stream
+  (below), so the authority's events stay in order after ``as_of_sequence``.
 - Client to server: ``approval.decided`` envelopes, recorded by exactly the HTTP
   endpoint's rules (:func:`aais_agui.http.decisions.arecord_decision`: the
   authenticated actor, strict I-JSON, edited arguments refused). Each frame gets
@@ -253,6 +257,7 @@ class _Connection:
     # -- the authority's stream ---------------------------------------------------------
 
     async def _events(self, after: int | None) -> None:
+        await self.visible.aescalated()  # escalations from here on, before the snapshot
         last = after
         if last is not None:
             page = await self.authority.aevents_after(last, limit=1)
@@ -269,6 +274,8 @@ class _Connection:
                 await self._still_signed_in()
             ):
                 return
+            for envelope in await self.visible.aescalated():
+                await self._send(self.replies.shown(envelope, now=self.authority.clock()))
             page = await follower.aread()
             if page.gap:
                 await self._gap(follower.last, page.last_sequence)

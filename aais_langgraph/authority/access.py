@@ -39,7 +39,7 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from ..ledger import Ledger, StoredRequest, ThreadRecord
-from ..ledger.follow_ups import escalated
+from ..ledger.follow_ups import escalated_to
 from ..ledger.selection import PendingSelection
 from ..protocol import Actor, Request
 from .authorization import (
@@ -104,21 +104,28 @@ class Access:
     def request_resource(self, request: Request, *, decision: str | None = None) -> Resource:
         """What an access to ``request`` is asked about, from the request (and, for one
         the policy escalates, whether its escalation ran)."""
+        groups = self.escalated_to(request)
         return Resource(
             request=request,
             requester=requester_of(request),
             decision=decision,
             approved_by=approved_by_of(request),
-            escalated=self.escalated(request),
+            escalated=groups is not None,
+            escalated_to=groups or frozenset(),
         )
 
     def escalated(self, request: Request) -> bool:
         """Whether ``request`` escalated: the policy escalates it and the ledger holds its
         escalation as done."""
+        return self.escalated_to(request) is not None
+
+    def escalated_to(self, request: Request) -> frozenset[str] | None:
+        """The groups ``request`` escalated to (None: the authorizer does not escalate it, or
+        its escalation has not run)."""
         authorizer = self.authorizer
         if not isinstance(authorizer, Escalations) or not authorizer.escalates(request):
-            return False
-        return escalated(self.ledger, request.id)
+            return None
+        return escalated_to(self.ledger, request.id)
 
     def resource_of(
         self, stored: StoredRequest, request: Request, *, decision: str | None = None

@@ -396,6 +396,11 @@ class AccessPolicy:
         return self._rule(kind, name, risk)
 
     @property
+    def escalates_anything(self) -> bool:
+        """Whether any approver rule escalates (:class:`~.authorization.Escalations`)."""
+        return any(rule.escalate_to for rule in self.approvers)
+
+    @property
     def follows_up(self) -> bool:
         """Whether any rule reminds or escalates, or requesters are notified."""
         return bool(self.requesters_notify) or any(

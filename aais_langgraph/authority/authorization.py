@@ -166,6 +166,9 @@ class Resource:
     row ``done`` and vouched for by its audit entry:
     :func:`~aais_langgraph.ledger.follow_ups.escalated`), so the groups its rule
     escalates to may view and decide it too."""
+    escalated_to: frozenset[str] = field(default_factory=frozenset)
+    """For a request that escalated: the groups its escalation named (its ``follow_up``
+    audit entry's ``escalated_to``); empty when it did not escalate."""
 
 
 @dataclass(frozen=True)
@@ -236,7 +239,9 @@ class GroupDecisions(Protocol):
 class Escalations(Protocol):
     """An authorizer whose policy escalates some requests to other groups (optional): for
     those, the access object reads whether the escalation ran (:attr:`Resource.escalated`)
-    before asking."""
+    before asking. One may also say ``escalates_anything = False`` (an attribute or a
+    property) when it escalates no request at all: open streams then do not look for
+    escalations (:meth:`aais_langgraph.threads.EventFilter.aescalated`)."""
 
     def escalates(self, request: Request) -> bool:
         """Whether an escalation of ``request`` changes who may view and decide it."""

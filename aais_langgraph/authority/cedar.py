@@ -3,15 +3,18 @@
 Each question becomes one Cedar request:
 
 - principal ``User::"<actor id>"`` for a person, a member of ``Group::"<name>"``
-  for each of its groups; ``Service::"<actor id>"`` for a machine identity (a
-  ``policy`` actor: a scraper's or a bot's token), in no group whatever its token
-  says, so only policies that name it let it do anything;
+  for each of its groups and with the attribute ``groups`` (their names, a set);
+  ``Service::"<actor id>"`` for a machine identity (a ``policy`` actor: a scraper's
+  or a bot's token), in no group whatever its token says (``groups`` empty), so
+  only policies that name it let it do anything;
 - action ``Action::"view"``, ``"decide"``, ``"cancel"``, ``"revoke"``,
   ``"reconcile"``, ``"start"``, ``"post"`` or ``"metrics"``;
 - resource ``Request::"<request id>"`` with the attributes ``kind``, ``name``,
   ``risk`` (``"low"`` … ``"critical"``), ``risk_rank`` (0 … 3), ``session``,
   ``harness``, ``requester`` (``""`` when unknown), ``argument_keys`` (the set
-  of the action's argument names; never their values); a thread is
+  of the action's argument names; never their values), ``escalated`` and
+  ``escalated_to`` (whether its escalation ran, and the groups it named: see
+  below); a thread is
   ``Thread::"<id>"`` with ``owner`` (who started it; ``""`` before anyone did:
   a ``start``), ``participants`` (who started it or posted to it) and
   ``requesters``; a grant is ``Grant::"<id>"`` carrying its request's
@@ -40,6 +43,22 @@ For example, SREs approve high-risk shell commands, nobody approves their own::
     forbid (principal, action == Action::"decide", resource)
     when { context.own && context.decision == "approve" };
 
+Escalation: the reminders and escalations of a request are scheduled by the approver
+rules of the ledger's plan (an :class:`~.access_policy.AccessPolicy` with
+``escalate_after`` and ``escalate_to``, given to ``SubscriptionPlan(policy=...)``), and
+run by the ``follow_ups`` job whatever the authorizer. Once a request's escalation
+ran (its outbox row ``done`` and vouched for by its ``follow_up`` audit entry, as the
+access object reads it), ``resource.escalated`` is true and ``resource.escalated_to``
+holds the groups it named; before, they are ``false`` and empty. The ledger is read
+for them only when a policy mentions either attribute. Grant the escalated groups,
+e.g. every member of any group the request escalated to::
+
+    permit (principal, action in [Action::"view", Action::"decide"], resource is Request)
+    when { resource.escalated_to.containsAny(principal.groups) };
+
+or one group by name: ``principal in Group::"managers"`` with
+``resource.escalated_to.contains("managers")``.
+
 Cedar denies by default; a refusal's reason names the policies that decided
 it (their ids), never a value. A ``forbid`` policy that fails to evaluate (an
 attribute the resource lacks) refuses the access, even where Cedar, which skips
@@ -58,6 +77,7 @@ from typing import Any, ClassVar
 
 import cedarpy
 
+from ..protocol import Request
 from .authorization import ALLOWED, Permission, Principal, Resource, Verb, is_service
 
 __all__ = ["CedarAuthorizer"]
@@ -87,6 +107,19 @@ class CedarAuthorizer:
             for policy_id, policy in (parsed.get("staticPolicies") or {}).items()
             if policy.get("effect") == "forbid"
         )
+        reads = json.dumps(parsed)
+        self._reads_escalations = '"escalated_to"' in reads or '"escalated"' in reads
+
+    def escalates(self, request: Request) -> bool:
+        """Whether the access object should read ``request``'s escalation from the ledger
+        (:class:`~.authorization.Escalations`): when a policy mentions ``escalated`` or
+        ``escalated_to``, for every request (which requests escalate is the plan's)."""
+        return self._reads_escalations
+
+    @property
+    def escalates_anything(self) -> bool:
+        """Whether any policy mentions ``escalated`` or ``escalated_to``."""
+        return self._reads_escalations
 
     def authorize(self, principal: Principal, verb: Verb, resource: Resource) -> Permission:
         owner = resource.requester if resource.request is not None else resource.owner
@@ -159,7 +192,9 @@ class CedarAuthorizer:
             if found is not None:
                 self._principals.move_to_end(key)
                 return found
-        document = [{"uid": {"type": "Group", "id": group}, "attrs": {}, "parents": []}]
+        document = [
+            {"uid": {"type": "Group", "id": group}, "attrs": {"groups": [group]}, "parents": []}
+        ]
         return self._keep(key, cedarpy.Entities.from_json_str(json.dumps(document)))
 
     def _keep(self, key: tuple[str, frozenset[str]], parsed: cedarpy.Entities) -> cedarpy.Entities:
@@ -183,7 +218,7 @@ class CedarAuthorizer:
         document = [
             {
                 "uid": {"type": _principal_type(principal), "id": principal.id},
-                "attrs": {},
+                "attrs": {"groups": groups},
                 "parents": [{"type": "Group", "id": name} for name in groups],
             },
             *(
@@ -221,6 +256,8 @@ def _resource(resource: Resource) -> tuple[dict[str, str], dict[str, Any]]:
             "harness": request.origin.harness,
             "requester": resource.requester or "",
             "argument_keys": sorted((request.action.arguments or {}).keys()),
+            "escalated": resource.escalated,
+            "escalated_to": sorted(resource.escalated_to),
         }
         if resource.grant_id is not None:
             return {"type": "Grant", "id": resource.grant_id}, attrs

@@ -4,16 +4,20 @@ The ledger's event stream is the authority's one producer stream (SPEC §3): its
 sequences order only its own envelopes. A presenter binding (SSE, WebSocket, NDJSON
 stdio) reads it page by page after the snapshot's ``as_of_sequence`` (SPEC §4.4) with an
 :class:`EventFollower`; how it waits between pages is the binding's business. Its
-replies to decisions go on a :class:`ReplyStream` of its own, with its own sequences.
+replies to decisions go on a :class:`ReplyStream` of its own, with its own sequences,
+and so does a request it is shown anew once an escalation lets its viewer see it
+(:meth:`ReplyStream.shown`): the authority's stream stays in order after the
+snapshot's ``as_of_sequence``.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..protocol import ApprovalResolved, new_id
+from ..protocol import ApprovalRequested, ApprovalResolved, format_timestamp, new_id
 from ..protocol.extensions import IN_REPLY_TO_EXTENSION
 from .screening import EventPage
 
@@ -83,3 +87,17 @@ class ReplyStream:
         envelope.update(id=new_id("evt"), stream=self.stream, sequence=self.sent)
         envelope["extensions"] = extensions
         return ApprovalResolved.from_data(envelope).to_json()
+
+    def shown(self, requested: Mapping[str, Any], *, now: datetime) -> dict[str, Any]:
+        """The request of ``requested`` (an ``approval.requested`` of the authority's stream)
+        as the next envelope on this stream, at ``now``: the same request (SPEC §4.1), a
+        new event id, time and sequence."""
+        self.sent += 1
+        envelope = dict(requested)
+        envelope.update(
+            id=new_id("evt"),
+            stream=self.stream,
+            sequence=self.sent,
+            occurred_at=format_timestamp(now),
+        )
+        return ApprovalRequested.from_data(envelope).to_json()

@@ -39,6 +39,7 @@ __all__ = [
     "FOLLOW_UP_TARGETS",
     "FollowUpTarget",
     "escalated",
+    "escalated_to",
     "escalation_id",
     "follow_up_audit",
     "followed_change",
@@ -155,15 +156,26 @@ def escalated(ledger: Ledger, request_id: str) -> bool:
     """Whether the request's escalation ran: its row is ``done`` and the audit chain vouches
     for it (a ``follow_up`` entry of that escalation whose hash matches its content, as
     the runner writes in the same transaction). The durable fact the access object asks."""
+    return escalated_to(ledger, request_id) is not None
+
+
+def escalated_to(ledger: Ledger, request_id: str) -> frozenset[str] | None:
+    """The groups the request's escalation named, once it ran (as :func:`escalated`
+    reads it: its row ``done``, its audit entry intact); None while it has not."""
     found = ledger.get_work(FOLLOW_UP, escalation_id(request_id))
     if found is None or found.state != "done":
-        return False
-    return any(
-        entry.payload.get("work_id") == found.work_id
-        and entry.payload.get("follow_up") == "escalation"
-        and _intact(entry)
-        for entry in ledger.follow_up_entries(request_id)
-    )
+        return None
+    for entry in ledger.follow_up_entries(request_id):
+        if (
+            entry.payload.get("work_id") == found.work_id
+            and entry.payload.get("follow_up") == "escalation"
+            and _intact(entry)
+        ):
+            groups = entry.payload.get("escalated_to")
+            if not isinstance(groups, list):
+                return frozenset()
+            return frozenset(item for item in groups if isinstance(item, str))
+    return None
 
 
 def _intact(entry: AuditEntry) -> bool:

@@ -10,7 +10,18 @@ the authenticated :class:`~aais_langgraph.authority.Principal`:
 - :class:`EventFilter` says, per envelope of the event stream, whether the
   principal may receive it (a request's events follow the request's
   visibility; anything not about one request, such as a snapshot, is cut to
-  what they may see first).
+  what they may see first), and which requests escalated to them while their
+  stream was open (:meth:`EventFilter.aescalated`).
+
+An escalation records no event of the stream: it is a ``follow_up`` entry of the
+audit chain (:mod:`aais_langgraph.ledger.follow_ups`). A stream whose authorizer
+escalates follows that chain from where it began, and hands a viewer the request's
+stored ``approval.requested`` envelope once an escalation lets them view it, and only
+when they could not view it without the escalation: whoever saw it already gets no
+second copy. It is the request they would have found in a snapshot (SPEC §4.4: what
+is visible to the presenter); the next snapshot of a reconnect holds it too. The
+transports send it on their own stream
+(:meth:`~aais_langgraph.authority.ReplyStream.shown`), not the authority's.
 
 A trusted caller (no principal, or an administrator) sees everything. What is
 not visible is left out entirely: no id, no count, no placeholder.
@@ -18,11 +29,12 @@ not visible is left out entirely: no id, no count, no placeholder.
 
 from __future__ import annotations
 
+import asyncio
 import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -143,8 +155,13 @@ def _same_objects(before: list[Request], now: list[Request]) -> bool:
     return len(before) == len(now) and all(map(operator.is_, before, now))
 
 
+_ESCALATIONS_PAGE = 500
+"""Audit entries read per look for escalations."""
+
+
 class EventFilter:
-    """Whether ``viewer`` may receive an envelope of the event stream (cached per request)."""
+    """Whether ``viewer`` may receive an envelope of the event stream (cached per request),
+    and the requests that escalated to them since the stream began."""
 
     def __init__(
         self, authority: ApprovalAuthority, viewer: Principal | None, size: int = 4096
@@ -153,6 +170,64 @@ class EventFilter:
         self._viewer = viewer
         self._size = size
         self._seen: OrderedDict[str, bool] = OrderedDict()
+        self._audit_index: int | None = None
+        """The last audit entry looked at for escalations (None: not begun)."""
+
+    async def aescalated(self) -> list[dict[str, Any]]:
+        """The ``approval.requested`` envelopes of the requests whose escalation ran since
+        the last call and lets the viewer view them now, where nothing else did (see the
+        module docs); the first call only marks where the stream begins (call it before
+        its snapshot). Nothing for a trusted viewer or an authorizer that never escalates."""
+        authorizer = self._authority.authorizer
+        if (
+            self.trusted
+            or not isinstance(authorizer, Escalations)
+            or getattr(authorizer, "escalates_anything", True) is False
+        ):
+            return []
+        return await asyncio.to_thread(self._escalated)
+
+    def _escalated(self) -> list[dict[str, Any]]:
+        ledger = self._authority.ledger
+        if self._audit_index is None:
+            tip = ledger.audit_tip()
+            self._audit_index = -1 if tip is None else tip[0]
+            return []
+        found: list[dict[str, Any]] = []
+        while True:
+            entries = ledger.audit_entries(after_index=self._audit_index, limit=_ESCALATIONS_PAGE)
+            for entry in entries:
+                self._audit_index = entry.index
+                request_id = entry.payload.get("request_id")
+                if (
+                    entry.kind == "follow_up"
+                    and entry.payload.get("follow_up") == "escalation"
+                    and isinstance(request_id, str)
+                ):
+                    envelope = self._newly_visible(request_id)
+                    if envelope is not None:
+                        found.append(envelope)
+            if len(entries) < _ESCALATIONS_PAGE:
+                return found
+
+    def _newly_visible(self, request_id: str) -> dict[str, Any] | None:
+        """The request's envelope when its escalation (vouched, as the access object reads
+        it) is what lets the viewer view it; the answer is remembered for its events."""
+        access, ledger = self._authority.access, self._authority.ledger
+        stored = ledger.get_request(request_id)
+        if stored is None or ledger.get_resolution(request_id) is not None:
+            return None  # a resolved request is no longer shown as pending
+        resource = access.stored_resource(request_id, stored=stored)
+        if resource is None or not resource.escalated:
+            return None
+        if not access.permits(self._viewer, "view", resource).allowed:
+            self._remember(request_id, False)
+            return None
+        self._remember(request_id, True)
+        before = replace(resource, escalated=False, escalated_to=frozenset())
+        if access.permits(self._viewer, "view", before).allowed:
+            return None  # theirs already: in their snapshot or their stream's events
+        return dict(stored.envelope)
 
     @property
     def trusted(self) -> bool:

@@ -21,12 +21,18 @@ principal through ``[slack_users]`` and records the answer on the one answer pat
     as_groups = ["sre"]                   # ``view`` decides what the channel is shown
     include_arguments = false             # show the action's arguments in the message
     api_url = "https://slack.com/api/"    # the Web API (default: Slack's)
+    hooks_url = "https://hooks.slack.com/"   # where a click's reply may go (default: Slack's)
     max_attempts = 8                      # then the delivery is dead (retry it by hand)
 
     [slack_users]
     U0123ALICE = { user = "alice", groups = ["sre"] }   # Slack user id -> principal
 
 A Slack user not in ``[slack_users]`` is refused and nothing is recorded.
+
+The person who clicked is told the outcome in a short ephemeral reply posted to the
+click's ``response_url`` (:meth:`SlackChannel.replies_to`: only a URL under
+``hooks_url``, Slack's hooks host unless set, so no payload can make the server post
+elsewhere).
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..authority import Principal
 from ..ledger.selection import ActionPattern
@@ -45,6 +52,8 @@ from .subscriptions import WebhookSubscription
 __all__ = ["SlackApp", "SlackChannel", "load_slack", "slack_from_mapping"]
 
 SLACK_API = "https://slack.com/api/"
+SLACK_HOOKS = "https://hooks.slack.com/"
+"""Where Slack's ``response_url`` of an interaction points (its hooks host)."""
 SLACK_NOTICES = frozenset({"approval.requested", "approval.resolved"})
 """What a channel is sent: the request (posted), its resolution (the message rewritten)."""
 _KEYS = {
@@ -61,11 +70,13 @@ _KEYS = {
     "as_groups",
     "include_arguments",
     "api_url",
+    "hooks_url",
     "max_attempts",
 }
 _USER_KEYS = {"user", "groups"}
 _RISKS = ("low", "medium", "high", "critical")
 _MAX_SLACK_ID = 64
+_MAX_URL = 2048
 
 
 @dataclass(frozen=True)
@@ -85,6 +96,8 @@ class SlackChannel:
     max_attempts: int = 8
     team: str | None = None
     """The Slack workspace (team id) whose clicks are taken (None: any the app is in)."""
+    hooks_url: str = SLACK_HOOKS
+    """The prefix a click's ``response_url`` must have to be replied to (Slack's hooks host)."""
 
     def __post_init__(self) -> None:
         where = f"slack.{self.name}" if self.name else "slack"
@@ -93,8 +106,28 @@ class SlackChannel:
                 raise ValueError(f"{where}.{key}: must be a non-empty string")
         if not self.api_url.startswith(("https://", "http://")):
             raise ValueError(f"{where}.api_url: must be an http or https URL")
+        hooks = urlsplit(self.hooks_url)
+        if hooks.scheme not in ("https", "http") or not hooks.netloc or hooks.query:
+            raise ValueError(f"{where}.hooks_url: must be an http or https URL")
+        if not self.hooks_url.endswith("/") or hooks.fragment:
+            raise ValueError(f"{where}.hooks_url: must end with a slash")
         if self.max_attempts < 1:
             raise ValueError(f"{where}.max_attempts: must be at least 1")
+
+    def replies_to(self, url: object) -> bool:
+        """Whether a click's ``response_url`` may be replied to: a printable ASCII URL
+        under :attr:`hooks_url`, on its scheme and host, with no ``..`` segment."""
+        if not isinstance(url, str) or len(url) > _MAX_URL or not url.startswith(self.hooks_url):
+            return False
+        if not (url.isascii() and url.isprintable()) or any(c in url for c in " \\"):
+            return False
+        found, hooks = urlsplit(url), urlsplit(self.hooks_url)
+        return (
+            (found.scheme, found.netloc) == (hooks.scheme, hooks.netloc)
+            and not found.fragment
+            and ".." not in found.path.split("/")
+            and "%2e" not in found.path.lower()
+        )
 
     @property
     def subscription(self) -> WebhookSubscription:
@@ -196,6 +229,7 @@ def _channel(table: Any, where: str, env: Mapping[str, str]) -> SlackChannel:
     if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
         raise ValueError(f"{where}.max_attempts: must be an integer at least 1")
     api_url = _text(table, "api_url", where) if "api_url" in table else SLACK_API
+    hooks_url = _text(table, "hooks_url", where) if "hooks_url" in table else SLACK_HOOKS
     team = _text(table, "team", where) if "team" in table else None
     try:
         return SlackChannel(
@@ -213,6 +247,7 @@ def _channel(table: Any, where: str, env: Mapping[str, str]) -> SlackChannel:
             as_groups=_strings(table, "as_groups", where),
             include_arguments=include,
             api_url=api_url,
+            hooks_url=hooks_url,
             max_attempts=attempts,
             team=team,
         )

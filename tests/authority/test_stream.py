@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from aais_langgraph.authority import DEFAULT_STREAM, ApprovalAuthority
+from aais_langgraph.authority import DEFAULT_STREAM, ApprovalAuthority, ReplyStream
 from aais_langgraph.ledger import Ledger
 from aais_langgraph.protocol import build_request
 
@@ -74,3 +74,25 @@ def test_an_authority_may_name_its_stream(ledger: Ledger, clock: FakeClock) -> N
 def test_a_malformed_stream_is_refused_at_construction(stream: str) -> None:
     with pytest.raises(ValueError, match="stream"):
         ApprovalAuthority(stream=stream)
+
+
+def test_a_request_shown_anew_goes_on_the_bindings_own_stream(
+    authority: ApprovalAuthority,
+) -> None:
+    requested = new_request(authority)
+    stored = authority.ledger.get_request(requested.request.id)
+    assert stored is not None
+    own = ReplyStream("aais-langgraph.test")
+    now = authority.clock()
+
+    first = own.shown(stored.envelope, now=now)
+    second = own.shown(stored.envelope, now=now)
+
+    for shown in (first, second):
+        assert_spec_valid(shown)
+        assert shown["type"] == "approval.requested"
+        assert shown["request"] == stored.envelope["request"]  # the same request
+        assert shown["stream"] == own.stream != stored.envelope["stream"]
+    assert (first["sequence"], second["sequence"]) == (1, 2)
+    assert first["id"] != second["id"] != stored.envelope["id"]
+    assert stored.envelope == authority.ledger.get_request(requested.request.id).envelope

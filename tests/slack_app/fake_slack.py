@@ -1,4 +1,5 @@
-"""Slack's Web API played on loopback: records ``chat.postMessage`` and ``chat.update`` calls.
+"""Slack's Web API played on loopback: records ``chat.postMessage`` and ``chat.update`` calls,
+and the replies posted to a click's ``response_url`` (under ``hooks_url``).
 
 The Slack API is out of reach here, so ``WebClient(base_url=...)`` is pointed at this
 server, which answers as Slack documents (``{"ok": true, "channel": ..., "ts": ...}``;
@@ -44,7 +45,13 @@ class Call:
 @dataclass
 class FakeSlack:
     url: str = ""
+    hooks_url: str = ""
+    """Slack's hooks host played here: a ``response_url`` under it is answered ``ok``."""
     calls: list[Call] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    """Every path posted to, whatever it was (to see that nothing went elsewhere)."""
+    hooks_open: threading.Event = field(default_factory=threading.Event)
+    """Cleared: a reply to a ``response_url`` waits (at most 10 s) until it is set again."""
     failures: int = 0
     """How many of the next calls answer ``ok: false`` (``ratelimited``)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -59,10 +66,15 @@ class FakeSlack:
     def updated(self) -> list[Call]:
         return self.of("chat.update")
 
+    def replies(self) -> list[Call]:
+        """The replies posted to ``response_url`` s under :attr:`hooks_url`."""
+        return self.of("response_url")
+
 
 @contextmanager
 def fake_slack() -> Iterator[FakeSlack]:
     state = FakeSlack()
+    state.hooks_open.set()
     counter = iter(range(1, 1_000_000))
 
     class Handler(BaseHTTPRequestHandler):
@@ -76,6 +88,18 @@ def fake_slack() -> Iterator[FakeSlack]:
                 if isinstance(body.get("blocks"), str):
                     body["blocks"] = json.loads(body["blocks"])
             method = self.path.rsplit("/", 1)[-1]
+            with state.lock:
+                state.paths.append(self.path)
+            if self.path.startswith("/hooks/"):
+                state.hooks_open.wait(10)
+                with state.lock:
+                    state.calls.append(Call("response_url", body, self.path))
+                self.send_response(200)
+                self.send_header("content-type", "text/plain")
+                self.send_header("content-length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+                return
             with state.lock:
                 failing = state.failures > 0
                 state.failures -= 1 if failing else 0
@@ -101,6 +125,7 @@ def fake_slack() -> Iterator[FakeSlack]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     state.url = f"http://127.0.0.1:{server.server_address[1]}/api/"
+    state.hooks_url = f"http://127.0.0.1:{server.server_address[1]}/hooks/"
     try:
         yield state
     finally:

@@ -56,6 +56,7 @@ as_user = "slack-ops"
 as_groups = ["sre"]
 include_arguments = true
 api_url = "{api}"
+hooks_url = "{hooks}"
 
 [[slack]]
 name = "blind"
@@ -159,7 +160,7 @@ def slack_site(folder: Path, *, rules: dict[str, Any] | None = None) -> Iterator
     """The served site; ``rules``: the access policy (default: ``sre`` decides everything)."""
     with fake_slack() as slack:
         policy_file = folder / "policy.toml"
-        policy_file.write_text(POLICY.format(api=slack.url))
+        policy_file.write_text(POLICY.format(api=slack.url, hooks=slack.hooks_url))
         environ = {"SLACK_BOT_TOKEN": TOKEN, "SLACK_SIGNING_SECRET": SECRET}
         app_config = load_slack(policy_file, environ=environ)
         assert app_config is not None
@@ -204,9 +205,10 @@ def block_actions(
     user: str,
     channel: str | None = None,
     team: str = "T0TEAM",
+    response_url: str = "https://hooks.slack.com/actions/T0TEAM/1/abc",
 ) -> dict[str, Any]:
     """The ``block_actions`` payload Slack sends when ``user`` clicks ``button`` of
-    ``message`` (Slack's documented shape)."""
+    ``message`` (Slack's documented shape), its reply going to ``response_url``."""
     where = channel or str(message.body["channel"])
     return {
         "type": "block_actions",
@@ -226,7 +228,7 @@ def block_actions(
         "channel": {"id": where, "name": "approvals"},
         "message": {"type": "message", "text": message.body.get("text"), "ts": "1700000000.000001"},
         "state": {"values": {}},
-        "response_url": "https://hooks.slack.com/actions/T0TEAM/1/abc",
+        "response_url": response_url,
         "actions": [
             {
                 "action_id": button["action_id"],

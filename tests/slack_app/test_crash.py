@@ -110,7 +110,7 @@ def test_killed_between_a_click_and_its_record_the_request_stays_answerable(
     folder: Path,
 ) -> None:
     with fake_slack() as slack:
-        (folder / "policy.toml").write_text(POLICY.format(api=slack.url))
+        (folder / "policy.toml").write_text(POLICY.format(api=slack.url, hooks=slack.hooks_url))
         with served(folder, slack, "before_record") as first:
             request_id = start_thread(first, "t-before")
             message = wait_for(
@@ -143,7 +143,7 @@ def test_killed_between_a_click_and_its_record_the_request_stays_answerable(
 
 def test_killed_after_a_click_is_recorded_a_second_click_records_nothing(folder: Path) -> None:
     with fake_slack() as slack:
-        (folder / "policy.toml").write_text(POLICY.format(api=slack.url))
+        (folder / "policy.toml").write_text(POLICY.format(api=slack.url, hooks=slack.hooks_url))
         with served(folder, slack, "after_record") as first:
             request_id = start_thread(first, "t-after")
             message = wait_for(
@@ -178,7 +178,7 @@ def test_killed_between_a_posts_claim_and_its_send_the_message_is_posted_once(
     folder: Path,
 ) -> None:
     with fake_slack() as slack:
-        (folder / "policy.toml").write_text(POLICY.format(api=slack.url))
+        (folder / "policy.toml").write_text(POLICY.format(api=slack.url, hooks=slack.hooks_url))
         with served(folder, slack, "before_send") as first:
             request_id = start_thread(first, "t-send")
             kill_at(folder, first, "before_send")

@@ -47,3 +47,48 @@ def test_the_async_cut_keeps_what_the_sync_cut_keeps() -> None:
         assert asyncio.run(cut.akeep(envelopes)) == expected  # from what it remembered
     assert len(EventFilter(authority, DEV).keep(envelopes)) == 1
     assert EventFilter(authority, None).keep(envelopes) == envelopes
+
+
+class CountingLedger(InMemoryLedger):
+    """An in-memory ledger that counts reads of the audit chain."""
+
+    audit_reads = 0
+
+    def audit_entries(self, *, after_index: int = -1, limit: int | None = None) -> list[Any]:
+        self.audit_reads += 1
+        return super().audit_entries(after_index=after_index, limit=limit)
+
+
+def test_a_policy_that_escalates_nothing_reads_no_audit_for_escalations() -> None:
+    quiet = AccessPolicy.from_mapping({"default_approvers": ["sre"]})
+    ledger = CountingLedger()
+    authority = ApprovalAuthority(ledger, authorizer=quiet)
+    stream(authority)
+    cut = EventFilter(authority, DEV)
+    for _ in range(3):
+        assert asyncio.run(cut.aescalated()) == []
+    assert ledger.audit_reads == 0
+
+
+def test_a_policy_that_escalates_follows_the_audit_chain() -> None:
+    escalating = AccessPolicy.from_mapping(
+        {
+            "default_approvers": ["sre"],
+            "approvers": [
+                {
+                    "kinds": ["process.*"],
+                    "groups": ["sre"],
+                    "escalate_after": 60,
+                    "escalate_to": ["dev"],
+                }
+            ],
+        }
+    )
+    ledger = CountingLedger()
+    authority = ApprovalAuthority(ledger, authorizer=escalating)
+    cut = EventFilter(authority, DEV)
+    assert asyncio.run(cut.aescalated()) == []  # where the stream begins: the tip
+    stream(authority)
+    assert asyncio.run(cut.aescalated()) == []  # requests, but no escalation ran
+    assert ledger.audit_reads == 1
+    assert asyncio.run(EventFilter(authority, None).aescalated()) == []  # trusted: all seen

@@ -2,7 +2,9 @@
 
 Needs the ``postgres`` extra; import it from here (``aais_langgraph.ledger`` stays
 standard-library only). Every state change is one READ COMMITTED transaction with
-a fixed lock order, so nothing deadlocks and nothing needs a retry:
+a fixed lock order, so nothing deadlocks and nothing needs a retry; the common ones
+(a request, a resolution, an execution mark, a lease) are one statement each, a
+server-side function that checks, stamps and writes (:mod:`._postgres_writes`):
 
 - resolve-once: the request row is locked (``SELECT ... FOR UPDATE``) before the
   resolution is looked up, so racing resolvers queue and all but the first find it;
@@ -10,11 +12,12 @@ a fixed lock order, so nothing deadlocks and nothing needs a retry:
   write that allocates a sequence or appends to the audit chain, and always locked
   last. Sequences are therefore gap-free, and commit in sequence order: a reader
   tailing ``events_after`` never sees sequence n+1 before n. The lock is taken by
-  ``aais_stamp`` (:mod:`._postgres_server_counters`) in the statement pipelined with the
-  ``COMMIT``, which fills in the sequences and audit hashes server-side, so no
-  replica waits on another's client; on a schema without the function (set up
-  by an earlier version) the lock waits for one client turn (the locking read's
-  reply), the writes and ``COMMIT`` following in one round trip;
+  ``aais_stamp`` (:mod:`._postgres_server_counters`), last in a write function or in
+  the statement pipelined with a transaction's ``COMMIT``, which fills in the
+  sequences and audit hashes server-side, so no replica waits on another's client;
+  on a schema without the function (set up by an earlier version) the lock waits for
+  one client turn (the locking read's reply), the writes and ``COMMIT`` following in
+  one round trip;
 - a duplicate request or grant id racing another writer is refused by the
   table's unique key and answered as the check before it would have answered;
 - a run lease is one upsert whose ``WHERE`` admits only its holder or an expired
@@ -375,11 +378,11 @@ class PostgresLedger(SqlLedger):
             self._stamps = bool(row and row[0])
         return self._stamps
 
-    def _writes_at_once(self) -> bool:
-        """Whether writes go as one statement each (:mod:`._postgres_writes`): the schema
-        has the server side, and no delivery plan adds outbox rows to them (a write that
-        records deliveries takes the shared transaction)."""
-        if self._delivery_plan is not None:
+    def _writes_at_once(self, *, records_deliveries: bool = False) -> bool:
+        """Whether a write goes as one statement (:mod:`._postgres_writes`): the schema
+        has the server side, and no delivery plan adds outbox rows to it (a write that
+        records deliveries, ``records_deliveries``, takes the shared transaction)."""
+        if records_deliveries and self._delivery_plan is not None:
             return False
         if self._stamps is None:
             with self._read() as cur:
@@ -395,7 +398,7 @@ class PostgresLedger(SqlLedger):
         mac: str | None = None,
     ) -> tuple[StoredRequest, bool]:
         try:
-            if self._writes_at_once():
+            if self._writes_at_once(records_deliveries=True):
                 return self._add_request_at_once(envelope, thread_id, context, mac)
             return super().add_request(envelope, thread_id=thread_id, context=context, mac=mac)
         except psycopg.errors.UniqueViolation as error:
@@ -439,7 +442,7 @@ class PostgresLedger(SqlLedger):
         self, write: ResolutionWrite, claim: ex.ExecutionChange | None
     ) -> tuple[StoredResolution, bool, ex.Execution | None]:
         try:
-            if claim is None and self._writes_at_once():
+            if claim is None and self._writes_at_once(records_deliveries=True):
                 return self._resolve_at_once(write)
             return super()._record_resolution(write, claim)
         except psycopg.errors.UniqueViolation as error:
@@ -492,7 +495,8 @@ class PostgresLedger(SqlLedger):
             with StampedCounters(self, cur, call=call) as counters:
                 appended = counters.append_audit("execution", payload)
         if counters.refused() is not None:
-            self._executions.pop(request_id, None)
+            with self._executions_lock:
+                self._executions.pop(request_id, None)
             return super().update_execution(request_id, change, durable=durable)
         entry = counters.settled(appended)
         self._remember(updated, _entry_json(entry, payload))

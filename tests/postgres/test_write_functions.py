@@ -17,7 +17,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from aais_langgraph.ledger import LedgerIntegrityError, verify_audit
+from aais_langgraph.ledger import CompactedRequestError, LedgerIntegrityError, verify_audit
 from aais_langgraph.ledger.executions import claim_change, finish_change
 from aais_langgraph.ledger.postgres import PostgresLedger
 from ledger.envelopes import approval, request_envelope
@@ -179,3 +179,32 @@ def test_only_leases_and_marks_asked_not_to_commit_without_the_wal_flush(
         ("aais_leases", "DELETE", "off"),
     ]
     assert conn.execute("SHOW synchronous_commit").fetchone() == ("on",)
+
+
+def test_a_request_whose_id_another_process_compacted_is_refused_by_the_server(
+    conn: psycopg.Connection[Any],
+) -> None:
+    ledger = PostgresLedger(conn)
+    ledger.add_request(request_envelope("apr_2"))  # this process has read the tombstones
+    conn.execute("INSERT INTO aais_compacted_requests (request_id) VALUES ('apr_3')")
+    before = ledger.contents()
+    with traced(conn) as trace, pytest.raises(CompactedRequestError):
+        ledger.add_request(request_envelope("apr_3"))
+    [statement] = statements_sent(trace)
+    assert "aais_add_request(" in statement
+    assert ledger.contents() == before
+
+
+def test_a_replayed_request_and_resolution_answer_what_was_recorded(
+    conn: psycopg.Connection[Any],
+) -> None:
+    ledger = PostgresLedger(conn)
+    requested = request_envelope("apr_1")
+    before = ledger.contents()
+    stored, created = ledger.add_request(requested)
+    assert not created and stored == ledger.get_request("apr_1")
+    resolution, created = ledger.record_resolution(approval(requested))
+    assert not created and resolution == ledger.get_resolution("apr_1")
+    with pytest.raises(KeyError):
+        ledger.record_resolution(approval(request_envelope("apr_404")))
+    assert ledger.contents() == before

@@ -487,8 +487,11 @@ class PostgresLedger(SqlLedger):
         updated = change(record)
         if updated is None or updated == record or updated.request_id != request_id:
             return super().update_execution(request_id, change, durable=durable)
+        try:
+            rows_sent = (_execution_json(record), vouching, _execution_json(updated))
+        except ValueError:  # not I-JSON (a time that is not finite): the shared write says so
+            return super().update_execution(request_id, change, durable=durable)
         fields = (request_id, _lock_key(request_id), durable)
-        rows_sent = (_execution_json(record), vouching, _execution_json(updated))
         payload = ex.execution_audit(updated)
         with self._read() as cur:
             call = (_EXECUTE, (*fields, *rows_sent))

@@ -20,6 +20,7 @@ import pytest
 from aais_langgraph.ledger import CompactedRequestError, LedgerIntegrityError, verify_audit
 from aais_langgraph.ledger.executions import claim_change, finish_change
 from aais_langgraph.ledger.postgres import PostgresLedger
+from aais_langgraph.protocol import AAISValidationError
 from ledger.envelopes import approval, request_envelope
 from support.pg_trace import statements_sent, traced
 
@@ -207,4 +208,15 @@ def test_a_replayed_request_and_resolution_answer_what_was_recorded(
     assert not created and resolution == ledger.get_resolution("apr_1")
     with pytest.raises(KeyError):
         ledger.record_resolution(approval(request_envelope("apr_404")))
+    assert ledger.contents() == before
+
+
+def test_a_mark_with_a_time_that_is_not_finite_is_refused_naming_the_field(
+    conn: psycopg.Connection[Any],
+) -> None:
+    ledger = PostgresLedger(conn)
+    before = ledger.contents()
+    with pytest.raises(AAISValidationError) as raised:
+        ledger.update_execution("apr_1", _claim("h1", float("inf")))
+    assert raised.value.pointer == "/payload/started_at"
     assert ledger.contents() == before

@@ -6,10 +6,13 @@ own transaction (in autocommit), and the function makes the same checks in the
 same order under the same locks, then stamps and writes (``aais_stamp``, see
 :mod:`._postgres_server_counters`). What a check finds comes back as
 ``{"refused": why}`` with nothing written, and the client answers as the checks
-in its own transaction did. Writes that need not wait for the WAL flush (leases)
-turn ``synchronous_commit`` off for their own transaction inside the function
-(``set_config(..., true)``, which outlives the call; a ``SET`` clause on the
-function would end with it, before the commit).
+in its own transaction did. An execution mark is made on what the client last
+wrote (the record and the audit row vouching for it): refused when the server
+finds anything else stored, and then made by the client's own transaction, which
+reads and checks the stored record first. Writes that need not wait for the WAL
+flush (leases, execution marks asked so) turn ``synchronous_commit`` off for their
+own transaction inside the function (``set_config(..., true)``, which outlives the
+call; a ``SET`` clause on the function would end with it, before the commit).
 
 Created with the schema by ``setup()`` (``CREATE OR REPLACE``: idempotent).
 """

@@ -252,14 +252,24 @@ class StampedCounters(Counters):
 
     ``allocate`` and ``append_audit`` hand out placeholders; rows go through
     :meth:`insert` and :meth:`insert_event`, kept as templates; on a clean exit one
-    ``SELECT aais_stamp(...)`` is queued as the transaction's last statement. After
+    ``SELECT aais_stamp(...)`` is queued as the transaction's last statement, or
+    ``call`` (a statement and its leading parameters, the job last) is sent: a write
+    function of :mod:`._postgres_writes`, whose checks may refuse (:meth:`refused`). After
     the commit, :meth:`settled` swaps the placeholders of a returned value for the
     values stamped. A duplicate that the locked probe would have found is refused
     by the table's unique key instead (the caller turns it into the same answer).
     """
 
-    def __init__(self, ledger: Any, cur: Cursor, probe: Probe | None = None) -> None:
+    def __init__(
+        self,
+        ledger: Any,
+        cur: Cursor,
+        probe: Probe | None = None,
+        *,
+        call: tuple[str, Sequence[Any]] | None = None,
+    ) -> None:
         super().__init__(ledger, cur, None)
+        self._call = call
         self._sequences = 0
         self._events: list[JsonDict] = []
         self._event_texts: dict[str, int] = {}
@@ -272,7 +282,7 @@ class StampedCounters(Counters):
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, traceback: Any) -> None:
-        if exc_type is not None or not (self._sequences or self._audits):
+        if exc_type is not None or not (self._sequences or self._audits or self._call):
             return
         job: dict[str, Any] = {
             "n": self._sequences,
@@ -281,8 +291,9 @@ class StampedCounters(Counters):
             "audits": [self._audit(k, entry) for k, entry in enumerate(self._audits)],
             **self._rows,
         }
+        sql, args = self._call or ("SELECT aais_stamp(%s::jsonb)", ())
         cursor = cast(Any, self._cur).connection.cursor(row_factory=tuple_row)
-        cursor.execute("SELECT aais_stamp(%s::jsonb)", (dump_json(job),))
+        cursor.execute(sql, (*args, dump_json(job)))
         self._stamped = cursor
 
     # -- what the shared code calls ---------------------------------------------------
@@ -316,6 +327,11 @@ class StampedCounters(Counters):
         self._events.append(envelope)
         self.insert(INSERT_EVENT, (envelope["sequence"], text))
         return text
+
+    def refused(self) -> str | None:
+        """Why the statement sent wrote nothing (a write function's ``refused``), or None."""
+        refused = self._result().get("refused")
+        return None if refused is None else str(refused)
 
     def settled(self, value: T) -> T:
         """``value`` with the placeholders it carries replaced by the stamped values."""

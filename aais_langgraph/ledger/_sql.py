@@ -26,6 +26,8 @@ from . import outbox as ob
 from . import resume_work as rw
 from ._counters import Counters, Cursor, Probe, Tip, sql_for
 from ._records import (
+    RequestFields,
+    WriteDraft,
     check_ttl,
     compacted_audit,
     draft_write,
@@ -315,26 +317,40 @@ class SqlLedger(SqlBackend):
             with self._counters(cur, (*again, (fields.request_id,))) as counters:
                 if counters.probed is not None:
                     return request_from_row(counters.probed), False
-                stored_envelope = {**draft, "sequence": counters.allocate(1)}
-                entry = counters.append_audit(
-                    "requested",
-                    requested_audit(stored_envelope, thread_id, stored_context, checked=True),
+                stored = self._stage_request(
+                    counters, fields, draft, thread_id, stored_context, mac
                 )
-                stored = StoredRequest(
-                    fields.request_id,
-                    stored_envelope,
-                    fields.session_id,
-                    fields.expires_at,
-                    "pending",
-                    thread_id,
-                    stored_context,
-                    audit_index=entry.index,
-                    mac=mac,
-                )
-                text = counters.insert_event(stored_envelope)
-                counters.insert(rows.INSERT_REQUEST, rows.request_row(stored, text))
                 self._record_deliveries(cur, "approval.requested", stored)
         return counters.settled(stored), True
+
+    def _stage_request(
+        self,
+        counters: Counters,
+        fields: RequestFields,
+        draft: JsonDict,
+        thread_id: str | None,
+        context: JsonDict,
+        mac: str | None,
+    ) -> StoredRequest:
+        """A new request's rows (its event, its audit entry, the request) under ``counters``."""
+        stored_envelope = {**draft, "sequence": counters.allocate(1)}
+        entry = counters.append_audit(
+            "requested", requested_audit(stored_envelope, thread_id, context, checked=True)
+        )
+        stored = StoredRequest(
+            fields.request_id,
+            stored_envelope,
+            fields.session_id,
+            fields.expires_at,
+            "pending",
+            thread_id,
+            context,
+            audit_index=entry.index,
+            mac=mac,
+        )
+        text = counters.insert_event(stored_envelope)
+        counters.insert(rows.INSERT_REQUEST, rows.request_row(stored, text))
+        return stored
 
     def get_request(self, request_id: str) -> StoredRequest | None:
         with self._read() as cur:
@@ -435,6 +451,11 @@ class SqlLedger(SqlBackend):
                 request = self._request(cur, write.request_id)
                 if request is not None:
                     self._record_deliveries(cur, "approval.resolved", request)
+            self._run(
+                cur,
+                "UPDATE aais_requests SET status = 'resolved' WHERE request_id = ?",
+                (write.request_id,),
+            )
             # Grants are only inserted under the counters' lock, so this check holds.
             probe = None
             if grant is not None:
@@ -442,41 +463,48 @@ class SqlLedger(SqlBackend):
             with self._counters(cur, probe) as counters:
                 if counters.probed is not None:
                     raise ValueError("grant: a grant with this id is already recorded")
-                sequence = counters.allocate(1 if draft.decided is None else 2)
-                decided = None
-                if draft.decided is not None:
-                    decided = {**draft.decided, "sequence": sequence}
-                    counters.insert_event(decided)
-                    sequence += 1
-                resolved = {**draft.resolved, "sequence": sequence}
-                resolved_text = counters.insert_event(resolved)
-                indexes = {
-                    kind: counters.append_audit(kind, payload).index
-                    for kind, payload in resolution_audits(
-                        decided, resolved, write.decision_fingerprint, grant
-                    )
-                }
-                if staged is not None:
-                    counters.append_audit("execution", ex.execution_audit(staged))
-                recorded = StoredResolution(
-                    write.request_id,
-                    resolved,
-                    write.decision_fingerprint,
-                    audit_index=indexes["resolved"],
-                    mac=write.mac,
-                )
-                self._run(
-                    cur,
-                    "UPDATE aais_requests SET status = 'resolved' WHERE request_id = ?",
-                    (write.request_id,),
-                )
-                counters.insert(
-                    rows.INSERT_RESOLUTION, rows.resolution_row(recorded, resolved_text)
-                )
-                if grant is not None:
-                    vouched = replace(grant, audit_index=indexes["granted"])
-                    counters.insert(rows.INSERT_GRANT, rows.grant_row(vouched))
+                recorded = self._stage_resolution(counters, write, draft, staged)
         return counters.settled(recorded), True, claimed
+
+    def _stage_resolution(
+        self,
+        counters: Counters,
+        write: ResolutionWrite,
+        draft: WriteDraft,
+        staged: ex.Execution | None,
+    ) -> StoredResolution:
+        """A resolution's rows under ``counters``: its events (the decision's, when it has
+        one, then the resolution's), audit entries, the resolution and its grant; and the
+        audit entry of ``staged``, the execution claim riding in it."""
+        grant = draft.grant
+        sequence = counters.allocate(1 if draft.decided is None else 2)
+        decided = None
+        if draft.decided is not None:
+            decided = {**draft.decided, "sequence": sequence}
+            counters.insert_event(decided)
+            sequence += 1
+        resolved = {**draft.resolved, "sequence": sequence}
+        resolved_text = counters.insert_event(resolved)
+        indexes = {
+            kind: counters.append_audit(kind, payload).index
+            for kind, payload in resolution_audits(
+                decided, resolved, write.decision_fingerprint, grant
+            )
+        }
+        if staged is not None:
+            counters.append_audit("execution", ex.execution_audit(staged))
+        recorded = StoredResolution(
+            write.request_id,
+            resolved,
+            write.decision_fingerprint,
+            audit_index=indexes["resolved"],
+            mac=write.mac,
+        )
+        counters.insert(rows.INSERT_RESOLUTION, rows.resolution_row(recorded, resolved_text))
+        if grant is not None:
+            vouched = replace(grant, audit_index=indexes["granted"])
+            counters.insert(rows.INSERT_GRANT, rows.grant_row(vouched))
+        return recorded
 
     def get_resolution(self, request_id: str) -> StoredResolution | None:
         with self._read() as cur:

@@ -2,7 +2,9 @@
 
 Needs the ``postgres`` extra; import it from here (``aais_langgraph.ledger`` stays
 standard-library only). Every state change is one READ COMMITTED transaction with
-a fixed lock order, so nothing deadlocks and nothing needs a retry:
+a fixed lock order, so nothing deadlocks and nothing needs a retry; the common ones
+(a request, a resolution, an execution mark, a lease) are one statement each, a
+server-side function that checks, stamps and writes (:mod:`._postgres_writes`):
 
 - resolve-once: the request row is locked (``SELECT ... FOR UPDATE``) before the
   resolution is looked up, so racing resolvers queue and all but the first find it;
@@ -10,11 +12,12 @@ a fixed lock order, so nothing deadlocks and nothing needs a retry:
   write that allocates a sequence or appends to the audit chain, and always locked
   last. Sequences are therefore gap-free, and commit in sequence order: a reader
   tailing ``events_after`` never sees sequence n+1 before n. The lock is taken by
-  ``aais_stamp`` (:mod:`._postgres_server_counters`) in the statement pipelined with the
-  ``COMMIT``, which fills in the sequences and audit hashes server-side, so no
-  replica waits on another's client; on a schema without the function (set up
-  by an earlier version) the lock waits for one client turn (the locking read's
-  reply), the writes and ``COMMIT`` following in one round trip;
+  ``aais_stamp`` (:mod:`._postgres_server_counters`), last in a write function or in
+  the statement pipelined with a transaction's ``COMMIT``, which fills in the
+  sequences and audit hashes server-side, so no replica waits on another's client;
+  on a schema without the function (set up by an earlier version) the lock waits for
+  one client turn (the locking read's reply), the writes and ``COMMIT`` following in
+  one round trip;
 - a duplicate request or grant id racing another writer is refused by the
   table's unique key and answered as the check before it would have answered;
 - a run lease is one upsert whose ``WHERE`` admits only its holder or an expired
@@ -33,7 +36,8 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, cast
 
@@ -42,15 +46,19 @@ from psycopg.pq import TransactionStatus
 from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
 
+from . import _rows as rows
 from . import executions as ex
+from . import resume_work as rw
 from ._counters import Counters, Cursor, Probe, Tip, sql_for
 from ._postgres_server_counters import STAMP_FUNCTIONS, StampedCounters
-from ._records import request_fields
+from ._postgres_writes import EXECUTION_SUBJECT, WRITE_FUNCTIONS
+from ._records import check_ttl, draft_write, plain, request_fields, with_sequence
 from ._sql import SqlLedger
 from .base import LedgerVersionError
 from .deliveries import DeliveryPlan
 from .outbox import WORK_STATES_SQL
-from .records import ResolutionWrite, StoredRequest, StoredResolution
+from .records import AuditEntry, Lease, ResolutionWrite, StoredRequest, StoredResolution, dump_json
+from .retention import CompactedRequestError
 
 PgCursor = psycopg.Cursor[tuple[Any, ...]]
 
@@ -59,11 +67,6 @@ PgCursor = psycopg.Cursor[tuple[Any, ...]]
 SCHEMA_VERSION = 5
 """The one schema's version. Nothing earlier was released: a database another
 version wrote (an earlier or a later one) is refused, never upgraded."""
-
-EXECUTION_SUBJECT = """(substring(payload from '^\\{"request_id":"([^"\\\\]+)"'))"""
-"""The expression :data:`EXECUTION_AUDIT_DDL` indexes (queries must spell it the same): the
-``request_id`` an execution payload starts with, read as text (a JSON cast would fail on
-a payload holding ``\\u0000``, which Postgres text cannot)."""
 
 EXECUTION_AUDIT_DDL = (
     "CREATE INDEX IF NOT EXISTS aais_audit_executions ON aais_audit "
@@ -242,6 +245,7 @@ ALL_DDL = (
     *PENDING_BOUND_DDL,
     *THREADS_DDL,
     *STAMP_FUNCTIONS,
+    *WRITE_FUNCTIONS,
 )
 """Every statement of the one schema, in order (each idempotent)."""
 
@@ -286,6 +290,10 @@ class PostgresLedger(SqlLedger):
             raise TypeError("conn: expected a psycopg Connection or a psycopg_pool ConnectionPool")
         self._lock = threading.Lock()
         self._stamps: bool | None = None
+        self._executions: dict[str, tuple[ex.Execution, str]] = {}
+        """Per request, the execution record this ledger wrote last and (as JSON) the audit
+        row that vouches for it: what its next change is made on, if still stored."""
+        self._executions_lock = threading.Lock()
 
     @classmethod
     @contextmanager
@@ -371,6 +379,17 @@ class PostgresLedger(SqlLedger):
             self._stamps = bool(row and row[0])
         return self._stamps
 
+    def _writes_at_once(self, *, records_deliveries: bool = False) -> bool:
+        """Whether a write goes as one statement (:mod:`._postgres_writes`): the schema
+        has the server side, and no delivery plan adds outbox rows to it (a write that
+        records deliveries, ``records_deliveries``, takes the shared transaction)."""
+        if records_deliveries and self._delivery_plan is not None:
+            return False
+        if self._stamps is None:
+            with self._read() as cur:
+                self._can_stamp(cur)
+        return bool(self._stamps)
+
     def add_request(
         self,
         envelope: Mapping[str, Any],
@@ -380,6 +399,8 @@ class PostgresLedger(SqlLedger):
         mac: str | None = None,
     ) -> tuple[StoredRequest, bool]:
         try:
+            if self._writes_at_once(records_deliveries=True):
+                return self._add_request_at_once(envelope, thread_id, context, mac)
             return super().add_request(envelope, thread_id=thread_id, context=context, mac=mac)
         except psycopg.errors.UniqueViolation as error:
             # Stamped writes meet a concurrent writer of the same request here, not
@@ -389,15 +410,131 @@ class PostgresLedger(SqlLedger):
                 raise
             return existing, False
 
+    def _add_request_at_once(
+        self,
+        envelope: Mapping[str, Any],
+        thread_id: str | None,
+        context: Mapping[str, Any] | None,
+        mac: str | None,
+    ) -> tuple[StoredRequest, bool]:
+        """``add_request`` in one statement, ``aais_add_request``."""
+        fields = request_fields(envelope)
+        draft = with_sequence(envelope, 0)
+        stored_context = plain(context or {}, "/context")
+        tombstones = self._vouched_tombstones
+        if tombstones is None:
+            with self._read() as cur:
+                tombstones = self._tombstones(cur)
+        if fields.request_id in tombstones:  # rare: the shared write checks in its order
+            return super().add_request(envelope, thread_id=thread_id, context=context, mac=mac)
+        call = (_ADD_REQUEST, (fields.request_id,))
+        with self._read() as cur, StampedCounters(self, cur, call=call) as counters:
+            stored = self._stage_request(counters, fields, draft, thread_id, stored_context, mac)
+        refused = counters.refused()
+        if refused == "recorded":
+            existing = self.get_request(fields.request_id)
+            if existing is not None:
+                return existing, False
+        if refused is not None:  # its tombstone, or its row removed since
+            raise CompactedRequestError()
+        return counters.settled(stored), True
+
     def _record_resolution(
         self, write: ResolutionWrite, claim: ex.ExecutionChange | None
     ) -> tuple[StoredResolution, bool, ex.Execution | None]:
         try:
+            if claim is None and self._writes_at_once(records_deliveries=True):
+                return self._resolve_at_once(write)
             return super()._record_resolution(write, claim)
         except psycopg.errors.UniqueViolation as error:
             if error.diag.table_name != "aais_grants":
                 raise
             raise ValueError("grant: a grant with this id is already recorded") from None
+
+    def _resolve_at_once(
+        self, write: ResolutionWrite
+    ) -> tuple[StoredResolution, bool, ex.Execution | None]:
+        """``record_resolution`` in one statement, ``aais_resolve``."""
+        draft = draft_write(write)
+        resume = None
+        if not write.in_run:  # its thread is filled in by the server, from the request's row
+            work = rw.new_resume_work(write.request_id, "", time.time())
+            resume = dump_json(dict(zip(_WORK_FIELDS, rows.work_row(work), strict=True)))
+        call = (_RESOLVE, (write.request_id, resume))
+        with self._read() as cur, StampedCounters(self, cur, call=call) as counters:
+            recorded = self._stage_resolution(counters, write, draft, None)
+        refused = counters.refused()
+        if refused == "recorded":
+            existing = self.get_resolution(write.request_id)
+            if existing is not None:
+                return existing, False, None
+        if refused is not None:
+            raise KeyError(write.request_id)
+        return counters.settled(recorded), True, None
+
+    # -- execution records: a change of the record this ledger wrote last ------------
+
+    def update_execution(
+        self, request_id: str, change: ex.ExecutionChange, *, durable: bool = True
+    ) -> ex.Execution | None:
+        # One statement, ``aais_execute``, when the change is made on what this ledger
+        # wrote last for the request (none, for a first claim) and the server finds just
+        # that stored, vouched for by the same entry; otherwise the shared write reads,
+        # checks and changes the stored record.
+        if not self._writes_at_once():
+            return super().update_execution(request_id, change, durable=durable)
+        known = self._executions.get(request_id)
+        record, vouching = known if known is not None else (None, None)
+        updated = change(record)
+        if updated is None or updated == record or updated.request_id != request_id:
+            return super().update_execution(request_id, change, durable=durable)
+        try:
+            rows_sent = (_execution_json(record), vouching, _execution_json(updated))
+        except ValueError:  # not I-JSON (a time that is not finite): the shared write says so
+            return super().update_execution(request_id, change, durable=durable)
+        fields = (request_id, _lock_key(request_id), durable)
+        payload = ex.execution_audit(updated)
+        with self._read() as cur:
+            call = (_EXECUTE, (*fields, *rows_sent))
+            with StampedCounters(self, cur, call=call) as counters:
+                appended = counters.append_audit("execution", payload)
+        if counters.refused() is not None:
+            with self._executions_lock:
+                self._executions.pop(request_id, None)
+            return super().update_execution(request_id, change, durable=durable)
+        entry = counters.settled(appended)
+        self._remember(updated, _entry_json(entry, payload))
+        return updated
+
+    def _remember(self, record: ex.Execution, vouching: str) -> None:
+        with self._executions_lock:
+            self._executions.pop(record.request_id, None)
+            self._executions[record.request_id] = (record, vouching)
+            while len(self._executions) > _EXECUTIONS_REMEMBERED:
+                self._executions.pop(next(iter(self._executions)))
+
+    # -- run leases: one statement each, not waiting for the WAL flush -------------
+
+    def acquire_lease(self, thread_id: str, holder: str, *, ttl: float, now: float) -> Lease | None:
+        check_ttl(ttl)
+        lease = Lease(thread_id, holder, now + ttl)
+        taken = self._call(_ACQUIRE_LEASE, (thread_id, holder, lease.expires_at, now))
+        return lease if taken else None
+
+    def renew_lease(self, thread_id: str, holder: str, *, ttl: float, now: float) -> Lease | None:
+        check_ttl(ttl)
+        lease = Lease(thread_id, holder, now + ttl)
+        renewed = self._call(_RENEW_LEASE, (thread_id, holder, lease.expires_at, now))
+        return lease if renewed else None
+
+    def release_lease(self, thread_id: str, holder: str, *, done: Sequence[str] = ()) -> bool:
+        return bool(self._call(_RELEASE_LEASE, (thread_id, holder, list(done), time.time())))
+
+    def _call(self, sql: str, params: Sequence[Any]) -> Any:
+        """The one value of one statement that is its own transaction."""
+        with self._read() as cur:
+            row = cur.execute(sql, params).fetchone()
+        return None if row is None else row[0]
 
     def _lock_counters(self, cur: Cursor, probe: Probe | None) -> tuple[int, Tip, Any]:
         # Both statements go out before either result is awaited: the probe runs
@@ -482,7 +619,8 @@ class PostgresLedger(SqlLedger):
 
     @contextmanager
     def _read(self) -> Iterator[PgCursor]:
-        """A cursor for a single statement: a transaction of its own in either commit mode."""
+        """A cursor for a single statement (a read, or a write function): a transaction
+        of its own in either commit mode."""
         with self._connection() as conn:
             if conn.autocommit:
                 with conn.cursor(row_factory=tuple_row) as cur:
@@ -513,6 +651,15 @@ def _roll_back(conn: psycopg.Connection[Any], pipeline: psycopg.Pipeline) -> Non
         conn.rollback()
 
 
+_ADD_REQUEST = "SELECT aais_add_request(%s, %s::jsonb)"
+_RESOLVE = "SELECT aais_resolve(%s, %s::jsonb, %s::jsonb)"
+_ACQUIRE_LEASE = "SELECT aais_acquire_lease(%s, %s, %s, %s)"
+_RENEW_LEASE = "SELECT aais_renew_lease(%s, %s, %s, %s)"
+_RELEASE_LEASE = "SELECT aais_release_lease(%s, %s, %s::text[], %s)"
+_EXECUTE = "SELECT aais_execute(%s, %s, %s, %s::jsonb, %s::jsonb, %s::jsonb, %s::jsonb)"
+_EXECUTION_FIELDS = tuple(column.strip() for column in rows.EXECUTION_COLUMNS.split(","))
+_EXECUTIONS_REMEMBERED = 4096
+_WORK_FIELDS = tuple(column.strip() for column in rows.WORK_COLUMNS.split(","))
 _READ_COUNTERS = "SELECT last_sequence, audit_tip_index, audit_tip_hash FROM aais_meta"
 _LOCK_COUNTERS = _READ_COUNTERS + " FOR UPDATE"
 
@@ -533,3 +680,24 @@ def _lock_key(request_id: str) -> int:
     """A signed 64-bit advisory-lock key for one request's execution record."""
     digest = hashlib.sha256(("aais-execution\x00" + request_id).encode()).digest()
     return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def _execution_json(record: ex.Execution | None) -> str | None:
+    """``record`` as a JSON object of its row's columns (None: no record)."""
+    if record is None:
+        return None
+    return dump_json(dict(zip(_EXECUTION_FIELDS, rows.execution_row(record), strict=True)))
+
+
+def _entry_json(entry: AuditEntry, payload: Mapping[str, Any]) -> str:
+    """The stored audit row of ``entry`` (its payload as stored) as a JSON object."""
+    return dump_json(
+        {
+            "idx": entry.index,
+            "kind": entry.kind,
+            "occurred_at": entry.occurred_at,
+            "payload": dump_json(payload),
+            "prev_hash": entry.prev_hash,
+            "entry_hash": entry.entry_hash,
+        }
+    )

@@ -13,6 +13,7 @@ from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
 
 from aais_langgraph.ledger import verify_audit
+from aais_langgraph.ledger.executions import claim_change, finish_change
 from aais_langgraph.ledger.postgres import PostgresLedger
 from aais_langgraph.protocol import sha256_digest
 from ledger.envelopes import approval, grant_for, request_envelope
@@ -98,10 +99,20 @@ def test_ledger_works_on_a_connection_the_caller_owns_in_transaction_mode(
         assert [r.request_id for r in ledger.list_pending()] == ["apr_1"]
         assert ledger.acquire_lease("thr_1", "a", ttl=10, now=0.0) is not None
         assert conn.info.transaction_status == TransactionStatus.IDLE
+        assert ledger.record_resolution(approval(requested))[1]
+        claim = claim_change("apr_1", "a", thread_id="thr_1", ttl=10, now=0.0, retry=False)
+        assert ledger.update_execution("apr_1", claim, durable=False) is not None
+        assert ledger.update_execution("apr_1", finish_change(1.0)) is not None
+        assert ledger.release_lease("thr_1", "a", done=["apr_1"])
+        assert conn.info.transaction_status == TransactionStatus.IDLE
 
     with PostgresLedger.from_conn_string(postgres_url) as other:
         assert other.get_request("apr_1") is not None
-        assert other.acquire_lease("thr_1", "b", ttl=10, now=1.0) is None
+        assert other.acquire_lease("thr_1", "b", ttl=10, now=1.0) is not None
+        record, _ = other.execution_with_entry("apr_1")
+        assert record is not None and record.state == "executed"
+        contents = other.contents()
+        assert verify_audit(contents.audit, contents.audit_tip).ok
 
 
 def test_a_connection_inside_a_transaction_is_refused(postgres_url: str) -> None:

@@ -695,7 +695,6 @@ class ApprovalAuthority:
         current_action: Action | Mapping[str, Any] | None = None,
         now: datetime | None = None,
         in_run: bool = True,
-        resumed: bool = False,
         stored: StoredRequest | None = None,
     ) -> tuple[ApprovalResolved, Execution | None]:
         """:meth:`decide`, and when it records an approval, the execution ``claim``
@@ -713,9 +712,6 @@ class ApprovalAuthority:
             current_action: the action about to run, checked against the digest.
             now: the moment of the decision (default: this authority's clock).
             in_run: whether the paused run itself records the answer (no resume work).
-            resumed: with ``in_run``, a driver resumed the run with this answer (the
-                one planner authorized it first): its resume work is recorded ``done``
-                in the same write.
             stored: the decision's stored request row, already read (see :meth:`decide`).
         """
         envelope = parse_envelope(decided, expected=ApprovalDecided)
@@ -812,7 +808,6 @@ class ApprovalAuthority:
             grant=None if grant is None else self._records.sealed_grant(grant),
             mac=self._records.resolution_seal(request.id, resolved_document, fingerprint),
             in_run=in_run,
-            resumed=in_run and resumed,
         )
         claimed: Execution | None = None
         if claim is None:

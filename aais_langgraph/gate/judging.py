@@ -4,9 +4,11 @@ ledger work runs in a thread), then checked once more against the action compute
 (:func:`at_time_of_use`). A refusal raised while validating keeps the interrupt pending.
 The judgement itself is the authority's one pure :func:`~aais_langgraph.authority.judge`.
 
-A decision the gate records itself (a raw one in process, or one the planner authorized
-and handed to the run) is recorded with its execution claim in one ledger write, with no
-resume work: the run that records it is the one that goes on with it. An action declared
+A decision the gate records itself is recorded with its execution claim in one ledger
+write: a raw one in process with no resume work (the run that records it goes on with
+it, and no lease marks it done), one the planner authorized and handed to the run with
+its resume work too, due until the run's lease is released (which marks it done), so a
+run that dies past that write leaves the approval to the resume work. An action declared
 idempotent takes no claim there (it may run again; the lease serializes its runs).
 """
 
@@ -107,7 +109,9 @@ def _decide(
         handed.decided,
         claim=change,
         actor=handed.actor,
-        resumed=True,
+        # Recorded with its resume work, due until the lease's release marks it done: a
+        # run that dies past this write leaves its approval to the resume work.
+        in_run=False,
         stored=handed.stored,
     )
     handed.recorded = resolved

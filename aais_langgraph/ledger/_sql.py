@@ -424,12 +424,10 @@ class SqlLedger(SqlBackend):
                 # The execution claim rides in the resolution's transaction (before the
                 # counters, so their lock is held no longer): one durable write, not two.
                 claimed, staged = self._change_execution(cur, write.request_id, claim)
-            now = time.time()
-            work = rw.resume_work_of(write, found[0], now)
-            if work is not None:
-                # "This thread must be resumed" (or "was resumed with it") commits with
-                # the answer, or not at all.
-                self._record_work(cur, work, now)
+            if found[0] is not None and not write.in_run:
+                # "This thread must be resumed" commits with the answer, or not at all.
+                now = time.time()
+                self._record_work(cur, rw.new_resume_work(write.request_id, found[0], now), now)
             if self.delivery_plan is not None:
                 # "This notification must be delivered" commits with the answer, too.
                 request = self._request(cur, write.request_id)

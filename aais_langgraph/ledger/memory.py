@@ -56,7 +56,7 @@ from .records import (
     StoredResolution,
     ThreadRecord,
 )
-from .resume_work import resume_work_of
+from .resume_work import new_resume_work
 from .retention import (
     CompactedRequestError,
     CompactionReport,
@@ -245,10 +245,9 @@ class InMemoryLedger(Ledger):
         self._resolutions[write.request_id] = resolution
         if grant is not None:
             self._grants[grant.grant_id] = replace(grant, audit_index=indexes["granted"])
-        now = time.time()
-        work = resume_work_of(write, request.thread_id, now)
-        if work is not None:
-            self._record_work(work, now)
+        if request.thread_id is not None and not write.in_run:
+            now = time.time()
+            self._record_work(new_resume_work(write.request_id, request.thread_id, now), now)
         self._audit.extend(entries)
         self._record_deliveries("approval.resolved", request)
         return _copy_resolution(resolution), True

@@ -176,9 +176,7 @@ class ResolutionWrite:
 
     Unless ``in_run`` (the run paused on the request records the answer itself and
     goes on with it), a winning write for a request of a thread also records its
-    durable resume work (:mod:`.resume_work`) in the same transaction. ``resumed``
-    (with ``in_run``: the run was resumed with this answer by a driver) records that
-    resume work already settled ``done``, in the same transaction.
+    durable resume work (:mod:`.resume_work`) in the same transaction.
     """
 
     request_id: str
@@ -188,7 +186,6 @@ class ResolutionWrite:
     grant: Grant | None = None
     mac: str | None = None
     in_run: bool = False
-    resumed: bool = False
 
 
 @dataclass(frozen=True)

@@ -21,21 +21,11 @@ its id the request's:
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from .outbox import RESUME, Backoff, Work, new_work
 
-if TYPE_CHECKING:
-    from .records import ResolutionWrite
-
-__all__ = [
-    "RESUME_BACKOFF",
-    "ResumeWork",
-    "ResumeWorkState",
-    "new_resume_work",
-    "resume_work_of",
-]
+__all__ = ["RESUME_BACKOFF", "ResumeWork", "ResumeWorkState", "new_resume_work"]
 
 ResumeWork = Work
 """A resume-work row: an outbox row of kind :data:`~.outbox.RESUME`."""
@@ -49,13 +39,3 @@ RESUME_BACKOFF = Backoff(first=0.5, most=30.0)
 def new_resume_work(request_id: str, thread_id: str, now: float) -> Work:
     """The row a resolution write records: due at once."""
     return new_work(RESUME, request_id, request_id, now, thread_id=thread_id)
-
-
-def resume_work_of(write: ResolutionWrite, thread_id: str | None, now: float) -> Work | None:
-    """The resume work a winning resolution write records for a request of ``thread_id``:
-    due at once; none when the paused run records its own answer (``in_run``); already
-    ``done`` when a driver resumed the run with it (``resumed``)."""
-    if thread_id is None or (write.in_run and not write.resumed):
-        return None
-    work = new_resume_work(write.request_id, thread_id, now)
-    return replace(work, state="done") if write.in_run else work

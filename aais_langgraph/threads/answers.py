@@ -13,9 +13,9 @@ id carried in each interrupt's value, never by position. Two modes:
   driver's :meth:`~.driver.ThreadDriver.resume_with_decisions`): as :meth:`record`,
   except that a decision the run waits on and is sure to accept is authorized and
   handed to the run unrecorded (:class:`~aais_langgraph.gate.answer_sources.AuthorizedAnswers`):
-  its gate records the resolution and the execution claim in one ledger write, with
-  no resume work (a crash before that write leaves the request pending and
-  answerable);
+  its gate records the resolution, the execution claim and the resume work in one
+  ledger write (a crash before that write leaves the request pending and answerable;
+  the lease's release marks the work done, as it does for a recorded answer);
 - all or nothing (:meth:`AnswerPlanner.record_all`, an AG-UI ``resume[]``): each answer
   is judged against the request its interrupt carries and authorized before any is
   recorded, and the first refused answer refuses the set (:class:`AnswerRefused`);

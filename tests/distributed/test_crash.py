@@ -12,8 +12,9 @@ replica is this test process, with the same graph on the same backend.
     which then runs the approved action exactly once, or a denied one never. An
     answer that arrives with the resume is recorded by the run's gate in one write:
     killed before that write, the request is still pending and answerable (any
-    decision); killed after it, the approval and its execution claim are recorded
-    together, so the outcome is unknown until a human reconciles it (never run twice).
+    decision); killed after it, the approval, its execution claim and its resume work
+    are recorded together, so the outcome is unknown until a human reconciles it
+    (never run twice).
 (c) while the action runs: LangGraph re-executes the node on recovery, but the
     gate finds the dead run's execution claim and does not run the action again:
     the outcome is reported unknown until a human reconciles it. An action
@@ -142,10 +143,10 @@ def test_b_killed_before_the_run_records_the_answer_leaves_it_pending(
 
 
 def test_b_killed_right_after_the_run_records_the_answer_is_not_run(scene: Scene) -> None:
-    """The gate's one write committed (the approval, its execution claim, its resume work
-    settled) and the run died before the node got its answer. Nothing in the ledger
-    tells that from a death mid-action, so the outcome is unknown, never run twice; a
-    human's ``done`` finishes the run without running it."""
+    """The gate's one write committed (the approval, its execution claim, its resume
+    work) and the run died before the node got its answer. Nothing in the ledger tells
+    that from a death mid-action, so the outcome is unknown, never run twice; a human's
+    ``done`` finishes the run without running it."""
     _, requested = scene.start_paused()
     decision = decide(requested).to_json()
     scene.crash("after_record", mode="resume", decisions=[decision], lease_ttl=TTL)
@@ -155,10 +156,11 @@ def test_b_killed_right_after_the_run_records_the_answer_is_not_run(scene: Scene
     assert recorded["resolution"]["outcome"] == "approved" and scene.effects() == []
     with scene.replica() as (graph, backend):
         work = backend.ledger.get_work(RESUME, request_id)
-        assert work is not None and work.state == "done"  # settled in the same write
+        assert work is not None and work.state == "due"  # recorded in the same write
         execution = backend.authority.execution(request_id)
         assert execution is not None and execution.state == "executing"
-        assert ThreadDriver(graph, backend.authority, lease_ttl=TTL).resume_stranded() == []
+        report = ThreadDriver(graph, backend.authority, lease_ttl=TTL).resume_due()
+        assert report.unknown == [request_id] and report.resumed == []
         [unknown] = unknown_executions(backend.authority)
         assert unknown.request_id == request_id
         reconcile_execution(backend.authority, request_id, "done", actor="ops")

@@ -8,9 +8,9 @@ a thread, and a mode:
 ``start``    run the graph until its approval interrupt
 ``resume``   ``resume_with_decisions`` with ``decisions`` (one presenter: the answer
              arrives with the resume, and the gate records it in one write); with
-             ``"channel": "record"`` an asynchronous channel's presenter instead (the
-             HTTP decisions route, the CLI): it records the decision, then resumes
-             the thread with what is recorded
+             ``"channel": "record"`` a presenter that records first, as the
+             asynchronous channels do: under the thread's lease the planner records
+             the decision, then the thread is resumed with what is recorded
 ``race``     ``presenters`` threads, each ``resume_with_decisions`` with its own decision
 ``hold``     take the thread's run lease and stop (for the lease-expiry test)
 
@@ -291,9 +291,14 @@ def present(job: dict[str, Any], graph: Any, backend: Backend, decision: Any) ->
             driver = ThreadDriver(
                 graph, backend.authority, lease_ttl=lease_ttl, lease_wait=lease_wait
             )
-            decided = ApprovalDecided.from_data(decision)
-            resolved = driver.planner.record_decision(decided, HUMAN)
-            driver.resume_resolved(job["thread"])
+            planner = driver.planner
+            answers = planner.parse(job["thread"], [ApprovalDecided.from_data(decision)])
+
+            def plan(view: Any) -> tuple[dict[str, Any], list[Any]]:
+                results, resume = planner.record(answers, view, HUMAN)
+                return resume, results
+
+            [resolved] = driver.drive(config(job), plan)
         else:
             [resolved] = resume_with_decisions(
                 graph,

@@ -235,16 +235,28 @@ def arm(job: dict[str, Any], backend: Backend) -> None:
 
         backend.authority.decide = decide_then_stop  # type: ignore[method-assign]
     if job.get("crash_at") in ("before_record", "after_record"):
-        record = backend.authority.decide_claiming
+        # The gate records a handed answer with decide_claiming and its actor; the
+        # planner's own records go through decide (which calls decide_claiming too).
+        record, planner_decide = backend.authority.decide_claiming, backend.authority.decide
+        deciding = threading.local()
+
+        def decide_outside(*args: Any, **kwargs: Any) -> Any:
+            deciding.active = True
+            try:
+                return planner_decide(*args, **kwargs)
+            finally:
+                deciding.active = False
 
         def record_and_stop(*args: Any, **kwargs: Any) -> Any:
-            if kwargs.get("resumed"):  # the write of an answer handed to the run
+            handed = kwargs.get("actor") is not None and not getattr(deciding, "active", False)
+            if handed:
                 stop_here(job, "before_record")
             recorded = record(*args, **kwargs)
-            if kwargs.get("resumed"):
+            if handed:
                 stop_here(job, "after_record")
             return recorded
 
+        backend.authority.decide = decide_outside  # type: ignore[method-assign]
         backend.authority.decide_claiming = record_and_stop  # type: ignore[method-assign]
     if job.get("crash_at") in ("after_claim", "body_returned"):
         update = backend.ledger.update_execution

@@ -18,7 +18,8 @@ id carried in each interrupt's value, never by position. Two modes:
   the lease's release marks the work done, as it does for a recorded answer);
 - all or nothing (:meth:`AnswerPlanner.record_all`, an AG-UI ``resume[]``): each answer
   is judged against the request its interrupt carries and authorized before any is
-  recorded, and the first refused answer refuses the set (:class:`AnswerRefused`);
+  recorded, and the first refused answer refuses the set (:class:`AnswerRefused`); the
+  served agent hands its decisions to the run as :meth:`hand_over` does;
 - one decision for one request (:meth:`AnswerPlanner.record_decision` and its async
   twin, the bindings that answer a request rather than a thread: the HTTP decisions
   route, the WebSocket binding, the CLI's ``approve``/``deny``, the stdio presenter),
@@ -372,6 +373,8 @@ class AnswerPlanner:
         self,
         answers: Sequence[OpenAnswer],
         actor: Principal | Actor | Mapping[str, Any] | None,
+        *,
+        handed: AuthorizedAnswers | None = None,
     ) -> dict[str, Any]:
         """All or nothing: the resume map with the recorded resolution of every answer, or
         :class:`AnswerRefused` for the first refused one.
@@ -382,6 +385,11 @@ class AnswerPlanner:
         channel (SPEC §11), and refuses the set (``expired``). Only then is each answer
         recorded; the authority's own refusal of one (a policy objection, a race lost:
         ``invalid``, ``conflict``) stops there.
+
+        ``handed``: the run's handed answers (in its ``configurable``): a decision the
+        gate will accept (pending, no policy objection) is added there instead of being
+        recorded, and the run is resumed with it; its gate records the resolution, the
+        execution claim and the resume work in one ledger write.
         """
         authority = self.authority
         now = authority.clock()
@@ -407,8 +415,18 @@ class AnswerPlanner:
             raise AnswerRefused("expired", late[0], answers[late[0]])
         resume: dict[str, Any] = {}
         for index, item in enumerate(answers):
+            stored = parsed[index].stored
+            answer = item.answer
+            if (
+                handed is not None
+                and isinstance(answer, ApprovalDecided)
+                and self._accepted(answer, stored)
+            ):
+                handed.add(AuthorizedAnswer(answer, actor, stored))
+                resume[item.interrupt_id] = answer.to_json()
+                continue
             expired = now >= authority.expiry_of(item.request)
-            recorded = self._record_one(index, item, parsed[index].stored, expired, actor)
+            recorded = self._record_one(index, item, stored, expired, actor)
             resume[item.interrupt_id] = recorded.to_json()
         return resume
 

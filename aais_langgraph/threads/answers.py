@@ -58,6 +58,7 @@ from ..protocol import (
     ApprovalDecided,
     ApprovalResolved,
     Request,
+    decision_note,
     parse_envelope,
 )
 from .views import ThreadView
@@ -224,7 +225,7 @@ class AnswerPlanner:
             if (
                 interrupt_id is not None
                 and isinstance(answer, ApprovalDecided)
-                and self._accepted(answer, item.stored)
+                and self._accepted(answer, item.stored, actor)
             ):
                 entry = AuthorizedAnswer(answer, actor, item.stored)
                 handed.add(entry)
@@ -234,20 +235,37 @@ class AnswerPlanner:
             results.append(self._record_item(item, view, actor, resume))
         return results, resume
 
-    def _accepted(self, answer: ApprovalDecided, stored: StoredRequest) -> bool:
+    def _accepted(
+        self,
+        answer: ApprovalDecided,
+        stored: StoredRequest,
+        actor: Principal | Actor | Mapping[str, Any] | None,
+    ) -> bool:
         """True when the gate will take ``answer`` without a refusal: its request is
         pending, the binding and choice hold (or it is late: recorded ``expired``) and
-        the policy does not object (checked again where it is recorded)."""
+        the policy does not object (checked again where it is recorded). A bad reviewer
+        note raises here, as recording it would, before anything is handed or recorded."""
+        decision_note(answer.decision)
         if stored.status != "pending":
             return False
         authority = self.authority
         request = authority.vouched_request(stored).request
+        decision = answer.decision
         verdict = judge(
-            request, answer.decision, now=authority.clock(), expires_at=authority.expiry_of(request)
+            request, decision, now=authority.clock(), expires_at=authority.expiry_of(request)
         )
         if verdict.broken == ("expired",):
             return True  # the gate records it ``expired`` (SPEC §11), as this planner would
-        return verdict.passed and authority.policy.on_decision(request, answer.decision) is None
+        if not verdict.passed:
+            return False
+        if actor is not None:  # the policy sees the decision as it is recorded
+            recorded = (
+                actor.actor
+                if isinstance(actor, Principal)
+                else Actor.from_data(actor, pointer="/decision/actor")
+            )
+            decision = decision.model_copy(update={"actor": recorded})
+        return authority.policy.on_decision(request, decision) is None
 
     def _record_item(
         self,
@@ -420,7 +438,7 @@ class AnswerPlanner:
             if (
                 handed is not None
                 and isinstance(answer, ApprovalDecided)
-                and self._accepted(answer, stored)
+                and self._accepted(answer, stored, actor)
             ):
                 handed.add(AuthorizedAnswer(answer, actor, stored))
                 resume[item.interrupt_id] = answer.to_json()

@@ -16,6 +16,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 
 from aais_langgraph import RejectedResumeError, request_approval
+from aais_langgraph.authority import AskEveryTime
 from aais_langgraph.gate import AUTHORIZED_ANSWERS_KEY, AuthorizedAnswer, AuthorizedAnswers
 from aais_langgraph.gate.answer_sources import RECORDED_ONLY, AnswerSource
 from aais_langgraph.gate.response import RefusalCarrier
@@ -211,3 +212,32 @@ def test_a_replayed_decision_is_worth_its_recorded_resolution(
         with pytest.raises(RefusalCarrier) as refused:
             source.admit(answer, recorded)
         assert str(refused.value) == f"/decision: {RECORDED_ONLY}"
+
+
+class OnlyAlexApproves(AskEveryTime):
+    """A policy that objects to every decision but Alex's (it reads the recorded actor)."""
+
+    def on_decision(self, request: Any, decision: Any) -> str | None:
+        return None if decision.actor.id == HUMAN["id"] else "Only Alex may decide."
+
+
+def test_the_policy_judges_the_authenticated_actor_before_anything_is_handed(
+    backend: Backend, effects: Effects
+) -> None:
+    """The body names Alex, the channel authenticated Mallory: the policy's objection is
+    the answer (``invalid``), nothing is recorded and the run is not resumed."""
+    graph, requested = _paused(backend, effects)
+    backend.authority.policy = OnlyAlexApproves()
+    mallory = {"id": "user_mallory", "type": "human"}
+
+    [refused] = ThreadDriver(graph, backend.authority).resume_with_decisions(
+        config(THREAD), decide(requested), actor=mallory
+    )
+
+    assert refused.resolution.outcome == "invalid" and effects.ran == []
+    assert backend.authority.get_resolution(requested.request.id) is None
+    assert len(graph.get_state(config(THREAD)).interrupts) == 1
+    [approved] = ThreadDriver(graph, backend.authority).resume_with_decisions(
+        config(THREAD), decide(requested), actor=HUMAN
+    )
+    assert approved.approved and effects.ran == ["ls -la"]

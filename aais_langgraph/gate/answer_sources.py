@@ -44,7 +44,7 @@ from langgraph.config import get_config
 
 from ..authority import Principal
 from ..ledger import StoredRequest
-from ..protocol import AAISValidationError, Actor, ApprovalDecided, ApprovalResolved
+from ..protocol import AAISValidationError, Actor, ApprovalDecided, ApprovalResolved, Resolution
 from .response import BoundAnswer, refuse
 
 __all__ = [
@@ -106,6 +106,11 @@ class AuthorizedAnswer:
     stored: StoredRequest
     recorded: ApprovalResolved | None = None
     """The resolution the gate's write answered (None until a gate took the answer)."""
+
+    @property
+    def resolution(self) -> Resolution | None:
+        """What the answer came to (:attr:`recorded`'s resolution), None until recorded."""
+        return None if self.recorded is None else self.recorded.resolution
 
 
 class AuthorizedAnswers:

@@ -1,14 +1,15 @@
 """The one answer planner: what a presenter may send a paused thread, authorized and recorded.
 
-:class:`AnswerPlanner` is the only place that authorizes and records answers for a
-paused thread; every channel hands it parsed answers and gets back the resolutions and
+:class:`AnswerPlanner` is the only place that authorizes answers for a paused thread
+(and records them, unless it hands a decision to the resumed run, whose gate records
+it); every channel hands it parsed answers and gets back the resolutions and
 the ``Command(resume=...)`` map, keyed by interrupt id and matched through the request
 id carried in each interrupt's value, never by position. Two modes:
 
-- one by one (:meth:`AnswerPlanner.record`, the library's and the decision endpoints'
-  :meth:`~.driver.ThreadDriver.resume_with_decisions`): every answer is authorized
-  before any is recorded, then each is recorded and its outcome returned, whatever it
-  is (``stale`` and ``invalid`` included);
+- one by one (:meth:`AnswerPlanner.record`, a plan that records, then resumes under
+  the thread's lease): every answer is authorized before any is recorded, then each
+  is recorded and its outcome returned, whatever it is (``stale`` and ``invalid``
+  included);
 - one by one, answered with the resume (:meth:`AnswerPlanner.hand_over`, the
   driver's :meth:`~.driver.ThreadDriver.resume_with_decisions`): as :meth:`record`,
   except that a decision the run waits on and is sure to accept is authorized and

@@ -14,8 +14,11 @@ its checkpoint (a :class:`~.views.ThreadView`), plan the ``Command(resume=...)``
 map, invoke (on a lease the caller holds, with ``thread=``). The answer paths of
 ``aais_agui`` (the AG-UI agent, the decisions endpoints, the watcher), edits and the
 quickstart's module-level functions (thin wrappers at the end of this module) all go
-through it, so they cannot drift apart; every answer is authorized and recorded by
-the one planner (:attr:`ThreadDriver.planner`, :mod:`.answers`).
+through it, so they cannot drift apart; every answer is authorized by the one planner
+(:attr:`ThreadDriver.planner`, :mod:`.answers`), which records it, or, for a decision
+that arrives with the resume (:meth:`ThreadDriver.resume_with_decisions`), hands it
+to the run: the gate records it with its execution claim and its resume work in one
+ledger write.
 
 Durable resume work (:mod:`aais_langgraph.ledger.resume_work`): an answer recorded
 outside a run writes "this thread must be resumed" with the resolution.

@@ -1,8 +1,9 @@
 """Benchmark: what an approval costs, every row next to its baseline, in one run.
 
 Run with ``python benchmarks/bench_approval_cost.py`` (``--quick``: about two minutes;
-``--only ROW`` to run some rows; ``--profile``/``--phases TRIPS`` to look inside
-one round trip instead). It reuses the pieces of ``bench_gate.py``,
+``--only ROW`` to run some rows; ``--cpu`` to time the round trips in this process's
+CPU time rather than the wall's; ``--profile``/``--phases TRIPS`` to look inside one
+round trip instead). It reuses the pieces of ``bench_gate.py``,
 ``bench_distributed.py`` and ``bench_agui.py``; every gated figure is measured
 alternating with its baseline (order flipped every round), and each row reports
 the median ratio with its min-max over the rounds.

@@ -31,7 +31,9 @@ under the authenticated actor. ``forwardedProps`` that would steer the graph
 around it (ag-ui-langgraph's legacy ``command`` resume, ``nodeName``'s state write
 as if a node had run) are refused with ``RUN_ERROR`` before anything is read or
 recorded, and the graph runs with ``configurable[RECORDED_ONLY_KEY]`` set, so its
-gates accept only resolutions the authority already recorded.
+gates accept only resolutions the authority already recorded, and the decisions the
+planner authorized and handed to this run (``configurable[AUTHORIZED_ANSWERS_KEY]``),
+which each gate records with its execution claim in one ledger write.
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ from aais_langgraph.authority import (
     ThreadAccess,
     checked_principal,
 )
-from aais_langgraph.gate import REQUESTER_KEY
+from aais_langgraph.gate import AUTHORIZED_ANSWERS_KEY, REQUESTER_KEY, AuthorizedAnswers
 from aais_langgraph.protocol import AAISValidationError, Actor, Refusal
 from aais_langgraph.threads import LeasedThread, ThreadDriver, ThreadView
 from aais_langgraph.tools import PageBinding, PageToolGate
@@ -282,6 +284,7 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
         followed by a run that offers the still-open interrupts again (:mod:`.reoffer`)."""
         self._planned_resume = None
         self._mapped = {}
+        self.config = _handing(self.config, None)  # what an earlier run was handed is gone
         steering = steering_props(input.forwarded_props)
         if steering:
             for event in _refusal(
@@ -362,7 +365,10 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
                         input.resume,
                         protocol_version=input.protocol_version,
                     )
-                    self._planned_resume = await self._plan(view, input.resume)
+                    handed = AuthorizedAnswers()
+                    self._planned_resume = await self._plan(view, input.resume, handed)
+                    if handed:
+                        self.config = _handing(self.config, handed)
                 elif view.interrupts and await self._resume_recorded(config, thread):
                     # Answered elsewhere and not resumed yet (a crash, a busy lease): resumed
                     # with the recorded answers instead of offering them again.
@@ -515,7 +521,9 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
             ),
         ]
 
-    async def _plan(self, view: ThreadView, entries: list[ResumeEntry]) -> dict[str, Any]:
+    async def _plan(
+        self, view: ThreadView, entries: list[ResumeEntry], handed: AuthorizedAnswers
+    ) -> dict[str, Any]:
         try:
             return await asyncio.to_thread(
                 plan_page_resume,
@@ -524,7 +532,7 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
                 entries,
                 actor=self.actor,
                 page=PageBinding.from_config(self.config),
-                plan=plan_resume,
+                plan=functools.partial(plan_resume, handed=handed),
             )
         except ResumeRejected:
             raise
@@ -634,6 +642,18 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
 #: ``command`` becomes ``Command(resume=...)`` outside the planner, ``node_name`` writes the
 #: client's state as if that node had run and continues after it.
 STEERING_PROPS = frozenset({"command", "node_name"})
+
+
+def _handing(config: Any, handed: AuthorizedAnswers | None) -> dict[str, Any]:
+    """The agent's ``config`` whose next run is handed ``handed`` (None: nothing)."""
+    configurable = {
+        key: value
+        for key, value in (config.get("configurable") or {}).items()
+        if key != AUTHORIZED_ANSWERS_KEY
+    }
+    if handed is not None:
+        configurable[AUTHORIZED_ANSWERS_KEY] = handed
+    return {**config, "configurable": configurable}
 
 
 def steering_props(forwarded_props: Any) -> list[str]:

@@ -5,7 +5,8 @@ and every open interrupt must be answered; each AAIS entry becomes an answer
 (:func:`~aais_agui.mapping.parse_resume_entry`) to the request its interrupt carries,
 and the answers go to the driver's planner all or nothing
 (:meth:`aais_langgraph.threads.AnswerPlanner.record_all`: judged, authorized, then
-recorded under the authenticated actor; one refused answer refuses them all). Its
+recorded under the authenticated actor, or handed to the run whose gate records each
+decision with its execution claim in one write; one refused answer refuses them all). Its
 refusals become ``RUN_ERROR`` codes here (:class:`ResumeRejected`). Plain LangGraph
 interrupts get the entry's payload (or the cancel sentinel). Callers hold the thread's
 run lease around planning and the run.
@@ -20,6 +21,7 @@ from ag_ui.core import ResumeEntry
 from langchain_core.runnables import RunnableConfig
 
 from aais_langgraph.authority import ApprovalAuthority, Principal
+from aais_langgraph.gate import AuthorizedAnswers
 from aais_langgraph.protocol import (
     AAISValidationError,
     Actor,
@@ -152,10 +154,12 @@ def plan_resume(
     entries: Sequence[ResumeEntry],
     *,
     actor: Principal | Actor | Mapping[str, Any] | None,
+    handed: AuthorizedAnswers | None = None,
 ) -> dict[str, Any]:
     """The ``Command(resume=...)`` map answering every pending interrupt, or ResumeRejected.
 
-    AAIS interrupts resume with the recorded ``approval.resolved`` envelope;
+    AAIS interrupts resume with the recorded ``approval.resolved`` envelope, or, with
+    ``handed``, with the authorized decision the run's gate records in one write;
     plain LangGraph interrupts get the entry's payload (or the cancel sentinel).
 
     Args:
@@ -163,6 +167,7 @@ def plan_resume(
         pending: interrupt id -> value of the thread's open interrupts.
         entries: the run's ``resume[]`` entries.
         actor: the authenticated actor (None: refused as unauthenticated).
+        handed: the run's handed answers (its ``configurable`` holds them), filled here.
     """
     _check_coverage(entries, pending)
     planner = AnswerPlanner(authority)
@@ -184,7 +189,7 @@ def plan_resume(
                 }
             else:
                 resume[entry.interrupt_id] = entry.payload
-        return {**resume, **planner.record_all(answers, actor)}
+        return {**resume, **planner.record_all(answers, actor, handed=handed)}
     except AnswerRefused as refused:
         raise _rejected(refused, entries) from None
 

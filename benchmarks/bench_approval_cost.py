@@ -1,8 +1,9 @@
 """Benchmark: what an approval costs, every row next to its baseline, in one run.
 
 Run with ``python benchmarks/bench_approval_cost.py`` (``--quick``: about two minutes;
-``--only ROW`` to run some rows; ``--profile``/``--phases TRIPS`` to look inside
-one round trip instead). It reuses the pieces of ``bench_gate.py``,
+``--only ROW`` to run some rows; ``--cpu`` to time the round trips in this process's
+CPU time rather than the wall's; ``--profile``/``--phases TRIPS`` to look inside one
+round trip instead). It reuses the pieces of ``bench_gate.py``,
 ``bench_distributed.py`` and ``bench_agui.py``; every gated figure is measured
 alternating with its baseline (order flipped every round), and each row reports
 the median ratio with its min-max over the rounds.
@@ -88,7 +89,9 @@ def markdown() -> str:
 # -- round trip and grant (bench_gate) ---------------------------------------------------
 
 
-def gate_rows(rows: list[str], directory: Path, *, batches: int, size: int) -> None:
+def gate_rows(
+    rows: list[str], directory: Path, *, batches: int, size: int, clock: str = "wall"
+) -> None:
     def row(name: str, comparison: Comparison, aim: str) -> None:
         show(
             name,
@@ -99,12 +102,13 @@ def gate_rows(rows: list[str], directory: Path, *, batches: int, size: int) -> N
             aim,
         )
 
+    cpu = ", CPU" if clock == "cpu" else ""
     if "trip-sqlite" in rows:
-        trip = bench_gate.round_trip("sqlite", directory, batches=batches, size=size)
-        row("approval round trip vs bare, SQLite", trip, "<= 1.3x")
+        trip = bench_gate.round_trip("sqlite", directory, batches=batches, size=size, clock=clock)
+        row(f"approval round trip vs bare, SQLite{cpu}", trip, "<= 1.3x")
     if "trip-memory" in rows:
-        trip = bench_gate.round_trip("memory", directory, batches=batches, size=size)
-        row("approval round trip vs bare, InMemorySaver", trip, "<= 1.5x")
+        trip = bench_gate.round_trip("memory", directory, batches=batches, size=size, clock=clock)
+        row(f"approval round trip vs bare, InMemorySaver{cpu}", trip, "<= 1.5x")
     if "grant" in rows:
         grant = bench_gate.grant_path(directory, batches=batches, size=size)
         row("grant-covered action vs ungated, SQLite", grant, "<= 1.10x")
@@ -364,6 +368,9 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=40, help="profile lines shown")
     parser.add_argument("--markdown", action="store_true", help="end with the README's table")
     parser.add_argument(
+        "--cpu", action="store_true", help="round trips: time this process's CPU, not the wall"
+    )
+    parser.add_argument(
         "--raw", action="store_true", help="profile: answer with Command(resume=decided)"
     )
     parser.add_argument(
@@ -404,7 +411,13 @@ def main() -> None:
     print(f"{'row':<50}{'baseline':>10}{'gated':>10} {'unit':<6}{'ratio':>7}  (min-max)     aim")
     scratch = Path(tempfile.mkdtemp(prefix="bench_approval_cost_"))
     try:
-        gate_rows(args.only, scratch, batches=6 if quick else 40, size=10)
+        gate_rows(
+            args.only,
+            scratch,
+            batches=6 if quick else 40,
+            size=10,
+            clock="cpu" if args.cpu else "wall",
+        )
         if "inbox" in args.only:
             small, large = args.inbox_sizes or ((200, 2000) if quick else (1000, 10_000))
             seeds = args.seed_dir or scratch

@@ -4,6 +4,7 @@ What drives a paused thread from outside a run (answering, listing, recovery) is
 :mod:`aais_langgraph.threads`, a layer above this one.
 """
 
+from .answer_sources import AUTHORIZED_ANSWERS_KEY, AuthorizedAnswer, AuthorizedAnswers
 from .execution import (
     ExecutionUnknownError,
     areconcile_execution,
@@ -17,7 +18,10 @@ from .run_context import AUTHORITY_KEY, REQUESTER_KEY, MissingAuthorityError, fi
 
 __all__ = [
     "AUTHORITY_KEY",
+    "AUTHORIZED_ANSWERS_KEY",
     "REQUESTER_KEY",
+    "AuthorizedAnswer",
+    "AuthorizedAnswers",
     "ExecutionUnknownError",
     "MissingAuthorityError",
     "RejectedResumeError",

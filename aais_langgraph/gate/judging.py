@@ -3,6 +3,13 @@
 ledger work runs in a thread), then checked once more against the action computed now
 (:func:`at_time_of_use`). A refusal raised while validating keeps the interrupt pending.
 The judgement itself is the authority's one pure :func:`~aais_langgraph.authority.judge`.
+
+A decision the gate records itself is recorded with its execution claim in one ledger
+write: a raw one in process with no resume work (the run that records it goes on with
+it, and no lease marks it done), one the planner authorized and handed to the run with
+its resume work too, due until the run's lease is released (which marks it done), so a
+run that dies past that write leaves the approval to the resume work. An action declared
+idempotent takes no claim there (it may run again; the lease serializes its runs).
 """
 
 from __future__ import annotations
@@ -11,7 +18,9 @@ from ..authority import ApprovalAuthority, new_holder
 from ..authority.judgement import MESSAGES
 from ..authority.resolutions import resolution_envelope
 from ..ledger import Execution
+from ..ledger.executions import ExecutionChange
 from ..protocol import Action, ApprovalDecided, ApprovalResolved, Request, same_action
+from .answer_sources import AuthorizedAnswer, AuthorizedAnswers
 from .execution import (
     CLAIMED,
     CLAIMED_MESSAGE,
@@ -32,6 +41,7 @@ def resolve_answer(
     answer: BoundAnswer,
     known: ApprovalResolved | None = None,
     claim: Claim | None = None,
+    authorized: AuthorizedAnswers | None = None,
 ) -> ApprovalResolved:
     """The request's resolution for a bound answer, or raise :class:`RefusalCarrier`.
 
@@ -48,6 +58,7 @@ def resolve_answer(
         answer: the bound resume value.
         known: the resolution read before the interrupt, if any.
         claim: the execution claim to take with an approval.
+        authorized: the answers the planner handed the run (recorded as their actor).
     """
     claimed: tuple[str, Execution | None] | None = None
     if isinstance(answer, ApprovalResolved):
@@ -57,14 +68,17 @@ def resolve_answer(
             raise refuse("/resolution", "no resolution is recorded for this request")
         resolved = recorded
     else:
+        handed = None if authorized is None else authorized.for_answer(answer)
         change = None
-        if claim is not None and claim.ttl is not None:
+        if claim is not None and claim.ttl is not None and not claim.idempotent:
             # Decide and claim in one ledger transaction (one durable write, not two).
             holder = new_holder()
             change = claim_of(request.id, holder, claim)
-        resolved, record = authority.decide_claiming(answer, claim=change, current_action=action)
+        resolved, record = _decide(authority, answer, change, action, handed)
         if change is not None:
             claimed = (holder, record)
+        elif claim is not None and claim.idempotent:
+            claim = Claim(None, claim.thread_id, idempotent=True)  # no claim to take
         outcome = resolved.resolution.outcome
         if outcome in ("invalid", "conflict") or (
             outcome == "stale" and authority.get_resolution(request.id) is None
@@ -76,6 +90,32 @@ def resolve_answer(
         # and does not run the action again (see :mod:`.execution`).
         return settle(authority, request, resolved, claim, claimed=claimed)
     return resolved
+
+
+def _decide(
+    authority: ApprovalAuthority,
+    answer: ApprovalDecided,
+    change: ExecutionChange | None,
+    action: Action,
+    handed: AuthorizedAnswer | None,
+) -> tuple[ApprovalResolved, Execution | None]:
+    """Record a decision in the run (no resume work), as the planner's actor when it
+    handed it; a handed answer keeps what the write answered. A handed decision records
+    what the person decided about the action they saw, as the planner would have: the
+    action computed now is judged at time of use (:func:`at_time_of_use`)."""
+    if handed is None:
+        return authority.decide_claiming(answer, claim=change, current_action=action)
+    resolved, record = authority.decide_claiming(
+        handed.decided,
+        claim=change,
+        actor=handed.actor,
+        # Recorded with its resume work, due until the lease's release marks it done: a
+        # run that dies past this write leaves its approval to the resume work.
+        in_run=False,
+        stored=handed.stored,
+    )
+    handed.recorded = resolved
+    return resolved, record
 
 
 def prejudge(
@@ -119,6 +159,7 @@ def resolve_late(
     action: Action,
     answer: BoundAnswer,
     claim: Claim | None,
+    authorized: AuthorizedAnswers | None = None,
 ) -> ApprovalResolved:
     """:func:`resolve_answer` after the answer was accepted: a refusal can only fail closed now.
 
@@ -128,9 +169,12 @@ def resolve_late(
         action: the action as the node computes it now.
         answer: the accepted resume value.
         claim: the execution claim to take with an approval.
+        authorized: the answers the planner handed the run (recorded as their actor).
     """
     try:
-        return resolve_answer(authority, request, action, answer, claim=claim)
+        return resolve_answer(
+            authority, request, action, answer, claim=claim, authorized=authorized
+        )
     except RefusalCarrier as refusal:
         if isinstance(refusal.error, ExecutionUnknownError):
             raise refusal.error from None
@@ -143,6 +187,12 @@ def resolve_late(
                 sequence=authority.ledger.last_sequence(),
             )
         if isinstance(answer, ApprovalDecided):
+            handed = None if authorized is None else authorized.for_answer(answer)
+            if handed is not None:
+                handed.recorded = authority.decide(
+                    handed.decided, actor=handed.actor, stored=handed.stored
+                )
+                return handed.recorded
             return authority.decide(answer, current_action=action)
         return resolution_envelope(
             request,

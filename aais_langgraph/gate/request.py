@@ -231,14 +231,20 @@ def request_approval(
         last = place is None or place.last
         # Only the last approval of a quorum executes (and claims) the action.
         claim = _claim_for(coordinates, idempotent) if last else None
+        source = answer_source()
         while True:
             settle_answer = functools.partial(
-                resolve_answer, found, request, action_model, known=opened.recorded, claim=claim
+                resolve_answer,
+                found,
+                request,
+                action_model,
+                known=opened.recorded,
+                claim=claim,
+                authorized=source.authorized,
             )
             # The run's answer source decides whose raw decision counts (invariant 7).
-            resolved: ApprovalResolved = _ask(
-                opened, _answer_type(request, answer_source().guard(settle_answer), _retry_of)
-            )
+            guarded = source.guard(settle_answer, opened.recorded)
+            resolved: ApprovalResolved = _ask(opened, _answer_type(request, guarded, _retry_of))
             if resolved is not SKIPPED:
                 break
             coordinates = current_coordinates(retry_of=_retry_of)  # the next slot
@@ -385,7 +391,8 @@ async def arequest_approval(
         place = Quorum.of_request(request)
         last = place is None or place.last
         check = functools.partial(prejudge, found, request, opened.recorded)
-        guarded = answer_source().guard(check)
+        source = answer_source()
+        guarded = source.guard(check, opened.recorded)
         answer: BoundAnswer = _ask(opened, _answer_type(request, guarded, _retry_of))
         while answer is SKIPPED:
             coordinates = current_coordinates(retry_of=_retry_of)  # the next slot
@@ -393,7 +400,7 @@ async def arequest_approval(
         # Only the last approval of a quorum executes (and claims) the action.
         claim = _claim_for(coordinates, idempotent) if last else None
         resolved = await asyncio.to_thread(
-            resolve_late, found, request, action_model, answer, claim
+            resolve_late, found, request, action_model, answer, claim, source.authorized
         )
         if last or not resolved.approved or place is None:
             break

@@ -187,57 +187,70 @@ class InMemoryLedger(Ledger):
     # -- resolutions ---------------------------------------------------------------
 
     def record_resolution(self, write: ResolutionWrite) -> tuple[StoredResolution, bool]:
+        with self._lock:
+            return self._record_resolution(write)
+
+    def record_resolution_claiming(
+        self, write: ResolutionWrite, claim: ExecutionChange
+    ) -> tuple[StoredResolution, bool, Execution | None]:
+        with self._lock:  # one "transaction": no reader sees the approval without its claim
+            recorded, created = self._record_resolution(write)
+            if not created or recorded.envelope["resolution"]["outcome"] != "approved":
+                return recorded, created, None
+            return recorded, created, self._update_execution(write.request_id, claim)
+
+    def _record_resolution(self, write: ResolutionWrite) -> tuple[StoredResolution, bool]:
+        """:meth:`record_resolution` under the lock."""
         draft = draft_write(write)
         grant = draft.grant
-        with self._lock:
-            request = self._requests.get(write.request_id)
-            if request is None:
-                raise KeyError(write.request_id)
-            existing = self._resolutions.get(write.request_id)
-            if existing is not None:
-                return _copy_resolution(existing), False
-            if grant is not None and grant.grant_id in self._grants:
-                raise ValueError("grant: a grant with this id is already recorded")
+        request = self._requests.get(write.request_id)
+        if request is None:
+            raise KeyError(write.request_id)
+        existing = self._resolutions.get(write.request_id)
+        if existing is not None:
+            return _copy_resolution(existing), False
+        if grant is not None and grant.grant_id in self._grants:
+            raise ValueError("grant: a grant with this id is already recorded")
 
-            sequence = self._last_sequence
-            decided = None
-            if draft.decided is not None:
-                sequence += 1
-                decided = {**draft.decided, "sequence": sequence}
+        sequence = self._last_sequence
+        decided = None
+        if draft.decided is not None:
             sequence += 1
-            resolved = {**draft.resolved, "sequence": sequence}
-            entries: list[AuditEntry] = []
-            tip = self._tip()
-            for kind, payload in resolution_audits(
-                decided, resolved, write.decision_fingerprint, grant
-            ):
-                entry = next_audit_entry(tip, kind, payload)
-                entries.append(entry)
-                tip = (entry.index, entry.entry_hash)
-            indexes = {entry.kind: entry.index for entry in entries}
+            decided = {**draft.decided, "sequence": sequence}
+        sequence += 1
+        resolved = {**draft.resolved, "sequence": sequence}
+        entries: list[AuditEntry] = []
+        tip = self._tip()
+        for kind, payload in resolution_audits(
+            decided, resolved, write.decision_fingerprint, grant
+        ):
+            entry = next_audit_entry(tip, kind, payload)
+            entries.append(entry)
+            tip = (entry.index, entry.entry_hash)
+        indexes = {entry.kind: entry.index for entry in entries}
 
-            resolution = StoredResolution(
-                write.request_id,
-                resolved,
-                write.decision_fingerprint,
-                audit_index=indexes["resolved"],
-                mac=write.mac,
-            )
-            if decided is not None:
-                self._append_event(decided["sequence"], decided)
-            self._append_event(sequence, resolved)
-            self._requests[write.request_id] = replace(request, status="resolved")
-            del self._pending[write.request_id]
-            self._unindex_pending(request)
-            self._resolutions[write.request_id] = resolution
-            if grant is not None:
-                self._grants[grant.grant_id] = replace(grant, audit_index=indexes["granted"])
-            if request.thread_id is not None and not write.in_run:
-                now = time.time()
-                self._record_work(new_resume_work(write.request_id, request.thread_id, now), now)
-            self._audit.extend(entries)
-            self._record_deliveries("approval.resolved", request)
-            return _copy_resolution(resolution), True
+        resolution = StoredResolution(
+            write.request_id,
+            resolved,
+            write.decision_fingerprint,
+            audit_index=indexes["resolved"],
+            mac=write.mac,
+        )
+        if decided is not None:
+            self._append_event(decided["sequence"], decided)
+        self._append_event(sequence, resolved)
+        self._requests[write.request_id] = replace(request, status="resolved")
+        del self._pending[write.request_id]
+        self._unindex_pending(request)
+        self._resolutions[write.request_id] = resolution
+        if grant is not None:
+            self._grants[grant.grant_id] = replace(grant, audit_index=indexes["granted"])
+        if request.thread_id is not None and not write.in_run:
+            now = time.time()
+            self._record_work(new_resume_work(write.request_id, request.thread_id, now), now)
+        self._audit.extend(entries)
+        self._record_deliveries("approval.resolved", request)
+        return _copy_resolution(resolution), True
 
     def get_resolution(self, request_id: str) -> StoredResolution | None:
         with self._lock:
@@ -691,17 +704,21 @@ class InMemoryLedger(Ledger):
         self, request_id: str, change: ExecutionChange, *, durable: bool = True
     ) -> Execution | None:
         with self._lock:
-            current = self._executions.get(request_id)
-            problem = execution_vouched(current, self._execution_entries.get(request_id))
-            if problem is not None:
-                raise LedgerIntegrityError("aais_executions", request_id, problem)
-            updated = change(current)
-            if updated is not None and updated != current:
-                entry = next_audit_entry(self._tip(), "execution", execution_audit(updated))
-                self._audit.append(entry)
-                self._execution_entries[request_id] = entry
-                self._executions[request_id] = updated
-            return updated
+            return self._update_execution(request_id, change)
+
+    def _update_execution(self, request_id: str, change: ExecutionChange) -> Execution | None:
+        """:meth:`update_execution` under the lock."""
+        current = self._executions.get(request_id)
+        problem = execution_vouched(current, self._execution_entries.get(request_id))
+        if problem is not None:
+            raise LedgerIntegrityError("aais_executions", request_id, problem)
+        updated = change(current)
+        if updated is not None and updated != current:
+            entry = next_audit_entry(self._tip(), "execution", execution_audit(updated))
+            self._audit.append(entry)
+            self._execution_entries[request_id] = entry
+            self._executions[request_id] = updated
+        return updated
 
     def execution_with_entry(self, request_id: str) -> tuple[Execution | None, AuditEntry | None]:
         with self._lock:

@@ -1,17 +1,26 @@
 """The one answer planner: what a presenter may send a paused thread, authorized and recorded.
 
-:class:`AnswerPlanner` is the only place that authorizes and records answers for a
-paused thread; every channel hands it parsed answers and gets back the resolutions and
+:class:`AnswerPlanner` is the only place that authorizes answers for a paused thread
+(and records them, unless it hands a decision to the resumed run, whose gate records
+it); every channel hands it parsed answers and gets back the resolutions and
 the ``Command(resume=...)`` map, keyed by interrupt id and matched through the request
 id carried in each interrupt's value, never by position. Two modes:
 
-- one by one (:meth:`AnswerPlanner.record`, the library's and the decision endpoints'
-  :meth:`~.driver.ThreadDriver.resume_with_decisions`): every answer is authorized
-  before any is recorded, then each is recorded and its outcome returned, whatever it
-  is (``stale`` and ``invalid`` included);
+- one by one (:meth:`AnswerPlanner.record`, a plan that records, then resumes under
+  the thread's lease): every answer is authorized before any is recorded, then each
+  is recorded and its outcome returned, whatever it is (``stale`` and ``invalid``
+  included);
+- one by one, answered with the resume (:meth:`AnswerPlanner.hand_over`, the
+  driver's :meth:`~.driver.ThreadDriver.resume_with_decisions`): as :meth:`record`,
+  except that a decision the run waits on and is sure to accept is authorized and
+  handed to the run unrecorded (:class:`~aais_langgraph.gate.answer_sources.AuthorizedAnswers`):
+  its gate records the resolution, the execution claim and the resume work in one
+  ledger write (a crash before that write leaves the request pending and answerable;
+  the lease's release marks the work done, as it does for a recorded answer);
 - all or nothing (:meth:`AnswerPlanner.record_all`, an AG-UI ``resume[]``): each answer
   is judged against the request its interrupt carries and authorized before any is
-  recorded, and the first refused answer refuses the set (:class:`AnswerRefused`);
+  recorded, and the first refused answer refuses the set (:class:`AnswerRefused`); the
+  served agent hands its decisions to the run as :meth:`hand_over` does;
 - one decision for one request (:meth:`AnswerPlanner.record_decision` and its async
   twin, the bindings that answer a request rather than a thread: the HTTP decisions
   route, the WebSocket binding, the CLI's ``approve``/``deny``, the stdio presenter),
@@ -42,6 +51,7 @@ from ..authority import (
     Verb,
     judge,
 )
+from ..gate.answer_sources import AuthorizedAnswer, AuthorizedAnswers
 from ..ledger import StoredRequest
 from ..protocol import (
     AAISValidationError,
@@ -49,6 +59,7 @@ from ..protocol import (
     ApprovalDecided,
     ApprovalResolved,
     Request,
+    decision_note,
     parse_envelope,
 )
 from .views import ThreadView
@@ -181,35 +192,116 @@ class AnswerPlanner:
         Every answer ``actor`` may not give raises
         :class:`~aais_langgraph.authority.ForbiddenError` before any answer is recorded."""
         self.authorize(answers, actor)
-        authority = self.authority
         results: list[ApprovalResolved] = []
         resume: dict[str, Any] = {}
         for item in answers:
-            answer, stored = item.answer, item.stored
-            request_id = stored.request_id
-            interrupt_id = view.interrupts.get(request_id)
-            if isinstance(answer, Cancellation):
-                resolved = authority.cancel(
-                    request_id, reason=answer.reason, actor=actor, stored=stored
-                )
-            elif interrupt_id is None and self._superseded(view, stored):
-                # The run moved on (e.g. state was edited): the action this decision saw is gone.
-                resolved = authority.supersede(request_id)
-            else:
-                resolved = authority.decide(answer, actor=actor, stored=stored)
-            results.append(resolved)
-            if interrupt_id is None:
-                continue
-            # A stale, invalid or conflicting answer changed nothing; resume only with
-            # what the ledger holds (a conflict's recorded resolution unsticks the run).
-            recorded = (
-                resolved
-                if resolved.resolution.outcome in TERMINAL
-                else authority.get_resolution(request_id)
-            )
-            if recorded is not None:
-                resume[interrupt_id] = recorded.to_json()
+            results.append(self._record_item(item, view, actor, resume))
         return results, resume
+
+    def hand_over(
+        self,
+        answers: Sequence[ParsedAnswer],
+        view: ThreadView,
+        actor: Principal | Actor | Mapping[str, Any] | None,
+        handed: AuthorizedAnswers,
+    ) -> tuple[list[ApprovalResolved | AuthorizedAnswer], dict[str, Any]]:
+        """As :meth:`record`, but each decision the run waits on and will accept (pending,
+        bound to its request and digest, an offered choice, no policy objection) is
+        added to ``handed`` unrecorded, and the run is resumed with it: its gate records
+        it (the resolution and the execution claim in one write). The others are
+        recorded here. Every answer is authorized before any is handed or recorded.
+
+        Args:
+            answers: the parsed answers.
+            view: the thread's checkpoint, read under its lease.
+            actor: the authenticated actor (None: trusted in-process code).
+            handed: the run's handed answers (in its ``configurable``), filled here.
+        """
+        self.authorize(answers, actor)
+        results: list[ApprovalResolved | AuthorizedAnswer] = []
+        resume: dict[str, Any] = {}
+        for item in answers:
+            interrupt_id = view.interrupts.get(item.stored.request_id)
+            answer = item.answer
+            if (
+                interrupt_id is not None
+                and isinstance(answer, ApprovalDecided)
+                and self._accepted(answer, item.stored, actor)
+            ):
+                entry = AuthorizedAnswer(answer, actor, item.stored)
+                handed.add(entry)
+                resume[interrupt_id] = answer.to_json()
+                results.append(entry)
+                continue
+            results.append(self._record_item(item, view, actor, resume))
+        return results, resume
+
+    def _accepted(
+        self,
+        answer: ApprovalDecided,
+        stored: StoredRequest,
+        actor: Principal | Actor | Mapping[str, Any] | None,
+    ) -> bool:
+        """True when the gate will take ``answer`` without a refusal: its request is
+        pending, the binding and choice hold (or it is late: recorded ``expired``) and
+        the policy does not object (checked again where it is recorded). A bad reviewer
+        note raises here, as recording it would, before anything is handed or recorded."""
+        decision_note(answer.decision)
+        if stored.status != "pending":
+            return False
+        authority = self.authority
+        request = authority.vouched_request(stored).request
+        decision = answer.decision
+        verdict = judge(
+            request, decision, now=authority.clock(), expires_at=authority.expiry_of(request)
+        )
+        if verdict.broken == ("expired",):
+            return True  # the gate records it ``expired`` (SPEC §11), as this planner would
+        if not verdict.passed:
+            return False
+        if actor is not None:  # the policy sees the decision as it is recorded
+            recorded = (
+                actor.actor
+                if isinstance(actor, Principal)
+                else Actor.from_data(actor, pointer="/decision/actor")
+            )
+            decision = decision.model_copy(update={"actor": recorded})
+        return authority.policy.on_decision(request, decision) is None
+
+    def _record_item(
+        self,
+        item: ParsedAnswer,
+        view: ThreadView,
+        actor: Principal | Actor | Mapping[str, Any] | None,
+        resume: dict[str, Any],
+    ) -> ApprovalResolved:
+        """Record one authorized answer; add its recorded resolution to ``resume`` when
+        its run still waits on it."""
+        authority = self.authority
+        answer, stored = item.answer, item.stored
+        request_id = stored.request_id
+        interrupt_id = view.interrupts.get(request_id)
+        if isinstance(answer, Cancellation):
+            resolved = authority.cancel(
+                request_id, reason=answer.reason, actor=actor, stored=stored
+            )
+        elif interrupt_id is None and self._superseded(view, stored):
+            # The run moved on (e.g. state was edited): the action this decision saw is gone.
+            resolved = authority.supersede(request_id)
+        else:
+            resolved = authority.decide(answer, actor=actor, stored=stored)
+        if interrupt_id is None:
+            return resolved
+        # A stale, invalid or conflicting answer changed nothing; resume only with
+        # what the ledger holds (a conflict's recorded resolution unsticks the run).
+        recorded = (
+            resolved
+            if resolved.resolution.outcome in TERMINAL
+            else authority.get_resolution(request_id)
+        )
+        if recorded is not None:
+            resume[interrupt_id] = recorded.to_json()
+        return resolved
 
     def record_decision(
         self,
@@ -300,6 +392,8 @@ class AnswerPlanner:
         self,
         answers: Sequence[OpenAnswer],
         actor: Principal | Actor | Mapping[str, Any] | None,
+        *,
+        handed: AuthorizedAnswers | None = None,
     ) -> dict[str, Any]:
         """All or nothing: the resume map with the recorded resolution of every answer, or
         :class:`AnswerRefused` for the first refused one.
@@ -310,6 +404,11 @@ class AnswerPlanner:
         channel (SPEC §11), and refuses the set (``expired``). Only then is each answer
         recorded; the authority's own refusal of one (a policy objection, a race lost:
         ``invalid``, ``conflict``) stops there.
+
+        ``handed``: the run's handed answers (in its ``configurable``): a decision the
+        gate will accept (pending, no policy objection) is added there instead of being
+        recorded, and the run is resumed with it; its gate records the resolution, the
+        execution claim and the resume work in one ledger write.
         """
         authority = self.authority
         now = authority.clock()
@@ -335,8 +434,18 @@ class AnswerPlanner:
             raise AnswerRefused("expired", late[0], answers[late[0]])
         resume: dict[str, Any] = {}
         for index, item in enumerate(answers):
+            stored = parsed[index].stored
+            answer = item.answer
+            if (
+                handed is not None
+                and isinstance(answer, ApprovalDecided)
+                and self._accepted(answer, stored, actor)
+            ):
+                handed.add(AuthorizedAnswer(answer, actor, stored))
+                resume[item.interrupt_id] = answer.to_json()
+                continue
             expired = now >= authority.expiry_of(item.request)
-            recorded = self._record_one(index, item, parsed[index].stored, expired, actor)
+            recorded = self._record_one(index, item, stored, expired, actor)
             resume[item.interrupt_id] = recorded.to_json()
         return resume
 

@@ -14,8 +14,11 @@ its checkpoint (a :class:`~.views.ThreadView`), plan the ``Command(resume=...)``
 map, invoke (on a lease the caller holds, with ``thread=``). The answer paths of
 ``aais_agui`` (the AG-UI agent, the decisions endpoints, the watcher), edits and the
 quickstart's module-level functions (thin wrappers at the end of this module) all go
-through it, so they cannot drift apart; every answer is authorized and recorded by
-the one planner (:attr:`ThreadDriver.planner`, :mod:`.answers`).
+through it, so they cannot drift apart; every answer is authorized by the one planner
+(:attr:`ThreadDriver.planner`, :mod:`.answers`), which records it, or, for a decision
+that arrives with the resume (:meth:`ThreadDriver.resume_with_decisions`), hands it
+to the run: the gate records it with its execution claim and its resume work in one
+ledger write.
 
 Durable resume work (:mod:`aais_langgraph.ledger.resume_work`): an answer recorded
 outside a run writes "this thread must be resumed" with the resolution.
@@ -40,6 +43,7 @@ from langchain_core.runnables import RunnableConfig
 
 from ..authority import (
     DEFAULT_LEASE_TTL,
+    TERMINAL,
     ApprovalAuthority,
     LeaseHeldError,
     Principal,
@@ -48,6 +52,7 @@ from ..authority import (
     run_lease,
 )
 from ..authority.authority import RUN_MOVED_ON
+from ..gate.answer_sources import AUTHORIZED_ANSWERS_KEY, AuthorizedAnswer, AuthorizedAnswers
 from ..gate.execution import (
     ExecutionUnknownError,
     asettle_finished_claims,
@@ -330,12 +335,20 @@ class ThreadDriver:
         """
         planner = self.planner
         answers = planner.parse(thread_of(self.run_config(config)), decisions)
+        handed = AuthorizedAnswers()
+        planned: list[Planned] = []
 
-        def plan(view: ThreadView) -> tuple[dict[str, Any], list[ApprovalResolved]]:
-            results, resume = planner.record(answers, view, actor)
+        def plan(view: ThreadView) -> tuple[dict[str, Any], list[Planned]]:
+            results, resume = planner.hand_over(answers, view, actor, handed)
+            planned[:] = results
             return resume, results
 
-        return self.drive(config, plan, context=context)
+        try:
+            self.drive(_handing(config, handed), plan, context=context)
+        except RejectedResumeError:
+            if not _refused_in_run(handed):
+                raise
+        return [self._outcome(item) for item in planned]
 
     async def aresume_with_decisions(
         self,
@@ -349,12 +362,30 @@ class ThreadDriver:
         planner = self.planner
         thread_id = thread_of(self.run_config(config))
         answers = await asyncio.to_thread(planner.parse, thread_id, decisions)
+        handed = AuthorizedAnswers()
+        planned: list[Planned] = []
 
-        def plan(view: ThreadView) -> tuple[dict[str, Any], list[ApprovalResolved]]:
-            results, resume = planner.record(answers, view, actor)
+        def plan(view: ThreadView) -> tuple[dict[str, Any], list[Planned]]:
+            results, resume = planner.hand_over(answers, view, actor, handed)
+            planned[:] = results
             return resume, results
 
-        return await self.adrive(config, plan, context=context)
+        try:
+            await self.adrive(_handing(config, handed), plan, context=context)
+        except RejectedResumeError:
+            if not _refused_in_run(handed):
+                raise
+        return [await asyncio.to_thread(self._outcome, item) for item in planned]
+
+    def _outcome(self, item: Planned) -> ApprovalResolved:
+        """What an answer came to: recorded by the planner, or by the gate it was handed
+        to; a handed answer no gate took (its run did not reach it) is recorded now, with
+        its durable resume work."""
+        if isinstance(item, ApprovalResolved):
+            return item
+        if item.recorded is not None:
+            return item.recorded
+        return self.authority.decide(item.decided, actor=item.actor, stored=item.stored)
 
     # -- resuming what was recorded elsewhere ----------------------------------------
 
@@ -757,6 +788,25 @@ class ThreadDriver:
             self._attempt(
                 item, cause, report, now, retry_at=retry_at, held=isinstance(error, LeaseHeldError)
             )
+
+
+Planned = ApprovalResolved | AuthorizedAnswer
+"""An answer as planned: recorded by the planner, or handed to the run's gate."""
+
+
+def _handing(config: Mapping[str, Any], handed: AuthorizedAnswers) -> dict[str, Any]:
+    """``config`` whose run is handed ``handed`` (the planner fills it under the lease)."""
+    configurable = {**(config.get("configurable") or {}), AUTHORIZED_ANSWERS_KEY: handed}
+    return {**config, "configurable": configurable}
+
+
+def _refused_in_run(handed: AuthorizedAnswers) -> bool:
+    """True when a gate refused a handed answer it recorded nothing for (a decision that
+    lost a race with another channel's): the refusal is that answer's outcome."""
+    return any(
+        entry.recorded is not None and entry.recorded.resolution.outcome not in TERMINAL
+        for entry in handed
+    )
 
 
 def _drive_held(

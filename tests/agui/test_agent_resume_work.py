@@ -12,6 +12,7 @@ from typing import Any
 from ag_ui.core import BaseEvent, EventType, Interrupt
 
 from aais_agui.agent import AAISLangGraphAgent
+from aais_agui.mapping import resume_entry_for
 from aais_langgraph import ApprovalAuthority, build_decision
 from aais_langgraph.ledger import RESUME
 
@@ -137,3 +138,36 @@ async def test_reconnect_to_a_thread_paused_on_an_unanswered_request_still_offer
     assert authority.get_resolution(request_id(item)) is None
     assert authority.ledger.get_work(RESUME, request_id(item)) is None
     assert effects.list() == []
+
+
+async def test_an_answer_in_resume_is_recorded_by_the_gate_in_one_write(
+    agent: AAISLangGraphAgent,
+    authority: ApprovalAuthority,
+    effects: EffectLog,
+    monkeypatch: Any,
+) -> None:
+    """The planner authorizes the ``resume[]`` decision and hands it to the run; the gate
+    records the resolution, its execution claim and its resume work in one ledger write
+    (no separate record before the run), under the authenticated actor."""
+    thread_id, [item] = await paused(agent)
+    calls: list[str] = []
+    ledger = authority.ledger
+    for name in ("record_resolution", "record_resolution_claiming"):
+        original = getattr(ledger, name)
+
+        def counted(*args: Any, _name: str = name, _original: Any = original, **kw: Any) -> Any:
+            calls.append(_name)
+            return _original(*args, **kw)
+
+        monkeypatch.setattr(ledger, name, counted)
+    decided = build_decision(item.metadata["aais"], decision="approve", actor=ALICE)
+
+    events = await run(agent, thread_id, resume=[resume_entry_for(decided, interrupt_id=item.id)])
+
+    assert terminal(events).type == EventType.RUN_FINISHED
+    assert calls == ["record_resolution_claiming"]
+    assert effects.list() == [(thread_id, "delete_file", "/srv/report.txt")]
+    recorded = authority.get_resolution(request_id(item))
+    assert recorded is not None and recorded.approved
+    assert authority.decided_by(recorded) == ALICE["id"]
+    assert authority.ledger.get_work(RESUME, request_id(item)).state == "done"

@@ -1,4 +1,4 @@
-"""kill -9 at ten points across an approved action, on SQLite and Postgres: none runs twice.
+"""kill -9 at twelve points across an approved action, on SQLite and Postgres: none runs twice.
 
 For each point a worker process resumes a paused thread with an approval and is
 killed there; this process then recovers the thread the documented way (the
@@ -37,6 +37,8 @@ RECOVERY_SECONDS = 20.0
 POINTS = (
     ("interrupt_saved", "wrapped"),
     ("after_decide", "wrapped"),
+    ("before_record", "wrapped"),
+    ("after_record", "wrapped"),
     ("after_claim", "wrapped"),
     ("before_action", "wrapped"),
     ("mid_effects", "wrapped"),
@@ -99,7 +101,17 @@ def cycle(scene: Scene, point: str, node: str) -> Cycle:
     else:
         _, requested = scene.start_paused()
         request_id = requested.request.id
+        if point in ("after_decide", "after_claim"):
+            job["channel"] = "record"  # points of a presenter that records, then resumes
         scene.crash(point, mode="resume", decisions=[decide(requested).to_json()], **job)
+        if point == "before_record":
+            # Nothing was recorded: the request is pending, and the presenter answers again.
+            with scene.replica() as (graph, backend):
+                assert backend.authority.get_resolution(request_id) is None, point
+                resume_with_decisions(
+                    graph, config(scene.job()), [decide(requested)], actor=HUMAN,
+                    authority=backend.authority, lease_wait=TTL + 5,
+                )  # fmt: skip
         recover(scene)
     runs = sum(1 for line in scene.effects() if line.startswith(request_id + " "))
     with scene.replica() as (graph, backend):
@@ -123,7 +135,7 @@ def decide_for(value: dict[str, object]) -> object:
     return decide(ApprovalRequested.from_data(value))
 
 
-def test_kill_9_at_ten_points_never_runs_an_approved_action_twice(scene: Scene) -> None:
+def test_kill_9_at_twelve_points_never_runs_an_approved_action_twice(scene: Scene) -> None:
     cycles = [cycle(scene, point, node) for point, node in POINTS]
 
     row = (

@@ -7,15 +7,20 @@ replica is this test process, with the same graph on the same backend.
 
 (a) after the interrupt is checkpointed: the approval is still listed as pending
     and is answered normally; approved runs the action once, denied never.
-(b) after the resolution is recorded but before the action runs: nothing ran;
-    the presenter's retry (or the stranded-run sweep) resumes the run, which then
-    runs the approved action exactly once, or a denied one never.
+(b) after an asynchronous channel recorded the resolution, before the action runs:
+    nothing ran; the presenter's retry (or the stranded-run sweep) resumes the run,
+    which then runs the approved action exactly once, or a denied one never. An
+    answer that arrives with the resume is recorded by the run's gate in one write:
+    killed before that write, the request is still pending and answerable (any
+    decision); killed after it, the approval, its execution claim and its resume work
+    are recorded together, so the outcome is unknown until a human reconciles it
+    (never run twice).
 (c) while the action runs: LangGraph re-executes the node on recovery, but the
     gate finds the dead run's execution claim and does not run the action again:
     the outcome is reported unknown until a human reconciles it. An action
     declared idempotent is run again, and applies its keyed effect once.
 
-tests/distributed/test_at_most_once.py kills at ten points across the action.
+tests/distributed/test_at_most_once.py kills at twelve points across the action.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from aais_langgraph import (
     resume_with_decisions,
 )
 from aais_langgraph.gate import reconcile_execution, unknown_executions
+from aais_langgraph.ledger import RESUME
 from aais_langgraph.threads import stranded_threads
 from hostile.report import record
 
@@ -80,7 +86,9 @@ def test_b_killed_after_the_resolution_is_recorded(scene: Scene, kind: str) -> N
     """The resolution is in the ledger, the run never resumed; the presenter retries."""
     _, requested = scene.start_paused()
     decision = decide(requested, kind).to_json()
-    scene.crash("after_decide", mode="resume", decisions=[decision], lease_ttl=TTL)
+    scene.crash(
+        "after_decide", mode="resume", channel="record", decisions=[decision], lease_ttl=TTL
+    )
 
     request_id = requested.request.id
     [recorded] = scene.resolutions(request_id)
@@ -101,6 +109,68 @@ def test_b_killed_after_the_resolution_is_recorded(scene: Scene, kind: str) -> N
     assert final.next == () and final.values["outcome"] == recorded["resolution"]["outcome"]
     assert len(scene.resolutions(request_id)) == 1
     assert scene.effects() == ([f"{request_id} deploy"] if kind == "approve" else [])
+
+
+@pytest.mark.parametrize("retry", ["approve", "deny"])
+def test_b_killed_before_the_run_records_the_answer_leaves_it_pending(
+    scene: Scene, retry: str
+) -> None:
+    """The answer arrived with the resume and was authorized; the run's gate died before
+    its one write: nothing is recorded, the request is pending and takes any answer."""
+    _, requested = scene.start_paused()
+    decision = decide(requested).to_json()
+    scene.crash("before_record", mode="resume", decisions=[decision], lease_ttl=TTL)
+
+    request_id = requested.request.id
+    assert scene.resolutions(request_id) == [] and scene.effects() == []
+    with scene.replica() as (graph, backend):
+        [pending] = pending_approvals(backend.authority, graph).snapshot.pending
+        assert pending.id == request_id
+        assert backend.ledger.get_work(RESUME, request_id) is None  # nothing to resume
+        assert unknown_executions(backend.authority) == []
+        [answered] = resume_with_decisions(
+            graph, config(scene.job()), [decide(requested, retry)], actor=HUMAN,
+            authority=backend.authority, lease_wait=TTL + 5,
+        )  # fmt: skip
+        final = graph.get_state(config(scene.job()))
+
+    tally(scene, denied=retry == "deny")
+    outcome = "approved" if retry == "approve" else "denied"
+    assert answered.resolution.outcome == outcome
+    assert final.next == () and final.values["outcome"] == outcome
+    assert len(scene.resolutions(request_id)) == 1
+    assert scene.effects() == ([f"{request_id} deploy"] if retry == "approve" else [])
+
+
+def test_b_killed_right_after_the_run_records_the_answer_is_not_run(scene: Scene) -> None:
+    """The gate's one write committed (the approval, its execution claim, its resume
+    work) and the run died before the node got its answer. Nothing in the ledger tells
+    that from a death mid-action, so the outcome is unknown, never run twice; a human's
+    ``done`` finishes the run without running it."""
+    _, requested = scene.start_paused()
+    decision = decide(requested).to_json()
+    scene.crash("after_record", mode="resume", decisions=[decision], lease_ttl=TTL)
+
+    request_id = requested.request.id
+    [recorded] = scene.resolutions(request_id)
+    assert recorded["resolution"]["outcome"] == "approved" and scene.effects() == []
+    with scene.replica() as (graph, backend):
+        work = backend.ledger.get_work(RESUME, request_id)
+        assert work is not None and work.state == "due"  # recorded in the same write
+        execution = backend.authority.execution(request_id)
+        assert execution is not None and execution.state == "executing"
+        report = ThreadDriver(graph, backend.authority, lease_ttl=TTL).resume_due()
+        assert report.unknown == [request_id] and report.resumed == []
+        [unknown] = unknown_executions(backend.authority)
+        assert unknown.request_id == request_id
+        reconcile_execution(backend.authority, request_id, "done", actor="ops")
+        ThreadDriver(graph, backend.authority, lease_ttl=TTL).resume_stranded()
+        final = graph.get_state(config(scene.job()))
+
+    tally(scene)
+    assert final.next == () and final.values["outcome"] == "conflict"  # not approved
+    assert scene.effects() == []
+    assert len(scene.resolutions(request_id)) == 1
 
 
 def test_b_killed_after_the_node_got_its_approval_is_retried_with_a_fresh_request(

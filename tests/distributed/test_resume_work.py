@@ -14,7 +14,8 @@ fresh replica process (tests/distributed/due_worker.py, mode ``due``) then loops
    the lease's expiry) and a pass after the expiry resumes it.
 2. The process that recorded the answer is killed before it resumes: by
    ``os._exit(9)`` right after ``authority.decide`` (no lease), or kill -9 at the
-   harness's ``after_decide`` point (inside the presenter's resume, lease held).
+   harness's ``after_decide`` point (inside an asynchronous channel's presenter, which
+   records, then resumes with the lease held).
    The fresh replica resumes it once. (Also: killed in the action, the replica
    does not run it again; the work goes ``unknown`` until a human reconciles it.)
 3. Eight threads approved while no server ran, two replica processes looping
@@ -289,12 +290,15 @@ def test_2_killed_right_after_authority_decide(scene: Scene) -> None:
 
 
 def test_2_killed_at_after_decide_inside_the_presenters_resume(scene: Scene) -> None:
-    """kill -9 at the harness's ``after_decide`` point: the resolution is recorded and
-    the dead presenter still holds the thread's run lease (TTL far beyond the test)."""
+    """kill -9 at the harness's ``after_decide`` point of a presenter that records, then
+    resumes: the resolution is recorded and the dead presenter still holds the thread's
+    run lease (TTL far beyond the test)."""
     _, requested = scene.start_paused()
     request_id = requested.request.id
     decision = decide(requested).to_json()
-    scene.crash("after_decide", mode="resume", decisions=[decision], lease_ttl=HOLD_TTL)
+    scene.crash(
+        "after_decide", mode="resume", channel="record", decisions=[decision], lease_ttl=HOLD_TTL
+    )
 
     [recorded] = scene.resolutions(request_id)
     assert recorded["resolution"]["outcome"] == "approved"

@@ -6,7 +6,11 @@ and ledger, or a ``postgresql://`` URL for ``PostgresSaver`` + ``PostgresLedger`
 a thread, and a mode:
 
 ``start``    run the graph until its approval interrupt
-``resume``   ``resume_with_decisions`` with ``decisions`` (one presenter)
+``resume``   ``resume_with_decisions`` with ``decisions`` (one presenter: the answer
+             arrives with the resume, and the gate records it in one write); with
+             ``"channel": "record"`` a presenter that records first, as the
+             asynchronous channels do: under the thread's lease the planner records
+             the decision, then the thread is resumed with what is recorded
 ``race``     ``presenters`` threads, each ``resume_with_decisions`` with its own decision
 ``hold``     take the thread's run lease and stop (for the lease-expiry test)
 
@@ -14,7 +18,11 @@ a thread, and a mode:
 writes ``<markers>/<point>`` (the time, as text) and sleeps. Points:
 
 ``interrupt_saved``  the checkpointer has just stored the interrupt (before invoke returns)
-``after_decide``     the authority recorded the resolution; the graph has not resumed
+``after_decide``     (``"channel": "record"``) the authority recorded the resolution; the
+                     graph has not resumed
+``before_record``    the planner authorized the answer and the resumed run's gate has it;
+                     the one write (resolution, claim, settled resume work) has not happened
+``after_record``     that one write committed; the node has not got its answer yet
 ``after_claim``      the gate claimed the approval's execution; the node has not got it yet
 ``before_action``    the node got its approval back; the action has not started
 ``mid_effects``      the plain effect is applied, the keyed one not yet
@@ -59,12 +67,14 @@ from aais_langgraph import (
     ApprovalAuthority,
     Ledger,
     SqliteLedger,
+    ThreadDriver,
     request_approval,
     requires_approval,
     resume_with_decisions,
 )
 from aais_langgraph.authority import run_lease
 from aais_langgraph.gate import approval_key
+from aais_langgraph.protocol import ApprovalDecided
 
 HUMAN = {"id": "user_alex", "type": "human"}
 INTERRUPT = "__interrupt__"  # the checkpoint channel of interrupts (langgraph.constants)
@@ -224,6 +234,30 @@ def arm(job: dict[str, Any], backend: Backend) -> None:
             return resolved
 
         backend.authority.decide = decide_then_stop  # type: ignore[method-assign]
+    if job.get("crash_at") in ("before_record", "after_record"):
+        # The gate records a handed answer with decide_claiming and its actor; the
+        # planner's own records go through decide (which calls decide_claiming too).
+        record, planner_decide = backend.authority.decide_claiming, backend.authority.decide
+        deciding = threading.local()
+
+        def decide_outside(*args: Any, **kwargs: Any) -> Any:
+            deciding.active = True
+            try:
+                return planner_decide(*args, **kwargs)
+            finally:
+                deciding.active = False
+
+        def record_and_stop(*args: Any, **kwargs: Any) -> Any:
+            handed = kwargs.get("actor") is not None and not getattr(deciding, "active", False)
+            if handed:
+                stop_here(job, "before_record")
+            recorded = record(*args, **kwargs)
+            if handed:
+                stop_here(job, "after_record")
+            return recorded
+
+        backend.authority.decide = decide_outside  # type: ignore[method-assign]
+        backend.authority.decide_claiming = record_and_stop  # type: ignore[method-assign]
     if job.get("crash_at") in ("after_claim", "body_returned"):
         update = backend.ledger.update_execution
         wanted = "executing" if job["crash_at"] == "after_claim" else "executed"
@@ -262,16 +296,31 @@ def config(job: dict[str, Any]) -> Any:
 
 def present(job: dict[str, Any], graph: Any, backend: Backend, decision: Any) -> dict[str, Any]:
     """One presenter: answer the thread's approval and report what it was told."""
+    lease_ttl = float(job.get("lease_ttl", 60.0))
+    lease_wait = float(job.get("lease_wait", 30.0))
     try:
-        [resolved] = resume_with_decisions(
-            graph,
-            config(job),
-            [decision],
-            actor=HUMAN,
-            authority=backend.authority,
-            lease_ttl=float(job.get("lease_ttl", 60.0)),
-            lease_wait=float(job.get("lease_wait", 30.0)),
-        )
+        if job.get("channel") == "record":
+            driver = ThreadDriver(
+                graph, backend.authority, lease_ttl=lease_ttl, lease_wait=lease_wait
+            )
+            planner = driver.planner
+            answers = planner.parse(job["thread"], [ApprovalDecided.from_data(decision)])
+
+            def plan(view: Any) -> tuple[dict[str, Any], list[Any]]:
+                results, resume = planner.record(answers, view, HUMAN)
+                return resume, results
+
+            [resolved] = driver.drive(config(job), plan)
+        else:
+            [resolved] = resume_with_decisions(
+                graph,
+                config(job),
+                [decision],
+                actor=HUMAN,
+                authority=backend.authority,
+                lease_ttl=lease_ttl,
+                lease_wait=lease_wait,
+            )
     except Exception as error:  # reported: the test decides what is acceptable
         return {"error": type(error).__name__, "message": str(error)[:300]}
     return {

@@ -71,6 +71,55 @@ WRITE_FUNCTIONS = (
         UPDATE aais_requests SET status = 'resolved' WHERE request_id = subject;
         RETURN aais_stamp(job);
     END $$""",
+    # A resolution that carries an execution claim: ``aais_resolve``'s checks, then
+    # ``aais_execute``'s on the record (``expected``, vouched for by ``vouching``) the
+    # claim (``changed``) was made on, in the resolution's transaction. A refusal writes
+    # nothing: "missing" and "recorded" as ``aais_resolve``, "changed" as ``aais_execute``.
+    f"""CREATE OR REPLACE FUNCTION aais_resolve_claiming(
+        subject text, resume jsonb, lock_key bigint, expected jsonb, vouching jsonb,
+        changed jsonb, job jsonb
+    ) RETURNS jsonb LANGUAGE plpgsql AS $$
+    DECLARE
+        thread text;
+        stored aais_executions;
+        entry aais_audit;
+        present boolean;
+    BEGIN
+        SELECT thread_id INTO thread FROM aais_requests WHERE request_id = subject FOR UPDATE;
+        IF NOT FOUND THEN
+            RETURN '{{"refused": "missing"}}';
+        END IF;
+        IF EXISTS (SELECT 1 FROM aais_resolutions WHERE request_id = subject) THEN
+            RETURN '{{"refused": "recorded"}}';
+        END IF;
+        PERFORM pg_advisory_xact_lock(lock_key);
+        SELECT * INTO stored FROM aais_executions WHERE request_id = subject;
+        present := FOUND;
+        IF present IS DISTINCT FROM (expected IS NOT NULL) OR (present AND stored
+                IS DISTINCT FROM jsonb_populate_record(NULL::aais_executions, expected)) THEN
+            RETURN '{{"refused": "changed"}}';
+        END IF;
+        SELECT * INTO entry FROM aais_audit
+            WHERE kind = 'execution' AND {EXECUTION_SUBJECT} = subject
+            ORDER BY idx DESC LIMIT 1;
+        present := FOUND;
+        IF present IS DISTINCT FROM (vouching IS NOT NULL) OR (present AND entry
+                IS DISTINCT FROM jsonb_populate_record(NULL::aais_audit, vouching)) THEN
+            RETURN '{{"refused": "changed"}}';
+        END IF;
+        INSERT INTO aais_executions ({EXECUTION_COLUMNS})
+            SELECT {EXECUTION_COLUMNS}
+            FROM jsonb_populate_record(NULL::aais_executions, changed)
+            {_UPSERT_TAIL};
+        IF thread IS NOT NULL AND resume IS NOT NULL THEN
+            INSERT INTO aais_outbox ({WORK_COLUMNS})
+                SELECT {WORK_COLUMNS} FROM jsonb_populate_record(
+                    NULL::aais_outbox, resume || jsonb_build_object('thread_id', thread))
+                ON CONFLICT (kind, work_id) DO NOTHING;
+        END IF;
+        UPDATE aais_requests SET status = 'resolved' WHERE request_id = subject;
+        RETURN aais_stamp(job);
+    END $$""",
     # An execution record's change, made on the record the client last wrote for the
     # request (``expected``, None: none) and vouched for by the entry it then appended
     # (``vouching``): either differs from what is stored, and nothing is written (the

@@ -443,8 +443,10 @@ class PostgresLedger(SqlLedger):
         self, write: ResolutionWrite, claim: ex.ExecutionChange | None
     ) -> tuple[StoredResolution, bool, ex.Execution | None]:
         try:
-            if claim is None and self._writes_at_once(records_deliveries=True):
-                return self._resolve_at_once(write)
+            if self._writes_at_once(records_deliveries=True):
+                if claim is None:
+                    return self._resolve_at_once(write)
+                return self._resolve_claiming_at_once(write, claim)
             return super()._record_resolution(write, claim)
         except psycopg.errors.UniqueViolation as error:
             if error.diag.table_name != "aais_grants":
@@ -471,6 +473,51 @@ class PostgresLedger(SqlLedger):
         if refused is not None:
             raise KeyError(write.request_id)
         return counters.settled(recorded), True, None
+
+    def _resolve_claiming_at_once(
+        self, write: ResolutionWrite, claim: ex.ExecutionChange
+    ) -> tuple[StoredResolution, bool, ex.Execution | None]:
+        """``record_resolution_claiming`` in one statement, ``aais_resolve_claiming``: the
+        claim made on what this ledger wrote last for the request (none, for a first
+        claim), as ``update_execution`` makes it. A resolution that is not ``approved``
+        claims nothing (``aais_resolve``); a claim that changes nothing, or one the server
+        finds made on anything but the stored record, takes the shared transaction."""
+        draft = draft_write(write)
+        if draft.resolved["resolution"]["outcome"] != "approved":
+            return self._resolve_at_once(write)
+        known = self._executions.get(write.request_id)
+        record, vouching = known if known is not None else (None, None)
+        updated = claim(record)
+        if updated is None or updated == record or updated.request_id != write.request_id:
+            return super()._record_resolution(write, claim)
+        try:
+            rows_sent = (_execution_json(record), vouching, _execution_json(updated))
+        except ValueError:  # not I-JSON (a time that is not finite): the shared write says so
+            return super()._record_resolution(write, claim)
+        resume = None
+        if not write.in_run:  # its thread is filled in by the server, from the request's row
+            work = rw.new_resume_work(write.request_id, "", time.time())
+            resume = dump_json(dict(zip(_WORK_FIELDS, rows.work_row(work), strict=True)))
+        payload = ex.execution_audit(updated)
+        fields = (write.request_id, resume, _lock_key(write.request_id))
+        call = (_RESOLVE_CLAIMING, (*fields, *rows_sent))
+        with self._read() as cur, StampedCounters(self, cur, call=call) as counters:
+            recorded = self._stage_resolution(counters, write, draft, None)
+            # The claim's entry follows the resolution's, as in the shared transaction.
+            appended = counters.append_audit("execution", payload)
+        refused = counters.refused()
+        if refused == "recorded":
+            existing = self.get_resolution(write.request_id)
+            if existing is not None:
+                return existing, False, None
+        if refused == "changed":
+            with self._executions_lock:
+                self._executions.pop(write.request_id, None)
+            return super()._record_resolution(write, claim)
+        if refused is not None:
+            raise KeyError(write.request_id)
+        self._remember(updated, _entry_json(counters.settled(appended), payload))
+        return counters.settled(recorded), True, updated
 
     # -- execution records: a change of the record this ledger wrote last ------------
 
@@ -653,6 +700,9 @@ def _roll_back(conn: psycopg.Connection[Any], pipeline: psycopg.Pipeline) -> Non
 
 _ADD_REQUEST = "SELECT aais_add_request(%s, %s::jsonb)"
 _RESOLVE = "SELECT aais_resolve(%s, %s::jsonb, %s::jsonb)"
+_RESOLVE_CLAIMING = (
+    "SELECT aais_resolve_claiming(%s, %s::jsonb, %s, %s::jsonb, %s::jsonb, %s::jsonb, %s::jsonb)"
+)
 _ACQUIRE_LEASE = "SELECT aais_acquire_lease(%s, %s, %s, %s)"
 _RENEW_LEASE = "SELECT aais_renew_lease(%s, %s, %s, %s)"
 _RELEASE_LEASE = "SELECT aais_release_lease(%s, %s, %s::text[], %s)"

@@ -220,3 +220,105 @@ def test_a_mark_with_a_time_that_is_not_finite_is_refused_naming_the_field(
         ledger.update_execution("apr_1", _claim("h1", float("inf")))
     assert raised.value.pointer == "/payload/started_at"
     assert ledger.contents() == before
+
+
+def _claim_of(request_id: str, holder: str, now: float) -> Any:
+    return claim_change(request_id, holder, thread_id="t2", ttl=30, now=now, retry=False)
+
+
+def test_an_approval_carrying_its_claim_is_one_statement_and_the_next_mark_one_more(
+    conn: psycopg.Connection[Any],
+) -> None:
+    ledger = PostgresLedger(conn)
+    requested = request_envelope("apr_2")
+    ledger.add_request(requested, thread_id="t2")
+    with traced(conn) as trace:
+        recorded, created, claimed = ledger.record_resolution_claiming(
+            approval(requested), _claim_of("apr_2", "h1", 1000.0)
+        )
+        finished = ledger.update_execution("apr_2", finish_change(1002.0))
+    sent = statements_sent(trace)
+    assert len(sent) == 2
+    assert "aais_resolve_claiming(" in sent[0] and "aais_execute(" in sent[1]
+    assert created and recorded == ledger.get_resolution("apr_2")
+    assert claimed is not None and claimed.state == "executing" and claimed.holder == "h1"
+    assert finished is not None and finished.state == "executed"
+    assert ledger.execution_with_entry("apr_2")[0] == finished
+    # The resume work committed with the answer, its thread read from the request's row.
+    [work] = ledger.list_work("resume", request_id="apr_2")
+    assert work.thread_id == "t2"
+    # The claim's entry follows the resolution's, and the chain holds.
+    contents = ledger.contents()
+    kinds = [entry.kind for entry in contents.audit if entry.index > recorded.audit_index]
+    assert kinds == ["execution", "execution"]
+    assert verify_audit(contents.audit, contents.audit_tip).ok
+
+
+def test_a_replayed_or_unknown_approval_carrying_a_claim_writes_nothing(
+    conn: psycopg.Connection[Any],
+) -> None:
+    ledger = PostgresLedger(conn)
+    before = ledger.contents()
+    with traced(conn) as trace:
+        replayed = ledger.record_resolution_claiming(
+            approval(request_envelope("apr_1")), _claim_of("apr_1", "h1", 1000.0)
+        )
+    # The probe of the schema's server side, the one write, the read of the winner.
+    *_, statement, read = statements_sent(trace)
+    assert "aais_resolve_claiming(" in statement and "FROM aais_resolutions" in read
+    assert replayed == (ledger.get_resolution("apr_1"), False, None)
+    with pytest.raises(KeyError):
+        ledger.record_resolution_claiming(
+            approval(request_envelope("apr_404")), _claim_of("apr_404", "h1", 1000.0)
+        )
+    assert ledger.contents() == before
+
+
+def test_a_denial_carrying_a_claim_claims_nothing(conn: psycopg.Connection[Any]) -> None:
+    ledger = PostgresLedger(conn)
+    requested = request_envelope("apr_2")
+    ledger.add_request(requested)
+    with traced(conn) as trace:
+        _, created, claimed = ledger.record_resolution_claiming(
+            approval(requested, outcome="denied"), _claim_of("apr_2", "h1", 1000.0)
+        )
+    [statement] = statements_sent(trace)
+    assert "aais_resolve(" in statement
+    assert created and claimed is None
+    assert ledger.execution_with_entry("apr_2") == (None, None)
+
+
+def test_an_approval_claiming_over_a_planted_record_is_refused_and_stays_pending(
+    conn: psycopg.Connection[Any],
+) -> None:
+    ledger = PostgresLedger(conn)
+    requested = request_envelope("apr_2")
+    ledger.add_request(requested, thread_id="t2")
+    conn.execute(
+        "INSERT INTO aais_executions (request_id, thread_id, state, holder, attempt, "
+        "started_at, live_until, updated_at) VALUES ('apr_2', 't2', 'executed', 'x', 1, 1, 1, 1)"
+    )
+    before = ledger.contents()
+    with traced(conn) as trace, pytest.raises(LedgerIntegrityError) as raised:
+        ledger.record_resolution_claiming(approval(requested), _claim_of("apr_2", "h1", 1000.0))
+    # The server refused the one statement; the shared transaction then refused the same.
+    assert "aais_resolve_claiming(" in statements_sent(trace)[0]
+    assert raised.value.table == "aais_executions"
+    assert ledger.contents() == before
+    assert ledger.get_resolution("apr_2") is None
+    assert ledger.list_work("resume", request_id="apr_2") == []
+
+
+def test_an_approval_claiming_with_a_time_that_is_not_finite_is_refused_naming_the_field(
+    conn: psycopg.Connection[Any],
+) -> None:
+    ledger = PostgresLedger(conn)
+    requested = request_envelope("apr_2")
+    ledger.add_request(requested)
+    before = ledger.contents()
+    with pytest.raises(AAISValidationError) as raised:
+        ledger.record_resolution_claiming(
+            approval(requested), _claim_of("apr_2", "h1", float("inf"))
+        )
+    assert raised.value.pointer == "/payload/started_at"
+    assert ledger.contents() == before

@@ -13,7 +13,7 @@ import shutil
 import sqlite3
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
@@ -71,7 +71,7 @@ class Files:
     crashes: list[int]
 
     def raw(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-        with sqlite3.connect(self.ledger) as conn:
+        with closing(sqlite3.connect(self.ledger)) as conn, conn:
             return conn.execute(sql, params).fetchall()
 
     @contextmanager
@@ -270,7 +270,8 @@ def test_running_an_approved_action_moves_the_tip_so_a_restore_fails_the_kept_ti
     backup = tmp_path / "backup"
     backup.mkdir()
     for path in (files.ledger, files.checkpoints):
-        with sqlite3.connect(path) as conn:
+        # Closed before the copy: a restore replaces files no connection holds open.
+        with closing(sqlite3.connect(path)) as conn:
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         shutil.copy(path, backup / path.name)
     before = verify(files, KEY).tip

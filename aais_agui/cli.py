@@ -199,20 +199,62 @@ def _jwt_authenticator(args: argparse.Namespace) -> Any:
         raise SystemExit(f"aais-agui: --jwt-*: {text}") from None
 
 
-def _authorizer(args: argparse.Namespace) -> Any:
-    """The access policy (TOML) or Cedar policies ``serve`` was given, else None."""
-    try:
-        if getattr(args, "access_policy", None):
-            from aais_langgraph.authority import load_access_policy
+# What only decides access in an access-policy file: with --cedar-policies as well, Cedar
+# decides access and these would be silently ignored, so they are refused.
+_ACCESS_ONLY_SETTINGS = (
+    "administrators",
+    "administrator_groups",
+    "viewer_groups",
+    "default_approvers",
+    "separation_of_duties",
+    "grants",
+    "reconcile",
+    "threads",
+    "services",
+)
 
-            return load_access_policy(args.access_policy)
-        if getattr(args, "cedar_policies", None):
+
+def _authorizer(args: argparse.Namespace) -> Any:
+    """The authorizer ``serve`` was given: the Cedar policies when given (an access policy
+    beside them then gives only its webhooks, Slack channels and follow-ups), else the
+    access policy (TOML), else None."""
+    policy_file = getattr(args, "access_policy", None)
+    cedar = getattr(args, "cedar_policies", None)
+    try:
+        if cedar:
             from aais_langgraph.authority import CedarAuthorizer
 
-            return CedarAuthorizer(path=args.cedar_policies)
+            if policy_file:
+                _check_beside_cedar(policy_file)
+            return CedarAuthorizer(path=cedar)
+        if policy_file:
+            from aais_langgraph.authority import load_access_policy
+
+            return load_access_policy(policy_file)
     except (ValueError, OSError) as error:
         raise SystemExit(f"aais-agui: {error}") from None
     return None
+
+
+def _check_beside_cedar(path: str) -> None:
+    """ValueError naming the first setting of the access-policy file at ``path`` that
+    decides access, which Cedar decides when both are given (its rules' ``quorum`` and
+    the requesters' ``view_own``/``cancel_own`` included)."""
+    from aais_langgraph.authority import load_access_policy, read_policy_file
+
+    load_access_policy(path)  # the file is valid on its own first
+    document = read_policy_file(path)
+    where = "--access-policy beside --cedar-policies"
+    for key in _ACCESS_ONLY_SETTINGS:
+        if key in document:
+            raise ValueError(f"{where}: {key}: Cedar decides access; remove it")
+    requesters = document.get("requesters", {})
+    for key in ("view_own", "cancel_own"):
+        if key in requesters:
+            raise ValueError(f"{where}: requesters.{key}: Cedar decides access; remove it")
+    for index, rule in enumerate(document.get("approvers", [])):
+        if "quorum" in rule:
+            raise ValueError(f"{where}: approvers[{index}].quorum: Cedar decides access; remove it")
 
 
 def _url(host: str, port: int) -> str:
@@ -528,14 +570,18 @@ def _parser() -> argparse.ArgumentParser:
     jwt_options.add_argument(
         "--jwt-groups-claim", default="groups", metavar="CLAIM", help="default: groups"
     )
-    policy = serve.add_mutually_exclusive_group()
-    policy.add_argument(
+    serve.add_argument(
         "--access-policy",
         metavar="TOML",
         help="who may see and decide what, and whom its [[webhooks]] tell "
         "(default: every authenticated user, everything; no webhooks)",
     )
-    policy.add_argument("--cedar-policies", metavar="FILE", help="decide access with Cedar")
+    serve.add_argument(
+        "--cedar-policies",
+        metavar="FILE",
+        help="decide access with Cedar (an --access-policy beside it gives only its "
+        "webhooks, Slack channels, reminders, escalations and requester notices)",
+    )
     login.add_argument(
         "--local-dev-login",
         action="store_true",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -137,3 +139,76 @@ def test_serve_reminds_the_approvers_by_the_policy_files_rule(tmp_path: Path) ->
     assert [body["type"] for body in reminders] == ["approval.reminder"] * 2
     assert {body["data"]["request"]["id"] for body in reminders} == {request_id}
     assert receiver.duplicates == 0
+
+
+CEDAR_BESIDE_POLICY = """
+permit (principal, action, resource);
+forbid (principal == User::"muted-bot", action == Action::"view", resource);
+forbid (principal == User::"api-client", action == Action::"decide", resource)
+when { context.decision == "deny" };
+"""
+
+
+def test_serve_with_cedar_beside_the_policy_file_sends_its_webhooks_as_cedar_allows(
+    tmp_path: Path,
+) -> None:
+    cedar = tmp_path / "access.cedar"
+    cedar.write_text(CEDAR_BESIDE_POLICY)
+    policy = tmp_path / "policy.toml"
+    with Receiver() as told, Receiver() as muted:
+        policy.write_text(
+            "".join(
+                f'[[webhooks]]\nname = "{name}"\nurl = "{url}"\nsecret_env = "OPS_SECRET"\n'
+                f'as_user = "{name}-bot"\nnotices = ["approval.requested"]\n\n'
+                for name, url in (("told", told.url), ("muted", muted.url))
+            )
+        )
+        args = ["serve", "tiny_graph:make_graph", "--port", "0", "--db", str(tmp_path / "app.db")]
+        args += ["--token-env", "AAIS_TEST_TOKEN", "--access-policy", str(policy)]
+        args += ["--cedar-policies", str(cedar)]
+        env = {"AAIS_TEST_TOKEN": "s3cret", "OPS_SECRET": SECRET}
+        with (
+            running(args, cwd=GRAPHS, env=env) as server,
+            httpx.Client(base_url=server.url, timeout=30, headers=TOKEN) as client,
+        ):
+            [interrupt] = interrupts_of(agui_run(client, run_agent_input("t-1", text="delete it")))
+            requested = interrupt["metadata"]["aais"]
+            wait_for(lambda: len(told.bodies) == 1, what="the requested notice")
+            # The muted delivery was written with the request; it leaves the waiting
+            # listing without a post: skipped, since Cedar lets its principal view nothing.
+            wait_for(
+                lambda: not client.get("/inbox/webhooks").json()["deliveries"],
+                what="the muted subscription's delivery to be settled",
+            )
+            # Cedar decides the decisions too: this client may approve, never deny.
+            url = f"/approvals/{requested['request']['id']}/decisions"
+            actor = {"id": "api-client", "type": "human"}
+            denied = build_decision(requested, decision="deny", actor=actor)
+            refused = client.post(url, content=json.dumps(denied.to_json()), headers=JSON_HEADERS)
+            assert refused.status_code == 403, refused.text
+            approved = build_decision(requested, decision="approve", actor=actor)
+            answer = client.post(url, content=json.dumps(approved.to_json()), headers=JSON_HEADERS)
+            assert answer.status_code == 200, answer.text
+    assert muted.posts == 0
+    assert [body["type"] for body in told.bodies.values()] == ["approval.requested"]
+
+
+def test_serve_refuses_a_policy_files_access_settings_beside_cedar(tmp_path: Path) -> None:
+    (tmp_path / "access.cedar").write_text(CEDAR_BESIDE_POLICY)
+    (tmp_path / "policy.toml").write_text('[grants]\nrevoke_groups = ["sre"]\n')
+    (tmp_path / "tiny_graph.py").write_text((GRAPHS / "tiny_graph.py").read_text())
+    command = [sys.executable, "-m", "aais_agui.cli", "serve", "tiny_graph:builder"]
+    command += ["--port", "0", "--db", str(tmp_path / "app.db"), "--local-dev-login"]
+    command += ["--access-policy", "policy.toml", "--cedar-policies", "access.cedar"]
+    done = subprocess.run(
+        command,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "grants: Cedar decides access" in done.stderr, done
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "app.db").exists()

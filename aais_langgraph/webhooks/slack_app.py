@@ -47,6 +47,7 @@ from urllib.parse import urlsplit
 from ..authority import Principal
 from ..ledger.selection import ActionPattern
 from ..protocol import Actor, id_for
+from .policy_values import required_text, strings
 from .subscriptions import WebhookSubscription
 
 __all__ = ["SlackApp", "SlackChannel", "load_slack", "slack_from_mapping"]
@@ -212,25 +213,25 @@ def _channel(table: Any, where: str, env: Mapping[str, str]) -> SlackChannel:
     unknown = sorted(set(table) - _KEYS)
     if unknown:
         raise ValueError(f"{where}.{unknown[0]}: not a setting of a Slack channel")
-    name = _text(table, "name", where)
-    channel = _text(table, "channel", where)
+    name = required_text(table, "name", where)
+    channel = required_text(table, "channel", where)
     token = _secret(table, "token_env", where, env)
     signing_secret = _secret(table, "signing_secret_env", where, env)
-    risk = _strings(table, "risk", where)
+    risk = strings(table, "risk", where)
     if not risk <= set(_RISKS):
         raise ValueError(f"{where}.risk: each must be one of {list(_RISKS)}")
     as_user = table.get("as_user")
     if as_user is not None:
-        as_user = id_for(_text(table, "as_user", where))
+        as_user = id_for(required_text(table, "as_user", where))
     include = table.get("include_arguments", False)
     if not isinstance(include, bool):
         raise ValueError(f"{where}.include_arguments: must be true or false")
     attempts = table.get("max_attempts", 8)
     if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
         raise ValueError(f"{where}.max_attempts: must be an integer at least 1")
-    api_url = _text(table, "api_url", where) if "api_url" in table else SLACK_API
-    hooks_url = _text(table, "hooks_url", where) if "hooks_url" in table else SLACK_HOOKS
-    team = _text(table, "team", where) if "team" in table else None
+    api_url = required_text(table, "api_url", where) if "api_url" in table else SLACK_API
+    hooks_url = required_text(table, "hooks_url", where) if "hooks_url" in table else SLACK_HOOKS
+    team = required_text(table, "team", where) if "team" in table else None
     try:
         return SlackChannel(
             name=name,
@@ -238,13 +239,13 @@ def _channel(table: Any, where: str, env: Mapping[str, str]) -> SlackChannel:
             token=token,
             signing_secret=signing_secret,
             actions=ActionPattern(
-                tuple(sorted(_strings(table, "kinds", where))),
-                tuple(sorted(_strings(table, "names", where))),
+                tuple(sorted(strings(table, "kinds", where))),
+                tuple(sorted(strings(table, "names", where))),
                 risk,
             ),
-            groups=_strings(table, "groups", where),
+            groups=strings(table, "groups", where),
             as_user=as_user,
-            as_groups=_strings(table, "as_groups", where),
+            as_groups=strings(table, "as_groups", where),
             include_arguments=include,
             api_url=api_url,
             hooks_url=hooks_url,
@@ -268,30 +269,16 @@ def _users(table: Any) -> dict[str, Principal]:
         unknown = sorted(set(entry) - _USER_KEYS)
         if unknown:
             raise ValueError(f"{where}.{unknown[0]}: not a setting of a Slack user")
-        user = id_for(_text(entry, "user", where))
-        groups = _strings(entry, "groups", where)
+        user = id_for(required_text(entry, "user", where))
+        groups = strings(entry, "groups", where)
         actor = Actor(id=user, type="human", authenticated_by="slack")
         found[slack_user] = Principal(actor, groups=groups)
     return found
 
 
-def _text(table: Mapping[str, Any], key: str, where: str) -> str:
-    value = table.get(key)
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{where}.{key}: must be a non-empty string")
-    return value
-
-
 def _secret(table: Mapping[str, Any], key: str, where: str, env: Mapping[str, str]) -> str:
-    variable = _text(table, key, where)
+    variable = required_text(table, key, where)
     value = env.get(variable)
     if not value:
         raise ValueError(f"{where}.{key}: the variable is not set")
     return value
-
-
-def _strings(table: Mapping[str, Any], key: str, where: str) -> frozenset[str]:
-    value = table.get(key, [])
-    if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
-        raise ValueError(f"{where}.{key}: must be an array of non-empty strings")
-    return frozenset(value)

@@ -66,6 +66,7 @@ from ..ledger.follow_ups import new_escalation, new_reminder, new_requester_noti
 from ..ledger.selection import ActionPattern, RowFacts
 from ..protocol import AAISValidationError, Actor, id_for, parse_timestamp
 from .mail import MailSettings
+from .policy_values import flag, optional_text, required_text, strings
 
 __all__ = [
     "SubscriptionPlan",
@@ -310,7 +311,7 @@ def _subscription(table: Any, where: str, env: Mapping[str, str]) -> WebhookSubs
     unknown = sorted(set(table) - _KEYS)
     if unknown:
         raise ValueError(f"{where}.{unknown[0]}: not a setting of a webhook subscription")
-    name = _text(table, "name", where, required=True)
+    name = required_text(table, "name", where)
     assert name is not None
     form = table.get("format", "aais")
     if form not in _FORMATS:
@@ -320,7 +321,7 @@ def _subscription(table: Any, where: str, env: Mapping[str, str]) -> WebhookSubs
         extra = sorted(set(table) & _MAIL_KEYS)
         if extra:
             raise ValueError(f'{where}.{extra[0]}: only for format = "email"')
-        url = _text(table, "url", where, required=True)
+        url = required_text(table, "url", where)
         assert url is not None
         if not url.startswith(("https://", "http://")):
             raise ValueError(f"{where}.url: must be an http or https URL")
@@ -329,18 +330,18 @@ def _subscription(table: Any, where: str, env: Mapping[str, str]) -> WebhookSubs
             raise ValueError(f"{where}.url: an email subscription names smtp_host instead")
         url = f"smtp://{mail.host}:{mail.port}"
     secret = None
-    secret_env = _text(table, "secret_env", where)
+    secret_env = optional_text(table, "secret_env", where)
     if secret_env is not None:
         secret = env.get(secret_env)
         if not secret:
             raise ValueError(f"{where}.secret_env: the variable is not set")
-    notices = _strings(table, "notices", where) or frozenset(SUBSCRIBED_NOTICES)
+    notices = strings(table, "notices", where) or frozenset(SUBSCRIBED_NOTICES)
     if not notices <= set(SUBSCRIBED_NOTICES):
         raise ValueError(f"{where}.notices: each must be one of {list(SUBSCRIBED_NOTICES)}")
-    risk = _strings(table, "risk", where)
+    risk = strings(table, "risk", where)
     if not risk <= set(_RISKS):
         raise ValueError(f"{where}.risk: each must be one of {list(_RISKS)}")
-    as_user = _text(table, "as_user", where)
+    as_user = optional_text(table, "as_user", where)
     try:
         return WebhookSubscription(
             name=name,
@@ -348,18 +349,18 @@ def _subscription(table: Any, where: str, env: Mapping[str, str]) -> WebhookSubs
             secret=secret,
             notices=notices,  # type: ignore[arg-type]  # checked against SUBSCRIBED_NOTICES
             actions=ActionPattern(
-                tuple(sorted(_strings(table, "kinds", where))),
-                tuple(sorted(_strings(table, "names", where))),
+                tuple(sorted(strings(table, "kinds", where))),
+                tuple(sorted(strings(table, "names", where))),
                 risk,
             ),
-            groups=_strings(table, "groups", where),
+            groups=strings(table, "groups", where),
             as_user=None if as_user is None else id_for(as_user),
-            as_groups=_strings(table, "as_groups", where),
-            coalesce=_flag(table, "coalesce", where),
+            as_groups=strings(table, "as_groups", where),
+            coalesce=flag(table, "coalesce", where),
             expiring_before=_seconds(table, "expiring_before", where, 300.0),
             format=form,
-            include_arguments=_flag(table, "include_arguments", where),
-            inbox_url=_text(table, "inbox_url", where),
+            include_arguments=flag(table, "include_arguments", where),
+            inbox_url=optional_text(table, "inbox_url", where),
             max_attempts=int(_seconds(table, "max_attempts", where, 8)),
             mail=mail,
         )
@@ -372,14 +373,14 @@ def _mail(table: Mapping[str, Any], where: str, env: Mapping[str, str]) -> MailS
     to = table.get("to")
     if isinstance(to, str) or not isinstance(to, Sequence) or not to:
         raise ValueError(f"{where}.to: must be an array of email addresses")
-    sender = _text(table, "from", where, required=True)
-    host = _text(table, "smtp_host", where, required=True)
+    sender = required_text(table, "from", where)
+    host = required_text(table, "smtp_host", where)
     port = table.get("smtp_port", 587)
     if not isinstance(port, int) or isinstance(port, bool):
         raise ValueError(f"{where}.smtp_port: must be a port number")
     secrets: dict[str, str | None] = {}
     for key in ("username_env", "password_env"):
-        variable = _text(table, key, where)
+        variable = optional_text(table, key, where)
         secrets[key] = None if variable is None else env.get(variable)
         if variable is not None and not secrets[key]:
             raise ValueError(f"{where}.{key}: the variable is not set")
@@ -401,33 +402,6 @@ def _starttls(table: Mapping[str, Any], where: str) -> bool:
     value = table.get("starttls", True)
     if not isinstance(value, bool):
         raise ValueError(f"{where}.starttls: must be true or false")
-    return value
-
-
-def _text(table: Mapping[str, Any], key: str, where: str, *, required: bool = False) -> str | None:
-    value = table.get(key)
-    if value is None and not required:
-        return None
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{where}.{key}: must be a non-empty string")
-    return value
-
-
-def _strings(table: Mapping[str, Any], key: str, where: str) -> frozenset[str]:
-    value = table.get(key, [])
-    if (
-        not isinstance(value, Sequence)
-        or isinstance(value, str)
-        or not all(isinstance(item, str) and item for item in value)
-    ):
-        raise ValueError(f"{where}.{key}: must be an array of non-empty strings")
-    return frozenset(value)
-
-
-def _flag(table: Mapping[str, Any], key: str, where: str) -> bool:
-    value = table.get(key, False)
-    if not isinstance(value, bool):
-        raise ValueError(f"{where}.{key}: must be true or false")
     return value
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import email
+import ssl
 import threading
 from email.message import Message
 from types import TracebackType
@@ -25,27 +26,41 @@ class _Keeper:
                 self.box.refuse_first -= 1
                 return "451 try again later"
             self.box.messages.append((tuple(envelope.rcpt_tos), message))
+            self.box.over_tls.append(session.ssl is not None)
         return "250 OK"
 
 
 class Mailbox:
     """An SMTP server on 127.0.0.1: ``messages`` holds (recipients, message) of each
     accepted mail; ``refuse_first`` answers 451 to the first messages; with ``login``
-    (user, password) it asks clients to log in as that user (AUTH, without TLS: loopback)."""
+    (user, password) it asks clients to log in as that user (AUTH, without TLS: loopback);
+    with ``tls`` (a certificate chain file and its key) it offers STARTTLS and requires it
+    before anything else (``over_tls`` says, for each accepted mail, whether it came over TLS)."""
 
-    def __init__(self, *, refuse_first: int = 0, login: tuple[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        refuse_first: int = 0,
+        login: tuple[str, str] | None = None,
+        tls: tuple[str, str] | None = None,
+    ) -> None:
         self.lock = threading.Lock()
         self.refuse_first = refuse_first
         self.messages: list[tuple[tuple[str, ...], Message]] = []
+        self.over_tls: list[bool] = []
         self.logins: list[str] = []
         self.port = free_port()
         options: dict[str, Any] = {}
         if login is not None:
             options = {
                 "authenticator": self._authenticator(login),
-                "auth_require_tls": False,
+                "auth_require_tls": tls is not None,
                 "auth_required": True,
             }
+        if tls is not None:
+            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            context.load_cert_chain(*tls)
+            options.update(tls_context=context, require_starttls=True)
         self._controller = Controller(
             _Keeper(self), hostname="127.0.0.1", port=self.port, **options
         )

@@ -180,6 +180,7 @@ class WebhookWorker:
         self._client = httpx.Client(timeout=timeout, follow_redirects=False)
         self._lock = threading.Lock()
         self._not_visible_said: set[str] = set()
+        self._no_history_said: set[str] = set()
         self._in_flight: set[asyncio.Future[Any]] = set()
         self._slack_clients: dict[str, Any] = {}
 
@@ -398,10 +399,16 @@ class WebhookWorker:
                     message = request_message(requested, include_arguments=include)
                 else:
                     message = self._resolved(requested, resolved, include)
-                answer = client.chat_postMessage(
-                    channel=channel.channel, unfurl_links=False, unfurl_media=False, **message
-                )
-                posted = f"{answer['channel']} {answer['ts']}"
+                posted = self._posted_before(client, channel, delivery, now)
+                if posted is None:
+                    answer = client.chat_postMessage(
+                        channel=channel.channel,
+                        unfurl_links=False,
+                        unfurl_media=False,
+                        metadata=_post_metadata(delivery),
+                        **message,
+                    )
+                    posted = f"{answer['channel']} {answer['ts']}"
                 return settled_change("done", time.time(), counted=True, result=posted)
             if resolved is None:  # pragma: no cover - a resolved notice has its resolution
                 raise _Skipped("the request has no resolution")
@@ -423,6 +430,53 @@ class WebhookWorker:
         except (SlackClientError, OSError) as error:
             return self._failed(subscription, delivery, type(error).__name__)
         return settled_change("done", time.time(), counted=True)
+
+    def _posted_before(
+        self, client: Any, channel: SlackChannel, delivery: Delivery, now: float
+    ) -> str | None:
+        """The ``"<channel> <ts>"`` of the message an earlier attempt of ``delivery``
+        posted, found by its metadata in the channel's history; None when none did, or
+        when no earlier attempt can have reached Slack (the first attempt of a delivery
+        younger than a claim), or when the history cannot be read (the app lacks
+        ``channels:history`` / ``groups:history``: said once per channel)."""
+        from slack_sdk.errors import SlackApiError
+
+        if delivery.attempts == 0 and now - delivery.created_at < self.claim_ttl:
+            return None
+        cursor: str | None = None
+        try:
+            for _ in range(_HISTORY_PAGES):
+                page = client.conversations_history(
+                    channel=channel.channel,
+                    oldest=f"{max(0.0, delivery.created_at - _HISTORY_SLACK):.6f}",
+                    include_all_metadata=True,
+                    limit=200,
+                    **({"cursor": cursor} if cursor else {}),
+                )
+                for message in page.get("messages") or ():
+                    if _is_post_of(message, delivery):
+                        return f"{page.get('channel') or channel.channel} {message['ts']}"
+                cursor = (page.get("response_metadata") or {}).get("next_cursor")
+                if not page.get("has_more") or not cursor:
+                    return None
+        except SlackApiError as error:
+            code = error.response.get("error") if isinstance(error.response.data, dict) else None
+            known = isinstance(code, str) and _SLACK_ERROR.fullmatch(code) is not None
+            self._say_no_history(channel, str(code) if known else "error")
+        return None
+
+    def _say_no_history(self, channel: SlackChannel, code: str) -> None:
+        """Warn, once per channel, that a retried post cannot be matched to its message."""
+        with self._lock:
+            if channel.name in self._no_history_said:
+                return
+            self._no_history_said.add(channel.name)
+        logger.warning(
+            "slack %r: cannot read the channel's history (slack %s), so a post retried after "
+            "a crash may appear twice (give the app channels:history or groups:history)",
+            channel.name,
+            code,
+        )
 
     def _resolved(
         self, requested: ApprovalRequested, resolved: ApprovalResolved, include: bool
@@ -508,3 +562,31 @@ def _log_failure(task: asyncio.Future[Any]) -> None:
         logger.error(
             "webhook worker: a delivery attempt failed: %s", type(task.exception()).__name__
         )
+
+
+_POST_EVENT = "aais_approval_requested"
+"""The ``event_type`` of the metadata each posted request carries."""
+_HISTORY_PAGES = 5
+"""How many pages (of 200 messages) of a channel's history a retried post reads."""
+_HISTORY_SLACK = 60.0
+"""Seconds before the delivery's creation the history is read from (clock skew)."""
+
+
+def _post_metadata(delivery: Delivery) -> dict[str, Any]:
+    """The message metadata that lets a retried post find the message an earlier
+    attempt posted: the delivery's id and request id (no secret, no argument value)."""
+    return {
+        "event_type": _POST_EVENT,
+        "event_payload": {"delivery_id": delivery.work_id, "request_id": delivery.request_id},
+    }
+
+
+def _is_post_of(message: Any, delivery: Delivery) -> bool:
+    """Whether a message of the channel's history is the post of ``delivery``."""
+    if not isinstance(message, dict) or not isinstance(message.get("ts"), str):
+        return False
+    metadata = message.get("metadata")
+    if not isinstance(metadata, dict) or metadata.get("event_type") != _POST_EVENT:
+        return False
+    payload = metadata.get("event_payload")
+    return isinstance(payload, dict) and payload.get("delivery_id") == delivery.work_id

@@ -1,5 +1,7 @@
 """Slack's Web API played on loopback: records ``chat.postMessage`` and ``chat.update`` calls,
-and the replies posted to a click's ``response_url`` (under ``hooks_url``).
+and the replies posted to a click's ``response_url`` (under ``hooks_url``); answers
+``conversations.history`` from the messages posted (newest first, their ``metadata`` with
+``include_all_metadata``).
 
 The Slack API is out of reach here, so ``WebClient(base_url=...)`` is pointed at this
 server, which answers as Slack documents (``{"ok": true, "channel": ..., "ts": ...}``;
@@ -10,12 +12,13 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 TOKEN = "xoxb-test-token"
 
@@ -54,6 +57,9 @@ class FakeSlack:
     """Cleared: a reply to a ``response_url`` waits (at most 10 s) until it is set again."""
     failures: int = 0
     """How many of the next calls answer ``ok: false`` (``ratelimited``)."""
+    history_error: str | None = None
+    """Set: ``conversations.history`` answers ``ok: false`` with this error (an app
+    without the ``channels:history`` scope gets ``missing_scope``)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def of(self, method: str) -> list[Call]:
@@ -90,6 +96,9 @@ def fake_slack() -> Iterator[FakeSlack]:
             method = self.path.rsplit("/", 1)[-1]
             with state.lock:
                 state.paths.append(self.path)
+            if method == "conversations.history":
+                self._answer(method, body)
+                return
             if self.path.startswith("/hooks/"):
                 state.hooks_open.wait(10)
                 with state.lock:
@@ -108,9 +117,50 @@ def fake_slack() -> Iterator[FakeSlack]:
                 elif failing:
                     answer = {"ok": False, "error": "ratelimited"}
                 else:
-                    ts = body.get("ts") or f"1700000000.{next(counter):06d}"
+                    ts = body.get("ts") or f"{int(time.time())}.{next(counter):06d}"
                     state.calls.append(Call(method, body, ts))
                     answer = {"ok": True, "channel": body.get("channel"), "ts": ts}
+            data = json.dumps(answer).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            split = urlsplit(self.path)
+            query = {key: values[0] for key, values in parse_qs(split.query).items()}
+            with state.lock:
+                state.paths.append(split.path)
+            self._answer(split.path.rsplit("/", 1)[-1], query)
+
+        def _answer(self, method: str, query: dict[str, Any]) -> None:
+            """Answer a ``conversations.history`` call (sent as GET or as POST)."""
+            with state.lock:
+                state.calls.append(Call(method, query))
+                if self.headers.get("authorization") != f"Bearer {TOKEN}":
+                    answer: dict[str, Any] = {"ok": False, "error": "invalid_auth"}
+                elif method != "conversations.history":
+                    answer = {"ok": False, "error": "unknown_method"}
+                elif state.history_error is not None:
+                    answer = {"ok": False, "error": state.history_error}
+                else:
+                    metadata = query.get("include_all_metadata") in ("1", "true", "True")
+                    oldest = float(query.get("oldest") or 0)
+                    messages = [
+                        {
+                            "type": "message",
+                            "ts": call.ts,
+                            "text": call.body.get("text", ""),
+                            **({"metadata": call.body["metadata"]} if metadata else {}),
+                        }
+                        for call in reversed(state.calls)
+                        if call.method == "chat.postMessage"
+                        and call.body.get("channel") == query.get("channel")
+                        and float(call.ts) >= oldest
+                        and "metadata" in call.body
+                    ]
+                    answer = {"ok": True, "messages": messages, "has_more": False}
             data = json.dumps(answer).encode()
             self.send_response(200)
             self.send_header("content-type", "application/json")

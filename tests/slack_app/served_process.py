@@ -8,6 +8,8 @@ starts runs. With ``POINT`` the process stops there, writes ``FOLDER/<POINT>`` a
 waits to be killed:
 
 ``before_send``    the Slack post's delivery is claimed; Slack has not been called
+``after_send``     Slack took the post (``chat.postMessage`` answered); the ledger has not
+                   recorded it
 ``before_record``  a click's signature, user and digest are checked; nothing recorded
 ``after_record``   the click's decision is recorded; the answer is not sent, nothing resumed
                    (this process runs no watcher, so only the next one can resume it)
@@ -52,6 +54,16 @@ def install(folder: Path, point: str) -> None:
             stop_here(folder, point)
 
         WebhookWorker._slack_attempt = held  # type: ignore[method-assign]
+    elif point == "after_send":
+        from slack_sdk import WebClient
+
+        real_post = WebClient.chat_postMessage
+
+        def posted(self: Any, *args: Any, **kwargs: Any) -> Any:
+            real_post(self, *args, **kwargs)
+            stop_here(folder, point)
+
+        WebClient.chat_postMessage = posted  # type: ignore[method-assign]
     elif point in ("before_record", "after_record"):
         real = slack_http.arecord_decision
 

@@ -1,5 +1,6 @@
 """A served process killed with SIGKILL between a click and its record, after the record,
-and between a Slack post's claim and its send: nothing is lost and nothing doubled.
+between a Slack post's claim and its send, and after Slack took the post but before the
+ledger recorded it: nothing is lost and nothing doubled.
 
 The server runs in its own process (``served_process.py``) over a SQLite ledger and
 checkpointer in one folder, stopped at an exact point (it writes a marker file there);
@@ -202,3 +203,37 @@ def test_killed_between_a_posts_claim_and_its_send_the_message_is_posted_once(
             done = ledger.get_work(DELIVERY, post_id)
             assert done is not None and done.state == "done"
             assert done.result == f"{post.body['channel']} {post.ts}"
+
+
+def test_killed_after_slack_took_the_post_the_next_sender_finds_it_and_posts_nothing(
+    folder: Path,
+) -> None:
+    with fake_slack() as slack:
+        (folder / "policy.toml").write_text(POLICY.format(api=slack.url, hooks=slack.hooks_url))
+        with served(folder, slack, "after_send") as first:
+            request_id = start_thread(first, "t-sent")
+            kill_at(folder, first, "after_send")
+        [post] = [c for c in slack.posted() if request_id in c.text]
+        post_id = delivery_id_for("ops", "approval.requested", request_id)
+        with SqliteLedger.from_conn_string(folder / "ledger.db") as ledger:
+            held = ledger.get_work(DELIVERY, post_id)
+            assert held is not None and held.state == "claimed" and held.result is None
+
+        with served(folder, slack) as second:
+            with SqliteLedger.from_conn_string(folder / "ledger.db") as ledger:
+                wait_for(
+                    lambda: (ledger.get_work(DELIVERY, post_id) or held).state == "done",
+                    what="the post's delivery to be settled",
+                )
+            answer = click(second, slack, request_id)
+            assert answer.status_code == 200, answer.text
+            wait_for(
+                lambda: [c for c in slack.updated() if request_id in c.text], what="the update"
+            )
+        assert [c for c in slack.posted() if request_id in c.text] == [post]  # posted once
+        assert [c for c in slack.of("conversations.history")]  # found by looking, not luck
+        [update] = [c for c in slack.updated() if request_id in c.text]
+        assert update.body["ts"] == post.ts
+        with SqliteLedger.from_conn_string(folder / "ledger.db") as ledger:
+            done = ledger.get_work(DELIVERY, post_id)
+            assert done is not None and done.result == f"{post.body['channel']} {post.ts}"

@@ -131,3 +131,55 @@ def test_a_service_with_slack_needs_a_ledger_that_records_its_deliveries(
     with pytest.raises(ValueError, match=r"^slack: the worker given must send for"):
         ApprovalService(None, authority, webhooks=worker, slack=app)
     worker.close()
+
+
+def test_a_first_post_of_a_new_delivery_reads_no_history(slack: FakeSlack) -> None:
+    authority, worker = sender(channel(slack.url))
+    ask(authority, "apr_new")
+    worker.deliver_due()
+    assert post_row(authority, "apr_new").state == "done"  # type: ignore[attr-defined]
+    assert len(slack.posted()) == 1 and slack.of("conversations.history") == []
+
+
+def test_a_retried_post_that_slack_took_before_is_found_and_not_posted_again(
+    slack: FakeSlack,
+) -> None:
+    from slack_sdk import WebClient
+
+    authority, worker = sender(channel(slack.url))
+    ask(authority, "apr_lost")
+    slack.failures = 1
+    worker.deliver_due()  # refused: retried
+    row = post_row(authority, "apr_lost")
+    assert row.attempts == 1  # type: ignore[attr-defined]
+    # Slack took a post whose answer never came back (the sender timed out, or died).
+    metadata = {
+        "event_type": "aais_approval_requested",
+        "event_payload": {"delivery_id": row.work_id, "request_id": "apr_lost"},  # type: ignore[attr-defined]
+    }
+    earlier = WebClient(token=TOKEN, base_url=slack.url).chat_postMessage(
+        channel="C0OPS", text="the earlier post", metadata=metadata
+    )
+    worker.deliver_due()
+    done = post_row(authority, "apr_lost")
+    assert done.state == "done"  # type: ignore[attr-defined]
+    assert done.result == f"C0OPS {earlier['ts']}"  # type: ignore[attr-defined]
+    assert len(slack.posted()) == 1  # only the earlier one
+    assert len(slack.of("conversations.history")) == 1
+
+
+def test_a_retried_post_whose_history_cannot_be_read_is_posted_and_said_once(
+    slack: FakeSlack, caplog: pytest.LogCaptureFixture
+) -> None:
+    authority, worker = sender(channel(slack.url))
+    slack.history_error = "missing_scope"
+    for request_id in ("apr_a", "apr_b"):
+        ask(authority, request_id)
+    slack.failures = 2
+    with caplog.at_level("WARNING", logger="aais_langgraph.webhooks.worker"):
+        worker.deliver_due()  # both refused
+        worker.deliver_due()  # both retried: the history cannot be read, so they post
+    assert {post_row(authority, r).state for r in ("apr_a", "apr_b")} == {"done"}  # type: ignore[attr-defined]
+    assert len(slack.posted()) == 2
+    said = [r.getMessage() for r in caplog.records if "history" in r.getMessage()]
+    assert len(said) == 1 and "missing_scope" in said[0]

@@ -181,6 +181,7 @@ class WebhookWorker:
         self._lock = threading.Lock()
         self._not_visible_said: set[str] = set()
         self._no_history_said: set[str] = set()
+        self._slack_bots: dict[str, str] = {}
         self._in_flight: set[asyncio.Future[Any]] = set()
         self._slack_clients: dict[str, Any] = {}
 
@@ -445,6 +446,10 @@ class WebhookWorker:
             return None
         cursor: str | None = None
         try:
+            ours = self._bot_id(client, channel)
+            if ours is None:
+                self._say_no_history(channel, "not_a_bot_token")
+                return None
             for _ in range(_HISTORY_PAGES):
                 page = client.conversations_history(
                     channel=channel.channel,
@@ -454,7 +459,7 @@ class WebhookWorker:
                     **({"cursor": cursor} if cursor else {}),
                 )
                 for message in page.get("messages") or ():
-                    if _is_post_of(message, delivery):
+                    if _is_post_of(message, delivery, bot_id=ours):
                         return f"{page.get('channel') or channel.channel} {message['ts']}"
                 cursor = (page.get("response_metadata") or {}).get("next_cursor")
                 if not page.get("has_more") or not cursor:
@@ -464,6 +469,21 @@ class WebhookWorker:
             known = isinstance(code, str) and _SLACK_ERROR.fullmatch(code) is not None
             self._say_no_history(channel, str(code) if known else "error")
         return None
+
+    def _bot_id(self, client: Any, channel: SlackChannel) -> str | None:
+        """The ``bot_id`` of the channel's token (``auth.test``, asked once per channel;
+        None for a token of no bot): only a message this bot posted is taken for an
+        earlier post."""
+        with self._lock:
+            known = self._slack_bots.get(channel.name)
+        if known is None:
+            found = client.auth_test().get("bot_id")
+            if not isinstance(found, str) or not found:
+                return None
+            known = found
+            with self._lock:
+                self._slack_bots[channel.name] = known
+        return known
 
     def _say_no_history(self, channel: SlackChannel, code: str) -> None:
         """Warn, once per channel, that a retried post cannot be matched to its message."""
@@ -581,9 +601,12 @@ def _post_metadata(delivery: Delivery) -> dict[str, Any]:
     }
 
 
-def _is_post_of(message: Any, delivery: Delivery) -> bool:
-    """Whether a message of the channel's history is the post of ``delivery``."""
+def _is_post_of(message: Any, delivery: Delivery, *, bot_id: str) -> bool:
+    """Whether a message of the channel's history is the post of ``delivery``: posted by
+    this bot (another app could post the same metadata) and carrying its id."""
     if not isinstance(message, dict) or not isinstance(message.get("ts"), str):
+        return False
+    if message.get("bot_id") != bot_id:
         return False
     metadata = message.get("metadata")
     if not isinstance(metadata, dict) or metadata.get("event_type") != _POST_EVENT:

@@ -21,6 +21,9 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 TOKEN = "xoxb-test-token"
+OTHER_APP_TOKEN = "xoxb-another-app"
+"""The token of another app in the workspace: Slack takes its posts too, as its bot's."""
+BOTS = {TOKEN: "B0AAIS", OTHER_APP_TOKEN: "B0OTHER"}
 
 
 @dataclass
@@ -77,6 +80,12 @@ class FakeSlack:
         return self.of("response_url")
 
 
+def _bot_of(authorization: str | None) -> str | None:
+    """The bot whose token the ``Authorization`` header carries (None: no known token)."""
+    token = (authorization or "").removeprefix("Bearer ")
+    return BOTS.get(token)
+
+
 @contextmanager
 def fake_slack() -> Iterator[FakeSlack]:
     state = FakeSlack()
@@ -112,13 +121,16 @@ def fake_slack() -> Iterator[FakeSlack]:
             with state.lock:
                 failing = state.failures > 0
                 state.failures -= 1 if failing else 0
-                if self.headers.get("authorization") != f"Bearer {TOKEN}":
+                bot = _bot_of(self.headers.get("authorization"))
+                if bot is None:
                     answer: dict[str, Any] = {"ok": False, "error": "invalid_auth"}
                 elif failing:
                     answer = {"ok": False, "error": "ratelimited"}
+                elif method == "auth.test":
+                    answer = {"ok": True, "bot_id": bot, "user_id": f"U{bot}"}
                 else:
                     ts = body.get("ts") or f"{int(time.time())}.{next(counter):06d}"
-                    state.calls.append(Call(method, body, ts))
+                    state.calls.append(Call(method, {**body, "bot_id": bot}, ts))
                     answer = {"ok": True, "channel": body.get("channel"), "ts": ts}
             data = json.dumps(answer).encode()
             self.send_response(200)
@@ -138,7 +150,7 @@ def fake_slack() -> Iterator[FakeSlack]:
             """Answer a ``conversations.history`` call (sent as GET or as POST)."""
             with state.lock:
                 state.calls.append(Call(method, query))
-                if self.headers.get("authorization") != f"Bearer {TOKEN}":
+                if _bot_of(self.headers.get("authorization")) is None:
                     answer: dict[str, Any] = {"ok": False, "error": "invalid_auth"}
                 elif method != "conversations.history":
                     answer = {"ok": False, "error": "unknown_method"}
@@ -152,6 +164,7 @@ def fake_slack() -> Iterator[FakeSlack]:
                             "type": "message",
                             "ts": call.ts,
                             "text": call.body.get("text", ""),
+                            "bot_id": call.body["bot_id"],
                             **({"metadata": call.body["metadata"]} if metadata else {}),
                         }
                         for call in reversed(state.calls)

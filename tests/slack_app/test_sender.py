@@ -14,7 +14,7 @@ from aais_langgraph.ledger import DELIVERY, InMemoryLedger
 from aais_langgraph.ledger.deliveries import delivery_id_for
 from aais_langgraph.webhooks import SlackApp, SlackChannel, SubscriptionPlan, WebhookWorker
 
-from .fake_slack import TOKEN, FakeSlack, fake_slack
+from .fake_slack import OTHER_APP_TOKEN, TOKEN, FakeSlack, fake_slack
 
 pytestmark = pytest.mark.slow  # a loopback server plays Slack
 
@@ -183,3 +183,28 @@ def test_a_retried_post_whose_history_cannot_be_read_is_posted_and_said_once(
     assert len(slack.posted()) == 2
     said = [r.getMessage() for r in caplog.records if "history" in r.getMessage()]
     assert len(said) == 1 and "missing_scope" in said[0]
+
+
+def test_a_message_of_another_app_with_the_posts_metadata_is_not_taken_for_it(
+    slack: FakeSlack,
+) -> None:
+    from slack_sdk import WebClient
+
+    authority, worker = sender(channel(slack.url))
+    ask(authority, "apr_spoof")
+    slack.failures = 1
+    worker.deliver_due()  # refused: retried
+    row = post_row(authority, "apr_spoof")
+    metadata = {
+        "event_type": "aais_approval_requested",
+        "event_payload": {"delivery_id": row.work_id, "request_id": "apr_spoof"},  # type: ignore[attr-defined]
+    }
+    # Another app in the channel posts a message that claims to be the request's post.
+    WebClient(token=OTHER_APP_TOKEN, base_url=slack.url).chat_postMessage(
+        channel="C0OPS", text="not ours", metadata=metadata
+    )
+    worker.deliver_due()
+    ours = [call for call in slack.posted() if call.body["bot_id"] == "B0AAIS"]
+    assert len(ours) == 1 and len(slack.of("conversations.history")) == 1
+    done = post_row(authority, "apr_spoof")
+    assert done.result == f"C0OPS {ours[0].ts}"  # type: ignore[attr-defined]

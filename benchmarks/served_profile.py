@@ -36,6 +36,7 @@ from aais_agui import bearer_token_authenticator, create_app  # noqa: E402
 from aais_agui.mapping import resume_entry_for, run_agent_input  # noqa: E402
 from aais_langgraph import ApprovalAuthority, build_decision  # noqa: E402
 from aais_langgraph.ledger import SqliteLedger  # noqa: E402
+from aais_langgraph.protocol import ApprovalRequested  # noqa: E402
 
 TOKEN = "served-profile-token"
 REQUESTER = {"Authorization": f"Bearer {TOKEN}"}
@@ -89,6 +90,15 @@ def count_served(counts: Counter[str]) -> None:
     counting(asyncio, "to_thread", "worker thread hops (to_thread)")
     counting(asyncio.BaseEventLoop, "run_in_executor", "worker thread hops (all)")
     counting(EventEncoder, "encode", "AG-UI events encoded")
+
+    validate = ApprovalRequested.from_data.__func__  # type: ignore[attr-defined]
+
+    def validating(cls: Any, data: Any, **kwargs: Any) -> Any:
+        if not isinstance(data, cls):
+            counts["approval.requested validated (1: the client's)"] += 1
+        return validate(cls, data, **kwargs)
+
+    ApprovalRequested.from_data = classmethod(validating)  # type: ignore[method-assign,assignment]
 
 
 async def agui_run(client: httpx.AsyncClient, body: dict[str, Any]) -> dict[str, Any]:

@@ -75,7 +75,7 @@ from aais_langgraph.authority import (
     checked_principal,
 )
 from aais_langgraph.gate import AUTHORIZED_ANSWERS_KEY, REQUESTER_KEY, AuthorizedAnswers
-from aais_langgraph.protocol import AAISValidationError, Actor, Refusal
+from aais_langgraph.protocol import AAISValidationError, Actor, ApprovalRequested, Refusal
 from aais_langgraph.threads import LeasedThread, ThreadDriver, ThreadView
 from aais_langgraph.tools import PageBinding, PageToolGate
 
@@ -366,7 +366,8 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
                         protocol_version=input.protocol_version,
                     )
                     handed = AuthorizedAnswers()
-                    self._planned_resume = await self._plan(view, input.resume, handed)
+                    pending = self._validated_open(view.open)
+                    self._planned_resume = await self._plan(pending, input.resume, handed)
                     if handed:
                         self.config = _handing(self.config, handed)
                 elif view.interrupts and await self._resume_recorded(config, thread):
@@ -462,15 +463,21 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
             except ForbiddenError:
                 return None  # they may see it, not post to it: served from the checkpoint
             return (None if record is None else record.sender), access
+        checks = self.authority.access
+        exists = view.known or bool(view.open)
+
+        def post() -> tuple[str | None, ThreadAccess] | None:
+            # The post and the access it leaves, in one hop off the event loop.
+            posted = checks.post_to_thread(principal, input.thread_id, exists=exists)
+            if posted is None:
+                return None
+            return posted.sender, checks.thread_access(principal, input.thread_id)
+
         try:
-            posted = await self.authority.access.apost_to_thread(
-                principal, input.thread_id, exists=view.known or bool(view.open)
-            )
+            after = await asyncio.to_thread(post)
         except ForbiddenError:
             raise _PostRefused() from None
-        if posted is None:
-            return None, access
-        return posted.sender, await self.authority.access.athread_access(principal, input.thread_id)
+        return (None, access) if after is None else after
 
     async def _adds_message(self, input: RunAgentInput, config: Mapping[str, Any]) -> bool:
         """Whether ``input`` brings a message the thread does not hold yet (a new or edited
@@ -521,14 +528,34 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
             ),
         ]
 
+    def _validated_open(self, pending: Mapping[str, Any]) -> dict[str, Any]:
+        """The thread's open interrupt values, each approval request validated once for the
+        whole answering run: the planner judges its model, and ag-ui-langgraph's mapping
+        of the open interrupts (it hands them to ``_build_command_from_agui_resume``)
+        reuses its interrupt. A value that does not validate stays as it is, for the
+        planner to refuse as it always has."""
+        validated: dict[str, Any] = {}
+        for interrupt_id, value in pending.items():
+            if is_approval_request(value):
+                try:
+                    requested = ApprovalRequested.from_data(value)
+                    mapped = request_to_interrupt(requested, interrupt_id=interrupt_id)
+                except AAISValidationError:
+                    validated[interrupt_id] = value
+                    continue
+                self._mapped[interrupt_id] = (value, mapped)
+                value = requested
+            validated[interrupt_id] = value
+        return validated
+
     async def _plan(
-        self, view: ThreadView, entries: list[ResumeEntry], handed: AuthorizedAnswers
+        self, pending: Mapping[str, Any], entries: list[ResumeEntry], handed: AuthorizedAnswers
     ) -> dict[str, Any]:
         try:
             return await asyncio.to_thread(
                 plan_page_resume,
                 self.authority,
-                view.open,
+                pending,
                 entries,
                 actor=self.actor,
                 page=PageBinding.from_config(self.config),
@@ -557,10 +584,12 @@ class AAISLangGraphAgent(LangGraphAgent):  # type: ignore[misc]  # ag-ui-langgra
 
     def _approval_interrupt(self, raw: Any) -> Interrupt:
         # ag-ui-langgraph maps a run's interrupts more than once (its reconciliation and
-        # its tail); the envelope is validated and its response schema built once per
-        # run, and each caller gets its own copy (ag-ui-langgraph sets fields on them).
+        # its tail, and an answering run's open interrupts, which the planner validated
+        # already: read from the checkpoint again under the same lease, so equal); the
+        # envelope is validated and its response schema built once per run, and each
+        # caller gets its own copy (ag-ui-langgraph sets fields on them).
         found = self._mapped.get(raw.id)
-        if found is None or found[0] is not raw.value:
+        if found is None or not _identical(found[0], raw.value):
             found = (raw.value, request_to_interrupt(raw.value, interrupt_id=raw.id))
             self._mapped[raw.id] = found
         return found[1].model_copy()
@@ -736,6 +765,23 @@ def _keyword_parameters(init: Any) -> frozenset[str] | None:
         return None
     keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     return frozenset(p.name for p in parameters if p.kind in keyword)
+
+
+def _identical(validated: Any, value: Any) -> bool:
+    """Whether ``value`` is ``validated`` (an interrupt value that was validated) or holds
+    exactly the same JSON: the same types throughout (``True`` is not ``1``, ``1.0`` is not
+    ``1``), so it would validate the same way."""
+    if validated is value:
+        return True
+    if type(validated) is not type(value):
+        return False
+    if isinstance(validated, dict):
+        return validated.keys() == value.keys() and all(
+            _identical(item, value[key]) for key, item in validated.items()
+        )
+    if isinstance(validated, list):
+        return len(validated) == len(value) and all(map(_identical, validated, value))
+    return bool(validated == value)
 
 
 def _is_legacy_approval_event(event: Any) -> bool:

@@ -269,7 +269,8 @@ def plan_page_resume(
 
     Args:
         authority: the authority that records the answers.
-        pending: interrupt id -> value of the thread's open interrupts.
+        pending: interrupt id -> value of the thread's open interrupts (an approval's
+            value may be its validated ``ApprovalRequested`` already).
         entries: the run's ``resume[]`` entries.
         actor: the authenticated actor (None: refused as unauthenticated).
         page: the page's binding (origin, registry revision) of this run (None: no page).
@@ -280,9 +281,12 @@ def plan_page_resume(
         value = pending.get(entry.interrupt_id)
         if entry.status == "cancelled":
             continue  # a cancellation runs nothing either way: it is recorded as sent
-        if not isinstance(value, Mapping) or not is_approval_request(value):
+        if isinstance(value, ApprovalRequested):
+            request = value.request
+        elif isinstance(value, Mapping) and is_approval_request(value):
+            request = ApprovalRequested.from_data(value).request
+        else:
             continue
-        request = ApprovalRequested.from_data(value).request
         if not (request.extensions or {}).get(PAGE_TOOL_EXTENSION):
             continue
         shown = request.action.to_json()

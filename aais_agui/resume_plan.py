@@ -164,7 +164,8 @@ def plan_resume(
 
     Args:
         authority: the authority that records the answers.
-        pending: interrupt id -> value of the thread's open interrupts.
+        pending: interrupt id -> value of the thread's open interrupts (an approval's
+            value may be its validated :class:`ApprovalRequested` already).
         entries: the run's ``resume[]`` entries.
         actor: the authenticated actor (None: refused as unauthenticated).
         handed: the run's handed answers (its ``configurable`` holds them), filled here.
@@ -176,7 +177,7 @@ def plan_resume(
     try:
         for index, entry in enumerate(entries):
             value = pending[entry.interrupt_id]
-            if is_approval_request(value):
+            if isinstance(value, ApprovalRequested) or is_approval_request(value):
                 try:
                     answers.append(_answer_of(index, entry, value))
                 except (ResumeRejected, AAISValidationError):

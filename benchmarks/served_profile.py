@@ -36,6 +36,7 @@ from aais_agui import bearer_token_authenticator, create_app  # noqa: E402
 from aais_agui.mapping import resume_entry_for, run_agent_input  # noqa: E402
 from aais_langgraph import ApprovalAuthority, build_decision  # noqa: E402
 from aais_langgraph.ledger import SqliteLedger  # noqa: E402
+from aais_langgraph.protocol import ApprovalRequested  # noqa: E402
 
 TOKEN = "served-profile-token"
 REQUESTER = {"Authorization": f"Bearer {TOKEN}"}
@@ -58,6 +59,46 @@ def count_ledger(counts: Counter[str]) -> None:
     counting("_read", "ledger single reads")
     counting("_snapshot", "ledger snapshot reads")
     counting("_write", "ledger writes")
+
+
+def count_served(counts: Counter[str]) -> None:
+    """Count what the served layer asks of the rest per approval: checkpoint reads (the
+    checkpointer's ``aget_tuple``), graph state reads (``aget_state``), hops to a worker
+    thread (``asyncio.to_thread``, ``run_in_executor``) and AG-UI events encoded."""
+    from ag_ui.encoder import EventEncoder
+    from langgraph.pregel import Pregel
+
+    def counting(owner: Any, name: str, label: str) -> None:
+        original = getattr(owner, name)
+        if asyncio.iscoroutinefunction(original):
+
+            async def awrapper(*args: Any, **kwargs: Any) -> Any:
+                counts[label] += 1
+                return await original(*args, **kwargs)
+
+            setattr(owner, name, awrapper)
+            return
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            counts[label] += 1
+            return original(*args, **kwargs)
+
+        setattr(owner, name, wrapper)
+
+    counting(AsyncSqliteSaver, "aget_tuple", "checkpoint reads")
+    counting(Pregel, "aget_state", "graph state reads")
+    counting(asyncio, "to_thread", "worker thread hops (to_thread)")
+    counting(asyncio.BaseEventLoop, "run_in_executor", "worker thread hops (all)")
+    counting(EventEncoder, "encode", "AG-UI events encoded")
+
+    validate = ApprovalRequested.from_data.__func__  # type: ignore[attr-defined]
+
+    def validating(cls: Any, data: Any, **kwargs: Any) -> Any:
+        if not isinstance(data, cls):
+            counts["approval.requested validated (1: the client's)"] += 1
+        return validate(cls, data, **kwargs)
+
+    ApprovalRequested.from_data = classmethod(validating)  # type: ignore[method-assign,assignment]
 
 
 async def agui_run(client: httpx.AsyncClient, body: dict[str, Any]) -> dict[str, Any]:
@@ -103,7 +144,15 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--approvals", type=int, default=50)
     parser.add_argument("--answer", choices=["agui", "profile"], default="agui")
+    parser.add_argument(
+        "--stock",
+        action="store_true",
+        help="count two runs of the stock agent (schema keys once) per approval instead",
+    )
     args = parser.parse_args()
+    if args.stock:
+        await stock_main(args.approvals)
+        return
     counts: Counter[str] = Counter()
     with tempfile.TemporaryDirectory(prefix="served_profile_") as tmp:
         folder = Path(tmp)
@@ -123,11 +172,48 @@ async def main() -> None:
                 for i in range(3):
                     await approval(client, effects, f"warm-{i}", args.answer)
                 count_ledger(counts)
+                count_served(counts)
                 for i in range(args.approvals):
                     await approval(client, effects, f"served-{i}", args.answer)
     print(f"served profile: {args.approvals} approvals (answer: {args.answer}), SQLite")
     for label, n in sorted(counts.items()):
         print(f"  {label:<28}{n / args.approvals:>7.2f} per approval")
+
+
+async def stock_main(approvals: int) -> None:
+    """The baseline's counts: the stock agent serving the graph without approvals, its
+    schema keys worked out once (``demo_server.py --plain --schema-keys-once``), two runs
+    counted per approval."""
+    from ag_ui_langgraph import LangGraphAgent, add_langgraph_fastapi_endpoint
+    from fastapi import FastAPI
+
+    keys: dict[str, Any] = {}
+
+    class SchemaKeysOnce(LangGraphAgent):  # type: ignore[misc]
+        def get_schema_keys(self, config: Any) -> Any:
+            if not keys:
+                keys.update(super().get_schema_keys(config))
+            return {name: list(found) for name, found in keys.items()}
+
+    counts: Counter[str] = Counter()
+    with tempfile.TemporaryDirectory(prefix="served_profile_") as tmp:
+        folder = Path(tmp)
+        async with AsyncSqliteSaver.from_conn_string(str(folder / "checkpoints.db")) as saver:
+            graph = build_demo_graph(EffectLog(folder / "effects.db"), saver, gated=False)
+            app = FastAPI()
+            add_langgraph_fastapi_endpoint(app, SchemaKeysOnce(name="plain", graph=graph), "/agent")
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(
+                transport=transport, base_url="http://127.0.0.1"
+            ) as client:
+                for i in range(3):
+                    await agui_run(client, run_agent_input(f"warm-{i}", text=f"delete /srv/{i}"))
+                count_served(counts)
+                for i in range(2 * approvals):
+                    await agui_run(client, run_agent_input(f"stock-{i}", text=f"delete /srv/{i}"))
+    print(f"stock agent (schema keys once): {2 * approvals} runs counted as {approvals} approvals")
+    for label, n in sorted(counts.items()):
+        print(f"  {label:<28}{n / approvals:>7.2f} per approval (two runs)")
 
 
 if __name__ == "__main__":

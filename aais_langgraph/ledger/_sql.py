@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import time
 from abc import abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any, ClassVar
@@ -80,6 +80,10 @@ from .retention import (
     vouched_tombstones,
 )
 from .selection import PendingSelection, SelectionSubjects
+
+_AUDIT_BATCH = 500
+"""Audit entries read per statement by :meth:`SqlLedger.audit_entries_at` (well under
+every backend's bound on parameters)."""
 
 OPEN_WORK = "state IN ('due', 'claimed', 'dead', 'unknown')"
 """Work not finished (:data:`~.outbox.OPEN_STATES`), spelled as the open-work index is."""
@@ -644,6 +648,19 @@ class SqlLedger(SqlBackend):
             params.append(max(limit, 0))
         with self._read() as cur:
             return [audit_from_row(row) for row in self._all(cur, sql, params)]
+
+    def audit_entries_at(self, indexes: Collection[int]) -> dict[int, AuditEntry]:
+        wanted = sorted(set(indexes))
+        found: dict[int, AuditEntry] = {}
+        with self._read() as cur:
+            for start in range(0, len(wanted), _AUDIT_BATCH):
+                chunk = wanted[start : start + _AUDIT_BATCH]
+                marks = ", ".join("?" for _ in chunk)
+                sql = f"SELECT {rows.AUDIT_COLUMNS} FROM aais_audit WHERE idx IN ({marks})"
+                for row in self._all(cur, sql, chunk):
+                    entry = audit_from_row(row)
+                    found[entry.index] = entry
+        return found
 
     def audit_tip(self) -> tuple[int, str] | None:
         with self._read() as cur:

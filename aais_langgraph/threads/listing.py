@@ -67,15 +67,28 @@ def _thread_of(row: PendingRow) -> str:
     return row.thread_id if type(row.thread_id) is str else ""
 
 
-def _vouch(authority: ApprovalAuthority, row: PendingRow) -> _Vouched:
-    try:
-        return authority.vouched_request(row.parsed())
-    except LedgerIntegrityError as error:
-        return f"the ledger does not vouch for it: {error.reason}"
-    except AAISValidationError as error:  # vouched for, yet not valid: a recomputed chain
-        return f"its envelope is not a valid request (at {error.pointer or '/'})"
-    except (ValueError, TypeError):
-        return _UNREADABLE
+def _vouched_all(authority: ApprovalAuthority, rows: list[PendingRow]) -> list[_Vouched]:
+    """What each row not seen before vouches for: its rows' audit entries read at once."""
+    parsed: list[StoredRequest] = []
+    found: list[_Vouched | None] = []
+    for row in rows:
+        try:
+            parsed.append(row.parsed())
+            found.append(None)
+        except (ValueError, TypeError):
+            found.append(_UNREADABLE)
+    answers = iter(authority.vouched_requests(parsed))
+    return [_reason(next(answers)) if item is None else item for item in found]
+
+
+def _reason(answer: ApprovalRequested | Exception) -> _Vouched:
+    if isinstance(answer, ApprovalRequested):
+        return answer
+    if isinstance(answer, LedgerIntegrityError):
+        return f"the ledger does not vouch for it: {answer.reason}"
+    if isinstance(answer, AAISValidationError):  # vouched for, yet not valid: a recomputed chain
+        return f"its envelope is not a valid request (at {answer.pointer or '/'})"
+    return _UNREADABLE
 
 
 @dataclass
@@ -118,21 +131,34 @@ class Listing:
         # The indexed expiry column is the envelope's ``expires_at`` in epoch seconds.
         at = moment.timestamp()
         rows, requests = listing.rows, listing.requests
+        # First which rows are new (vouched for together: their audit entries in one
+        # read), then every row in sequence order.
+        staged: list[tuple[PendingRow, tuple[PendingRow, _Vouched] | str | None]] = []
+        fresh: list[PendingRow] = []
         for row in authority.ledger.list_pending_rows(session_id=session_id, selection=selection):
-            request_id = row.request_id
-            entry = seen.get(request_id)
+            entry = seen.get(row.request_id)
             if entry is not None and (entry[0] is row or entry[0] == row):
                 row = entry[0]  # the row remembered stands in for the equal one just read
             elif not _readable(row):
-                listing.refused.append(IntegrityProblem(_thread_of(row), request_id, _UNREADABLE))
+                staged.append((row, _UNREADABLE))  # refused, and not remembered
                 continue
             else:
                 entry = None
             if row.expires_at is not None and at >= row.expires_at:
-                listing.expired[request_id] = row  # not shown, so not vouched for either
+                listing.expired[row.request_id] = row  # not shown, so not vouched for either
                 continue
+            staged.append((row, entry))
             if entry is None:
-                entry = kept[request_id] = (row, _vouch(authority, row))
+                fresh.append(row)
+        vouched = iter(_vouched_all(authority, fresh))
+        for row, staged_entry in staged:
+            request_id = row.request_id
+            if isinstance(staged_entry, str):
+                listing.refused.append(IntegrityProblem(_thread_of(row), request_id, staged_entry))
+                continue
+            entry = staged_entry
+            if entry is None:
+                entry = kept[request_id] = (row, next(vouched))
             elif whole:
                 kept[request_id] = entry
             found = entry[1]

@@ -126,47 +126,50 @@ class Listing:
         whole = session_id is None and selection is None
         with _LOCK:
             seen = _SEEN.get(authority, {})
-        kept: _Seen = {}  # a whole listing's rows; a part's new ones
-        listing = cls(as_of, moment, [], {})
+        fetched = authority.ledger.list_pending_rows(session_id=session_id, selection=selection)
         # The indexed expiry column is the envelope's ``expires_at`` in epoch seconds.
         at = moment.timestamp()
-        rows, requests = listing.rows, listing.requests
-        # First which rows are new (vouched for together: their audit entries in one
-        # read), then every row in sequence order.
-        staged: list[tuple[PendingRow, tuple[PendingRow, _Vouched] | str | None]] = []
-        fresh: list[PendingRow] = []
-        for row in authority.ledger.list_pending_rows(session_id=session_id, selection=selection):
-            entry = seen.get(row.request_id)
-            if entry is not None and (entry[0] is row or entry[0] == row):
-                row = entry[0]  # the row remembered stands in for the equal one just read
-            elif not _readable(row):
-                staged.append((row, _UNREADABLE))  # refused, and not remembered
-                continue
-            else:
-                entry = None
-            if row.expires_at is not None and at >= row.expires_at:
-                listing.expired[row.request_id] = row  # not shown, so not vouched for either
-                continue
-            staged.append((row, entry))
-            if entry is None:
-                fresh.append(row)
-        vouched = iter(_vouched_all(authority, fresh))
-        for row, staged_entry in staged:
-            request_id = row.request_id
-            if isinstance(staged_entry, str):
-                listing.refused.append(IntegrityProblem(_thread_of(row), request_id, staged_entry))
-                continue
-            entry = staged_entry
-            if entry is None:
-                entry = kept[request_id] = (row, next(vouched))
-            elif whole:
-                kept[request_id] = entry
-            found = entry[1]
-            if isinstance(found, str):
-                listing.refused.append(IntegrityProblem(row.thread_id or "", request_id, found))
-            elif row.expires_at is not None or moment < authority.expiry_of(found.request):
-                rows.append(row)
-                requests[request_id] = found
+
+        def take(vouched: dict[str, _Vouched]) -> tuple[Listing, _Seen, list[PendingRow]]:
+            """The listing of the rows read, and the rows neither seen nor in ``vouched``
+            (left out: when there are any, they are vouched for together and the rows
+            taken again)."""
+            kept: _Seen = {}  # a whole listing's rows; a part's new ones
+            listing = cls(as_of, moment, [], {})
+            rows, requests, fresh = listing.rows, listing.requests, []
+            for row in fetched:
+                request_id = row.request_id
+                entry = seen.get(request_id)
+                if entry is not None and (entry[0] is row or entry[0] == row):
+                    row = entry[0]  # the row remembered stands in for the equal one just read
+                elif not _readable(row):
+                    problem = IntegrityProblem(_thread_of(row), request_id, _UNREADABLE)
+                    listing.refused.append(problem)
+                    continue
+                else:
+                    entry = None
+                if row.expires_at is not None and at >= row.expires_at:
+                    listing.expired[request_id] = row  # not shown, so not vouched for either
+                    continue
+                if entry is None:
+                    if request_id not in vouched:
+                        fresh.append(row)
+                        continue
+                    entry = kept[request_id] = (row, vouched[request_id])
+                elif whole:
+                    kept[request_id] = entry
+                found = entry[1]
+                if isinstance(found, str):
+                    listing.refused.append(IntegrityProblem(row.thread_id or "", request_id, found))
+                elif row.expires_at is not None or moment < authority.expiry_of(found.request):
+                    rows.append(row)
+                    requests[request_id] = found
+            return listing, kept, fresh
+
+        listing, kept, fresh = take({})
+        if fresh:  # their audit entries in one read
+            ids = [row.request_id for row in fresh]
+            listing, kept, _ = take(dict(zip(ids, _vouched_all(authority, fresh), strict=True)))
         with _LOCK:
             if whole:
                 _SEEN[authority] = kept  # all that is pending: forget the rows resolved since

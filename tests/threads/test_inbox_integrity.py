@@ -174,6 +174,26 @@ def test_a_row_edited_after_a_listing_is_reported_by_the_next_one(
     assert error["request_id"] == edited.id and error["thread_id"] == "t-1"
 
 
+def test_a_row_edited_through_the_ledgers_own_connection_is_reported_by_the_next_listing(
+    sqlite_backend: Backend, effects: Effects
+) -> None:
+    graph = gated_graph(sqlite_backend, effects)
+    edited = start(graph, "t-1")
+    assert pending_approvals(sqlite_backend.authority, graph).snapshot.pending == [edited]
+    conn = sqlite_backend.authority.ledger._conn  # type: ignore[attr-defined]
+    conn.execute(
+        "UPDATE aais_requests SET envelope = replace(envelope, 'ls t-1', 'ls t-2') "
+        "WHERE request_id = ?",
+        (edited.id,),
+    )
+
+    snapshot = pending_approvals(sqlite_backend.authority, graph)
+
+    assert snapshot.snapshot.pending == []
+    [error] = errors_of(snapshot)
+    assert error["request_id"] == edited.id and error["thread_id"] == "t-1"
+
+
 def test_a_run_that_moved_on_after_a_listing_is_not_shown_by_the_next_one(
     backend: Backend, effects: Effects
 ) -> None:

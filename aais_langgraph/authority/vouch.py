@@ -109,25 +109,35 @@ class VouchedRecords:
     # -- requests ------------------------------------------------------------------
 
     def request(
-        self, stored: StoredRequest, read: _AuditRead | None = None
+        self,
+        stored: StoredRequest,
+        read: _AuditRead | None = None,
+        texts: tuple[str, str] | None = None,
     ) -> tuple[StoredRequest, ApprovalRequested]:
         """The verified row (with its current status) and its validated envelope
-        (``read``: the audit entries read already for a batch of rows)."""
+        (``read``: the audit entries read already for a batch of rows; ``texts``: the
+        row's envelope and context text as stored, which ``stored`` was parsed from)."""
         identity = _identity(stored.request_id, stored.audit_index, stored.envelope)
         cached = self._requests.get(identity)
         if cached is not None:
             return replace(cached[0], status=stored.status), cached[1]
         table = "aais_requests"
         entry = self._entry(table, stored.request_id, stored.audit_index, read)
-        self._raise_if(table, stored.request_id, request_vouched(stored, entry), stored.mac, stored)
+        problem = request_vouched(stored, entry, texts)
+        self._raise_if(table, stored.request_id, problem, stored.mac, stored)
         model = ApprovalRequested.from_data(stored.envelope)
         self._requests.put(identity, (stored, model))
         return stored, model
 
-    def requests(self, stored: Sequence[StoredRequest]) -> list[ApprovalRequested | Exception]:
+    def requests(
+        self,
+        stored: Sequence[StoredRequest],
+        texts: Sequence[tuple[str, str]] | None = None,
+    ) -> list[ApprovalRequested | Exception]:
         """For each row, its validated envelope if vouched for, or the error that says why
         not: as :meth:`request` row by row, with every row's audit entry (and the entry after it)
-        read in one go after the recorded tip."""
+        read in one go after the recorded tip (``texts``: each row's stored text, as for
+        :meth:`request`)."""
         indexes = {row.audit_index for row in stored if type(row.audit_index) is int}
         read: _AuditRead | None = None
         if indexes:
@@ -138,9 +148,9 @@ class VouchedRecords:
                 at = None  # an unreadable entry: each row reads its own, and is told why
             read = None if at is None else _AuditRead(tip, at)
         found: list[ApprovalRequested | Exception] = []
-        for row in stored:
+        for number, row in enumerate(stored):
             try:
-                found.append(self.request(row, read)[1])
+                found.append(self.request(row, read, None if texts is None else texts[number])[1])
             except (LedgerIntegrityError, AAISValidationError, ValueError, TypeError) as error:
                 found.append(error)
         return found

@@ -13,12 +13,15 @@ from there to the ``COMMIT``.
 from __future__ import annotations
 
 import functools
+import hashlib
 import time
 from abc import abstractmethod
 from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any, ClassVar
+
+from aais_langgraph.protocol import canonical_json
 
 from . import _rows as rows
 from . import executions as ex
@@ -80,6 +83,11 @@ from .retention import (
     vouched_tombstones,
 )
 from .selection import PendingSelection, SelectionSubjects
+
+
+def _digest_of(canonical: bytes) -> str:
+    return "sha256:" + hashlib.sha256(canonical).hexdigest()
+
 
 _AUDIT_BATCH = 500
 """Audit entries read per statement by :meth:`SqlLedger.audit_entries_at` (well under
@@ -338,8 +346,19 @@ class SqlLedger(SqlBackend):
     ) -> StoredRequest:
         """A new request's rows (its event, its audit entry, the request) under ``counters``."""
         stored_envelope = {**draft, "sequence": counters.allocate(1)}
+        # The row's JSON is stored in RFC 8785 form where the counters allow: the bytes
+        # its audit entry's digests hash, so a listing vouches for it by hashing its text.
+        texts: tuple[bytes, bytes] | None = None
+        digests: tuple[str | None, str | None] = (None, None)
+        if counters.canonical_rows:
+            texts = (
+                canonical_json(stored_envelope, checked=True),
+                canonical_json(context, checked=True),
+            )
+            digests = _digest_of(texts[0]), _digest_of(texts[1])
         entry = counters.append_audit(
-            "requested", requested_audit(stored_envelope, thread_id, context, checked=True)
+            "requested",
+            requested_audit(stored_envelope, thread_id, context, checked=True, digests=digests),
         )
         stored = StoredRequest(
             fields.request_id,
@@ -353,7 +372,11 @@ class SqlLedger(SqlBackend):
             mac=mac,
         )
         text = counters.insert_event(stored_envelope)
-        counters.insert(rows.INSERT_REQUEST, rows.request_row(stored, text))
+        if texts is None:
+            row = rows.request_row(stored, text)
+        else:
+            row = rows.request_row(stored, texts[0].decode("utf-8"), texts[1].decode("utf-8"))
+        counters.insert(rows.INSERT_REQUEST, row)
         return stored
 
     def get_request(self, request_id: str) -> StoredRequest | None:

@@ -444,6 +444,17 @@ class ApprovalAuthority:
         once per process per row (then cached), like every read of the gate."""
         return self._records.request(stored)[1]
 
+    def vouched_requests(
+        self, stored: Sequence[StoredRequest], texts: Sequence[tuple[str, str]] | None = None
+    ) -> list[ApprovalRequested | Exception]:
+        """:meth:`vouched_request` of many rows at once, each answered with its validated
+        envelope or the error it would raise (:class:`~aais_langgraph.ledger.LedgerIntegrityError`,
+        :class:`~aais_langgraph.protocol.AAISValidationError`, or ``ValueError``/``TypeError``
+        for a row that cannot be read); the rows' audit entries are read together.
+        ``texts``: each row's envelope and context JSON text as stored, which it was
+        parsed from (a text that hashes to its audit entry's digest is not digested again)."""
+        return self._records.requests(stored, texts)
+
     def unknown_executions(self, *, session_id: str | None = None) -> list[dict[str, Any]]:
         """Approved requests whose execution outcome is unknown (the runtime's records),
         each ``{request_id, thread_id, action_digest, name, summary, since}``."""

@@ -18,8 +18,8 @@ content that was verified, whatever the row holds now.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..ledger import (
@@ -108,18 +108,52 @@ class VouchedRecords:
 
     # -- requests ------------------------------------------------------------------
 
-    def request(self, stored: StoredRequest) -> tuple[StoredRequest, ApprovalRequested]:
-        """The verified row (with its current status) and its validated envelope."""
+    def request(
+        self,
+        stored: StoredRequest,
+        read: _AuditRead | None = None,
+        texts: tuple[str, str] | None = None,
+    ) -> tuple[StoredRequest, ApprovalRequested]:
+        """The verified row (with its current status) and its validated envelope
+        (``read``: the audit entries read already for a batch of rows; ``texts``: the
+        row's envelope and context text as stored, which ``stored`` was parsed from)."""
         identity = _identity(stored.request_id, stored.audit_index, stored.envelope)
         cached = self._requests.get(identity)
         if cached is not None:
             return replace(cached[0], status=stored.status), cached[1]
         table = "aais_requests"
-        entry = self._entry(table, stored.request_id, stored.audit_index)
-        self._raise_if(table, stored.request_id, request_vouched(stored, entry), stored.mac, stored)
+        entry = self._entry(table, stored.request_id, stored.audit_index, read)
+        problem = request_vouched(stored, entry, texts)
+        self._raise_if(table, stored.request_id, problem, stored.mac, stored)
         model = ApprovalRequested.from_data(stored.envelope)
         self._requests.put(identity, (stored, model))
         return stored, model
+
+    def requests(
+        self,
+        stored: Sequence[StoredRequest],
+        texts: Sequence[tuple[str, str]] | None = None,
+    ) -> list[ApprovalRequested | Exception]:
+        """For each row, its validated envelope if vouched for, or the error that says why
+        not: as :meth:`request` row by row, with every row's audit entry (and the entry after it)
+        read in one go after the recorded tip (``texts``: each row's stored text, as for
+        :meth:`request`)."""
+        indexes = {row.audit_index for row in stored if type(row.audit_index) is int}
+        read: _AuditRead | None = None
+        if indexes:
+            tip = self._ledger.audit_tip()  # first: entries up to it are committed
+            try:
+                at = self._ledger.audit_entries_at(indexes | {index + 1 for index in indexes})
+            except LedgerIntegrityError:
+                at = None  # an unreadable entry: each row reads its own, and is told why
+            read = None if at is None else _AuditRead(tip, at)
+        found: list[ApprovalRequested | Exception] = []
+        for number, row in enumerate(stored):
+            try:
+                found.append(self.request(row, read, None if texts is None else texts[number])[1])
+            except (LedgerIntegrityError, AAISValidationError, ValueError, TypeError) as error:
+                found.append(error)
+        return found
 
     def trust_request(self, stored: StoredRequest, model: ApprovalRequested) -> ApprovalRequested:
         """Cache a row this authority has just written (nothing to check)."""
@@ -219,12 +253,19 @@ class VouchedRecords:
         if reason is not None:
             raise LedgerIntegrityError(table, row_id, reason)
 
-    def _entry(self, table: str, row_id: str, index: int | None) -> AuditEntry:
-        """The row's audit entry, intact and still linked into the recorded chain."""
+    def _entry(
+        self, table: str, row_id: str, index: int | None, read: _AuditRead | None = None
+    ) -> AuditEntry:
+        """The row's audit entry, intact and still linked into the recorded chain (from
+        ``read`` when given: the tip and the entries read for a batch of rows)."""
         if index is None:
             raise LedgerIntegrityError(table, row_id, "no audit entry vouches for it")
-        tip = self._ledger.audit_tip()  # first: entries up to it are committed
-        found = self._ledger.audit_entries(after_index=index - 1, limit=2)
+        if read is not None:
+            tip = read.tip
+            found = [e for e in (read.at.get(index), read.at.get(index + 1)) if e is not None]
+        else:
+            tip = self._ledger.audit_tip()  # first: entries up to it are committed
+            found = self._ledger.audit_entries(after_index=index - 1, limit=2)
         if not found or found[0].index != index:
             raise LedgerIntegrityError(table, row_id, f"its audit entry {index} is missing")
         entry = found[0]
@@ -248,6 +289,14 @@ class VouchedRecords:
                 table, row_id, f"its audit entry {index} is not on the recorded chain"
             )
         return entry
+
+
+@dataclass(frozen=True)
+class _AuditRead:
+    """The recorded tip, then the audit entries at some indexes (read after it)."""
+
+    tip: tuple[int, str] | None
+    at: Mapping[int, AuditEntry]
 
 
 def _identity(row_id: str, audit_index: int | None, envelope: dict[str, Any]) -> tuple[Any, ...]:

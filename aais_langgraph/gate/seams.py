@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
+from weakref import WeakKeyDictionary
 
 TESTED_RANGE = "langgraph >=1.2,<1.3 (tested with 1.2.24)"
 
@@ -198,6 +199,13 @@ WHERE w.checkpoint_ns = '' AND w.channel = ?
 
 _ROWS_BYTES = "SELECT rowid, value FROM writes WHERE rowid IN (SELECT value FROM json_each(?))"
 
+_DATA_VERSION = "PRAGMA data_version"
+"""Changes when another connection commits to the file; with the connection's own
+``total_changes``, what says nothing was written since the last read."""
+
+_LAST_ROWS: WeakKeyDictionary[Any, tuple[tuple[int, int], list[Any]]] = WeakKeyDictionary()
+"""Saver -> the interrupt rows read last and the file's change marker read before them."""
+
 InterruptRow = tuple[str, str, int, str, int]
 """``(thread_id, checkpoint_id, rowid, type, size)`` of a stored interrupt write.
 
@@ -209,13 +217,19 @@ checkpoint, with the same type and size, holds the bytes read then."""
 def latest_interrupt_rows(checkpointer: Any) -> list[InterruptRow] | None:
     """What identifies each interrupt write in every thread's latest root checkpoint, in
     one query that reads no value (:func:`interrupt_bytes` reads those a caller has not
-    met); None for a checkpointer other than ``SqliteSaver``."""
+    met), or none when nothing was written to the file since the last call (the rows
+    read then); None for a checkpointer other than ``SqliteSaver``."""
     saver = _sqlite_saver(checkpointer)
     if saver is None:
         return None
     with saver.cursor(transaction=False) as cur:
+        marker = (int(cur.execute(_DATA_VERSION).fetchone()[0]), saver.conn.total_changes)
+        last = _LAST_ROWS.get(saver)
+        if last is not None and last[0] == marker:
+            return list(last[1])
         rows: list[InterruptRow] = cur.execute(_LATEST_INTERRUPT_ROWS, (INTERRUPT,)).fetchall()
-    return rows
+    _LAST_ROWS[saver] = (marker, rows)
+    return list(rows)
 
 
 def interrupt_bytes(checkpointer: Any, rowids: Collection[int]) -> dict[int, bytes]:
@@ -234,9 +248,17 @@ async def alatest_interrupt_rows(checkpointer: Any) -> list[InterruptRow] | None
     if saver is None:
         return None
     await saver.setup()
-    async with saver.lock, saver.conn.execute(_LATEST_INTERRUPT_ROWS, (INTERRUPT,)) as cur:
-        rows = await cur.fetchall()
-    return [tuple(row) for row in rows]
+    async with saver.lock:
+        async with saver.conn.execute(_DATA_VERSION) as cur:
+            version = await cur.fetchone()
+        marker = (int(version[0]), saver.conn.total_changes)
+        last = _LAST_ROWS.get(saver)
+        if last is not None and last[0] == marker:
+            return list(last[1])
+        async with saver.conn.execute(_LATEST_INTERRUPT_ROWS, (INTERRUPT,)) as cur:
+            rows = [tuple(row) for row in await cur.fetchall()]
+    _LAST_ROWS[saver] = (marker, rows)
+    return list(rows)
 
 
 async def ainterrupt_bytes(checkpointer: Any, rowids: Collection[int]) -> dict[int, bytes]:

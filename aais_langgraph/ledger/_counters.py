@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 from ._records import next_audit_entry
 from ._rows import INSERT_AUDIT, INSERT_EVENT, audit_row
@@ -63,6 +63,10 @@ class Counters:
     committed before the lock was granted (a duplicate check); its row is
     :attr:`probed`.
     """
+
+    canonical_rows: ClassVar[bool] = True
+    """A request row stores its JSON in RFC 8785 form, the bytes its audit entry's digests
+    hash (False where the row's text is a template the server fills in)."""
 
     def __init__(self, ledger: SqlBackend, cur: Cursor, probe: Probe | None = None) -> None:
         self._ledger = ledger

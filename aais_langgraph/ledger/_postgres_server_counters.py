@@ -260,6 +260,8 @@ class StampedCounters(Counters):
     by the table's unique key instead (the caller turns it into the same answer).
     """
 
+    canonical_rows = False  # the sequence is stamped at commit: rows keep the event's text
+
     def __init__(
         self,
         ledger: Any,

@@ -125,11 +125,26 @@ def grant_matches(
 
 
 def requested_audit(
-    envelope: JsonDict, thread_id: str | None, context: JsonDict, *, checked: bool = False
+    envelope: JsonDict,
+    thread_id: str | None,
+    context: JsonDict,
+    *,
+    checked: bool = False,
+    digests: tuple[str | None, str | None] = (None, None),
 ) -> JsonDict:
     """The ``requested`` audit payload of a stored request: binds the whole row (the
     envelope and the context by digest). ``checked``: both are plain copies made by
-    :func:`plain` just now (not walked again); as for the payloads below."""
+    :func:`plain` just now (not walked again); as for the payloads below. ``digests``:
+    the envelope's and the context's digests where the caller has them (taken of their
+    RFC 8785 bytes), None where they are to be taken here.
+
+    Args:
+        envelope: the stored envelope (with its sequence).
+        thread_id: the row's thread.
+        context: the row's context.
+        checked: both are plain copies checked as I-JSON just now.
+        digests: the envelope's and the context's digests, where taken already.
+    """
     request = envelope["request"]
     action = request.get("action")
     return {
@@ -140,8 +155,8 @@ def requested_audit(
         "thread_id": thread_id,
         "action_name": action.get("name") if isinstance(action, Mapping) else None,
         "action_digest": request.get("action_digest"),
-        "envelope_digest": sha256_digest(envelope, checked=checked),
-        "context_digest": sha256_digest(context, checked=checked),
+        "envelope_digest": digests[0] or sha256_digest(envelope, checked=checked),
+        "context_digest": digests[1] or sha256_digest(context, checked=checked),
     }
 
 

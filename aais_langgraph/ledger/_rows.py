@@ -206,9 +206,12 @@ RENEW_LEASE = (
 RELEASE_LEASE = "DELETE FROM aais_leases WHERE thread_id = ? AND holder = ?"
 
 
-def request_row(stored: StoredRequest, envelope_text: str | None = None) -> tuple[Any, ...]:
-    """The values of :data:`INSERT_REQUEST` for a new pending request (``envelope_text``:
-    the envelope's :func:`dump_json` text, when its event has it already)."""
+def request_row(
+    stored: StoredRequest, envelope_text: str | None = None, context_text: str | None = None
+) -> tuple[Any, ...]:
+    """The values of :data:`INSERT_REQUEST` for a new pending request (``envelope_text``
+    and ``context_text``: the JSON text to store, when the caller has it already; else
+    their :func:`dump_json` text)."""
     return (
         stored.request_id,
         stored.envelope["sequence"],
@@ -216,7 +219,7 @@ def request_row(stored: StoredRequest, envelope_text: str | None = None) -> tupl
         stored.thread_id,
         stored.expires_at,
         dump_json(stored.envelope) if envelope_text is None else envelope_text,
-        dump_json(stored.context),
+        dump_json(stored.context) if context_text is None else context_text,
         stored.audit_index,
         stored.mac,
     )

@@ -13,12 +13,15 @@ from there to the ``COMMIT``.
 from __future__ import annotations
 
 import functools
+import hashlib
 import time
 from abc import abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any, ClassVar
+
+from aais_langgraph.protocol import canonical_json
 
 from . import _rows as rows
 from . import executions as ex
@@ -80,6 +83,15 @@ from .retention import (
     vouched_tombstones,
 )
 from .selection import PendingSelection, SelectionSubjects
+
+
+def _digest_of(canonical: bytes) -> str:
+    return "sha256:" + hashlib.sha256(canonical).hexdigest()
+
+
+_AUDIT_BATCH = 500
+"""Audit entries read per statement by :meth:`SqlLedger.audit_entries_at` (well under
+every backend's bound on parameters)."""
 
 OPEN_WORK = "state IN ('due', 'claimed', 'dead', 'unknown')"
 """Work not finished (:data:`~.outbox.OPEN_STATES`), spelled as the open-work index is."""
@@ -334,8 +346,19 @@ class SqlLedger(SqlBackend):
     ) -> StoredRequest:
         """A new request's rows (its event, its audit entry, the request) under ``counters``."""
         stored_envelope = {**draft, "sequence": counters.allocate(1)}
+        # The row's JSON is stored in RFC 8785 form where the counters allow: the bytes
+        # its audit entry's digests hash, so a listing vouches for it by hashing its text.
+        texts: tuple[bytes, bytes] | None = None
+        digests: tuple[str | None, str | None] = (None, None)
+        if counters.canonical_rows:
+            texts = (
+                canonical_json(stored_envelope, checked=True),
+                canonical_json(context, checked=True),
+            )
+            digests = _digest_of(texts[0]), _digest_of(texts[1])
         entry = counters.append_audit(
-            "requested", requested_audit(stored_envelope, thread_id, context, checked=True)
+            "requested",
+            requested_audit(stored_envelope, thread_id, context, checked=True, digests=digests),
         )
         stored = StoredRequest(
             fields.request_id,
@@ -349,7 +372,11 @@ class SqlLedger(SqlBackend):
             mac=mac,
         )
         text = counters.insert_event(stored_envelope)
-        counters.insert(rows.INSERT_REQUEST, rows.request_row(stored, text))
+        if texts is None:
+            row = rows.request_row(stored, text)
+        else:
+            row = rows.request_row(stored, texts[0].decode("utf-8"), texts[1].decode("utf-8"))
+        counters.insert(rows.INSERT_REQUEST, row)
         return stored
 
     def get_request(self, request_id: str) -> StoredRequest | None:
@@ -644,6 +671,19 @@ class SqlLedger(SqlBackend):
             params.append(max(limit, 0))
         with self._read() as cur:
             return [audit_from_row(row) for row in self._all(cur, sql, params)]
+
+    def audit_entries_at(self, indexes: Collection[int]) -> dict[int, AuditEntry]:
+        wanted = sorted(set(indexes))
+        found: dict[int, AuditEntry] = {}
+        with self._read() as cur:
+            for start in range(0, len(wanted), _AUDIT_BATCH):
+                chunk = wanted[start : start + _AUDIT_BATCH]
+                marks = ", ".join("?" for _ in chunk)
+                sql = f"SELECT {rows.AUDIT_COLUMNS} FROM aais_audit WHERE idx IN ({marks})"
+                for row in self._all(cur, sql, chunk):
+                    entry = audit_from_row(row)
+                    found[entry.index] = entry
+        return found
 
     def audit_tip(self) -> tuple[int, str] | None:
         with self._read() as cur:

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..observability.signals import report_integrity_error
-from ..protocol import AAISValidationError, canonical_json
+from ..protocol import AAISValidationError, canonical_json, check_ijson
 from ..protocol.refusals import LEDGER_INTEGRITY, Refusal
 from ._records import granted_audit, request_fields, requested_audit, resolved_audit
 from .audit import chain_hash
@@ -190,8 +190,15 @@ def _payload_problem(payload: Mapping[str, Any], recomputed: Mapping[str, Any]) 
     return None
 
 
-def request_vouched(stored: StoredRequest, entry: AuditEntry | None) -> str | None:
-    """Why ``entry`` does not vouch for the request row, or None if it does."""
+def request_vouched(
+    stored: StoredRequest, entry: AuditEntry | None, texts: tuple[str, str] | None = None
+) -> str | None:
+    """Why ``entry`` does not vouch for the request row, or None if it does.
+
+    ``texts``: the envelope's and the context's JSON text as stored, which ``stored``
+    was parsed from. A text whose SHA-256 is the digest the entry records is the RFC
+    8785 form of the value the entry bound (a ledger stores it so), so that digest is
+    not taken again; the value is still checked as I-JSON."""
     if entry is None:
         return "no audit entry vouches for it"
     if entry.kind != "requested":
@@ -203,10 +210,34 @@ def request_vouched(stored: StoredRequest, entry: AuditEntry | None) -> str | No
         fields = request_fields(stored.envelope)
         if (fields.session_id, fields.expires_at) != (stored.session_id, stored.expires_at):
             return "its session or expiry columns differ from its envelope"
-        recomputed = requested_audit(stored.envelope, stored.thread_id, stored.context)
+        digests: tuple[str | None, str | None] = (None, None)
+        if texts is not None:
+            recorded = entry.payload
+            digests = (
+                _text_digest(recorded.get("envelope_digest"), stored.envelope, texts[0]),
+                _text_digest(recorded.get("context_digest"), stored.context, texts[1]),
+            )
+        recomputed = requested_audit(
+            stored.envelope, stored.thread_id, stored.context, digests=digests
+        )
     except (AAISValidationError, KeyError, TypeError, ValueError):
         return "it cannot be read as a request"
     return _payload_problem(entry.payload, recomputed)
+
+
+def _text_digest(recorded: Any, value: JsonDict, text: str) -> str | None:
+    """``recorded`` when it is the digest of ``text`` (whose parse is ``value``, an I-JSON
+    value), else None: the digest is then taken of ``value``."""
+    if not isinstance(recorded, str) or not recorded.startswith("sha256:"):
+        return None
+    try:
+        found = "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    except UnicodeEncodeError:
+        return None
+    if not hmac.compare_digest(found, recorded):
+        return None
+    check_ijson(value)  # what the digest would have walked
+    return recorded
 
 
 def resolution_vouched(stored: StoredResolution, entry: AuditEntry | None) -> str | None:

@@ -25,8 +25,8 @@ from ._sql import SqlLedger
 from .base import LedgerVersionError
 from .deliveries import DeliveryPlan
 from .outbox import WORK_STATES_SQL
-from .records import dump_json, load_json
-from .selection import SelectionSubjects
+from .records import PendingRow, dump_json, load_json
+from .selection import PendingSelection, SelectionSubjects
 
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
 Conn = sqlite3.Connection | sqlite3.Cursor
@@ -387,6 +387,7 @@ class SqliteLedger(SqlLedger):
             self._owns_conn = True
         self._lock = threading.RLock()
         self._needs_setup = auto_setup
+        self._last_pending: tuple[tuple[int, int], list[PendingRow]] | None = None
         with self._lock:
             self._conn.execute(f"PRAGMA busy_timeout = {max(int(busy_timeout * 1000), 0)}")
             if synchronous is not None:
@@ -474,6 +475,24 @@ class SqliteLedger(SqlLedger):
             return _has_schema(self._conn)
 
     # -- what the shared statements need -------------------------------------------
+
+    def list_pending_rows(
+        self, *, session_id: str | None = None, selection: PendingSelection | None = None
+    ) -> list[PendingRow]:
+        # Every pending row, again: the rows handed out last time when nothing was written
+        # to the file since (no commit by another connection, no change by this one).
+        if session_id is not None or selection is not None:
+            return super().list_pending_rows(session_id=session_id, selection=selection)
+        with self._lock:
+            self._ready()
+            version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+            marker = (int(version), self._conn.total_changes)
+            last = self._last_pending
+            if last is not None and last[0] == marker:
+                return list(last[1])
+            rows = super().list_pending_rows()
+            self._last_pending = (marker, rows)  # read before the rows: a later change re-reads
+            return list(rows)
 
     def _read_counters(self, cur: Cursor, *, lock: bool) -> tuple[int, Tip]:
         # BEGIN IMMEDIATE already holds the file's write lock.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import datetime, timezone
 
@@ -22,25 +23,37 @@ RFC3339_PATTERN = f"(?:{_DAY}|{_LEAP_DAY})[Tt]{_TIME}{_OFFSET}"
 no leap second), in the regex dialect Python and ECMA-262 share (JSON Schema ``pattern``)."""
 
 _RFC3339 = re.compile(RFC3339_PATTERN)
+_DIGITS = re.compile(r"\d+")
 
 
 def parse_timestamp(text: str, pointer: str = "") -> datetime:
     """Parse an RFC 3339 date-time; reject one without an explicit offset or off the calendar."""
-    if not isinstance(text, str) or _RFC3339.fullmatch(text) is None:
+    if not isinstance(text, str):
         raise AAISValidationError(pointer, "not an RFC 3339 date-time with an explicit offset")
+    parsed = _parsed(text)
+    if isinstance(parsed, str):
+        raise AAISValidationError(pointer, parsed)
+    return parsed
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(text: str) -> datetime | str:
+    """The moment ``text`` names, or why it names none (kept: one envelope's timestamps are
+    read by several validators, and datetimes are immutable)."""
+    if _RFC3339.fullmatch(text) is None:
+        return "not an RFC 3339 date-time with an explicit offset"
     normalized = text.upper().replace("Z", "+00:00")
     whole, _, rest = normalized.partition(".")
     if rest:
         # Python before 3.11 reads at most 6 fractional digits.
-        digits = re.match(r"\d+", rest)
+        digits = _DIGITS.match(rest)
         assert digits is not None
         fraction = digits.group()[:6].ljust(6, "0")
         normalized = f"{whole}.{fraction}{rest[len(digits.group()) :]}"
     try:
-        parsed = datetime.fromisoformat(normalized)
+        return datetime.fromisoformat(normalized)
     except ValueError:
-        raise AAISValidationError(pointer, "not a valid calendar date-time") from None
-    return parsed
+        return "not a valid calendar date-time"
 
 
 def format_timestamp(moment: datetime) -> str:

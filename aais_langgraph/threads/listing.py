@@ -67,15 +67,30 @@ def _thread_of(row: PendingRow) -> str:
     return row.thread_id if type(row.thread_id) is str else ""
 
 
-def _vouch(authority: ApprovalAuthority, row: PendingRow) -> _Vouched:
-    try:
-        return authority.vouched_request(row.parsed())
-    except LedgerIntegrityError as error:
-        return f"the ledger does not vouch for it: {error.reason}"
-    except AAISValidationError as error:  # vouched for, yet not valid: a recomputed chain
-        return f"its envelope is not a valid request (at {error.pointer or '/'})"
-    except (ValueError, TypeError):
-        return _UNREADABLE
+def _vouched_all(authority: ApprovalAuthority, rows: list[PendingRow]) -> list[_Vouched]:
+    """What each row not seen before vouches for: its rows' audit entries read at once."""
+    parsed: list[StoredRequest] = []
+    texts: list[tuple[str, str]] = []
+    found: list[_Vouched | None] = []
+    for row in rows:
+        try:
+            parsed.append(row.parsed())
+            texts.append((row.envelope_text, row.context_text))
+            found.append(None)
+        except (ValueError, TypeError):
+            found.append(_UNREADABLE)
+    answers = iter(authority.vouched_requests(parsed, texts))
+    return [_reason(next(answers)) if item is None else item for item in found]
+
+
+def _reason(answer: ApprovalRequested | Exception) -> _Vouched:
+    if isinstance(answer, ApprovalRequested):
+        return answer
+    if isinstance(answer, LedgerIntegrityError):
+        return f"the ledger does not vouch for it: {answer.reason}"
+    if isinstance(answer, AAISValidationError):  # vouched for, yet not valid: a recomputed chain
+        return f"its envelope is not a valid request (at {answer.pointer or '/'})"
+    return _UNREADABLE
 
 
 @dataclass
@@ -113,34 +128,50 @@ class Listing:
         whole = session_id is None and selection is None
         with _LOCK:
             seen = _SEEN.get(authority, {})
-        kept: _Seen = {}  # a whole listing's rows; a part's new ones
-        listing = cls(as_of, moment, [], {})
+        fetched = authority.ledger.list_pending_rows(session_id=session_id, selection=selection)
         # The indexed expiry column is the envelope's ``expires_at`` in epoch seconds.
         at = moment.timestamp()
-        rows, requests = listing.rows, listing.requests
-        for row in authority.ledger.list_pending_rows(session_id=session_id, selection=selection):
-            request_id = row.request_id
-            entry = seen.get(request_id)
-            if entry is not None and (entry[0] is row or entry[0] == row):
-                row = entry[0]  # the row remembered stands in for the equal one just read
-            elif not _readable(row):
-                listing.refused.append(IntegrityProblem(_thread_of(row), request_id, _UNREADABLE))
-                continue
-            else:
-                entry = None
-            if row.expires_at is not None and at >= row.expires_at:
-                listing.expired[request_id] = row  # not shown, so not vouched for either
-                continue
-            if entry is None:
-                entry = kept[request_id] = (row, _vouch(authority, row))
-            elif whole:
-                kept[request_id] = entry
-            found = entry[1]
-            if isinstance(found, str):
-                listing.refused.append(IntegrityProblem(row.thread_id or "", request_id, found))
-            elif row.expires_at is not None or moment < authority.expiry_of(found.request):
-                rows.append(row)
-                requests[request_id] = found
+
+        def take(vouched: dict[str, _Vouched]) -> tuple[Listing, _Seen, list[PendingRow]]:
+            """The listing of the rows read, and the rows neither seen nor in ``vouched``
+            (left out: when there are any, they are vouched for together and the rows
+            taken again)."""
+            kept: _Seen = {}  # a whole listing's rows; a part's new ones
+            listing = cls(as_of, moment, [], {})
+            rows, requests, fresh = listing.rows, listing.requests, []
+            for row in fetched:
+                request_id = row.request_id
+                entry = seen.get(request_id)
+                if entry is not None and (entry[0] is row or entry[0] == row):
+                    row = entry[0]  # the row remembered stands in for the equal one just read
+                elif not _readable(row):
+                    problem = IntegrityProblem(_thread_of(row), request_id, _UNREADABLE)
+                    listing.refused.append(problem)
+                    continue
+                else:
+                    entry = None
+                if row.expires_at is not None and at >= row.expires_at:
+                    listing.expired[request_id] = row  # not shown, so not vouched for either
+                    continue
+                if entry is None:
+                    if request_id not in vouched:
+                        fresh.append(row)
+                        continue
+                    entry = kept[request_id] = (row, vouched[request_id])
+                elif whole:
+                    kept[request_id] = entry
+                found = entry[1]
+                if isinstance(found, str):
+                    listing.refused.append(IntegrityProblem(row.thread_id or "", request_id, found))
+                elif row.expires_at is not None or moment < authority.expiry_of(found.request):
+                    rows.append(row)
+                    requests[request_id] = found
+            return listing, kept, fresh
+
+        listing, kept, fresh = take({})
+        if fresh:  # their audit entries in one read
+            ids = [row.request_id for row in fresh]
+            listing, kept, _ = take(dict(zip(ids, _vouched_all(authority, fresh), strict=True)))
         with _LOCK:
             if whole:
                 _SEEN[authority] = kept  # all that is pending: forget the rows resolved since

@@ -115,6 +115,7 @@ def _steps() -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
         ("last_sequence", (), {}),
         ("append_audit", ("conflict", {"request_id": "apr_1"}), {}),
         ("audit_entries", (), {"after_index": 1, "limit": 2}),
+        ("audit_entries_at", ([0, 2, 3, 10_000],), {}),
         ("audit_tip", (), {}),
         ("follow_up_entries", ("apr_1",), {}),
         ("compact_events", (2,), {}),
@@ -167,6 +168,8 @@ def _comparable(value: Any) -> Any:
         )
     if isinstance(value, list):
         return [_comparable(item) for item in value]
+    if isinstance(value, dict) and all(isinstance(key, int) for key in value):
+        return {key: _comparable(item) for key, item in value.items()}  # entries by index
     if isinstance(value, tuple) and len(value) == 2 and str(value[1]).startswith("sha256:"):
         return value[0]  # an audit tip
     if isinstance(value, tuple):

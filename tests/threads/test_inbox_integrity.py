@@ -174,6 +174,49 @@ def test_a_row_edited_after_a_listing_is_reported_by_the_next_one(
     assert error["request_id"] == edited.id and error["thread_id"] == "t-1"
 
 
+def test_a_row_edited_through_the_ledgers_own_connection_is_reported_by_the_next_listing(
+    sqlite_backend: Backend, effects: Effects
+) -> None:
+    graph = gated_graph(sqlite_backend, effects)
+    edited = start(graph, "t-1")
+    assert pending_approvals(sqlite_backend.authority, graph).snapshot.pending == [edited]
+    conn = sqlite_backend.authority.ledger._conn  # type: ignore[attr-defined]
+    conn.execute(
+        "UPDATE aais_requests SET envelope = replace(envelope, 'ls t-1', 'ls t-2') "
+        "WHERE request_id = ?",
+        (edited.id,),
+    )
+
+    snapshot = pending_approvals(sqlite_backend.authority, graph)
+
+    assert snapshot.snapshot.pending == []
+    [error] = errors_of(snapshot)
+    assert error["request_id"] == edited.id and error["thread_id"] == "t-1"
+
+
+def test_a_row_stored_in_the_earlier_text_form_is_listed_vouched_the_old_way(
+    sqlite_backend: Backend, effects: Effects
+) -> None:
+    graph = gated_graph(sqlite_backend, effects)
+    kept = start(graph, "t-1")
+    assert sqlite_backend.path is not None
+    with sqlite3.connect(sqlite_backend.path) as raw:
+        [text] = raw.execute(
+            "SELECT envelope FROM aais_requests WHERE request_id = ?", (kept.id,)
+        ).fetchone()
+        assert text == json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"))
+        envelope = json.loads(text)  # the same content, its keys in another order
+        earlier = json.dumps(dict(reversed(list(envelope.items()))), separators=(",", ":"))
+        raw.execute(
+            "UPDATE aais_requests SET envelope = ? WHERE request_id = ?", (earlier, kept.id)
+        )
+
+    snapshot = pending_approvals(sqlite_backend.authority, graph)
+
+    assert snapshot.snapshot.pending == [kept] and errors_of(snapshot) == []
+    assert sqlite_backend.authority.verify_audit().ok
+
+
 def test_a_run_that_moved_on_after_a_listing_is_not_shown_by_the_next_one(
     backend: Backend, effects: Effects
 ) -> None:

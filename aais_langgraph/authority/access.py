@@ -46,17 +46,17 @@ from .authorization import (
     ALLOWED,
     AllowAuthenticated,
     Authorizer,
-    Escalations,
     ForbiddenError,
-    GroupDecisions,
     Permission,
     Principal,
-    QuorumRule,
     Resource,
     Verb,
-    ViewSelector,
     approved_by_of,
     checked_principal,
+    is_escalations,
+    is_group_decisions,
+    is_quorum_rule,
+    is_view_selector,
     requester_of,
 )
 from .errors import UnknownRequestError
@@ -123,7 +123,7 @@ class Access:
         """The groups ``request`` escalated to (None: the authorizer does not escalate it, or
         its escalation has not run)."""
         authorizer = self.authorizer
-        if not isinstance(authorizer, Escalations) or not authorizer.escalates(request):
+        if not is_escalations(authorizer) or not authorizer.escalates(request):
             return None
         return escalated_to(self.ledger, request.id)
 
@@ -232,7 +232,7 @@ class Access:
     def quorum(self, kind: str, name: str, risk: str) -> int:
         """How many distinct approvals an action of this kind, name and risk level needs
         (1 unless the authorizer is a :class:`~.authorization.QuorumRule` asking more)."""
-        if isinstance(self.authorizer, QuorumRule):
+        if is_quorum_rule(self.authorizer):
             return max(1, int(self.authorizer.quorum(kind, name, risk)))
         return 1
 
@@ -256,7 +256,7 @@ class Access:
         """The pending rows a listing for ``principal`` reads (None: every row): what the
         authorizer selects for them when it is a :class:`~.authorization.ViewSelector`."""
         authorizer = self.authorizer
-        if self.sees_everything(principal) or not isinstance(authorizer, ViewSelector):
+        if self.sees_everything(principal) or not is_view_selector(authorizer):
             return None
         assert principal is not None
         selection = authorizer.view_selection(principal)
@@ -359,7 +359,7 @@ class Access:
         of the policy about each group as such, never about an invented member (None:
         the authorizer is no :class:`~.authorization.GroupDecisions` and cannot say)."""
         authorizer = self.authorizer
-        if not isinstance(authorizer, GroupDecisions):
+        if not is_group_decisions(authorizer):
             return None
         resource = self.request_resource(request, decision="approve")  # escalated or not
         return frozenset(

@@ -726,8 +726,6 @@ class ApprovalAuthority:
             stored: the decision's stored request row, already read (see :meth:`decide`).
         """
         envelope = parse_envelope(decided, expected=ApprovalDecided)
-        if not isinstance(decided, (str, bytes, bytearray)):
-            check_size(envelope)  # text was bounded while parsing
         decision = envelope.decision
         note = decision_note(decision)
         principal: Principal | None = None
@@ -740,6 +738,10 @@ class ApprovalAuthority:
             principal = checked_principal(actor if isinstance(actor, Principal) else recorded_actor)
             decision = decision.model_copy(update={"actor": recorded_actor})
             envelope = envelope.model_copy(update={"decision": decision})
+        # One dump of the envelope as recorded: its size, its decision's fingerprint, the write.
+        document = envelope.to_json()
+        if not isinstance(decided, (str, bytes, bytearray)):
+            check_size(document)  # text was bounded while parsing
         current = (
             None
             if current_action is None
@@ -755,7 +757,7 @@ class ApprovalAuthority:
             "cancel" if decision.decision == "cancel" else "decide",
             self.access.resource_of(stored_row, requested.request, decision=decision.decision),
         )
-        fingerprint = sha256_digest(decision.model_dump(mode="json"))
+        fingerprint = sha256_digest(document["decision"])
         moment = now if now is not None else self.clock()
         if moment.tzinfo is None:
             raise ValueError("now: datetime must be timezone-aware")
@@ -814,7 +816,7 @@ class ApprovalAuthority:
             request_id=request.id,
             resolved=resolved_document,
             # Re-sequenced into the authority's stream, like the actor it recorded (SPEC §3).
-            decided={**envelope.to_json(), "stream": self.stream},
+            decided={**document, "stream": self.stream},
             decision_fingerprint=fingerprint,
             grant=None if grant is None else self._records.sealed_grant(grant),
             mac=self._records.resolution_seal(request.id, resolved_document, fingerprint),

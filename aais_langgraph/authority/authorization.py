@@ -27,6 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from typing_extensions import TypeIs
+
 from ..ledger.selection import PendingSelection
 from ..protocol import Actor, Request
 from ..protocol.extensions import QUORUM_EXTENSION, REQUESTER_EXTENSION
@@ -259,6 +261,44 @@ class Authorizer(Protocol):
     """
 
     def authorize(self, principal: Principal, verb: Verb, resource: Resource) -> Permission: ...
+
+
+_PROTOCOL_METHODS: dict[type[Any], tuple[str, ...]] = {}
+
+
+def _offers(authorizer: object, protocol: type[Any]) -> bool:
+    """``isinstance(authorizer, protocol)`` for the optional protocols above, whose members
+    are all methods: whether ``authorizer`` has each of them. Asked on every request and
+    answer; the protocol machinery's own check works out the members each time."""
+    methods = _PROTOCOL_METHODS.get(protocol)
+    if methods is None:
+        methods = tuple(
+            name
+            for name, member in vars(protocol).items()
+            if callable(member) and not name.startswith("_")
+        )
+        _PROTOCOL_METHODS[protocol] = methods
+    return all(getattr(authorizer, name, None) is not None for name in methods)
+
+
+def is_quorum_rule(authorizer: object) -> TypeIs[QuorumRule]:
+    """Whether ``authorizer`` is a :class:`QuorumRule`."""
+    return _offers(authorizer, QuorumRule)
+
+
+def is_view_selector(authorizer: object) -> TypeIs[ViewSelector]:
+    """Whether ``authorizer`` is a :class:`ViewSelector`."""
+    return _offers(authorizer, ViewSelector)
+
+
+def is_group_decisions(authorizer: object) -> TypeIs[GroupDecisions]:
+    """Whether ``authorizer`` is a :class:`GroupDecisions`."""
+    return _offers(authorizer, GroupDecisions)
+
+
+def is_escalations(authorizer: object) -> TypeIs[Escalations]:
+    """Whether ``authorizer`` is an :class:`Escalations`."""
+    return _offers(authorizer, Escalations)
 
 
 SERVICE_DEFAULT_VERBS: frozenset[Verb] = frozenset({"view", "metrics"})

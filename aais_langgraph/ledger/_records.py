@@ -19,17 +19,17 @@ from aais_langgraph.protocol import (
     utc_now,
 )
 from aais_langgraph.protocol.extensions import RESOLVED_BY_EXTENSION
+from aais_langgraph.protocol.ijson import ijson_copy
 
 from .audit import GENESIS_HASH, chain_hash
-from .records import AuditEntry, AuditKind, Grant, JsonDict, ResolutionWrite, dump_json, load_json
+from .records import AuditEntry, AuditKind, Grant, JsonDict, ResolutionWrite
 
 AUDIT_KINDS: frozenset[str] = frozenset(get_args(AuditKind))
 
 
 def plain(value: Mapping[str, Any], pointer: str = "") -> JsonDict:
     """A detached plain-JSON copy of an I-JSON object; raises AAISValidationError otherwise."""
-    check_ijson(value, pointer=pointer)
-    copied = load_json(dump_json(value))
+    copied = ijson_copy(value, pointer=pointer)
     assert isinstance(copied, dict)
     return copied
 

@@ -198,6 +198,65 @@ def check_ijson(value: Any, *, max_depth: int = DEFAULT_MAX_DEPTH, pointer: str 
         _locate_violation(value, max_depth, pointer)
 
 
+class _NotPlain(Exception):
+    """Raised inside :func:`_plain_copy` at the first item it cannot copy as it is."""
+
+
+def _plain_copy(value: Any, depth: int, max_depth: int) -> Any:
+    """A copy of exact-typed I-JSON data (new dicts and lists, immutable scalars shared);
+    raises :class:`_NotPlain` at anything else (the thorough walk then decides). Depth is
+    bounded by ``max_depth`` before each descent, so the recursion is too."""
+    kind = type(value)
+    if kind is dict:
+        if depth >= max_depth:
+            raise _NotPlain
+        copied: dict[str, Any] = {}
+        for key, child in value.items():
+            if type(key) is not str or not (key.isascii() or _valid_string(key)):
+                raise _NotPlain
+            child_kind = type(child)
+            if child_kind is dict or child_kind is list:
+                copied[key] = _plain_copy(child, depth + 1, max_depth)
+            elif _valid_scalar(child):
+                copied[key] = child
+            else:
+                raise _NotPlain
+        return copied
+    if kind is list:
+        if depth >= max_depth:
+            raise _NotPlain
+        items: list[Any] = []
+        for child in value:
+            child_kind = type(child)
+            if child_kind is dict or child_kind is list:
+                items.append(_plain_copy(child, depth + 1, max_depth))
+            elif _valid_scalar(child):
+                items.append(child)
+            else:
+                raise _NotPlain
+        return items
+    if _valid_scalar(value):
+        return value
+    raise _NotPlain
+
+
+def ijson_copy(value: Any, *, max_depth: int = DEFAULT_MAX_DEPTH, pointer: str = "") -> Any:
+    """A detached plain-JSON copy of I-JSON data, checked as :func:`check_ijson` checks it.
+
+    The copy equals a round trip through JSON text: dicts and lists are new, strings,
+    numbers, booleans and null shared (they are immutable). Exact-typed data is checked
+    and copied in one walk; anything else (a mapping or sequence of another type, a
+    subclass of a scalar) goes through :func:`check_ijson`, which raises with the
+    location, and then through JSON text, which turns it into plain data.
+    """
+    try:
+        return _plain_copy(value, 0, max_depth)
+    except _NotPlain:
+        pass
+    check_ijson(value, max_depth=max_depth, pointer=pointer)
+    return json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False))
+
+
 def _locate_violation(value: Any, max_depth: int, pointer: str) -> None:
     """The thorough walk: raise at the first violation in document order, with its pointer."""
     # Iterative walk: adversarial depth must not hit Python's recursion limit.

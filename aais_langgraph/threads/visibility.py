@@ -39,7 +39,7 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 from ..authority import ApprovalAuthority, Principal
-from ..authority.authorization import Escalations, is_deterministic
+from ..authority.authorization import is_deterministic, is_escalations
 from ..authority.resolutions import UNKNOWN_EXECUTIONS_EXTENSION
 from ..protocol import ApprovalSnapshot, Request
 
@@ -128,7 +128,7 @@ def _visible_requests(
     escalating = [
         request
         for request in pending
-        if isinstance(authorizer, Escalations) and authorizer.escalates(request)
+        if is_escalations(authorizer) and authorizer.escalates(request)
     ]
     answers = last
     if last is None or escalating or not _same_objects(last.requests, pending):
@@ -181,7 +181,7 @@ class EventFilter:
         authorizer = self._authority.authorizer
         if (
             self.trusted
-            or not isinstance(authorizer, Escalations)
+            or not is_escalations(authorizer)
             or getattr(authorizer, "escalates_anything", True) is False
         ):
             return []

@@ -243,7 +243,7 @@ def _open_claims(
     for record in authority.ledger.list_executions(states=("executing",), thread_id=thread_id):
         if record.thread_id is None or (looked_at is not None and not looked_at(record)):
             continue
-        stored = authority.get_stored_request(record.request_id)
+        stored = authority.get_stored_request(record.request_id, status=False)
         task = (
             None
             if stored is None

@@ -505,6 +505,13 @@ class ApprovalAuthority:
             request_id, self._records.sealed_change(change), durable=durable
         )
 
+    def sealed_change(self, change: ExecutionChange) -> ExecutionChange:
+        """``change`` as :meth:`change_execution` applies it (the stored record's seal
+        checked, the new one sealed with the authority key), for a write that carries it:
+        a lease's release (:meth:`Ledger.release_lease
+        <aais_langgraph.ledger.Ledger.release_lease>`)."""
+        return self._records.sealed_change(change)
+
     # -- requests --------------------------------------------------------------------
 
     def request(

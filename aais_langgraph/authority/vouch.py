@@ -249,8 +249,7 @@ class VouchedRecords:
         """The row's audit entry, intact and still linked into the recorded chain."""
         if index is None:
             raise LedgerIntegrityError(table, row_id, "no audit entry vouches for it")
-        tip = self._ledger.audit_tip()  # first: entries up to it are committed
-        found = self._ledger.audit_entries(after_index=index - 1, limit=2)
+        found, tip = self._ledger.audit_link(index)
         if not found or found[0].index != index:
             raise LedgerIntegrityError(table, row_id, f"its audit entry {index} is missing")
         entry = found[0]

@@ -342,7 +342,14 @@ class Ledger(ABC):
         ``executions`` (request id -> change) are execution changes the run's end makes
         (its claims settled ``executed``), applied in the same write as
         :meth:`update_execution` with ``durable=False`` applies them, checks and audit
-        entries included: a record that fails its check raises, and nothing is written."""
+        entries included: a record that fails its check raises, and nothing is written.
+
+        Args:
+            thread_id: the thread.
+            holder: who holds it.
+            done: requests whose resume work is marked done in the same write.
+            executions: execution changes (request id -> change) made in the same write.
+        """
 
     @abstractmethod
     def get_lease(self, thread_id: str) -> Lease | None:

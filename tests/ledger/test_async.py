@@ -116,6 +116,7 @@ def _steps() -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
         ("append_audit", ("conflict", {"request_id": "apr_1"}), {}),
         ("audit_entries", (), {"after_index": 1, "limit": 2}),
         ("audit_tip", (), {}),
+        ("audit_link", (1,), {}),
         ("follow_up_entries", ("apr_1",), {}),
         ("compact_events", (2,), {}),
         ("contents", (), {}),

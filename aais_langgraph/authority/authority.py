@@ -516,6 +516,13 @@ class ApprovalAuthority:
             request_id, self._records.sealed_change(change), durable=durable
         )
 
+    def sealed_change(self, change: ExecutionChange) -> ExecutionChange:
+        """``change`` as :meth:`change_execution` applies it (the stored record's seal
+        checked, the new one sealed with the authority key), for a write that carries it:
+        a lease's release (:meth:`Ledger.release_lease
+        <aais_langgraph.ledger.Ledger.release_lease>`)."""
+        return self._records.sealed_change(change)
+
     # -- requests --------------------------------------------------------------------
 
     def request(
@@ -632,10 +639,37 @@ class ApprovalAuthority:
         stored = self.ledger.get_request(request_id)
         return None if stored is None else self._records.request(stored)[1]
 
-    def get_stored_request(self, request_id: str) -> StoredRequest | None:
-        """The ledger record of a request, with its thread and context."""
+    def get_stored_request(self, request_id: str, *, status: bool = True) -> StoredRequest | None:
+        """The ledger record of a request, with its thread and context.
+
+        ``status=False``: the caller does not need the current status (nothing else in a
+        stored row changes), so a row this process wrote or vouched for is not read again
+        and carries the status it had then; any other row is read and vouched for."""
+        if not status:
+            known = self._records.known_request(request_id)
+            if known is not None:
+                return known[0]
         stored = self.ledger.get_request(request_id)
         return None if stored is None else self._records.request(stored)[0]
+
+    def opened_request(
+        self, request_id: str, *, carried: StoredRequest | None = None
+    ) -> tuple[ApprovalRequested | None, ApprovalResolved | None]:
+        """The stored request and its resolution, as a gate opens them. The request is
+        ``carried`` (its row as the driver read it for this run, vouched for again, not
+        read) or read now; only when it is stored, its resolution: one this process
+        recorded or vouched for is not read again (a recorded resolution never changes),
+        any other is read, so a resolution another process recorded is found."""
+        if carried is not None:
+            if carried.request_id != request_id:
+                raise ValueError("carried: is the row of another request")
+            requested: ApprovalRequested | None = self._records.request(carried)[1]
+        else:
+            requested = self.get_request(request_id)
+        if requested is None:
+            return None, None
+        resolved = self._records.known_resolution(request_id)
+        return requested, resolved if resolved is not None else self.get_resolution(request_id)
 
     def get_resolution(self, request_id: str) -> ApprovalResolved | None:
         """The recorded resolution of a request, if it has one."""
@@ -707,6 +741,7 @@ class ApprovalAuthority:
         now: datetime | None = None,
         in_run: bool = True,
         stored: StoredRequest | None = None,
+        unresolved: bool = False,
     ) -> tuple[ApprovalResolved, Execution | None]:
         """:meth:`decide`, and when it records an approval, the execution ``claim``
         applied in the resolution's own transaction (the gate's "decide + claim").
@@ -724,6 +759,9 @@ class ApprovalAuthority:
             now: the moment of the decision (default: this authority's clock).
             in_run: whether the paused run itself records the answer (no resume work).
             stored: the decision's stored request row, already read (see :meth:`decide`).
+            unresolved: the caller has just found no resolution recorded (the gate, before
+                its interrupt), so it is not looked for again before the write, which
+                finds one recorded meanwhile (a refused answer still looks first).
         """
         envelope = parse_envelope(decided, expected=ApprovalDecided)
         decision = envelope.decision
@@ -761,15 +799,9 @@ class ApprovalAuthority:
         moment = now if now is not None else self.clock()
         if moment.tzinfo is None:
             raise ValueError("now: datetime must be timezone-aware")
-        existing = self.ledger.get_resolution(decision.request_id)
-        if existing is not None:
-            return self._replay(
-                self._records.resolution(existing),
-                existing.decision_fingerprint,
-                fingerprint,
-                moment,
-                decision.id,
-            ), None
+        replayed = None if unresolved else self._replayed(decision, fingerprint, moment)
+        if replayed is not None:
+            return replayed, None
         request = requested.request
         verdict = judge(
             request,
@@ -803,6 +835,9 @@ class ApprovalAuthority:
             extensions={NOTE_EXTENSION: note} if note is not None and verdict.terminal else None,
         )
         if not verdict.terminal:
+            replayed = self._replayed(decision, fingerprint, moment) if unresolved else None
+            if replayed is not None:
+                return replayed, None
             self.ledger.append_audit("decided", rejection_audit(envelope, resolved))
             report_decision(self, resolved, kind="rejected", request=request)
             return resolved, None
@@ -842,6 +877,22 @@ class ApprovalAuthority:
         )
         report_decision(self, trusted, kind="recorded", request=request)
         return trusted, claimed
+
+    def _replayed(
+        self, decision: Decision, fingerprint: str, moment: datetime
+    ) -> ApprovalResolved | None:
+        """The answer to ``decision`` when its request is resolved already (its replay or a
+        conflict), or None when no resolution is recorded."""
+        existing = self.ledger.get_resolution(decision.request_id)
+        if existing is None:
+            return None
+        return self._replay(
+            self._records.resolution(existing),
+            existing.decision_fingerprint,
+            fingerprint,
+            moment,
+            decision.id,
+        )
 
     def _replay(
         self,

@@ -16,10 +16,11 @@ import asyncio
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 
 from ..ledger import Lease, Ledger
+from ..ledger.executions import ExecutionChange
 from ..ledger.holders import holder_is_dead, new_holder
 from .errors import LeaseHeldError
 
@@ -149,6 +150,7 @@ def run_lease(
     wait: float = 0.0,
     holder: str | None = None,
     done: Sequence[str] = (),
+    executions: Mapping[str, ExecutionChange] | None = None,
 ) -> Iterator[Lease]:
     """Hold ``thread_id``'s lease for the block, or raise :class:`LeaseHeldError`.
 
@@ -165,6 +167,8 @@ def run_lease(
         wait: seconds to keep retrying while another holder has it.
         holder: this holder's id (default: one naming this process).
         done: request ids whose resume work the block finished, marked done on release.
+        executions: execution changes the block's end makes (a dict it may fill: the
+            claims its run settled ``executed``), made in the release's write.
     """
     name = holder or new_holder()
     deadline = time.monotonic() + wait
@@ -182,7 +186,15 @@ def run_lease(
         yield lease
     finally:
         renewer.stop()
-        ledger.release_lease(thread_id, name, done=tuple(done))
+        if executions:
+            try:
+                ledger.release_lease(thread_id, name, done=tuple(done), executions=executions)
+            except BaseException:
+                # A record that fails its check keeps its claim; the lease is released.
+                ledger.release_lease(thread_id, name, done=tuple(done))
+                raise
+        else:
+            ledger.release_lease(thread_id, name, done=tuple(done))
 
 
 @asynccontextmanager
@@ -194,6 +206,7 @@ async def arun_lease(
     wait: float = 0.0,
     holder: str | None = None,
     done: Sequence[str] = (),
+    executions: Mapping[str, ExecutionChange] | None = None,
 ) -> AsyncIterator[Lease]:
     """Async twin of :func:`run_lease` (renewed from a thread, so a blocked loop keeps it)."""
     name = holder or new_holder()
@@ -212,4 +225,13 @@ async def arun_lease(
         yield lease
     finally:
         renewer.stop()
-        await ledger.arelease_lease(thread_id, name, done=tuple(done))
+        if executions:
+            try:
+                await ledger.arelease_lease(
+                    thread_id, name, done=tuple(done), executions=executions
+                )
+            except BaseException:
+                await ledger.arelease_lease(thread_id, name, done=tuple(done))
+                raise
+        else:
+            await ledger.arelease_lease(thread_id, name, done=tuple(done))

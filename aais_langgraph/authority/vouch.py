@@ -12,7 +12,11 @@ row someone changed or inserted behind the ledger's back: they get a
 A row is checked once per process against the one entry it names (two indexed
 reads: the recorded tip, then the entry and its successor, whose link it must
 keep), then cached. Recorded rows never change, so a cache hit returns the
-content that was verified, whatever the row holds now.
+content that was verified, whatever the row holds now. The rows this process
+wrote or vouched for are also remembered by their id (:meth:`VouchedRecords.known_request`,
+:meth:`VouchedRecords.known_resolution`), so a caller that needs no fresh read
+(the request's content and a recorded resolution never change) skips it; a miss
+reads the store as before, which is where a row another process wrote is found.
 """
 
 from __future__ import annotations
@@ -63,6 +67,11 @@ class VouchedRecords:
         )
         self._resolutions: LruCache[tuple[Any, ...], ApprovalResolved] = LruCache(size)
         self._grants: LruCache[tuple[Any, ...], Grant] = LruCache(size)
+        # By id: the rows this process wrote or vouched for (a request's status as then).
+        self._known_requests: LruCache[str, tuple[StoredRequest, ApprovalRequested]] = LruCache(
+            size
+        )
+        self._known_resolutions: LruCache[str, ApprovalResolved] = LruCache(size)
 
     # -- sealing what the authority writes -----------------------------------------
 
@@ -120,13 +129,16 @@ class VouchedRecords:
         identity = _identity(stored.request_id, stored.audit_index, stored.envelope)
         cached = self._requests.get(identity)
         if cached is not None:
-            return replace(cached[0], status=stored.status), cached[1]
+            found = replace(cached[0], status=stored.status), cached[1]
+            self._known_requests.put(stored.request_id, found)
+            return found
         table = "aais_requests"
         entry = self._entry(table, stored.request_id, stored.audit_index, read)
         problem = request_vouched(stored, entry, texts)
         self._raise_if(table, stored.request_id, problem, stored.mac, stored)
         model = ApprovalRequested.from_data(stored.envelope)
         self._requests.put(identity, (stored, model))
+        self._known_requests.put(stored.request_id, (stored, model))
         return stored, model
 
     def requests(
@@ -160,7 +172,14 @@ class VouchedRecords:
         self._requests.put(
             _identity(stored.request_id, stored.audit_index, stored.envelope), (stored, model)
         )
+        self._known_requests.put(stored.request_id, (stored, model))
         return model
+
+    def known_request(self, request_id: str) -> tuple[StoredRequest, ApprovalRequested] | None:
+        """The row of ``request_id`` this process last wrote or vouched for (its status as
+        it was then), or None: nothing is read, so a row only another process wrote is
+        not found here."""
+        return self._known_requests.get(request_id)
 
     # -- resolutions ---------------------------------------------------------------
 
@@ -168,22 +187,29 @@ class VouchedRecords:
         """The validated envelope of a verified resolution row."""
         identity = _identity(stored.request_id, stored.audit_index, stored.envelope)
         cached = self._resolutions.get(identity)
-        if cached is not None:
-            return cached
-        table = "aais_resolutions"
-        entry = self._entry(table, stored.request_id, stored.audit_index)
-        self._raise_if(
-            table, stored.request_id, resolution_vouched(stored, entry), stored.mac, stored
-        )
-        return self._resolutions.put(identity, ApprovalResolved.from_data(stored.envelope))
+        if cached is None:
+            table = "aais_resolutions"
+            entry = self._entry(table, stored.request_id, stored.audit_index)
+            self._raise_if(
+                table, stored.request_id, resolution_vouched(stored, entry), stored.mac, stored
+            )
+            cached = self._resolutions.put(identity, ApprovalResolved.from_data(stored.envelope))
+        return self._known_resolutions.put(stored.request_id, cached)
 
     def trust_resolution(
         self, stored: StoredResolution, model: ApprovalResolved
     ) -> ApprovalResolved:
         """Cache a resolution this authority has just recorded (nothing to check)."""
-        return self._resolutions.put(
+        self._resolutions.put(
             _identity(stored.request_id, stored.audit_index, stored.envelope), model
         )
+        return self._known_resolutions.put(stored.request_id, model)
+
+    def known_resolution(self, request_id: str) -> ApprovalResolved | None:
+        """The resolution of ``request_id`` this process recorded or vouched for, or None:
+        nothing is read, so one another process recorded is not found here (a recorded
+        resolution never changes, so a hit is the one stored)."""
+        return self._known_resolutions.get(request_id)
 
     # -- grants --------------------------------------------------------------------
 
@@ -264,8 +290,7 @@ class VouchedRecords:
             tip = read.tip
             found = [e for e in (read.at.get(index), read.at.get(index + 1)) if e is not None]
         else:
-            tip = self._ledger.audit_tip()  # first: entries up to it are committed
-            found = self._ledger.audit_entries(after_index=index - 1, limit=2)
+            found, tip = self._ledger.audit_link(index)
         if not found or found[0].index != index:
             raise LedgerIntegrityError(table, row_id, f"its audit entry {index} is missing")
         entry = found[0]

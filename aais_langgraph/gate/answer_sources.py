@@ -132,6 +132,12 @@ class AuthorizedAnswers:
     def __iter__(self) -> Iterator[AuthorizedAnswer]:
         return iter(self._by_request.values())
 
+    def stored_row(self, request_id: str) -> StoredRequest | None:
+        """The stored row of ``request_id`` as the planner read it for this run, if it
+        handed an answer to that request."""
+        found = self._by_request.get(request_id)
+        return None if found is None else found.stored
+
     def for_answer(self, answer: BoundAnswer) -> AuthorizedAnswer | None:
         """The handed answer ``answer`` is (the same decision for the same request), or None."""
         if not isinstance(answer, ApprovalDecided):

@@ -50,9 +50,11 @@ from .seams import mark_invalid_resume, task_finished, task_finished_in, task_of
 __all__ = [
     "EXECUTION_EXTENSION",
     "ExecutionUnknownError",
+    "afinished_claims",
     "areconcile_execution",
     "asettle_finished_claims",
     "execution_state",
+    "finished_claims",
     "reconcile_execution",
     "retry_request_id",
     "settle_finished_claims",
@@ -243,7 +245,7 @@ def _open_claims(
     for record in authority.ledger.list_executions(states=("executing",), thread_id=thread_id):
         if record.thread_id is None or (looked_at is not None and not looked_at(record)):
             continue
-        stored = authority.get_stored_request(record.request_id)
+        stored = authority.get_stored_request(record.request_id, status=False)
         task = (
             None
             if stored is None
@@ -280,12 +282,33 @@ def settle_finished_claims(
         thread_id: only this thread's claims (default: every thread's).
         looked_at: only the claims it accepts.
     """
-    settled: list[str] = []
-    for request_id, thread, task in _open_claims(authority, thread_id, looked_at):
-        if task_finished(checkpointer.list(_root_config(thread)), task):
-            authority.change_execution(request_id, finish_change(time.time()), durable=False)
-            settled.append(request_id)
+    settled = finished_claims(authority, checkpointer, thread_id=thread_id, looked_at=looked_at)
+    for request_id in settled:
+        authority.change_execution(request_id, finish_change(time.time()), durable=False)
     return settled
+
+
+def finished_claims(
+    authority: ApprovalAuthority,
+    checkpointer: Any,
+    *,
+    thread_id: str | None = None,
+    looked_at: ClaimFilter | None = None,
+) -> list[str]:
+    """The ids of the claims :func:`settle_finished_claims` settles, nothing written (for
+    a caller that writes the marks with something else: a run's lease release).
+
+    Args:
+        authority: the authority that records and judges.
+        checkpointer: the graph's checkpointer, read for finished tasks.
+        thread_id: only this thread's claims (default: every thread's).
+        looked_at: only the claims it accepts.
+    """
+    return [
+        request_id
+        for request_id, thread, task in _open_claims(authority, thread_id, looked_at)
+        if task_finished(checkpointer.list(_root_config(thread)), task)
+    ]
 
 
 async def asettle_finished_claims(
@@ -298,8 +321,27 @@ async def asettle_finished_claims(
     """Async twin of :func:`settle_finished_claims` (checkpoints read with ``alist``)."""
     import asyncio
 
+    settled = await afinished_claims(
+        authority, checkpointer, thread_id=thread_id, looked_at=looked_at
+    )
+    for request_id in settled:
+        change = finish_change(time.time())
+        await asyncio.to_thread(authority.change_execution, request_id, change, durable=False)
+    return settled
+
+
+async def afinished_claims(
+    authority: ApprovalAuthority,
+    checkpointer: Any,
+    *,
+    thread_id: str | None = None,
+    looked_at: ClaimFilter | None = None,
+) -> list[str]:
+    """Async twin of :func:`finished_claims` (checkpoints read with ``alist``)."""
+    import asyncio
+
     claims = await asyncio.to_thread(_open_claims, authority, thread_id, looked_at)
-    settled: list[str] = []
+    finished_ids: list[str] = []
     for request_id, thread, task in claims:
         finished = None
         async for saved in checkpointer.alist(_root_config(thread)):
@@ -307,10 +349,8 @@ async def asettle_finished_claims(
             if finished is not None:
                 break
         if finished:
-            change = finish_change(time.time())
-            await asyncio.to_thread(authority.change_execution, request_id, change, durable=False)
-            settled.append(request_id)
-    return settled
+            finished_ids.append(request_id)
+    return finished_ids
 
 
 def execution_state(resolved: ApprovalResolved) -> str | None:

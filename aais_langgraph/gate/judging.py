@@ -42,6 +42,7 @@ def resolve_answer(
     known: ApprovalResolved | None = None,
     claim: Claim | None = None,
     authorized: AuthorizedAnswers | None = None,
+    unresolved: bool = False,
 ) -> ApprovalResolved:
     """The request's resolution for a bound answer, or raise :class:`RefusalCarrier`.
 
@@ -59,6 +60,8 @@ def resolve_answer(
         known: the resolution read before the interrupt, if any.
         claim: the execution claim to take with an approval.
         authorized: the answers the planner handed the run (recorded as their actor).
+        unresolved: no resolution was recorded when ``known`` was read (just before),
+            so the decision's write is not preceded by another look.
     """
     claimed: tuple[str, Execution | None] | None = None
     if isinstance(answer, ApprovalResolved):
@@ -74,7 +77,7 @@ def resolve_answer(
             # Decide and claim in one ledger transaction (one durable write, not two).
             holder = new_holder()
             change = claim_of(request.id, holder, claim)
-        resolved, record = _decide(authority, answer, change, action, handed)
+        resolved, record = _decide(authority, answer, change, action, handed, unresolved)
         if change is not None:
             claimed = (holder, record)
         elif claim is not None and claim.idempotent:
@@ -98,13 +101,16 @@ def _decide(
     change: ExecutionChange | None,
     action: Action,
     handed: AuthorizedAnswer | None,
+    unresolved: bool,
 ) -> tuple[ApprovalResolved, Execution | None]:
     """Record a decision in the run (no resume work), as the planner's actor when it
     handed it; a handed answer keeps what the write answered. A handed decision records
     what the person decided about the action they saw, as the planner would have: the
     action computed now is judged at time of use (:func:`at_time_of_use`)."""
     if handed is None:
-        return authority.decide_claiming(answer, claim=change, current_action=action)
+        return authority.decide_claiming(
+            answer, claim=change, current_action=action, unresolved=unresolved
+        )
     resolved, record = authority.decide_claiming(
         handed.decided,
         claim=change,
@@ -113,6 +119,7 @@ def _decide(
         # run that dies past this write leaves its approval to the resume work.
         in_run=False,
         stored=handed.stored,
+        unresolved=unresolved,
     )
     handed.recorded = resolved
     return resolved, record

@@ -35,7 +35,7 @@ from ..protocol import (
 )
 from ..protocol.builders import DEFAULT_RISK, risk_from
 from ..protocol.extensions import QUORUM_EXTENSION, REQUESTER_EXTENSION
-from .answer_sources import answer_source
+from .answer_sources import answer_source, authorized_answers
 from .execution import (
     SKIPPED,
     Claim,
@@ -84,9 +84,11 @@ def _open_request(
     ``quorum`` is this request's place among several approvals of one action (None: the
     first request; it starts a quorum when the authority asks for one)."""
     assessed = None if risk is None else risk_from(risk, "/risk")
-    stored = authority.get_request(coordinates.request_id)
+    handed = authorized_answers(get_config().get("configurable") or {})
+    carried = None if handed is None else handed.stored_row(coordinates.request_id)
+    stored, recorded = authority.opened_request(coordinates.request_id, carried=carried)
     if stored is not None:
-        return _Opened(stored, authority.get_resolution(coordinates.request_id))
+        return _Opened(stored, recorded)
     origin = derive_origin(
         coordinates, harness=authority.harness, session_id=session_id, graph_id=graph_id
     )
@@ -241,6 +243,7 @@ def request_approval(
                 known=opened.recorded,
                 claim=claim,
                 authorized=source.authorized,
+                unresolved=opened.recorded is None,
             )
             # The run's answer source decides whose raw decision counts (invariant 7).
             guarded = source.guard(settle_answer, opened.recorded)

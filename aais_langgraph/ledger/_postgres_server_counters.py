@@ -330,6 +330,10 @@ class StampedCounters(Counters):
         self.insert(INSERT_EVENT, (envelope["sequence"], text))
         return text
 
+    def result(self, key: str) -> Any:
+        """A member of what the statement sent returned (None when absent)."""
+        return self._result().get(key)
+
     def refused(self) -> str | None:
         """Why the statement sent wrote nothing (a write function's ``refused``), or None."""
         refused = self._result().get("refused")

@@ -9,7 +9,9 @@ same order under the same locks, then stamps and writes (``aais_stamp``, see
 in its own transaction did. An execution mark is made on what the client last
 wrote (the record and the audit row vouching for it): refused when the server
 finds anything else stored, and then made by the client's own transaction, which
-reads and checks the stored record first. Writes that need not wait for the WAL
+reads and checks the stored record first. The checks and rows the writes share are
+inner functions (``aais_resolving``, ``aais_resolved``, ``aais_execution_checked``,
+``aais_store_execution``), so each check is written once. Writes that need not wait for the WAL
 flush (leases, execution marks asked so) turn ``synchronous_commit`` off for their
 own transaction inside the function (``set_config(..., true)``, which outlives the
 call; a ``SET`` clause on the function would end with it, before the commit).
@@ -47,21 +49,24 @@ WRITE_FUNCTIONS = (
         END IF;
         RETURN aais_stamp(job);
     END $$""",
-    # A resolution: racing resolvers queue on the request's row and later ones find the
-    # winner; "this thread must be resumed" (``resume``, its thread filled in here)
-    # commits with it.
-    f"""CREATE OR REPLACE FUNCTION aais_resolve(subject text, resume jsonb, job jsonb)
-    RETURNS jsonb LANGUAGE plpgsql AS $$
-    DECLARE
-        thread text;
+    # The checks every resolution makes first: racing resolvers queue on the request's
+    # row and later ones find the winner. ``refused`` is why nothing may be written
+    # (NULL: go on), ``thread`` the request's thread.
+    """CREATE OR REPLACE FUNCTION aais_resolving(subject text, OUT refused text, OUT thread text)
+    LANGUAGE plpgsql AS $$
     BEGIN
         SELECT thread_id INTO thread FROM aais_requests WHERE request_id = subject FOR UPDATE;
         IF NOT FOUND THEN
-            RETURN '{{"refused": "missing"}}';
+            refused := 'missing';
+        ELSIF EXISTS (SELECT 1 FROM aais_resolutions WHERE request_id = subject) THEN
+            refused := 'recorded';
         END IF;
-        IF EXISTS (SELECT 1 FROM aais_resolutions WHERE request_id = subject) THEN
-            RETURN '{{"refused": "recorded"}}';
-        END IF;
+    END $$""",
+    # What every resolution writes after its checks: "this thread must be resumed"
+    # (``resume``, its thread filled in here) commits with it, and the request is resolved.
+    f"""CREATE OR REPLACE FUNCTION aais_resolved(subject text, resume jsonb, thread text)
+    RETURNS void LANGUAGE plpgsql AS $$
+    BEGIN
         IF thread IS NOT NULL AND resume IS NOT NULL THEN
             INSERT INTO aais_outbox ({WORK_COLUMNS})
                 SELECT {WORK_COLUMNS} FROM jsonb_populate_record(
@@ -69,93 +74,89 @@ WRITE_FUNCTIONS = (
                 ON CONFLICT (kind, work_id) DO NOTHING;
         END IF;
         UPDATE aais_requests SET status = 'resolved' WHERE request_id = subject;
-        RETURN aais_stamp(job);
     END $$""",
-    # A resolution that carries an execution claim: ``aais_resolve``'s checks, then
-    # ``aais_execute``'s on the record (``expected``, vouched for by ``vouching``) the
-    # claim (``changed``) was made on, in the resolution's transaction. A refusal writes
-    # nothing: "missing" and "recorded" as ``aais_resolve``, "changed" as ``aais_execute``.
-    f"""CREATE OR REPLACE FUNCTION aais_resolve_claiming(
-        subject text, resume jsonb, lock_key bigint, expected jsonb, vouching jsonb,
-        changed jsonb, job jsonb
-    ) RETURNS jsonb LANGUAGE plpgsql AS $$
-    DECLARE
-        thread text;
-        stored aais_executions;
-        entry aais_audit;
-        present boolean;
-    BEGIN
-        SELECT thread_id INTO thread FROM aais_requests WHERE request_id = subject FOR UPDATE;
-        IF NOT FOUND THEN
-            RETURN '{{"refused": "missing"}}';
-        END IF;
-        IF EXISTS (SELECT 1 FROM aais_resolutions WHERE request_id = subject) THEN
-            RETURN '{{"refused": "recorded"}}';
-        END IF;
-        PERFORM pg_advisory_xact_lock(lock_key);
-        SELECT * INTO stored FROM aais_executions WHERE request_id = subject;
-        present := FOUND;
-        IF present IS DISTINCT FROM (expected IS NOT NULL) OR (present AND stored
-                IS DISTINCT FROM jsonb_populate_record(NULL::aais_executions, expected)) THEN
-            RETURN '{{"refused": "changed"}}';
-        END IF;
-        SELECT * INTO entry FROM aais_audit
-            WHERE kind = 'execution' AND {EXECUTION_SUBJECT} = subject
-            ORDER BY idx DESC LIMIT 1;
-        present := FOUND;
-        IF present IS DISTINCT FROM (vouching IS NOT NULL) OR (present AND entry
-                IS DISTINCT FROM jsonb_populate_record(NULL::aais_audit, vouching)) THEN
-            RETURN '{{"refused": "changed"}}';
-        END IF;
-        INSERT INTO aais_executions ({EXECUTION_COLUMNS})
-            SELECT {EXECUTION_COLUMNS}
-            FROM jsonb_populate_record(NULL::aais_executions, changed)
-            {_UPSERT_TAIL};
-        IF thread IS NOT NULL AND resume IS NOT NULL THEN
-            INSERT INTO aais_outbox ({WORK_COLUMNS})
-                SELECT {WORK_COLUMNS} FROM jsonb_populate_record(
-                    NULL::aais_outbox, resume || jsonb_build_object('thread_id', thread))
-                ON CONFLICT (kind, work_id) DO NOTHING;
-        END IF;
-        UPDATE aais_requests SET status = 'resolved' WHERE request_id = subject;
-        RETURN aais_stamp(job);
-    END $$""",
-    # An execution record's change, made on the record the client last wrote for the
-    # request (``expected``, None: none) and vouched for by the entry it then appended
-    # (``vouching``): either differs from what is stored, and nothing is written (the
-    # client reads, checks and changes them in its own transaction instead).
-    f"""CREATE OR REPLACE FUNCTION aais_execute(
-        subject text, lock_key bigint, durable boolean, expected jsonb, vouching jsonb,
-        changed jsonb, job jsonb
-    ) RETURNS jsonb LANGUAGE plpgsql AS $$
+    # The checks of an execution record's change, made on the record the client last
+    # wrote for the request (``expected``, None: none) and vouched for by the entry it
+    # then appended (``vouching``): false when either differs from what is stored (the
+    # client then reads, checks and changes them in its own transaction instead).
+    f"""CREATE OR REPLACE FUNCTION aais_execution_checked(
+        subject text, lock_key bigint, expected jsonb, vouching jsonb
+    ) RETURNS boolean LANGUAGE plpgsql AS $$
     DECLARE
         stored aais_executions;
         entry aais_audit;
         present boolean;
     BEGIN
-        IF NOT durable THEN
-            {_NOT_DURABLE}
-        END IF;
         -- A missing row cannot be locked FOR UPDATE: the request id is.
         PERFORM pg_advisory_xact_lock(lock_key);
         SELECT * INTO stored FROM aais_executions WHERE request_id = subject;
         present := FOUND;
         IF present IS DISTINCT FROM (expected IS NOT NULL) OR (present AND stored
                 IS DISTINCT FROM jsonb_populate_record(NULL::aais_executions, expected)) THEN
-            RETURN '{{"refused": "changed"}}';
+            RETURN false;
         END IF;
         SELECT * INTO entry FROM aais_audit
             WHERE kind = 'execution' AND {EXECUTION_SUBJECT} = subject
             ORDER BY idx DESC LIMIT 1;
         present := FOUND;
-        IF present IS DISTINCT FROM (vouching IS NOT NULL) OR (present AND entry
-                IS DISTINCT FROM jsonb_populate_record(NULL::aais_audit, vouching)) THEN
-            RETURN '{{"refused": "changed"}}';
-        END IF;
+        RETURN NOT (present IS DISTINCT FROM (vouching IS NOT NULL) OR (present AND entry
+                IS DISTINCT FROM jsonb_populate_record(NULL::aais_audit, vouching)));
+    END $$""",
+    f"""CREATE OR REPLACE FUNCTION aais_store_execution(changed jsonb)
+    RETURNS void LANGUAGE plpgsql AS $$
+    BEGIN
         INSERT INTO aais_executions ({EXECUTION_COLUMNS})
             SELECT {EXECUTION_COLUMNS}
             FROM jsonb_populate_record(NULL::aais_executions, changed)
             {_UPSERT_TAIL};
+    END $$""",
+    # A resolution.
+    """CREATE OR REPLACE FUNCTION aais_resolve(subject text, resume jsonb, job jsonb)
+    RETURNS jsonb LANGUAGE plpgsql AS $$
+    DECLARE
+        checked record;
+    BEGIN
+        SELECT * INTO checked FROM aais_resolving(subject);
+        IF checked.refused IS NOT NULL THEN
+            RETURN jsonb_build_object('refused', checked.refused);
+        END IF;
+        PERFORM aais_resolved(subject, resume, checked.thread);
+        RETURN aais_stamp(job);
+    END $$""",
+    # A resolution that carries an execution claim (``changed``): ``aais_resolve``'s
+    # checks, then ``aais_execute``'s, in the resolution's transaction. A refusal writes
+    # nothing: "missing" and "recorded" as ``aais_resolve``, "changed" as ``aais_execute``.
+    """CREATE OR REPLACE FUNCTION aais_resolve_claiming(
+        subject text, resume jsonb, lock_key bigint, expected jsonb, vouching jsonb,
+        changed jsonb, job jsonb
+    ) RETURNS jsonb LANGUAGE plpgsql AS $$
+    DECLARE
+        checked record;
+    BEGIN
+        SELECT * INTO checked FROM aais_resolving(subject);
+        IF checked.refused IS NOT NULL THEN
+            RETURN jsonb_build_object('refused', checked.refused);
+        END IF;
+        IF NOT aais_execution_checked(subject, lock_key, expected, vouching) THEN
+            RETURN '{"refused": "changed"}';
+        END IF;
+        PERFORM aais_store_execution(changed);
+        PERFORM aais_resolved(subject, resume, checked.thread);
+        RETURN aais_stamp(job);
+    END $$""",
+    # An execution record's change (see ``aais_execution_checked``).
+    f"""CREATE OR REPLACE FUNCTION aais_execute(
+        subject text, lock_key bigint, durable boolean, expected jsonb, vouching jsonb,
+        changed jsonb, job jsonb
+    ) RETURNS jsonb LANGUAGE plpgsql AS $$
+    BEGIN
+        IF NOT durable THEN
+            {_NOT_DURABLE}
+        END IF;
+        IF NOT aais_execution_checked(subject, lock_key, expected, vouching) THEN
+            RETURN '{{"refused": "changed"}}';
+        END IF;
+        PERFORM aais_store_execution(changed);
         RETURN aais_stamp(job);
     END $$""",
     f"""CREATE OR REPLACE FUNCTION aais_acquire_lease(
@@ -195,6 +196,24 @@ WRITE_FUNCTIONS = (
         END IF;
         DELETE FROM aais_leases WHERE thread_id = thread AND holder = taker;
         RETURN FOUND;
+    END $$""",
+    # Releasing at the end of a run that also settles the execution record of the claim
+    # it ran (``aais_execute``'s checks and change, not durable, as the mark would be):
+    # refused ("changed") with nothing written, the lease kept, as ``aais_execute`` is.
+    f"""CREATE OR REPLACE FUNCTION aais_release_executed(
+        thread text, taker text, done text[], moment double precision, subject text,
+        lock_key bigint, expected jsonb, vouching jsonb, changed jsonb, job jsonb
+    ) RETURNS jsonb LANGUAGE plpgsql AS $$
+    DECLARE
+        released boolean;
+    BEGIN
+        {_NOT_DURABLE}
+        IF NOT aais_execution_checked(subject, lock_key, expected, vouching) THEN
+            RETURN '{{"refused": "changed"}}';
+        END IF;
+        PERFORM aais_store_execution(changed);
+        released := aais_release_lease(thread, taker, done, moment);
+        RETURN aais_stamp(job) || jsonb_build_object('released', released);
     END $$""",
 )
 """The write functions, created by ``setup()`` after the tables."""

@@ -755,12 +755,47 @@ class SqlLedger(SqlBackend):
             updated = self._run(cur, rows.RENEW_LEASE, params).rowcount
         return lease if updated == 1 else None
 
-    def release_lease(self, thread_id: str, holder: str, *, done: Sequence[str] = ()) -> bool:
+    def release_lease(
+        self,
+        thread_id: str,
+        holder: str,
+        *,
+        done: Sequence[str] = (),
+        executions: Mapping[str, ex.ExecutionChange] | None = None,
+    ) -> bool:
+        if executions:
+            return self._release_executed(thread_id, holder, done, executions)
         with self._write(durable=False) as cur:
             settle = ob.settled_change("done", time.time())
             for request_id in done:
                 self._change_work(cur, ob.RESUME, request_id, settle)
             return bool(self._run(cur, rows.RELEASE_LEASE, (thread_id, holder)).rowcount == 1)
+
+    def _release_executed(
+        self,
+        thread_id: str,
+        holder: str,
+        done: Sequence[str],
+        executions: Mapping[str, ex.ExecutionChange],
+    ) -> bool:
+        """``release_lease`` with execution changes: the records first, then the work and
+        the lease, the counters last (their audit entries)."""
+        with self._write_batched(durable=False) as cur:
+            stored = [
+                changed
+                for request_id, change in executions.items()
+                for changed in (self._change_execution(cur, request_id, change)[1],)
+                if changed is not None
+            ]
+            settle = ob.settled_change("done", time.time())
+            for request_id in done:
+                self._change_work(cur, ob.RESUME, request_id, settle)
+            released = self._run(cur, rows.RELEASE_LEASE, (thread_id, holder)).rowcount == 1
+            if stored:
+                with self._counters(cur) as counters:
+                    for record in stored:
+                        counters.append_audit("execution", ex.execution_audit(record))
+        return bool(released)
 
     def get_lease(self, thread_id: str) -> Lease | None:
         sql = "SELECT thread_id, holder, expires_at FROM aais_leases WHERE thread_id = ?"

@@ -272,6 +272,14 @@ class Ledger(ABC):
         """The recorded (index, hash) of the last audit entry, kept apart from the
         entries so that truncation is detectable."""
 
+    def audit_link(self, index: int) -> tuple[list[AuditEntry], tuple[int, str] | None]:
+        """The entry at ``index`` and the one after it (fewer where there are none), and the
+        recorded tip read first (:meth:`audit_tip`, then :meth:`audit_entries`): what
+        vouching for one row reads (its entry, intact and linked into the recorded chain).
+        A backend may read both in one statement."""
+        tip = self.audit_tip()  # first: entries up to it are committed
+        return self.audit_entries(after_index=index - 1, limit=2), tip
+
     @abstractmethod
     def contents(self) -> LedgerContents:
         """Every request, resolution, grant, event and audit entry, in one consistent
@@ -330,10 +338,28 @@ class Ledger(ABC):
         """
 
     @abstractmethod
-    def release_lease(self, thread_id: str, holder: str, *, done: Sequence[str] = ()) -> bool:
+    def release_lease(
+        self,
+        thread_id: str,
+        holder: str,
+        *,
+        done: Sequence[str] = (),
+        executions: Mapping[str, ExecutionChange] | None = None,
+    ) -> bool:
         """Release our lease; False if we did not hold it. ``done`` names requests whose
         resume work a run on the thread just finished: marked done in the same write
-        (whether or not the lease was still ours), one transaction instead of two."""
+        (whether or not the lease was still ours), one transaction instead of two.
+        ``executions`` (request id -> change) are execution changes the run's end makes
+        (its claims settled ``executed``), applied in the same write as
+        :meth:`update_execution` with ``durable=False`` applies them, checks and audit
+        entries included: a record that fails its check raises, and nothing is written.
+
+        Args:
+            thread_id: the thread.
+            holder: who holds it.
+            done: requests whose resume work is marked done in the same write.
+            executions: execution changes (request id -> change) made in the same write.
+        """
 
     @abstractmethod
     def get_lease(self, thread_id: str) -> Lease | None:
@@ -521,6 +547,7 @@ class Ledger(ABC):
     aaudit_entries = _twin(audit_entries)
     aaudit_entries_at = _twin(audit_entries_at)
     aaudit_tip = _twin(audit_tip)
+    aaudit_link = _twin(audit_link)
     afollow_up_entries = _twin(follow_up_entries)
     acontents = _twin(contents)
     apost_to_thread = _twin(post_to_thread)

@@ -524,7 +524,16 @@ class InMemoryLedger(Ledger):
             self._leases[thread_id] = lease
             return lease
 
-    def release_lease(self, thread_id: str, holder: str, *, done: Sequence[str] = ()) -> bool:
+    def release_lease(
+        self,
+        thread_id: str,
+        holder: str,
+        *,
+        done: Sequence[str] = (),
+        executions: Mapping[str, ExecutionChange] | None = None,
+    ) -> bool:
+        for request_id, change in (executions or {}).items():
+            self.update_execution(request_id, change, durable=False)
         with self._lock:
             settle = settled_change("done", time.time())
             for request_id in done:

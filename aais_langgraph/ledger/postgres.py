@@ -64,7 +64,7 @@ PgCursor = psycopg.Cursor[tuple[Any, ...]]
 
 # -- the schema -------------------------------------------------------------------
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """The one schema's version. Nothing earlier was released: a database another
 version wrote (an earlier or a later one) is refused, never upgraded."""
 
@@ -560,6 +560,14 @@ class PostgresLedger(SqlLedger):
             while len(self._executions) > _EXECUTIONS_REMEMBERED:
                 self._executions.pop(next(iter(self._executions)))
 
+    def audit_link(self, index: int) -> tuple[list[AuditEntry], tuple[int, str] | None]:
+        # One statement: the tip and the entries from one snapshot.
+        with self._read() as cur:
+            found = cur.execute(_AUDIT_LINK, (index - 1,)).fetchall()
+        tip = None if not found or found[0][0] is None else (int(found[0][0]), str(found[0][1]))
+        entries = [rows.audit_from_row(row[2:]) for row in found if row[2] is not None]
+        return entries, tip
+
     # -- run leases: one statement each, not waiting for the WAL flush -------------
 
     def acquire_lease(self, thread_id: str, holder: str, *, ttl: float, now: float) -> Lease | None:
@@ -574,8 +582,55 @@ class PostgresLedger(SqlLedger):
         renewed = self._call(_RENEW_LEASE, (thread_id, holder, lease.expires_at, now))
         return lease if renewed else None
 
-    def release_lease(self, thread_id: str, holder: str, *, done: Sequence[str] = ()) -> bool:
-        return bool(self._call(_RELEASE_LEASE, (thread_id, holder, list(done), time.time())))
+    def release_lease(
+        self,
+        thread_id: str,
+        holder: str,
+        *,
+        done: Sequence[str] = (),
+        executions: Mapping[str, ex.ExecutionChange] | None = None,
+    ) -> bool:
+        if not executions:
+            return bool(self._call(_RELEASE_LEASE, (thread_id, holder, list(done), time.time())))
+        if len(executions) == 1 and self._writes_at_once():
+            [(request_id, change)] = executions.items()
+            released = self._release_executed_at_once(thread_id, holder, done, request_id, change)
+            if released is not None:
+                return released
+        return super().release_lease(thread_id, holder, done=done, executions=executions)
+
+    def _release_executed_at_once(
+        self,
+        thread_id: str,
+        holder: str,
+        done: Sequence[str],
+        request_id: str,
+        change: ex.ExecutionChange,
+    ) -> bool | None:
+        """``release_lease`` with one execution change in one statement,
+        ``aais_release_executed``, made as ``update_execution`` makes it on what this
+        ledger wrote last; None (nothing written) when it cannot be made so."""
+        known = self._executions.get(request_id)
+        record, vouching = known if known is not None else (None, None)
+        updated = change(record)
+        if updated is None or updated == record or updated.request_id != request_id:
+            return None
+        try:
+            rows_sent = (_execution_json(record), vouching, _execution_json(updated))
+        except ValueError:  # not I-JSON (a time that is not finite): the shared write says so
+            return None
+        lease = (thread_id, holder, list(done), time.time())
+        payload = ex.execution_audit(updated)
+        with self._read() as cur:
+            call = (_RELEASE_EXECUTED, (*lease, request_id, _lock_key(request_id), *rows_sent))
+            with StampedCounters(self, cur, call=call) as counters:
+                appended = counters.append_audit("execution", payload)
+        if counters.refused() is not None:
+            with self._executions_lock:
+                self._executions.pop(request_id, None)
+            return None
+        self._remember(updated, _entry_json(counters.settled(appended), payload))
+        return bool(counters.result("released"))
 
     def _call(self, sql: str, params: Sequence[Any]) -> Any:
         """The one value of one statement that is its own transaction."""
@@ -706,11 +761,21 @@ _RESOLVE_CLAIMING = (
 _ACQUIRE_LEASE = "SELECT aais_acquire_lease(%s, %s, %s, %s)"
 _RENEW_LEASE = "SELECT aais_renew_lease(%s, %s, %s, %s)"
 _RELEASE_LEASE = "SELECT aais_release_lease(%s, %s, %s::text[], %s)"
+_RELEASE_EXECUTED = (
+    "SELECT aais_release_executed("
+    "%s, %s, %s::text[], %s, %s, %s, %s::jsonb, %s::jsonb, %s::jsonb, %s::jsonb)"
+)
 _EXECUTE = "SELECT aais_execute(%s, %s, %s, %s::jsonb, %s::jsonb, %s::jsonb, %s::jsonb)"
 _EXECUTION_FIELDS = tuple(column.strip() for column in rows.EXECUTION_COLUMNS.split(","))
 _EXECUTIONS_REMEMBERED = 4096
 _WORK_FIELDS = tuple(column.strip() for column in rows.WORK_COLUMNS.split(","))
 _READ_COUNTERS = "SELECT last_sequence, audit_tip_index, audit_tip_hash FROM aais_meta"
+_AUDIT_LINK = (
+    "SELECT m.audit_tip_index, m.audit_tip_hash, a.idx, a.kind, a.occurred_at, a.payload, "
+    "a.prev_hash, a.entry_hash FROM aais_meta AS m LEFT JOIN LATERAL ("
+    f"SELECT {rows.AUDIT_COLUMNS} FROM aais_audit WHERE idx > %s ORDER BY idx LIMIT 2"
+    ") AS a ON true ORDER BY a.idx"
+)
 _LOCK_COUNTERS = _READ_COUNTERS + " FOR UPDATE"
 
 

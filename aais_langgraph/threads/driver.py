@@ -62,7 +62,7 @@ from ..gate.response import RejectedResumeError
 from ..gate.run_context import REQUESTER_KEY, find_authority
 from ..gate.seams import task_finished_in, task_of_namespace
 from ..ledger import Execution, Lease, StoredRequest, ThreadRecord
-from ..ledger.executions import presumed_change
+from ..ledger.executions import ExecutionChange, presumed_change
 from ..ledger.outbox import RESUME, retried_change, settled_change
 from ..ledger.resume_work import RESUME_BACKOFF, ResumeWork
 from ..observability.traces import RESUME_SPAN, resumed_attributes, traced
@@ -172,9 +172,17 @@ class ThreadDriver:
         )
         wait = self.lease_wait if lease_wait is None else lease_wait
         finished: list[str] = []
+        executions: dict[str, ExecutionChange] = {}
         ledger = self.authority.ledger
-        with run_lease(ledger, thread_id, ttl=self.lease_ttl, wait=wait, done=finished):
-            yield LeasedThread(self.graph, driven, thread_id, finished)
+        with run_lease(
+            ledger,
+            thread_id,
+            ttl=self.lease_ttl,
+            wait=wait,
+            done=finished,
+            executions=executions,
+        ):
+            yield LeasedThread(self.graph, driven, thread_id, finished, executions)
 
     @asynccontextmanager
     async def aleased(
@@ -189,9 +197,17 @@ class ThreadDriver:
         driven = _acting_for(driven, lambda: sender)
         wait = self.lease_wait if lease_wait is None else lease_wait
         finished: list[str] = []
+        executions: dict[str, ExecutionChange] = {}
         ledger = self.authority.ledger
-        async with arun_lease(ledger, thread_id, ttl=self.lease_ttl, wait=wait, done=finished):
-            yield LeasedThread(self.graph, driven, thread_id, finished)
+        async with arun_lease(
+            ledger,
+            thread_id,
+            ttl=self.lease_ttl,
+            wait=wait,
+            done=finished,
+            executions=executions,
+        ):
+            yield LeasedThread(self.graph, driven, thread_id, finished, executions)
 
     @traced(RESUME_SPAN, resumed_attributes)
     def drive(

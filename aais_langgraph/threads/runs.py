@@ -6,6 +6,7 @@ answer planning and the listings can use them without importing the driver.
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,9 +17,15 @@ from langgraph.types import Command
 
 from ..authority import ApprovalAuthority
 from ..gate.answer_sources import RECORDED_ONLY_KEY
-from ..gate.execution import asettle_finished_claims, settle_finished_claims
+from ..gate.execution import (
+    afinished_claims,
+    asettle_finished_claims,
+    finished_claims,
+    settle_finished_claims,
+)
 from ..gate.run_context import AUTHORITY_KEY, CLAIM_TTL_KEY, claim_ttl_for_lease
 from ..ledger import StoredRequest
+from ..ledger.executions import ExecutionChange, finish_change
 from .views import ThreadView, aread_view, checkpointer_of, read_view, waiting_request_ids
 
 __all__ = [
@@ -177,12 +184,15 @@ class LeasedThread:
 
     ``finished`` collects the requests whose resume work a run on it finished
     (:meth:`finish`): their work is marked done when the lease is released, in the
-    release's own write."""
+    release's own write. ``executions``, when given (the lease's), collects the claims
+    its runs settled ``executed`` (:meth:`settle_claims`), marked in that write too;
+    None: each is marked at once."""
 
     graph: Any
     config: RunnableConfig
     thread_id: str
     finished: list[str] = field(default_factory=list)
+    executions: dict[str, ExecutionChange] | None = None
 
     def view(self) -> ThreadView:
         return read_view(self.graph, self.config)
@@ -223,12 +233,18 @@ class LeasedThread:
 
     def settle_claims(self) -> list[str]:
         """Record ``executed`` for the thread's execution claims whose nodes finished
-        (:func:`~aais_langgraph.gate.execution.settle_finished_claims`)."""
+        (:func:`~aais_langgraph.gate.execution.settle_finished_claims`); with
+        :attr:`executions`, in the lease's release. A crash before that write leaves the
+        claim to whichever process reads the checkpoint next, as before any mark."""
         authority = (self.config.get("configurable") or {}).get(AUTHORITY_KEY)
         saver = checkpointer_of(self.graph)
         if not isinstance(authority, ApprovalAuthority) or saver is None:
             return []
-        return settle_finished_claims(authority, saver, thread_id=self.thread_id)
+        if self.executions is None:
+            return settle_finished_claims(authority, saver, thread_id=self.thread_id)
+        settled = finished_claims(authority, saver, thread_id=self.thread_id)
+        self._mark(authority, settled)
+        return settled
 
     async def asettle_claims(self) -> list[str]:
         """Async twin of :meth:`settle_claims`."""
@@ -236,4 +252,13 @@ class LeasedThread:
         saver = checkpointer_of(self.graph)
         if not isinstance(authority, ApprovalAuthority) or saver is None:
             return []
-        return await asettle_finished_claims(authority, saver, thread_id=self.thread_id)
+        if self.executions is None:
+            return await asettle_finished_claims(authority, saver, thread_id=self.thread_id)
+        settled = await afinished_claims(authority, saver, thread_id=self.thread_id)
+        self._mark(authority, settled)
+        return settled
+
+    def _mark(self, authority: ApprovalAuthority, settled: list[str]) -> None:
+        assert self.executions is not None
+        for request_id in settled:
+            self.executions[request_id] = authority.sealed_change(finish_change(time.time()))

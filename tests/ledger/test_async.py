@@ -117,6 +117,7 @@ def _steps() -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
         ("audit_entries", (), {"after_index": 1, "limit": 2}),
         ("audit_entries_at", ([0, 2, 3, 10_000],), {}),
         ("audit_tip", (), {}),
+        ("audit_link", (1,), {}),
         ("follow_up_entries", ("apr_1",), {}),
         ("compact_events", (2,), {}),
         ("contents", (), {}),

@@ -102,3 +102,30 @@ def test_a_release_marks_the_finished_resume_work_done_in_the_same_write(ledger:
     # A lease lost meanwhile is not released, and the finished work is done all the same.
     assert ledger.release_lease("thr_1", "worker_a", done=("apr_3",)) is False
     assert ledger.get_work(RESUME, "apr_3").state == "done"  # type: ignore[union-attr]
+
+
+def test_a_release_marks_the_runs_claims_executed_in_the_same_write(ledger: Ledger) -> None:
+    from aais_langgraph.ledger.executions import claim_change, finish_change
+    from aais_langgraph.ledger.integrity import execution_vouched
+
+    from .envelopes import approval, request_envelope
+
+    requested = request_envelope("apr_1")
+    ledger.add_request(requested, thread_id="thr_1")
+    ledger.record_resolution(approval(requested, resolution_id="res_apr_1"))
+    claim = claim_change("apr_1", "w", thread_id="thr_1", ttl=30.0, now=1000.0, retry=False)
+    ledger.update_execution("apr_1", claim, durable=False)
+    ledger.acquire_lease("thr_1", "worker_a", ttl=30, now=1000.0)
+    tip = ledger.audit_tip()
+
+    released = ledger.release_lease(
+        "thr_1", "worker_a", done=("apr_1",), executions={"apr_1": finish_change(1001.0)}
+    )
+
+    assert released
+    record, entry = ledger.execution_with_entry("apr_1")
+    assert record is not None and record.state == "executed"
+    assert execution_vouched(record, entry) is None  # audited in the same write
+    assert tip is not None and entry is not None and entry.index == tip[0] + 1
+    assert ledger.get_lease("thr_1") is None
+    assert ledger.get_work(RESUME, "apr_1").state == "done"  # type: ignore[union-attr]

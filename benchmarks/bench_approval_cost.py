@@ -117,8 +117,34 @@ def gate_rows(
 # -- pending_approvals -------------------------------------------------------------------
 
 
-def inbox_row(directory: Path, *, small: int, large: int, rounds: int, history: int = 5) -> None:
-    """Seed both inboxes once (not timed), then time the two listings alternately."""
+def _written(path: Path) -> None:
+    """Commit a write to ``path`` from a connection of its own (a row in a table of the
+    benchmark's): to every other connection the file has changed since its last read."""
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    try:
+        with conn:
+            conn.execute("CREATE TABLE IF NOT EXISTS bench_written (at REAL)")
+            conn.execute("INSERT INTO bench_written VALUES (?)", (time.time(),))
+    finally:
+        conn.close()
+
+
+def inbox_row(
+    directory: Path,
+    *,
+    small: int,
+    large: int,
+    rounds: int,
+    history: int = 5,
+    written: bool = False,
+) -> None:
+    """Seed both inboxes once (not timed), then time the two listings alternately.
+
+    ``written``: before each timed listing another connection writes to its file, so the
+    listing cannot take the file for unchanged since the last (as in a served inbox that
+    is being written to); otherwise nothing is written between listings."""
     with (
         seeded_inbox(directory, small, history) as list_small,
         seeded_inbox(directory, large, history) as list_large,
@@ -127,14 +153,21 @@ def inbox_row(directory: Path, *, small: int, large: int, rounds: int, history: 
         list_large()
         smalls: list[float] = []
         larges: list[float] = []
+        paths = {
+            id(list_small): directory / inbox_file(small, history),
+            id(list_large): directory / inbox_file(large, history),
+        }
         for index in range(rounds):
             order = [(list_small, smalls), (list_large, larges)]
             for fn, into in order if index % 2 == 0 else reversed(order):
+                if written:
+                    _written(paths[id(fn)])
                 start = time.perf_counter()
                 fn()
                 into.append(time.perf_counter() - start)
     ratios = [b / a for a, b in zip(smalls, larges, strict=True)]
     shape = "" if history == 5 else f", {history}x history"
+    shape += ", after a write" if written else ""
     show(
         f"pending_approvals {large // 1000 if large >= 1000 else large}"
         f"{'k' if large >= 1000 else ''} vs {small} paused{shape}",
@@ -422,13 +455,15 @@ def main() -> None:
             small, large = args.inbox_sizes or ((200, 2000) if quick else (1000, 10_000))
             seeds = args.seed_dir or scratch
             seeds.mkdir(parents=True, exist_ok=True)
-            inbox_row(
-                seeds,
-                small=small,
-                large=large,
-                rounds=4 if quick else 7,
-                history=args.inbox_history,
-            )
+            for written in (False, True):
+                inbox_row(
+                    seeds,
+                    small=small,
+                    large=large,
+                    rounds=4 if quick else 7,
+                    history=args.inbox_history,
+                    written=written,
+                )
         if "distributed" in args.only:
             distributed_row(
                 scratch, count=150 if quick else 1000, rounds=2 if quick else 3, concurrency=8

@@ -391,8 +391,13 @@ class ApprovalAuthority:
         )
 
     def _granted_for(self, grant: Grant) -> str | None:
-        """Who the request that made ``grant`` acted for (None: nobody named)."""
-        resource = self.access.stored_resource(grant.request_id)
+        """Who the request that made ``grant`` acted for (None: nobody named). Whom a
+        request acts for never changes, so its row is not read again when this process
+        wrote or vouched for it."""
+        stored = self.get_stored_request(grant.request_id, status=False)
+        if stored is None:
+            return None
+        resource = self.access.stored_resource(grant.request_id, stored=stored)
         return None if resource is None else resource.requester
 
     def list_grants(

@@ -294,3 +294,38 @@ def test_a_standing_choice_that_can_never_apply_is_refused_when_requested(
     assert refused.value.pointer.startswith("/request/choices/1/scope_constraints/")
     assert "<img" not in str(refused.value) and "rm -rf" not in str(refused.value)
     assert authority.ledger.list_pending() == []
+
+
+def test_a_grant_covers_only_its_requester_and_its_request_is_read_once_per_process(
+    ledger: Any, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer = ApprovalAuthority(ledger, clock=clock)
+    requested = writer.request(
+        action("node --check script.js"),
+        origin=origin("s-1"),
+        choices=choices("session", PREFIX),
+        context={"requester": "alice"},
+    )
+    writer.decide(decision(requested, scope="session"))
+    reads: list[str] = []
+    read = ledger.get_request
+
+    def counted(request_id: str) -> Any:
+        reads.append(request_id)
+        return read(request_id)
+
+    monkeypatch.setattr(ledger, "get_request", counted)
+    other = ApprovalAuthority(ledger, clock=clock)  # another process: it wrote nothing
+    for authority, process_reads in ((writer, 0), (other, 1)):
+        reads.clear()
+        for _ in range(3):
+            assert authority.match_grant(
+                action("node --check other.js"), origin("s-1"), requester="alice"
+            )
+            assert (
+                authority.match_grant(
+                    action("node --check other.js"), origin("s-1"), requester="bob"
+                )
+                is None
+            )
+        assert reads == [requested.request.id] * process_reads

@@ -8,7 +8,8 @@ range, never silently at run time.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Generator, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -203,8 +204,70 @@ _DATA_VERSION = "PRAGMA data_version"
 """Changes when another connection commits to the file; with the connection's own
 ``total_changes``, what says nothing was written since the last read."""
 
-_LAST_ROWS: WeakKeyDictionary[Any, tuple[tuple[int, int], list[Any]]] = WeakKeyDictionary()
-"""Saver -> the interrupt rows read last and the file's change marker read before them."""
+_COUNTS = "SELECT (SELECT count(*) FROM checkpoints), (SELECT count(*) FROM writes)"
+_LAST_CHECKPOINT = (
+    "SELECT rowid, thread_id, checkpoint_ns, checkpoint_id FROM checkpoints "
+    "ORDER BY rowid DESC LIMIT 1"
+)
+_LAST_WRITE = (
+    "SELECT rowid, thread_id, checkpoint_ns, checkpoint_id, task_id, idx FROM writes "
+    "ORDER BY rowid DESC LIMIT 1"
+)
+_CHECKPOINT_AT = "SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints WHERE rowid = ?"
+_WRITE_AT = (
+    "SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, idx FROM writes WHERE rowid = ?"
+)
+_NEW_CHECKPOINTS = (
+    "SELECT thread_id, checkpoint_ns = '' FROM checkpoints WHERE rowid > ? AND rowid <= ?"
+)
+_NEW_WRITES = (
+    "SELECT thread_id, checkpoint_ns = '' AND channel = ? FROM writes "
+    "WHERE rowid > ? AND rowid <= ?"
+)
+_THREADS_INTERRUPT_ROWS = """
+SELECT w.thread_id, w.checkpoint_id, w.rowid, w.type, length(w.value) FROM writes AS w
+JOIN (SELECT thread_id, MAX(checkpoint_id) AS checkpoint_id FROM checkpoints
+      WHERE checkpoint_ns = '' AND thread_id IN (SELECT value FROM json_each(?))
+      GROUP BY thread_id) AS latest
+  ON w.thread_id = latest.thread_id AND w.checkpoint_id = latest.checkpoint_id
+WHERE w.checkpoint_ns = '' AND w.channel = ?
+"""
+""":data:`_LATEST_INTERRUPT_ROWS` of the threads a JSON array names."""
+
+_CHANGED_AT_MOST = 2_000
+"""Threads written to since the last read beyond which every thread is read again in the
+one query (cheaper by then than a lookup per thread)."""
+
+_ADDED_AT_MOST = 50_000
+"""Rows added to a table since the last read beyond which every thread is read again."""
+
+
+@dataclass(frozen=True)
+class _Tail:
+    """Where one of ``SqliteSaver``'s tables ended when last read: its last row id (0 for
+    an empty table), that row's key, and how many rows it held."""
+
+    rowid: int
+    key: tuple[Any, ...] | None
+    count: int
+
+
+@dataclass(frozen=True)
+class _LatestRows:
+    """The interrupt rows of every thread's latest root checkpoint, as last read, by
+    thread; the file's change marker read before them; and where both tables ended."""
+
+    marker: tuple[int, int]
+    checkpoints: _Tail
+    writes: _Tail
+    by_thread: dict[str, list[InterruptRow]]
+
+    def rows(self) -> list[InterruptRow]:
+        return [row for rows in self.by_thread.values() for row in rows]
+
+
+_LAST_ROWS: WeakKeyDictionary[Any, _LatestRows] = WeakKeyDictionary()
+"""Saver -> the interrupt rows it held when last read (:class:`_LatestRows`)."""
 
 InterruptRow = tuple[str, str, int, str, int]
 """``(thread_id, checkpoint_id, rowid, type, size)`` of a stored interrupt write.
@@ -213,23 +276,109 @@ InterruptRow = tuple[str, str, int, str, int]
 old one), and checkpoint ids are never reused, so a row id met before in the same
 checkpoint, with the same type and size, holds the bytes read then."""
 
+_Query = tuple[str, tuple[Any, ...]]
+_Reading = Generator[_Query, list[Any], _LatestRows]
+
+
+def _read_latest(last: _LatestRows | None, marker: tuple[int, int]) -> _Reading:
+    """The queries that bring ``last`` up to date, in one read snapshot (each yields a
+    statement and receives its rows): only the threads whose rows can have changed are
+    read again.
+
+    Both tables are rowid tables that ``SqliteSaver`` only appends to, except when it
+    deletes (a thread deleted or pruned, a write replaced): a new row takes a row id above
+    every row there, so the rows past the last row id read are what was added. Any
+    deletion shows as a row count other than the last one plus what was added, or as
+    another row at the last row id (a deleted last row's id given again); either reads
+    every thread again. ``SqliteSaver`` never updates a row in place: a hand edit that
+    does (``UPDATE`` on these tables) is seen at the next full read, as a write of
+    the same row id, type and size always was.
+    """
+    counts = (yield _COUNTS, ())[0]
+    checkpoints = _tail((yield _LAST_CHECKPOINT, ()), int(counts[0]))
+    writes = _tail((yield _LAST_WRITE, ()), int(counts[1]))
+    touched: set[str] | None = None
+    if last is not None:
+        touched = yield from _touched(last, checkpoints, writes)
+    if touched is None or len(touched) > _CHANGED_AT_MOST:
+        by_thread: dict[str, list[InterruptRow]] = {}
+        for row in (yield _LATEST_INTERRUPT_ROWS, (INTERRUPT,)):
+            by_thread.setdefault(row[0], []).append(tuple(row))
+        return _LatestRows(marker, checkpoints, writes, by_thread)
+    assert last is not None  # touched is None when nothing was read before
+    by_thread = last.by_thread
+    if touched:
+        by_thread = {key: rows for key, rows in by_thread.items() if key not in touched}
+        threads = json.dumps(sorted(touched))
+        for row in (yield _THREADS_INTERRUPT_ROWS, (threads, INTERRUPT)):
+            by_thread.setdefault(row[0], []).append(tuple(row))
+    return _LatestRows(marker, checkpoints, writes, by_thread)
+
+
+def _tail(last_row: list[Any], count: int) -> _Tail:
+    if not last_row:
+        return _Tail(0, None, count)
+    rowid, *key = last_row[0]
+    return _Tail(int(rowid), tuple(key), count)
+
+
+def _touched(
+    last: _LatestRows, checkpoints: _Tail, writes: _Tail
+) -> Generator[_Query, list[Any], set[str] | None]:
+    """The threads with a root checkpoint or interrupt write added since ``last``; None
+    when a row was deleted since (every thread is to be read again)."""
+    touched: set[str] = set()
+    for before, now, at, added, extra in (
+        (last.checkpoints, checkpoints, _CHECKPOINT_AT, _NEW_CHECKPOINTS, ()),
+        (last.writes, writes, _WRITE_AT, _NEW_WRITES, (INTERRUPT,)),
+    ):
+        if now.rowid < before.rowid or now.rowid - before.rowid > _ADDED_AT_MOST:
+            return None
+        if before.key is not None and [tuple(row) for row in (yield at, (before.rowid,))] != [
+            before.key
+        ]:
+            return None
+        rows = yield added, (*extra, before.rowid, now.rowid)
+        if before.count + len(rows) != now.count:
+            return None
+        touched.update(thread_id for thread_id, relevant in rows if relevant)
+    return touched
+
+
+def _run_sync(cur: Any, reading: _Reading) -> _LatestRows:
+    """Run ``reading``'s queries on a ``sqlite3`` cursor."""
+    try:
+        query = next(reading)
+        while True:
+            query = reading.send(cur.execute(*query).fetchall())
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
 
 def latest_interrupt_rows(checkpointer: Any) -> list[InterruptRow] | None:
     """What identifies each interrupt write in every thread's latest root checkpoint, in
-    one query that reads no value (:func:`interrupt_bytes` reads those a caller has not
-    met), or none when nothing was written to the file since the last call (the rows
-    read then); None for a checkpointer other than ``SqliteSaver``."""
+    queries that read no value (:func:`interrupt_bytes` reads those a caller has not
+    met); None for a checkpointer other than ``SqliteSaver``. The rows read last are
+    handed out again when nothing was written to the file since, and only the threads
+    written to since are read again otherwise (:func:`_read_latest`)."""
     saver = _sqlite_saver(checkpointer)
     if saver is None:
         return None
     with saver.cursor(transaction=False) as cur:
         marker = (int(cur.execute(_DATA_VERSION).fetchone()[0]), saver.conn.total_changes)
         last = _LAST_ROWS.get(saver)
-        if last is not None and last[0] == marker:
-            return list(last[1])
-        rows: list[InterruptRow] = cur.execute(_LATEST_INTERRUPT_ROWS, (INTERRUPT,)).fetchall()
-    _LAST_ROWS[saver] = (marker, rows)
-    return list(rows)
+        if last is not None and last.marker == marker:
+            return last.rows()
+        snapshot = not saver.conn.in_transaction
+        if snapshot:
+            cur.execute("BEGIN")  # one read snapshot for every query
+        try:
+            latest = _run_sync(cur, _read_latest(last, marker))
+        finally:
+            if snapshot:
+                cur.execute("ROLLBACK")
+    _LAST_ROWS[saver] = latest
+    return latest.rows()
 
 
 def interrupt_bytes(checkpointer: Any, rowids: Collection[int]) -> dict[int, bytes]:
@@ -253,12 +402,24 @@ async def alatest_interrupt_rows(checkpointer: Any) -> list[InterruptRow] | None
             version = await cur.fetchone()
         marker = (int(version[0]), saver.conn.total_changes)
         last = _LAST_ROWS.get(saver)
-        if last is not None and last[0] == marker:
-            return list(last[1])
-        async with saver.conn.execute(_LATEST_INTERRUPT_ROWS, (INTERRUPT,)) as cur:
-            rows = [tuple(row) for row in await cur.fetchall()]
-    _LAST_ROWS[saver] = (marker, rows)
-    return list(rows)
+        if last is not None and last.marker == marker:
+            return last.rows()
+        reading = _read_latest(last, marker)
+        snapshot = not saver.conn.in_transaction
+        if snapshot:
+            await saver.conn.execute("BEGIN")  # one read snapshot for every query
+        try:
+            query = next(reading)
+            while True:
+                async with saver.conn.execute(*query) as cur:
+                    query = reading.send(list(await cur.fetchall()))
+        except StopIteration as done:
+            latest: _LatestRows = done.value
+        finally:
+            if snapshot:
+                await saver.conn.execute("ROLLBACK")
+    _LAST_ROWS[saver] = latest
+    return latest.rows()
 
 
 async def ainterrupt_bytes(checkpointer: Any, rowids: Collection[int]) -> dict[int, bytes]:

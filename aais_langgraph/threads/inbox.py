@@ -59,8 +59,10 @@ def waiting_snapshot(
     (``thread_id``, ``request_id``, ``reason``), so no paused approval vanishes
     silently. With ``SqliteSaver`` (and ``AsyncSqliteSaver`` in the async twin) that is
     one query over each thread's latest checkpoint, whose interrupts also serve the
-    waiting rule (with or without ``reconcile``); the bytes of a write are read and
-    deserialized only when it is new to this process. Other checkpointers are read in
+    waiting rule (with or without ``reconcile``); after that first listing, only the
+    threads with checkpoints or writes added since are read again (any deletion reads
+    every thread again); the bytes of a write are read and deserialized only when it
+    is new to this process. Other checkpointers are read in
     full once (cost follows their history), which ``reconcile=False`` skips,
     reporting nothing.
 

@@ -272,7 +272,9 @@ def reconcile_rows(
     names requests reported already), and thread id -> the request ids each is paused on.
 
     ``SqliteSaver`` only (None for others: :func:`paused_requests`): one query for what
-    identifies the writes, and one for the bytes of those not met before (LangGraph
+    identifies the writes (of the threads written to since the last call, after the
+    first: :func:`~aais_langgraph.gate.seams.latest_interrupt_rows`), and one for the
+    bytes of those not met before (LangGraph
     stores a changed write as a new row: :data:`~aais_langgraph.gate.seams.InterruptRow`);
     a write met before is not read or deserialized again, nor compared again with a row
     (every column equal) it agreed with. What is remembered is what the last call met

@@ -7,6 +7,8 @@ import contextlib
 import inspect
 from typing import Any, TypedDict
 
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.config import get_config
 from langgraph.errors import is_invalid_resume
@@ -181,6 +183,87 @@ def test_the_latest_interrupt_writes_of_a_sqlite_saver_are_those_get_state_repor
     assert found == [entry for entry in reported if entry[1]]
     assert [thread_id for thread_id, _ in found] == ["a"]
     assert seams.latest_interrupt_writes(InMemorySaver()) is None
+
+
+_WRITES = ["start", "start elsewhere", "answer", "edit", "delete", "rewind", "unrelated", "vacuum"]
+_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(_WRITES),
+        st.integers(0, 3),
+        st.booleans(),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=_OPS)
+@example(ops=[("start", 0, True), ("start", 1, True), ("delete", 0, True)])  # gone below the last
+@example(ops=[("start", 0, True), ("start", 1, True), ("rewind", 0, False), ("start", 2, True)])
+@example(ops=[("start", 0, True), ("start", 1, True), ("answer", 0, True)])  # a write replaced
+@example(ops=[("start", 0, True), ("start", 1, True), ("delete", 0, False), ("vacuum", 0, True)])
+def test_the_interrupt_rows_read_after_writes_are_those_a_first_read_finds(
+    ops: list[tuple[str, int, bool]],
+) -> None:
+    """After any writes, by this connection or another (pauses, answers, edits, deleted
+    threads, a deleted newest checkpoint whose row id is given again, another table's
+    write, a VACUUM that renumbers rows), with or without a read between them, what a
+    saver reads again is what a saver that never read the file finds in its one query."""
+    import sqlite3
+    import tempfile
+    from pathlib import Path
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    def node(state: State) -> State:
+        first = interrupt({"ask": 1})
+        return {"seen": [first, interrupt({"ask": 2})]}  # the second replaces the first's write
+
+    builder = StateGraph(State)
+    builder.add_node("node", node)
+    builder.add_edge(START, "node")
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "checkpoints.db"
+        with (
+            contextlib.closing(sqlite3.connect(path, check_same_thread=False)) as mine,
+            contextlib.closing(sqlite3.connect(path, check_same_thread=False)) as theirs,
+        ):
+            saver, elsewhere = SqliteSaver(mine), SqliteSaver(theirs)
+            saver.setup()
+            graph, other = (
+                builder.compile(checkpointer=saver),
+                builder.compile(checkpointer=elsewhere),
+            )
+            assert seams.latest_interrupt_rows(saver) == []
+            for op, thread, read in ops:
+                config: Any = {"configurable": {"thread_id": f"t{thread}"}}
+                if op == "start":
+                    graph.invoke({}, config)
+                elif op == "start elsewhere":
+                    other.invoke({}, config)
+                elif op == "answer" and graph.get_state(config).interrupts:
+                    graph.invoke(Command(resume=f"answer {thread}"), config)
+                elif op == "edit" and graph.get_state(config).values:
+                    graph.update_state(config, {"seen": ["edited"]})
+                elif op == "delete":
+                    elsewhere.delete_thread(f"t{thread}")
+                elif op == "rewind":
+                    with theirs:
+                        newest = "SELECT max(rowid) FROM checkpoints"
+                        theirs.execute(f"DELETE FROM checkpoints WHERE rowid = ({newest})")
+                elif op == "unrelated":
+                    with theirs:
+                        theirs.execute("CREATE TABLE IF NOT EXISTS other (at INTEGER)")
+                        theirs.execute("INSERT INTO other VALUES (1)")
+                elif op == "vacuum":
+                    theirs.execute("VACUUM")
+                if not read:
+                    continue
+                with contextlib.closing(sqlite3.connect(path, check_same_thread=False)) as fresh:
+                    expected = seams.latest_interrupt_rows(SqliteSaver(fresh))
+                assert expected is not None
+                assert sorted(seams.latest_interrupt_rows(saver) or ()) == sorted(expected), op
 
 
 def test_the_adapter_langgraph_builds_takes_the_answer_types_own_validator() -> None:

@@ -6,9 +6,12 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+from dataclasses import replace
 from typing import Any
 
 import aais
+import pytest
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from aais_langgraph import ApprovalAuthority, InMemoryLedger, pending_approvals
 from aais_langgraph.protocol import action_digest
@@ -18,7 +21,16 @@ from aais_langgraph.threads import (
     areconcile_checkpoints,
     reconcile_checkpoints,
 )
-from gate.support import Backend, Effects, config, gated_graph, paused, requested_of, shell_action
+from gate.support import (
+    Backend,
+    Effects,
+    config,
+    gated_graph,
+    open_backend,
+    paused,
+    requested_of,
+    shell_action,
+)
 
 from .test_inbox import start
 
@@ -228,6 +240,41 @@ def test_a_run_that_moved_on_after_a_listing_is_not_shown_by_the_next_one(
     graph.update_state(config("t-edited"), {"command": "rm -rf /"})
 
     assert pending_approvals(backend.authority, graph).snapshot.pending == [waiting]
+
+
+@pytest.mark.parametrize("twin", ["sync", "async"])
+def test_threads_another_process_deletes_or_pauses_after_a_listing_show_in_the_next_one(
+    sqlite_backend: Backend, effects: Effects, twin: str
+) -> None:
+    graph = gated_graph(sqlite_backend, effects)
+    gone, kept = start(graph, "t-gone"), start(graph, "t-kept")
+    assert sqlite_backend.path is not None
+    directory = sqlite_backend.path.parent
+
+    def elsewhere() -> str:  # another process's checkpointer and ledger on the same file
+        with open_backend("sqlite", directory, sqlite_backend.clock) as other:
+            other.saver.delete_thread("t-gone")
+            return str(start(gated_graph(other, effects), "t-added").id)
+
+    if twin == "sync":
+        before = pending_approvals(sqlite_backend.authority, graph)
+        added = elsewhere()
+        after = pending_approvals(sqlite_backend.authority, graph)
+    else:
+
+        async def listings() -> tuple[Any, str, Any]:
+            async with AsyncSqliteSaver.from_conn_string(str(sqlite_backend.path)) as saver:
+                served = replace(sqlite_backend, saver=saver)
+                listed = gated_graph(served, effects)
+                first = await apending_approvals(served.authority, listed)
+                made = elsewhere()
+                return first, made, await apending_approvals(served.authority, listed)
+
+        before, added, after = asyncio.run(listings())
+
+    assert sorted(r.id for r in before.snapshot.pending) == sorted([gone.id, kept.id])
+    assert sorted(r.id for r in after.snapshot.pending) == sorted([kept.id, added])
+    assert errors_of(before) == errors_of(after) == []
 
 
 def test_the_async_twin_lists_and_reports_as_the_sync_one(

@@ -7,6 +7,7 @@ range, never silently at run time.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Collection, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -263,7 +264,11 @@ class _LatestRows:
     by_thread: dict[str, list[InterruptRow]]
 
     def rows(self) -> list[InterruptRow]:
-        return [row for rows in self.by_thread.values() for row in rows]
+        return list(self._rows)
+
+    @functools.cached_property
+    def _rows(self) -> tuple[InterruptRow, ...]:
+        return tuple(row for rows in self.by_thread.values() for row in rows)
 
 
 _LAST_ROWS: WeakKeyDictionary[Any, _LatestRows] = WeakKeyDictionary()

@@ -24,6 +24,7 @@ from ..ledger import (
     Grant,
     InMemoryLedger,
     Ledger,
+    PendingRow,
     ResolutionWrite,
     StoredRequest,
     ThreadRecord,
@@ -450,15 +451,16 @@ class ApprovalAuthority:
         return self._records.request(stored)[1]
 
     def vouched_requests(
-        self, stored: Sequence[StoredRequest], texts: Sequence[tuple[str, str]] | None = None
+        self, stored: Sequence[StoredRequest | PendingRow]
     ) -> list[ApprovalRequested | Exception]:
         """:meth:`vouched_request` of many rows at once, each answered with its validated
         envelope or the error it would raise (:class:`~aais_langgraph.ledger.LedgerIntegrityError`,
         :class:`~aais_langgraph.protocol.AAISValidationError`, or ``ValueError``/``TypeError``
-        for a row that cannot be read); the rows' audit entries are read together.
-        ``texts``: each row's envelope and context JSON text as stored, which it was
-        parsed from (a text that hashes to its audit entry's digest is not digested again)."""
-        return self._records.requests(stored, texts)
+        for a row that cannot be read); the rows' audit entries are read together. A
+        :class:`~aais_langgraph.ledger.PendingRow` (the JSON still text, as
+        :meth:`~aais_langgraph.ledger.Ledger.list_pending_rows` reads it) is parsed in its
+        turn, and a text that hashes to its audit entry's digest is not digested again."""
+        return self._records.requests(stored)
 
     def unknown_executions(self, *, session_id: str | None = None) -> list[dict[str, Any]]:
         """Approved requests whose execution outcome is unknown (the runtime's records),

@@ -32,6 +32,7 @@ from ..ledger import (
     Grant,
     Ledger,
     LedgerIntegrityError,
+    PendingRow,
     StoredRequest,
     StoredResolution,
     chain_hash,
@@ -142,14 +143,13 @@ class VouchedRecords:
         return stored, model
 
     def requests(
-        self,
-        stored: Sequence[StoredRequest],
-        texts: Sequence[tuple[str, str]] | None = None,
+        self, stored: Sequence[StoredRequest | PendingRow]
     ) -> list[ApprovalRequested | Exception]:
         """For each row, its validated envelope if vouched for, or the error that says why
         not: as :meth:`request` row by row, with every row's audit entry (and the entry after it)
-        read in one go after the recorded tip (``texts``: each row's stored text, as for
-        :meth:`request`)."""
+        read in one go after the recorded tip. A :class:`~aais_langgraph.ledger.PendingRow`
+        is parsed when its turn comes (its stored text is what ``texts`` is to
+        :meth:`request`), so a batch never holds every row's parsed JSON at once."""
         indexes = {row.audit_index for row in stored if type(row.audit_index) is int}
         read: _AuditRead | None = None
         if indexes:
@@ -160,9 +160,13 @@ class VouchedRecords:
                 at = None  # an unreadable entry: each row reads its own, and is told why
             read = None if at is None else _AuditRead(tip, at)
         found: list[ApprovalRequested | Exception] = []
-        for number, row in enumerate(stored):
+        for row in stored:
             try:
-                found.append(self.request(row, read, None if texts is None else texts[number])[1])
+                if isinstance(row, PendingRow):
+                    texts = (row.envelope_text, row.context_text)
+                    found.append(self.request(row.parsed(), read, texts)[1])
+                else:
+                    found.append(self.request(row, read)[1])
             except (LedgerIntegrityError, AAISValidationError, ValueError, TypeError) as error:
                 found.append(error)
         return found

@@ -98,6 +98,19 @@ def _canonical(value: Any, pointer: str) -> bytes:
         raise AAISValidationError(pointer, "value cannot be canonicalized") from None
 
 
+def plain_canonical(value: Any) -> bytes | None:
+    """The RFC 8785 bytes of ``value`` when ``json`` writes them exactly so (plain data
+    of exact JSON types: :func:`_plain`), else None (for anything else, and a lone
+    surrogate). Not an I-JSON check: a comparison's fast path, for which equal bytes
+    mean equal values of the same JSON types."""
+    if not _plain(value):
+        return None
+    try:
+        return _compact(value).encode("utf-8")
+    except (UnicodeEncodeError, RecursionError):
+        return None
+
+
 def sha256_digest(value: Any, *, checked: bool = False) -> str:
     """``sha256:`` + lowercase hex of the canonical form of ``value`` (``checked`` as in
     :func:`canonical_json`)."""
@@ -124,6 +137,14 @@ def action_digest(action: Action | Mapping[str, Any]) -> str:
         # (and rfc8785 refuses anything else).
         model = Action.from_data(action, pointer="/action")
         content = _canonical(model.model_dump(warnings=False), "/action")
+    return "sha256:" + hashlib.sha256(content).hexdigest()
+
+
+def validated_action_digest(action: Action) -> str:
+    """The digest of an action model a validation built a moment ago from plain data,
+    which checked its arguments as I-JSON with nothing run since: its dump is not
+    walked again (``rfc8785`` still refuses anything it cannot write)."""
+    content = _canonical(action.model_dump(warnings=False), "/action")
     return "sha256:" + hashlib.sha256(content).hexdigest()
 
 

@@ -151,39 +151,48 @@ def _valid_scalar(item: Any) -> bool | None:
 
 
 def _is_ijson(value: Any, max_depth: int) -> bool:
-    """Fast acceptance test; pointers are only worked out when it says no."""
+    """Fast acceptance test; pointers are only worked out when it says no.
+
+    Exact types only: subclasses (IntEnum, OrderedDict), tuples and other mappings
+    make it say no, and the thorough walk decides. The scalar checks of
+    :func:`_valid_scalar` are written out in the loop over a container's members,
+    which is where nearly all of a document's values are met."""
+    low, high, finite = -MAX_SAFE_INTEGER, MAX_SAFE_INTEGER, math.isfinite
     stack: list[tuple[Any, int]] = [(value, 0)]
-    push = stack.append
+    push, pop = stack.append, stack.pop
     while stack:
-        item, depth = stack.pop()
+        item, depth = pop()
         kind = type(item)
         if kind is dict:
             if depth >= max_depth:
                 return False
-            for key, child in item.items():
+            for key in item:
                 if type(key) is not str or not (key.isascii() or _valid_string(key)):
                     return False
-                scalar = _valid_scalar(child)
-                if scalar is None:
-                    push((child, depth + 1))
-                elif not scalar:
-                    return False
+            members: Any = item.values()
         elif kind is list:
             if depth >= max_depth:
                 return False
-            for child in item:
-                scalar = _valid_scalar(child)
-                if scalar is None:
-                    push((child, depth + 1))
-                elif not scalar:
-                    return False
+            members = item
         else:
-            scalar = _valid_scalar(item)
-            if scalar is None:
-                # Subclasses (IntEnum, OrderedDict, tuples, other mappings): the
-                # thorough walk decides.
+            if not _valid_scalar(item):  # None (another type) or False
                 return False
-            if not scalar:
+            continue
+        depth += 1
+        for child in members:
+            kind = type(child)
+            if kind is str:
+                if not (child.isascii() or _valid_string(child)):
+                    return False
+            elif kind is dict or kind is list:
+                push((child, depth))
+            elif kind is int:
+                if not low <= child <= high:
+                    return False
+            elif kind is float:
+                if not finite(child):
+                    return False
+            elif not (kind is bool or child is None):
                 return False
     return True
 

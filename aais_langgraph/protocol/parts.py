@@ -22,8 +22,12 @@ from .base import (
     Text10000,
     Timestamp,
 )
+from .digest import same_action, validated_action_digest
 from .errors import AAISValidationError
 from .timestamps import parse_timestamp
+
+_VALIDATED_ACTIONS = "aais_validated_actions"
+"""Validation context key: id -> each Action model the current validation built."""
 
 DecisionKind = Literal["approve", "deny", "cancel"]
 Scope = Literal["once", "session", "persistent"]
@@ -74,6 +78,15 @@ class Action(AAISModel):
     effects: list[Text1000] | None = Field(default=None, max_length=100)
     presentation: Presentation | None = None
 
+    @model_validator(mode="after")
+    def _note_validated(self, info: ValidationInfo) -> Self:
+        # The request validated around this action digests it without walking its
+        # arguments again: they were checked as I-JSON a moment ago, by this validation.
+        context = info.context
+        if isinstance(context, dict):
+            context.setdefault(_VALIDATED_ACTIONS, {})[id(self)] = self
+        return self
+
 
 class Risk(AAISModel):
     """The requester's risk assessment, with at least one reason."""
@@ -117,13 +130,11 @@ class Request(AAISModel):
 
     @model_validator(mode="after")
     def _request_rules(self, info: ValidationInfo) -> Self:
-        from .digest import same_action
-
         if self.expires_at is not None and parse_timestamp(self.expires_at) <= parse_timestamp(
             self.created_at
         ):
             raise AAISValidationError("/expires_at", "must be later than created_at")
-        if not _digest_taken(self, info) and not same_action(self.action_digest, self.action):
+        if not _digest_taken(self, info) and not _digest_matches(self, info):
             raise AAISValidationError("/action_digest", "does not match the action")
         offered: set[tuple[str, str]] = set()
         for index, choice in enumerate(self.choices):
@@ -152,6 +163,18 @@ def _digest_taken(request: Request, info: ValidationInfo) -> bool:
         and taken[0] is request.action
         and taken[1] == request.action_digest
     )
+
+
+def _digest_matches(request: Request, info: ValidationInfo) -> bool:
+    """Whether the request's digest is its action's: taken without walking the arguments
+    again when this validation built the action from plain data (and so just checked
+    them), as :func:`~.digest.action_digest` takes it of an action model otherwise."""
+    context = info.context
+    validated = context.get(_VALIDATED_ACTIONS) if isinstance(context, dict) else None
+    action = request.action
+    if isinstance(validated, dict) and validated.pop(id(action), None) is action:
+        return request.action_digest == validated_action_digest(action)
+    return same_action(request.action_digest, action)
 
 
 class Actor(AAISModel):

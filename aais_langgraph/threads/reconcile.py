@@ -30,6 +30,7 @@ from ..gate.seams import (
 )
 from ..ledger import PendingRow, StoredRequest
 from ..protocol import AAISValidationError, sha256_digest
+from ..protocol.digest import plain_canonical
 from ..protocol.extensions import EXTENSION_NAMESPACE
 
 __all__ = [
@@ -179,6 +180,17 @@ def _differs(ledger_copy: Mapping[str, Any], checkpoint_copy: Mapping[str, Any])
     return not _same(ledger_copy, checkpoint_copy) and _digest(ledger_copy) != _digest(
         checkpoint_copy
     )
+
+
+def _differs_from_row(row: PendingRow, checkpoint_copy: Mapping[str, Any]) -> bool:
+    """:func:`_differs` of the row's envelope, read from its text only when that text is
+    not the canonical form of the checkpoint's copy, written plainly: a ledger stores
+    that form (the text a vouched row hashes to its audit digest), and equal texts are
+    equal values of the same JSON types, which :func:`_same` accepts."""
+    written = plain_canonical(dict(checkpoint_copy))
+    if written is not None and written == row.envelope_text.encode("utf-8", "surrogatepass"):
+        return False
+    return _differs(row.parsed().envelope, checkpoint_copy)
 
 
 def _problems(
@@ -415,7 +427,7 @@ def _reconciled_rows(
                     problems.append(IntegrityProblem(thread_id, request_id, NOT_HELD))
                 elif _differs(held.envelope, checkpoint_copy):
                     problems.append(IntegrityProblem(thread_id, request_id, DIFFERS))
-            elif _differs(row.parsed().envelope, checkpoint_copy):
+            elif _differs_from_row(row, checkpoint_copy):
                 problems.append(IntegrityProblem(thread_id, request_id, DIFFERS))
             else:
                 now.agreed[request_id] = (row, write)

@@ -96,6 +96,26 @@ def test_a_request_edited_in_the_ledger_differs_from_the_checkpoints_copy(
     assert error["request_id"] == edited.id and "differs" in error["reason"]
 
 
+def test_a_row_stored_in_another_json_form_agrees_with_the_checkpoints_copy(
+    sqlite_backend: Backend, effects: Effects
+) -> None:
+    """A row whose text is not the canonical form (another writer's spacing and member
+    order) holds the same request: it is listed, not reported as differing."""
+    graph = gated_graph(sqlite_backend, effects)
+    waiting = start(graph, "t-1")
+    assert sqlite_backend.path is not None
+    with sqlite3.connect(sqlite_backend.path) as raw:
+        [(text,)] = raw.execute("SELECT envelope FROM aais_requests").fetchall()
+        value = json.loads(text)
+        spaced = json.dumps(dict(reversed(list(value.items()))), indent=1)
+        raw.execute("UPDATE aais_requests SET envelope = ?", (spaced,))
+
+    snapshot = pending_approvals(sqlite_backend.authority, graph)
+
+    assert errors_of(snapshot) == []
+    assert snapshot.snapshot.pending == [waiting]
+
+
 def test_reconciliation_can_be_skipped_for_the_ledger_only_listing(
     backend: Backend, effects: Effects
 ) -> None:

@@ -27,14 +27,22 @@ integers = st.one_of(
 floats = st.one_of(special_floats, st.floats(allow_nan=False, allow_infinity=False))
 scalars = st.one_of(st.none(), st.booleans(), integers, floats, strings)
 
-json_values: st.SearchStrategy[Any] = st.recursive(
-    scalars,
-    lambda children: st.one_of(
-        st.lists(children, max_size=4),
-        st.dictionaries(keys, children, max_size=4),
-    ),
-    max_leaves=20,
-)
+
+def nested(
+    leaves: st.SearchStrategy[Any], member_names: st.SearchStrategy[Any]
+) -> st.SearchStrategy[Any]:
+    """Lists and objects of ``leaves`` (objects named by ``member_names``), nested."""
+    return st.recursive(
+        leaves,
+        lambda children: st.one_of(
+            st.lists(children, max_size=4),
+            st.dictionaries(member_names, children, max_size=4),
+        ),
+        max_leaves=20,
+    )
+
+
+json_values: st.SearchStrategy[Any] = nested(scalars, keys)
 arguments = st.dictionaries(keys, json_values, max_size=5)
 
 ids = st.from_regex(r"\A[A-Za-z0-9][A-Za-z0-9._:-]{0,15}\Z")

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from aais_langgraph.protocol import AAISValidationError, check_ijson
 
-from .strategies import MAX_SAFE_INTEGER, scalars, strings
+from .strategies import MAX_SAFE_INTEGER, nested, scalars, strings
 
 
 class _Level(enum.IntEnum):
@@ -67,14 +67,7 @@ hostile_scalars = st.one_of(
     ),
 )
 hostile_keys = st.one_of(strings, st.sampled_from(["\ud800", 1, None, 1.5, True]))
-hostile_values: st.SearchStrategy[Any] = st.recursive(
-    hostile_scalars,
-    lambda children: st.one_of(
-        st.lists(children, max_size=4),
-        st.dictionaries(hostile_keys, children, max_size=4),
-    ),
-    max_leaves=20,
-)
+hostile_values = nested(hostile_scalars, hostile_keys)
 
 
 @settings(max_examples=500, deadline=None)

@@ -135,8 +135,7 @@ def action_digest(action: Action | Mapping[str, Any]) -> str:
     else:
         # Validated just now from the caller's data, so the dump is I-JSON already
         # (and rfc8785 refuses anything else).
-        model = Action.from_data(action, pointer="/action")
-        content = _canonical(model.model_dump(warnings=False), "/action")
+        return validated_action_digest(Action.from_data(action, pointer="/action"))
     return "sha256:" + hashlib.sha256(content).hexdigest()
 
 

@@ -16,6 +16,9 @@ the service's one :class:`~aais_langgraph.threads.ThreadDriver`, so one setting
 - ``sweep_expired`` (``sweep_expired_every``, off by default): resolves overdue requests
   ``expired`` and resumes their runs;
 - ``orphans`` (``orphans_every``): cancels the requests their thread left behind;
+- ``inbox`` (``inbox_every``): lists what is pending as a snapshot does, so the rows
+  a first snapshot after a start shows are vouched for and validated before anyone
+  asks (a snapshot asked for while it works waits for its work instead of repeating it);
 - ``deliveries`` (``deliveries_every``, with ``webhooks`` or ``slack``): sends webhook
   deliveries and posts and rewrites the Slack app channels' messages;
 - ``follow_ups`` (``follow_ups_every``, when the ledger's plan has an access policy that
@@ -28,6 +31,7 @@ the service's one :class:`~aais_langgraph.threads.ThreadDriver`, so one setting
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import AsyncIterator, Collection, Iterable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -36,7 +40,8 @@ from typing import TYPE_CHECKING, Any
 
 from aais_langgraph.authority import DEFAULT_LEASE_TTL, ApprovalAuthority, load_authority_key
 from aais_langgraph.ledger import RetentionPolicy
-from aais_langgraph.threads import DEFAULT_LEASE_WAIT, ThreadDriver
+from aais_langgraph.protocol import envelope_text
+from aais_langgraph.threads import DEFAULT_LEASE_WAIT, ThreadDriver, apending_approvals
 from aais_langgraph.tools import PageToolGate
 
 from .background import BackgroundResumes
@@ -46,6 +51,8 @@ from .served_graph import check_takes_checkpointer, opens_checkpointer, served_g
 from .watcher import DecisionWatcher
 
 if TYPE_CHECKING:
+    from aais_langgraph.authority import Principal
+    from aais_langgraph.protocol import ApprovalSnapshot
     from aais_langgraph.webhooks import SlackApp, SlackChannel, WebhookSubscription, WebhookWorker
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "ApprovalService", "ServiceSettings"]
@@ -68,6 +75,9 @@ class ServiceSettings:
             ``expired`` and resumes their runs (off by default).
         orphans_every: The ``orphans`` job: cancels the pending requests their thread no
             longer waits on (off with the watcher, ``serve --no-watch``).
+        inbox_every: The ``inbox`` job: lists the pending approvals, at the start and
+            then at this interval, so a snapshot finds their rows checked already
+            (None: the first snapshot after a start checks them).
         deliveries_every: The ``deliveries`` job: sends the due webhook deliveries (runs
             only with ``webhooks``).
         follow_ups_every: The ``follow_ups`` job: runs the due reminders, escalations
@@ -89,6 +99,7 @@ class ServiceSettings:
     resume_due_every: float | None = 0.5
     sweep_expired_every: float | None = None
     orphans_every: float | None = 30.0
+    inbox_every: float | None = 60.0
     deliveries_every: float | None = 0.5
     follow_ups_every: float | None = 1.0
     retention: RetentionPolicy | None = None
@@ -117,6 +128,7 @@ class ServiceSettings:
             "resume_due_every",
             "sweep_expired_every",
             "orphans_every",
+            "inbox_every",
             "deliveries_every",
             "follow_ups_every",
             "websocket_max_age",
@@ -218,6 +230,8 @@ class ApprovalService:
         self._driver: ThreadDriver | None = None
         self._watcher: DecisionWatcher | None = None
         self._resumes: BackgroundResumes | None = None
+        self._inbox_listed: asyncio.Event | None = None
+        """Set once the ``inbox`` job's first pass of this lifespan ended (None: no job)."""
         self.scheduler: Scheduler | None = None
         """The jobs running while the service serves (None outside :meth:`lifespan`)."""
 
@@ -278,6 +292,8 @@ class ApprovalService:
                 saver = await stack.enter_async_context(self._opener)
                 self._graph = served_graph(self._graph, saver)
             jobs = self._jobs(stack)
+            listing = any(job.name == "inbox" for job in jobs)
+            self._inbox_listed = asyncio.Event() if listing else None
             if self._watcher is not None:
                 stack.push_async_callback(self._watcher.stop)
             self.scheduler = Scheduler(jobs)
@@ -286,6 +302,7 @@ class ApprovalService:
                 yield self
             finally:
                 self.scheduler = None
+                self._inbox_listed = None
 
     def _jobs(self, stack: AsyncExitStack) -> list[PeriodicJob]:
         """The periodic jobs the settings switch on, in the order of the table above."""
@@ -302,6 +319,8 @@ class ApprovalService:
             if settings.orphans_every is not None:
                 orphans = self.watcher.cancel_orphans
                 jobs.append(PeriodicJob("orphans", settings.orphans_every, orphans))
+        if settings.inbox_every is not None:
+            jobs.append(PeriodicJob("inbox", settings.inbox_every, self._list_inbox))
         plan = self.authority.ledger.delivery_plan
         follows_up = bool(getattr(plan, "follows_up", False))
         if self._subscriptions and settings.deliveries_every is not None:
@@ -322,6 +341,28 @@ class ApprovalService:
             if settings.witnesses:
                 jobs.append(PeriodicJob("witness", settings.witness_poll, upkeep.witness_pass))
         return jobs
+
+    async def snapshot(self, viewer: Principal | None = None) -> ApprovalSnapshot:
+        """``approval.snapshot`` of what waits that ``viewer`` may see (None: everything),
+        as the presenter routes serve it: pending requests whose run still waits for
+        them (:func:`~aais_langgraph.threads.apending_approvals`, not reconciled).
+        While the ``inbox`` job's first pass works, it waits for that pass instead of
+        checking the same rows beside it."""
+        listed = self._inbox_listed
+        if listed is not None:
+            await listed.wait()
+        return await apending_approvals(self.authority, self.graph, reconcile=False, viewer=viewer)
+
+    async def _list_inbox(self) -> None:
+        """One pass of the ``inbox`` job: the snapshot of everything pending and its
+        text, as the presenter routes list and write them (what it vouches for, and
+        each request's text, is remembered for them)."""
+        try:
+            snapshot = await apending_approvals(self.authority, self._graph, reconcile=False)
+            await asyncio.to_thread(envelope_text, snapshot)
+        finally:
+            if self._inbox_listed is not None:
+                self._inbox_listed.set()
 
 
 def _webhooks_of(

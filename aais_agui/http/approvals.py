@@ -49,7 +49,7 @@ from .decisions import DecisionRefused, arecord_decision
 from .limits import MAX_CLIENT_ID_LENGTH, ascii_decimal, id_too_long
 from .refusals import refused
 from .security import CSRF_COOKIE, Security, new_csrf_token
-from .sse import event_stream, presenter_snapshot
+from .sse import event_stream
 
 logger = logging.getLogger(__name__)
 
@@ -71,14 +71,14 @@ def approvals_router(
     ``settings.reauth_every`` seconds; a quiet one reads the ledger every
     ``settings.stream_poll`` seconds."""
     router = APIRouter(prefix=prefix)
-    graph, authority, resumes = service.graph, service.authority, service.resumes
+    authority, resumes = service.authority, service.resumes
     poll_interval = service.settings.stream_poll
     reauth_interval = service.settings.reauth_every
 
     @router.get("/snapshot")
     async def snapshot(request: Request) -> Response:
         authenticated = await security.actor(request)
-        current = await presenter_snapshot(authority, graph, authenticated.principal)
+        current = await service.snapshot(authenticated.principal)
         # Each pending request's text is written once per listed model (envelope_text),
         # not dumped and then encoded again for every snapshot.
         text = await asyncio.to_thread(envelope_text, current)
@@ -130,7 +130,7 @@ def approvals_router(
         after = _after(request)
 
         async def snapshot_now() -> Any:
-            return await presenter_snapshot(authority, graph, viewer)
+            return await service.snapshot(viewer)
 
         async def still_signed_in() -> bool:
             try:

@@ -74,7 +74,6 @@ from .decisions import DecisionRefused, arecord_decision
 from .limits import ascii_decimal
 from .refusals import refused
 from .security import CSRF_COOKIE, Authenticated, Security
-from .sse import presenter_snapshot
 
 __all__ = ["CLOSE_TOO_LARGE", "CSRF_QUERY", "websocket_router"]
 
@@ -111,7 +110,7 @@ def websocket_router(
         path: the WebSocket's path under ``prefix``.
     """
     router = APIRouter(prefix=prefix)
-    graph, authority, resumes = service.graph, service.authority, service.resumes
+    authority, resumes = service.authority, service.resumes
     poll_interval = service.settings.stream_poll
     reauth_interval = service.settings.reauth_every
     max_age = service.settings.websocket_max_age
@@ -128,7 +127,7 @@ def websocket_router(
         viewer = authenticated.principal
 
         async def snapshot_now() -> ApprovalSnapshot:
-            return await presenter_snapshot(authority, graph, viewer)
+            return await service.snapshot(viewer)
 
         connection = _Connection(
             websocket,

@@ -43,6 +43,7 @@ _Seen = dict[str, tuple[PendingRow, _Vouched]]
 
 _LOCK = threading.Lock()
 _SEEN: WeakKeyDictionary[ApprovalAuthority, _Seen] = WeakKeyDictionary()
+_VOUCHING: WeakKeyDictionary[ApprovalAuthority, threading.Lock] = WeakKeyDictionary()
 
 
 _UNREADABLE = "the ledger does not vouch for it: it cannot be read (a malformed column)"
@@ -81,6 +82,29 @@ def _reason(answer: ApprovalRequested | Exception) -> _Vouched:
     if isinstance(answer, AAISValidationError):  # vouched for, yet not valid: a recomputed chain
         return f"its envelope is not a valid request (at {answer.pointer or '/'})"
     return _UNREADABLE
+
+
+def _vouching(authority: ApprovalAuthority) -> threading.Lock:
+    """The lock one listing of ``authority`` holds while it vouches for new rows."""
+    with _LOCK:
+        lock = _VOUCHING.get(authority)
+        if lock is None:
+            lock = _VOUCHING[authority] = threading.Lock()
+        return lock
+
+
+def _remember(authority: ApprovalAuthority, kept: _Seen, *, whole: bool) -> None:
+    """Keep what a listing worked out: a whole listing's rows replace what was kept (the
+    rows resolved since are forgotten); a part's are added, within a bound."""
+    with _LOCK:
+        if whole:
+            _SEEN[authority] = kept
+        elif kept:
+            current = _SEEN.setdefault(authority, {})
+            if len(current) + len(kept) > _MERGED_LIMIT:
+                _SEEN[authority] = kept
+            else:
+                current.update(kept)
 
 
 @dataclass
@@ -159,18 +183,20 @@ class Listing:
             return listing, kept, fresh
 
         listing, kept, fresh = take({})
-        if fresh:  # their audit entries in one read
-            ids = [row.request_id for row in fresh]
-            listing, kept, _ = take(dict(zip(ids, _vouched_all(authority, fresh), strict=True)))
-        with _LOCK:
-            if whole:
-                _SEEN[authority] = kept  # all that is pending: forget the rows resolved since
-            elif kept:  # a part: add what it worked out to what the others did, within a bound
-                current = _SEEN.setdefault(authority, {})
-                if len(current) + len(kept) > _MERGED_LIMIT:
-                    _SEEN[authority] = kept
-                else:
-                    current.update(kept)
+        if not fresh:
+            _remember(authority, kept, whole=whole)
+            return listing
+        # New rows are vouched for by one listing at a time: one that comes while another
+        # works takes what that one worked out instead of doing the same work beside it.
+        with _vouching(authority):
+            with _LOCK:
+                seen = _SEEN.get(authority, {})
+            listing, kept, fresh = take({})
+            if fresh:  # their audit entries in one read
+                ids = [row.request_id for row in fresh]
+                vouched = dict(zip(ids, _vouched_all(authority, fresh), strict=True))
+                listing, kept, _ = take(vouched)
+            _remember(authority, kept, whole=whole)
         return listing
 
     def refused_ids(self) -> set[str]:

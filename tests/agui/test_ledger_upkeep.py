@@ -121,7 +121,7 @@ def test_the_service_runs_the_witness_job_in_the_background_and_stops(tmp_path: 
     async def serve() -> None:
         service = ApprovalService(None, ApprovalAuthority(ledger), settings=settings)
         async with service.lifespan():
-            assert service.scheduler is not None and service.scheduler.names == ["witness"]
+            assert service.scheduler is not None and service.scheduler.names == ["inbox", "witness"]
             while not witness.exists():
                 await asyncio.sleep(0.01)
         assert service.scheduler is None

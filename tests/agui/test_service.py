@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,7 @@ def test_the_driver_is_built_in_one_place_of_aais_agui() -> None:
         ("lease_wait", -1),
         ("resume_due_every", 0),
         ("orphans_every", float("nan")),
+        ("inbox_every", 0),
         ("stream_poll", True),
         ("websocket_max_age", -5.0),
         ("max_body_bytes", 0),
@@ -108,15 +110,15 @@ def test_a_service_given_to_create_app_keeps_its_own_settings(tmp_path: Path) ->
         create_app(served_graph(tmp_path), authenticate=AUTHENTICATE)
 
 
-def test_create_app_runs_the_watcher_jobs_by_default_and_none_when_switched_off(
+def test_create_app_runs_the_watcher_and_inbox_jobs_by_default_and_none_when_switched_off(
     tmp_path: Path,
 ) -> None:
     authority = ApprovalAuthority(InMemoryLedger())
     app = create_app(served_graph(tmp_path), authority=authority, authenticate=AUTHENTICATE)
     with TestClient(app):
         scheduler = app.state.aais_service.scheduler
-        assert scheduler is not None and scheduler.names == ["resume_due", "orphans"]
-    quiet = ServiceSettings(resume_due_every=None, orphans_every=None)
+        assert scheduler is not None and scheduler.names == ["resume_due", "orphans", "inbox"]
+    quiet = ServiceSettings(resume_due_every=None, orphans_every=None, inbox_every=None)
     app = create_app(
         served_graph(tmp_path), authority=authority, authenticate=AUTHENTICATE, settings=quiet
     )
@@ -130,7 +132,10 @@ def test_retention_runs_for_create_app_users_when_configured(tmp_path: Path) -> 
         requested = authority.request(ACTION, origin={"harness": "t", "session_id": "s-1"})
         authority.decide(build_decision(requested, decision="approve", actor=ALICE))
     settings = ServiceSettings(
-        retention=RetentionPolicy(keep_last=1), resume_due_every=None, orphans_every=None
+        retention=RetentionPolicy(keep_last=1),
+        resume_due_every=None,
+        orphans_every=None,
+        inbox_every=None,
     )
     app = create_app(
         served_graph(tmp_path), authority=authority, authenticate=AUTHENTICATE, settings=settings
@@ -143,6 +148,88 @@ def test_retention_runs_for_create_app_users_when_configured(tmp_path: Path) -> 
                 break
             asyncio.run(asyncio.sleep(0.02))
     assert len(authority.ledger.contents().requests) == 1
+
+
+@pytest.mark.parametrize("inbox_every", [60.0, None])
+def test_the_inbox_job_checks_what_is_pending_before_the_first_snapshot(
+    inbox_every: float | None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    authority = ApprovalAuthority(InMemoryLedger())
+    for n in range(3):
+        authority.request(
+            {**ACTION, "arguments": {"n": n}}, origin={"harness": "t", "session_id": "s-1"}
+        )
+    vouched: list[int] = []
+    vouch = authority.vouched_requests
+
+    def counted(rows: Any) -> Any:
+        vouched.append(len(rows))
+        return vouch(rows)
+
+    monkeypatch.setattr(authority, "vouched_requests", counted)
+    settings = ServiceSettings(resume_due_every=None, orphans_every=None, inbox_every=inbox_every)
+    app = create_app(
+        served_graph(tmp_path), authority=authority, authenticate=AUTHENTICATE, settings=settings
+    )
+    with TestClient(app) as client:
+        scheduler = app.state.aais_service.scheduler
+        if inbox_every is not None:
+            for _ in range(500):
+                if scheduler.passes["inbox"]:
+                    break
+                time.sleep(0.01)
+            assert vouched == [3]  # at the start, before anyone asked
+        before = len(vouched)
+        answer = client.get("/approvals/snapshot", headers={"authorization": "Bearer t0ken"})
+        assert len(answer.json()["snapshot"]["pending"]) == 3
+    assert vouched[before:] == ([] if inbox_every is not None else [3])
+
+
+def test_a_snapshot_asked_for_while_the_inbox_job_works_waits_for_its_pass(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import threading
+
+    import aais_agui.service
+
+    authority = ApprovalAuthority(InMemoryLedger())
+    for n in range(3):
+        authority.request(
+            {**ACTION, "arguments": {"n": n}}, origin={"harness": "t", "session_id": "s-1"}
+        )
+    vouched: list[int] = []
+    vouch = authority.vouched_requests
+    monkeypatch.setattr(
+        authority, "vouched_requests", lambda rows: vouched.append(len(rows)) or vouch(rows)
+    )
+    writing, release = threading.Event(), threading.Event()
+    write = aais_agui.service.envelope_text
+
+    def held(snapshot: Any) -> str:  # the job's pass, held while it writes the text
+        writing.set()
+        assert release.wait(10)
+        return write(snapshot)
+
+    monkeypatch.setattr(aais_agui.service, "envelope_text", held)
+    settings = ServiceSettings(resume_due_every=None, orphans_every=None)
+    app = create_app(
+        served_graph(tmp_path), authority=authority, authenticate=AUTHENTICATE, settings=settings
+    )
+    shown: list[int] = []
+    with TestClient(app) as client:
+        assert writing.wait(10)
+
+        def ask() -> None:
+            answer = client.get("/approvals/snapshot", headers={"authorization": "Bearer t0ken"})
+            shown.append(len(answer.json()["snapshot"]["pending"]))
+
+        asking = threading.Thread(target=ask)
+        asking.start()
+        asking.join(0.5)
+        assert asking.is_alive() and shown == []  # it waits for the job's pass
+        release.set()
+        asking.join(10)
+    assert shown == [3] and vouched == [3]
 
 
 def test_a_failing_job_is_logged_by_name_and_stops_no_other(

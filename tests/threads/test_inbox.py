@@ -59,3 +59,57 @@ def test_expired_requests_and_other_sessions_are_not_shown(
     assert shown(backend, graph, session_id="t-late") == [late.id]
     backend.clock.advance(6 * 60)
     assert shown(backend, graph) == [late.id]
+
+
+def test_two_first_listings_at_once_vouch_for_each_new_row_once(
+    tmp_path: Any, monkeypatch: Any
+) -> None:
+    import threading
+    import time
+
+    from aais_langgraph import ApprovalAuthority, SqliteLedger
+
+    path = tmp_path / "ledger.db"
+    origin = {"harness": "t", "session_id": "s-1"}
+    with SqliteLedger.from_path(path) as ledger:
+        writer = ApprovalAuthority(ledger)
+        for n in range(12):
+            action = {"kind": "process.exec", "name": "shell.exec", "summary": "ls"}
+            action["arguments"] = {"n": n}
+            writer.request(action, origin=origin)
+    with SqliteLedger.from_path(path) as ledger:  # a new process: nothing is remembered
+        authority = ApprovalAuthority(ledger)
+        vouched: list[int] = []
+        second_read = threading.Event()
+        reads = 0
+        list_rows, vouch = ledger.list_pending_rows, authority.vouched_requests
+
+        def counted_rows(**options: Any) -> Any:
+            nonlocal reads
+            found = list_rows(**options)
+            reads += 1
+            if reads == 2:
+                second_read.set()
+            return found
+
+        def slow_vouch(rows: Any) -> Any:
+            vouched.append(len(rows))
+            if len(vouched) == 1:  # the first listing works while the second has read
+                assert second_read.wait(10)
+                time.sleep(0.2)
+            return vouch(rows)
+
+        monkeypatch.setattr(ledger, "list_pending_rows", counted_rows)
+        monkeypatch.setattr(authority, "vouched_requests", slow_vouch)
+        listed: list[int] = []
+
+        def listing() -> None:
+            listed.append(len(pending_approvals(authority).snapshot.pending))
+
+        threads = [threading.Thread(target=listing) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+    assert listed == [12, 12]
+    assert vouched == [12]  # the second listing took what the first worked out

@@ -11,13 +11,11 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
-    SerializerFunctionWrapHandler,
     StrictInt,
     StrictStr,
     StringConstraints,
     ValidationError,
     ValidationInfo,
-    model_serializer,
     model_validator,
 )
 from pydantic_core import ErrorDetails
@@ -149,11 +147,24 @@ def pydantic_error_to_aais(error: ValidationError, pointer: str = "") -> AAISVal
     return AAISValidationError(location, reason)
 
 
+def _is_absent(value: Any) -> bool:
+    return value is None
+
+
+def absent(**constraints: Any) -> Any:
+    """The default of an optional AAIS field: None while the field is absent, and then
+    left out of every dump (``constraints``: the field's other ``Field`` arguments).
+
+    Dropping the field per field (``exclude_if``) leaves a dump to pydantic-core;
+    a model-wide wrap serializer would call back into Python for every nested model."""
+    return Field(default=None, exclude_if=_is_absent, **constraints)
+
+
 class AAISModel(BaseModel):
     """Strict, immutable model: unknown fields and explicit nulls are rejected.
 
-    Optional fields that are absent are omitted on dump, so ``model_dump(mode="json")``
-    is a schema-valid AAIS document.
+    Optional fields (their default is :func:`absent`) that are absent are omitted on
+    dump, so ``model_dump(mode="json")`` is a schema-valid AAIS document.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
@@ -168,11 +179,6 @@ class AAISModel(BaseModel):
                         join_pointer("", key), "optional fields are omitted, never null"
                     )
         return data
-
-    @model_serializer(mode="wrap")
-    def _omit_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        dumped: dict[str, Any] = handler(self)
-        return {key: value for key, value in dumped.items() if value is not None}
 
     @classmethod
     def from_data(

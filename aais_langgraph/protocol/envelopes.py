@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from .base import AAISModel, Extensions, Id, Sequence, Timestamp
+from .base import AAISModel, Extensions, Id, Sequence, Timestamp, absent
 from .parts import Activity, Decision, Request, Resolution, Snapshot
 
 EnvelopeType = Literal[
@@ -27,8 +27,8 @@ class Envelope(AAISModel):
     id: Id
     occurred_at: Timestamp
     sequence: Sequence
-    stream: Id | None = None
-    extensions: Extensions | None = None
+    stream: Id | None = absent()
+    extensions: Extensions | None = absent()
 
 
 class ApprovalRequested(Envelope):

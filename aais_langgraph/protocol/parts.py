@@ -21,6 +21,7 @@ from .base import (
     Text4096,
     Text10000,
     Timestamp,
+    absent,
 )
 from .digest import same_action, validated_action_digest
 from .errors import AAISValidationError
@@ -41,23 +42,23 @@ class Origin(AAISModel):
 
     harness: Id
     session_id: Id
-    run_id: Id | None = None
-    task_id: Id | None = None
-    graph_id: Id | None = None
-    node_id: Id | None = None
-    agent_id: Id | None = None
-    profile: Id | None = None
-    subagent_run_id: Id | None = None
-    parent_run_id: Id | None = None
-    project: Text4096 | None = None
+    run_id: Id | None = absent()
+    task_id: Id | None = absent()
+    graph_id: Id | None = absent()
+    node_id: Id | None = absent()
+    agent_id: Id | None = absent()
+    profile: Id | None = absent()
+    subagent_run_id: Id | None = absent()
+    parent_run_id: Id | None = absent()
+    project: Text4096 | None = absent()
 
 
 class Presentation(AAISModel):
     """How to show the action; ``redacted`` values travel as opaque references."""
 
-    redacted: StrictBool | None = None
-    binding_hint: Text1000 | None = None
-    details: Text10000 | None = None
+    redacted: StrictBool | None = absent()
+    binding_hint: Text1000 | None = absent()
+    details: Text10000 | None = absent()
 
     @model_validator(mode="after")
     def _redacted_needs_hint(self) -> Self:
@@ -73,10 +74,10 @@ class Action(AAISModel):
     name: Id
     summary: Text1000
     arguments: JsonObject
-    resource: Text4096 | None = None
-    working_directory: Text4096 | None = None
-    effects: list[Text1000] | None = Field(default=None, max_length=100)
-    presentation: Presentation | None = None
+    resource: Text4096 | None = absent()
+    working_directory: Text4096 | None = absent()
+    effects: list[Text1000] | None = absent(max_length=100)
+    presentation: Presentation | None = absent()
 
     @model_validator(mode="after")
     def _note_validated(self, info: ValidationInfo) -> Self:
@@ -101,7 +102,7 @@ class Choice(AAISModel):
     decision: DecisionKind
     scope: Scope
     label: Text200
-    scope_constraints: JsonObject | None = Field(default=None, min_length=1)
+    scope_constraints: JsonObject | None = absent(min_length=1)
 
     @model_validator(mode="after")
     def _scope_rules(self) -> Self:
@@ -119,14 +120,14 @@ class Request(AAISModel):
 
     id: Id
     created_at: Timestamp
-    expires_at: Timestamp | None = None
+    expires_at: Timestamp | None = absent()
     status: Literal["pending"]
     origin: Origin
     action: Action
     action_digest: Digest
     risk: Risk
     choices: list[Choice] = Field(min_length=1, max_length=10)
-    extensions: Extensions | None = None
+    extensions: Extensions | None = absent()
 
     @model_validator(mode="after")
     def _request_rules(self, info: ValidationInfo) -> Self:
@@ -182,8 +183,8 @@ class Actor(AAISModel):
 
     id: Id
     type: ActorType
-    display_name: Text200 | None = None
-    authenticated_by: Text200 | None = None
+    display_name: Text200 | None = absent()
+    authenticated_by: Text200 | None = absent()
 
 
 class Decision(AAISModel):
@@ -196,7 +197,7 @@ class Decision(AAISModel):
     decision: DecisionKind
     scope: Scope
     actor: Actor
-    extensions: Extensions | None = None
+    extensions: Extensions | None = absent()
 
     @model_validator(mode="after")
     def _deny_is_once(self) -> Self:
@@ -210,13 +211,13 @@ class Resolution(AAISModel):
 
     id: Id
     request_id: Id
-    decision_id: Id | None = None
+    decision_id: Id | None = absent()
     action_digest: Digest
     resolved_at: Timestamp
     outcome: Outcome
     message: Text2000
-    effective_scope: Scope | None = None
-    extensions: Extensions | None = None
+    effective_scope: Scope | None = absent()
+    extensions: Extensions | None = absent()
 
 
 class Snapshot(AAISModel):
@@ -231,4 +232,4 @@ class Activity(AAISModel):
 
     request_id: Id
     message: Text2000
-    stage: Id | None = None
+    stage: Id | None = absent()

@@ -150,10 +150,9 @@ def test_retention_runs_for_create_app_users_when_configured(tmp_path: Path) -> 
     assert len(authority.ledger.contents().requests) == 1
 
 
-@pytest.mark.parametrize("inbox_every", [60.0, None])
-def test_the_inbox_job_checks_what_is_pending_before_the_first_snapshot(
-    inbox_every: float | None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def pending_three(monkeypatch: pytest.MonkeyPatch) -> tuple[ApprovalAuthority, list[int]]:
+    """An authority with three pending requests, and the sizes of the batches of rows it
+    is asked to vouch for from then on."""
     authority = ApprovalAuthority(InMemoryLedger())
     for n in range(3):
         authority.request(
@@ -167,6 +166,14 @@ def test_the_inbox_job_checks_what_is_pending_before_the_first_snapshot(
         return vouch(rows)
 
     monkeypatch.setattr(authority, "vouched_requests", counted)
+    return authority, vouched
+
+
+@pytest.mark.parametrize("inbox_every", [60.0, None])
+def test_the_inbox_job_checks_what_is_pending_before_the_first_snapshot(
+    inbox_every: float | None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    authority, vouched = pending_three(monkeypatch)
     settings = ServiceSettings(resume_due_every=None, orphans_every=None, inbox_every=inbox_every)
     app = create_app(
         served_graph(tmp_path), authority=authority, authenticate=AUTHENTICATE, settings=settings
@@ -192,16 +199,7 @@ def test_a_snapshot_asked_for_while_the_inbox_job_works_waits_for_its_pass(
 
     import aais_agui.service
 
-    authority = ApprovalAuthority(InMemoryLedger())
-    for n in range(3):
-        authority.request(
-            {**ACTION, "arguments": {"n": n}}, origin={"harness": "t", "session_id": "s-1"}
-        )
-    vouched: list[int] = []
-    vouch = authority.vouched_requests
-    monkeypatch.setattr(
-        authority, "vouched_requests", lambda rows: vouched.append(len(rows)) or vouch(rows)
-    )
+    authority, vouched = pending_three(monkeypatch)
     writing, release = threading.Event(), threading.Event()
     write = aais_agui.service.envelope_text
 

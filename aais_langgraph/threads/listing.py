@@ -141,7 +141,9 @@ class Listing:
         moment = now if now is not None else authority.clock()
         whole = session_id is None and selection is None
         with _LOCK:
-            seen = _SEEN.get(authority, {})
+            remembered = _SEEN.get(authority)
+            size = len(remembered or ())
+        seen = remembered or {}
         fetched = authority.ledger.list_pending_rows(session_id=session_id, selection=selection)
         # The indexed expiry column is the envelope's ``expires_at`` in epoch seconds.
         at = moment.timestamp()
@@ -190,8 +192,11 @@ class Listing:
         # works takes what that one worked out instead of doing the same work beside it.
         with _vouching(authority):
             with _LOCK:
-                seen = _SEEN.get(authority, {})
-            listing, kept, fresh = take({})
+                latest = _SEEN.get(authority)
+                worked = latest is not remembered or len(latest or ()) != size
+            if worked:  # another listing kept rows meanwhile: take what it worked out
+                seen = latest or {}
+                listing, kept, fresh = take({})
             if fresh:  # their audit entries in one read
                 ids = [row.request_id for row in fresh]
                 vouched = dict(zip(ids, _vouched_all(authority, fresh), strict=True))

@@ -7,6 +7,8 @@ with ``standardwebhooks.Webhook(secret).verify``; a verified one is recorded by 
 POSTs, ``slow_first`` answers the first POSTs only after ``slow_seconds`` (after the
 sender gave up waiting), ``hold`` records a POST but answers only once the event is
 set, and a receiver made with ``start=False`` is down until :meth:`Receiver.start`.
+A POST whose body ends before its ``content-length`` (its sender died while sending
+it) is counted in ``cut_short``, not as a POST: nothing was delivered to verify.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class Receiver:
         self.lock = threading.Lock()
         self.posts = 0
         self.rejected = 0
+        self.cut_short = 0
         self.bodies: dict[str, Any] = {}
         """The first verified body of each ``webhook-id``, in arrival order."""
         self.duplicates = 0
@@ -72,7 +75,12 @@ class Receiver:
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("content-length", "0")))
+                length = self.headers.get("content-length")
+                body = self.rfile.read(int(length or "0"))
+                if length is None or len(body) < int(length):
+                    with receiver.lock:
+                        receiver.cut_short += 1
+                    return
                 receiver._receive(self, body)
 
             def log_message(self, *args: Any) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -100,13 +101,29 @@ def test_a_sender_killed_mid_delivery_loses_no_notification(tmp_path: Path) -> N
             print(
                 f"\nwebhook crash figures: notifications {sent}, delivered {delivered}, "
                 f"received (unique webhook-id) {len(received)}, duplicates {receiver.duplicates}, "
-                f"refused with 500 {receiver.fail_first}, lost {len(lost)}"
+                f"refused with 500 {receiver.fail_first}, cut short by the kill "
+                f"{receiver.cut_short}, lost {len(lost)}"
             )
             assert sent == FIRST_BATCH + SECOND_BATCH
             assert delivered == sent and not lost and len(received) == sent
-            assert receiver.rejected == 0
+            # Only the killed sender's POSTs in flight (its concurrency is 8) may be cut short.
+            assert receiver.rejected == 0 and receiver.cut_short <= 8
             # What the killed sender had in flight was sent again, with the same webhook-id.
             assert receiver.duplicates >= 1
+
+
+def test_a_post_cut_short_by_its_senders_death_is_not_taken_for_a_bad_signature() -> None:
+    # A sender killed between a POST's headers and the end of its body leaves the
+    # receiver a short body: nothing was delivered, so nothing failed to verify.
+    with Receiver() as receiver:
+        with socket.create_connection(("127.0.0.1", receiver.port)) as connection:
+            connection.sendall(
+                b"POST /hook HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 100\r\n"
+                b"webhook-id: msg_1\r\nwebhook-timestamp: 1\r\nwebhook-signature: v1,x\r\n"
+                b'\r\n{"type":'
+            )
+        wait_for(lambda: receiver.cut_short == 1, "the cut-short POST")
+        assert (receiver.rejected, receiver.posts, receiver.bodies) == (0, 0, {})
 
 
 FOLLOW_UPS = Path(__file__).with_name("follow_up_process.py")

@@ -75,7 +75,7 @@ def test_serve_signs_and_sends_the_policy_files_webhooks(tmp_path: Path) -> None
     bodies = list(receiver.bodies.values())
     assert [body["type"] for body in bodies] == ["approval.requested", "approval.resolved"]
     assert bodies[0]["data"]["request"]["id"] == requested["request"]["id"]
-    assert receiver.rejected == 0
+    assert receiver.rejected == receiver.cut_short == 0
 
 
 def test_an_app_made_with_webhooks_sends_them_while_it_serves(tmp_path: Path) -> None:
@@ -106,7 +106,7 @@ def test_an_app_made_with_webhooks_sends_them_while_it_serves(tmp_path: Path) ->
 
         asked = [body["data"]["request"]["id"] for body in receiver.bodies.values()]
         assert asked == [interrupt["metadata"]["aais"]["request"]["id"], "apr_elsewhere"]
-        assert receiver.rejected == 0 and receiver.duplicates == 0
+        assert receiver.rejected == receiver.cut_short == receiver.duplicates == 0
     finally:
         if ledger is not None:
             ledger.close()

@@ -13,7 +13,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from fnmatch import fnmatchcase
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from ._records import (
     check_ttl,
@@ -81,6 +81,8 @@ class InMemoryLedger(Ledger):
         self._delivery_plan = delivery_plan
         self._lock = threading.Lock()
         self._requests: dict[str, StoredRequest] = {}
+        self._thread_requests: dict[str | None, dict[str, None]] = {}
+        """Thread id -> the ids of its requests (the other backends' index on the thread)."""
         # Insertion order is sequence order: sequences are allocated under the lock.
         self._pending: dict[str, None] = {}
         self._pending_facts: dict[str, RowFacts] = {}
@@ -95,10 +97,16 @@ class InMemoryLedger(Ledger):
         self._audit: list[AuditEntry] = []
         self._leases: dict[str, Lease] = {}
         self._executions: dict[str, Execution] = {}
+        self._executions_in: dict[ExecutionState, dict[str, None]] = {}
+        """State -> the request ids whose execution record is in it (the other backends'
+        index on the state): a listing of claims still held reads those, not every record."""
         self._execution_entries: dict[str, AuditEntry] = {}
         self._thread_owners: dict[str, str] = {}
         self._thread_posts: dict[str, dict[str, float]] = {}
         self._work: dict[tuple[str, str], Work] = {}
+        self._work_in: dict[WorkState, dict[tuple[str, str], None]] = {}
+        """State -> the keys of the work in it (the other backends' index on open work):
+        listings and claims read the rows in the states they ask for, not every row."""
         self._compacted: set[str] = set()
         self._vouched_tombstones: frozenset[str] | None = None
         self._delivery_cursors: dict[str, int] = {}
@@ -145,6 +153,7 @@ class InMemoryLedger(Ledger):
                 mac=mac,
             )
             self._requests[fields.request_id] = stored
+            self._thread_requests.setdefault(thread_id, {})[fields.request_id] = None
             self._pending[fields.request_id] = None
             self._index_pending(stored, sequence)
             self._append_event(sequence, stored_envelope)
@@ -417,13 +426,16 @@ class InMemoryLedger(Ledger):
             if plan is None:
                 return CompactionReport()
             for request_id in plan.removed:
-                for rows in (self._requests, self._resolutions, self._executions):
-                    rows.pop(request_id, None)
+                removed = self._requests.pop(request_id, None)
+                if removed is not None:
+                    self._thread_requests[removed.thread_id].pop(request_id, None)
+                self._resolutions.pop(request_id, None)
+                self._store_execution(request_id, None)
                 self._execution_entries.pop(request_id, None)
             for slot, work in list(self._work.items()):
                 # Work still to do (or to retry by hand) stays.
                 if work.request_id in plan.removed and work.state not in OPEN_STATES:
-                    del self._work[slot]
+                    self._store_work(slot, None)
             for grant_id in plan.removed_grants:
                 del self._grants[grant_id]
             self._compacted.update(plan.removed)
@@ -573,13 +585,9 @@ class InMemoryLedger(Ledger):
 
     def requests_of_thread(self, thread_id: str, *, limit: int = 100) -> list[StoredRequest]:
         with self._lock:
-            found = [
-                _copy_request(stored)
-                for stored in self._requests.values()
-                if stored.thread_id == thread_id
-            ]
-        found.sort(key=lambda stored: int(stored.envelope["sequence"]))
-        return found[: max(limit, 0)]
+            found = [self._requests[rid] for rid in self._thread_requests.get(thread_id, ())]
+            found.sort(key=lambda stored: int(stored.envelope["sequence"]))
+            return [_copy_request(stored) for stored in found[: max(limit, 0)]]
 
     def list_leases(self) -> list[Lease]:
         with self._lock:
@@ -591,10 +599,24 @@ class InMemoryLedger(Ledger):
         """Record new work (under the lock): a row already recorded stays as it is; one
         it coalesces is replaced."""
         if work.coalesce_key is not None:
-            for key, earlier in list(self._work.items()):
+            for key, earlier in self._works_in(("due", "claimed")):
                 if coalesces(earlier, work, now):
-                    self._work[key] = replace(earlier, state="coalesced", updated_at=now)
-        self._work.setdefault((work.kind, work.work_id), work)
+                    self._store_work(key, replace(earlier, state="coalesced", updated_at=now))
+        self._add_work(work)
+
+    def _add_work(self, work: Work) -> None:
+        """Store new work unless a row with its key is stored already (under the lock)."""
+        key = (work.kind, work.work_id)
+        if key not in self._work:
+            self._store_work(key, work)
+
+    def _store_work(self, key: tuple[str, str], work: Work | None) -> None:
+        """Store ``work`` under ``key`` (None: forget the row; under the lock)."""
+        _store_by_state(self._work, self._work_in, key, work)
+
+    def _works_in(self, states: Sequence[WorkState]) -> list[tuple[tuple[str, str], Work]]:
+        """The stored work in ``states`` with its keys (under the lock)."""
+        return _in_states(self._work, self._work_in, states)
 
     def _record_deliveries(self, notice: Any, request: StoredRequest) -> None:
         """The deliveries the plan asks for with this write (under the lock)."""
@@ -621,9 +643,8 @@ class InMemoryLedger(Ledger):
         with self._lock:
             found = [
                 work
-                for work in self._work.values()
+                for _, work in self._works_in(states)
                 if work.kind == kind
-                and work.state in states
                 and (due_before is None or work.next_at <= due_before)
                 and thread_id in (None, work.thread_id)
                 and request_id in (None, work.request_id)
@@ -646,14 +667,14 @@ class InMemoryLedger(Ledger):
             due = sorted(
                 (
                     work
-                    for work in self._work.values()
+                    for _, work in self._works_in(("due", "claimed"))
                     if work.kind == kind and work.due(now) and work.target in targets
                 ),
                 key=lambda work: (work.next_at, work.work_id),
             )[: max(limit, 0)]
             taken = [claimed(work, holder, now + ttl) for work in due]
             for work in taken:
-                self._work[(kind, work.work_id)] = work
+                self._store_work((kind, work.work_id), work)
             return taken
 
     def update_work(
@@ -672,7 +693,7 @@ class InMemoryLedger(Ledger):
             if updated is None or updated == current:
                 return updated
             entry = None if audit is None else next_audit_entry(self._tip(), "follow_up", audit)
-            self._work[(kind, work_id)] = updated
+            self._store_work((kind, work_id), updated)
             for work in records:
                 self._record_work(work, updated.updated_at)
             if entry is not None:
@@ -683,7 +704,7 @@ class InMemoryLedger(Ledger):
         """Apply ``change`` to one row (the caller holds the lock)."""
         updated = change(self._work.get((kind, work_id)))
         if updated is not None:
-            self._work[(kind, work_id)] = updated
+            self._store_work((kind, work_id), updated)
         return updated
 
     def delivery_cursor(self, subscription: str) -> int | None:
@@ -704,7 +725,7 @@ class InMemoryLedger(Ledger):
                 return False
             self._delivery_cursors[subscription] = to
             for delivery in deliveries:
-                self._work.setdefault((delivery.kind, delivery.work_id), delivery)
+                self._add_work(delivery)
             return True
 
     # -- execution records ---------------------------------------------------------
@@ -726,8 +747,13 @@ class InMemoryLedger(Ledger):
             entry = next_audit_entry(self._tip(), "execution", execution_audit(updated))
             self._audit.append(entry)
             self._execution_entries[request_id] = entry
-            self._executions[request_id] = updated
+            self._store_execution(request_id, updated)
         return updated
+
+    def _store_execution(self, request_id: str, record: Execution | None) -> None:
+        """Store ``record`` as the execution record of ``request_id`` (None: forget it;
+        under the lock)."""
+        _store_by_state(self._executions, self._executions_in, request_id, record)
 
     def execution_with_entry(self, request_id: str) -> tuple[Execution | None, AuditEntry | None]:
         with self._lock:
@@ -740,8 +766,8 @@ class InMemoryLedger(Ledger):
         with self._lock:
             found = [
                 record
-                for record in self._executions.values()
-                if record.state in states and thread_id in (None, record.thread_id)
+                for _, record in _in_states(self._executions, self._executions_in, states)
+                if thread_id in (None, record.thread_id)
             ]
         return sorted(found, key=lambda record: (record.started_at, record.request_id))
 
@@ -757,6 +783,38 @@ class InMemoryLedger(Ledger):
         self._event_sequences.append(sequence)
         self._events.append(envelope)
         self._last_sequence = sequence
+
+
+class _Stated(Protocol):
+    @property
+    def state(self) -> str: ...
+
+
+_K = TypeVar("_K")
+_R = TypeVar("_R", bound=_Stated)
+
+
+def _store_by_state(
+    rows: dict[_K, _R], index: dict[Any, dict[_K, None]], key: _K, row: _R | None
+) -> None:
+    """Store ``row`` under ``key`` in ``rows`` (None: forget the row there), keeping
+    ``index`` (state -> the keys of the rows in it) in step."""
+    current = rows.get(key)
+    if current is not None:
+        index[current.state].pop(key, None)
+    if row is None:
+        rows.pop(key, None)
+        return
+    rows[key] = row
+    index.setdefault(row.state, {})[key] = None
+
+
+def _in_states(
+    rows: dict[_K, _R], index: dict[Any, dict[_K, None]], states: Sequence[str]
+) -> list[tuple[_K, _R]]:
+    """The rows of ``rows`` in ``states`` with their keys, read through ``index``: a
+    list, so the caller may store rows while it goes through them."""
+    return [(key, rows[key]) for state in dict.fromkeys(states) for key in index.get(state, ())]
 
 
 def _copy_request(stored: StoredRequest) -> StoredRequest:

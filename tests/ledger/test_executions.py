@@ -19,6 +19,7 @@ from aais_langgraph.ledger import (
     SqliteLedger,
 )
 from aais_langgraph.ledger.executions import (
+    ExecutionState,
     claim_change,
     execution_audit,
     finish_change,
@@ -143,6 +144,65 @@ def test_execution_records_follow_the_model_and_one_holder_runs_without_retry(
         if before is not None and before.state in ("done", "retry"):
             assert model == before
     assert retried or len(holders) <= 1
+
+
+_STATE_SETS: list[tuple[ExecutionState, ...]] = [
+    (),
+    ("executing",),
+    ("unknown",),
+    ("unknown", "executing"),
+    ("executed", "done", "retry"),
+    ("executing", "executing"),
+    ("executing", "executed", "unknown", "done", "retry"),
+]
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(
+        st.tuples(_operation, st.sampled_from(["1", "2", "3", "4"]), st.integers(0, 40)),
+        max_size=16,
+    )
+)
+def test_listed_executions_are_the_records_in_those_states(
+    ledger: Ledger, steps: list[tuple[tuple[str, object, object], str, int]]
+) -> None:
+    """Whatever the records went through, listing some states (of one thread, or of all)
+    gives exactly the stored records in those states, in start order."""
+    prefix = f"apr_l{next(_ids)}_"
+    now = 1000.0
+    for (kind, first, second), number, pause in steps:
+        now += pause
+        rid = prefix + number
+        if kind == "claim":
+            thread = f"t-{int(number) % 2}"
+            change = claim_change(
+                rid, str(first), thread_id=thread, ttl=10, now=now, retry=bool(second)
+            )
+        elif kind == "finish":
+            change = finish_change(now)
+        else:
+            change = reconcile_change(first, "ops", now)  # type: ignore[arg-type]
+        ledger.update_execution(rid, change)
+        records = [r for r in ledger.contents().executions if r.request_id.startswith(prefix)]
+        for states in _STATE_SETS:
+            for thread_id in (None, "t-0", "t-1"):
+                listed = [
+                    record
+                    for record in ledger.list_executions(states=states, thread_id=thread_id)
+                    if record.request_id.startswith(prefix)
+                ]
+                expected = sorted(
+                    (
+                        record
+                        for record in records
+                        if record.state in states and thread_id in (None, record.thread_id)
+                    ),
+                    key=lambda record: (record.started_at, record.request_id),
+                )
+                assert listed == expected, (states, thread_id)
 
 
 def test_an_idempotent_retry_counts_attempts(ledger: Ledger) -> None:

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import Literal
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from aais_langgraph.ledger import Ledger, StoredRequest
 from aais_langgraph.ledger.outbox import (
     RESUME,
+    WORK_STATES,
     Backoff,
     Work,
+    WorkState,
     new_work,
     reopened_change,
     retried_change,
@@ -190,3 +196,67 @@ def test_finished_work_keeps_its_result_for_later_work(
     # A later change that gives no result keeps the one stored.
     again = ledger.update_work(REMINDER, reminder.work_id, settled_change("unknown", 6.0))
     assert again is not None and again.result == "C1 171.5"
+
+
+_examples = itertools.count()
+_STATE_SETS: list[tuple[WorkState, ...]] = [
+    ("due",),
+    ("due", "claimed"),
+    ("done", "coalesced", "skipped"),
+    ("unknown", "unknown"),
+    ("due", "claimed", "dead", "unknown"),
+    WORK_STATES,
+]
+_step = st.tuples(
+    st.sampled_from(["record", "record coalescing", "claim", "done", "unknown", "skip", "reopen"]),
+    st.integers(0, 3),
+    st.sampled_from(["x", "y"]),
+    st.integers(0, 20),
+)
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(_step, max_size=14))
+def test_listed_work_is_the_stored_work_in_those_states(
+    ledger: Ledger, steps: list[tuple[str, int, str, int]]
+) -> None:
+    """Whatever the rows went through (recorded, coalesced, claimed, settled, skipped,
+    reopened), listing some states gives exactly the stored rows in those states."""
+    prefix = f"e{next(_examples)}_"
+    ledger.add_request(request_envelope("apr_1"), thread_id="thr_1")
+    now = 1000.0
+    recorded: set[str] = set()
+    for number, (operation, index, target, pause) in enumerate(steps):
+        now += pause
+        work_id = f"{prefix}w{index}"
+        if operation.startswith("record"):
+            key = "k" if operation == "record coalescing" else None
+            work = new_work(REMINDER, work_id, "apr_1", now, target=target, coalesce_key=key)
+            anchor = f"{prefix}a{number}"
+            ledger.update_work(
+                RESUME,
+                anchor,
+                lambda current, a=anchor, t=now: current or new_work(RESUME, a, "apr_1", t),
+                records=[work],
+            )
+            recorded.add(work_id)
+        elif operation == "claim":
+            ledger.claim_work(REMINDER, "h", targets=(target,), ttl=5, now=now)
+        elif operation in ("done", "unknown"):
+            ledger.update_work(REMINDER, work_id, settled_change(operation, now))  # type: ignore[arg-type]
+        elif operation == "skip":
+            ledger.update_work(REMINDER, work_id, skipped_change("not wanted", now))
+        else:
+            ledger.update_work(REMINDER, work_id, reopened_change(now))
+        stored = [ledger.get_work(REMINDER, work_id) for work_id in sorted(recorded)]
+        for states in _STATE_SETS:
+            listed = [
+                w for w in ledger.list_work(REMINDER, states=states) if w.work_id.startswith(prefix)
+            ]
+            expected = sorted(
+                (work for work in stored if work is not None and work.state in states),
+                key=lambda work: (work.next_at, work.work_id),
+            )
+            assert listed == expected, states

@@ -112,6 +112,33 @@ def test_pending_rows_are_the_pending_requests_as_stored(ledger: Ledger) -> None
     assert rows[0] != rows[1] and len({rows[0], rows[1]}) == 2  # hashable, as keys
 
 
+def test_a_threads_requests_are_its_own_in_sequence_order(ledger: Ledger) -> None:
+    threads = {"apr_c": "thr_1", "apr_d": "thr_2", "apr_a": "thr_1", "apr_e": None}
+    envelopes = {name: request_envelope(name) for name in [*threads, "apr_b"]}
+    for name, thread_id in threads.items():
+        ledger.add_request(envelopes[name], thread_id=thread_id)
+    ledger.record_resolution(approval(envelopes["apr_c"]))
+    ledger.add_request(envelopes["apr_b"], thread_id="thr_1")
+
+    found = ledger.requests_of_thread("thr_1")
+
+    assert [(r.request_id, r.status) for r in found] == [
+        ("apr_c", "resolved"),
+        ("apr_a", "pending"),
+        ("apr_b", "pending"),
+    ]
+    assert found == [ledger.get_request(name) for name in ["apr_c", "apr_a", "apr_b"]]
+    assert [r.request_id for r in ledger.requests_of_thread("thr_1", limit=2)] == [
+        "apr_c",
+        "apr_a",
+    ]
+    assert ledger.requests_of_thread("thr_1", limit=0) == []
+    assert [r.request_id for r in ledger.requests_of_thread("thr_2")] == ["apr_d"]
+    assert ledger.requests_of_thread("thr_none") == []
+    found[0].envelope["request"]["status"] = "tampered"
+    assert ledger.requests_of_thread("thr_1")[0].envelope["request"]["status"] == "pending"
+
+
 def test_stored_values_are_detached_from_callers(ledger: Ledger) -> None:
     envelope = request_envelope("apr_1")
     stored, _ = ledger.add_request(envelope, context={"k": ["v"]})

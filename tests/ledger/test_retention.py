@@ -14,9 +14,11 @@ import pytest
 from aais_langgraph.authority import ApprovalAuthority, UnknownRequestError
 from aais_langgraph.ledger import DELIVERY, RESUME, Ledger, shown_states, verify_contents
 from aais_langgraph.ledger.deliveries import new_delivery
-from aais_langgraph.ledger.executions import claim_change
+from aais_langgraph.ledger.executions import claim_change, finish_change
 from aais_langgraph.ledger.retention import CompactedRequestError, RetentionPolicy
 from aais_langgraph.protocol import build_decision
+
+from .envelopes import approval, request_envelope
 
 ACTION = {"kind": "tool_call", "name": "shell", "summary": "Run ls", "arguments": {"command": "ls"}}
 SCOPED = [
@@ -134,6 +136,32 @@ def test_open_resume_work_and_unfinished_executions_stay(ledger: Ledger) -> None
     assert report.requests_removed == 1
     assert ledger.get_work(RESUME, "apr_thread") is not None
     assert authority.execution("apr_running") is not None
+    _verified(ledger)
+
+
+def test_a_request_compacted_away_is_listed_no_more(ledger: Ledger) -> None:
+    authority = ApprovalAuthority(ledger)
+    envelope = request_envelope("apr_ran")
+    ledger.add_request(envelope, thread_id="thread_1")
+    ledger.record_resolution(approval(envelope))
+    now = time.time()
+    claimed = claim_change("apr_ran", "h1", thread_id="thread_1", ttl=60, now=now, retry=False)
+    authority.change_execution("apr_ran", claimed)
+    # The run's end: its resume work done, its claim settled, in the lease's release.
+    assert ledger.acquire_lease("thread_1", "h1", ttl=60, now=now) is not None
+    finished = {"apr_ran": finish_change(now + 1)}
+    assert ledger.release_lease("thread_1", "h1", done=["apr_ran"], executions=finished)
+    assert [stored.request_id for stored in ledger.requests_of_thread("thread_1")] == ["apr_ran"]
+    assert [record.request_id for record in ledger.list_executions(states=("executed",))] == [
+        "apr_ran"
+    ]
+
+    report = ledger.compact_history(RetentionPolicy(keep_last=0), now=now + 2)
+
+    assert report.requests_removed == 1
+    assert ledger.requests_of_thread("thread_1") == []
+    assert ledger.list_executions(states=("executed", "executing", "unknown")) == []
+    assert ledger.contents().executions == []
     _verified(ledger)
 
 

@@ -135,9 +135,8 @@ def test_the_generic_clients_answer_validates_against_the_served_response_schema
     jsonschema.Draft202012Validator.check_schema(interrupt["responseSchema"])
     validator = jsonschema.Draft202012Validator(interrupt["responseSchema"])
     assert validator.is_valid(bound["payload"])
-    assert bound["payload"]["approvedActionFingerprint"] == (
-        interrupt["metadata"]["aais"]["request"]["action_digest"]
-    )
+    digest = interrupt["metadata"]["aais"]["request"]["action_digest"]
+    assert bound["payload"]["approvedActionFingerprint"] == digest
 
 
 def test_every_recorded_event_is_an_ag_ui_1_0_event(

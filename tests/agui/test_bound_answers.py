@@ -182,7 +182,7 @@ JSON = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     payload=st.dictionaries(
         st.sampled_from([APPROVED_KEY, ECHO_KEY, "verifierReceipt", "note"]),

@@ -34,6 +34,7 @@ from aais_agui.resume_plan import ResumeRejected, plan_resume
 from aais_langgraph import ApprovalAuthority
 from aais_langgraph.ledger import InMemoryLedger
 from aais_langgraph.protocol import AAISValidationError, ApprovalRequested, build_request
+from hostile.report import hostile_input, refused
 
 from .conftest import ALICE
 from .demo_graph import EffectLog
@@ -207,6 +208,14 @@ def test_any_payload_with_a_bound_member_parses_or_is_a_field_error_without_valu
 # -- through the planner ---------------------------------------------------------------
 
 
+HOSTILE = "AG-UI bound answers"
+
+
+def recorded(authority: ApprovalAuthority, request: ApprovalRequested) -> Any:
+    """The hostile tally's observation: the request got a resolution."""
+    return lambda: authority.get_resolution(request.request.id) is not None
+
+
 def decided_by(authority: ApprovalAuthority) -> list[str]:
     """The actors of the recorded ``approval.decided`` events."""
     events = authority.ledger.events_after(0)
@@ -249,7 +258,7 @@ def test_a_drifted_fingerprint_is_a_digest_mismatch_and_the_request_stays_pendin
     request = requested()
     authority = ApprovalAuthority(InMemoryLedger())
     authority.add(request)
-    with pytest.raises(ResumeRejected) as raised:
+    with refused(HOSTILE, ResumeRejected, opened=recorded(authority, request)) as raised:
         plan_resume(
             authority, {"i1": request.to_json()}, [entry(bound(approved, DRIFTED))], actor=ALICE
         )
@@ -262,7 +271,7 @@ def test_a_bound_answer_without_an_authenticated_actor_is_refused_and_records_no
     request = requested()
     authority = ApprovalAuthority(InMemoryLedger())
     authority.add(request)
-    with pytest.raises(ResumeRejected) as raised:
+    with refused(HOSTILE, ResumeRejected, opened=recorded(authority, request)) as raised:
         plan_resume(authority, {"i1": request.to_json()}, [entry(bound(True))], actor=None)
     assert raised.value.code == "aais.unauthenticated"
     assert authority.get_resolution(request.request.id) is None
@@ -273,7 +282,7 @@ def test_a_bound_answer_the_request_does_not_offer_is_an_invalid_resume() -> Non
     authority = ApprovalAuthority(InMemoryLedger())
     authority.add(request)
     payload = {APPROVED_KEY: False, ECHO_KEY: request.request.action_digest}
-    with pytest.raises(ResumeRejected) as raised:
+    with refused(HOSTILE, ResumeRejected, opened=recorded(authority, request)) as raised:
         plan_resume(authority, {"i1": request.to_json()}, [entry(payload)], actor=ALICE)
     assert raised.value.code == "aais.invalid_resume"
     assert "/resume/0/payload/approved" in raised.value.message
@@ -358,7 +367,8 @@ async def test_a_drifted_fingerprint_from_a_generic_client_is_a_run_error_and_no
     thread_id, [item] = await paused(agent)
     payload = {**generic_answer(wire(item)), ECHO_KEY: DRIFTED}
     resume = [ResumeEntry(interrupt_id=item.id, status="resolved", payload=payload)]
-    events = await run(agent, thread_id, resume=resume)
+    with hostile_input(HOSTILE, lambda: bool(effects.list())):
+        events = await run(agent, thread_id, resume=resume)
     refused = terminal(events)
     assert refused.type == EventType.RUN_ERROR and refused.code == "aais.digest_mismatch"
     assert [offered.id for offered in reoffered(events)] == [item.id]

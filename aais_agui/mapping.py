@@ -106,13 +106,13 @@ def is_approval_request(value: Any) -> bool:
 
 def carries_aais(item: Interrupt | ResumeEntry) -> bool:
     """True when an AG-UI interrupt offers an AAIS approval, or a resume entry carries an
-    AAIS answer (``metadata.aais``, or a ``payload`` with an ``aais`` member): what only the
-    resume planner may turn into a resume."""
+    AAIS answer (``metadata.aais``, a ``payload`` with an ``aais`` member, or one that echoes
+    an approved action's fingerprint): what only the resume planner may turn into a resume."""
     metadata = item.metadata
     if isinstance(metadata, Mapping) and METADATA_KEY in metadata:
         return True
     payload = item.payload if isinstance(item, ResumeEntry) else None
-    return isinstance(payload, Mapping) and METADATA_KEY in payload
+    return isinstance(payload, Mapping) and (METADATA_KEY in payload or ECHO_KEY in payload)
 
 
 def tool_call_id_of(request: Request) -> str | None:

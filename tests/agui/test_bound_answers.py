@@ -374,3 +374,15 @@ async def test_a_drifted_fingerprint_from_a_generic_client_is_a_run_error_and_no
     assert [offered.id for offered in reoffered(events)] == [item.id]
     assert authority.get_resolution(request_id(item)) is None
     assert effects.list() == []
+
+
+async def test_a_bound_answer_outside_a_planned_run_is_refused_and_records_nothing(
+    agent: AAISLangGraphAgent, authority: ApprovalAuthority
+) -> None:
+    _, [item] = await paused(agent)
+    answer = ResumeEntry(
+        interrupt_id=item.id, status="resolved", payload=generic_answer(wire(item))
+    )
+    with refused(HOSTILE, RuntimeError, opened=lambda: authority.get_resolution(request_id(item))):
+        agent.with_actor(ALICE)._build_command_from_agui_resume([answer])
+    assert authority.get_resolution(request_id(item)) is None

@@ -162,9 +162,9 @@ def bound_answer_schema(request: Request) -> dict[str, Any] | None:
     approved: dict[str, Any] = {"type": "boolean"} if len(offered) == 2 else {"const": offered[0]}
     return {
         "title": "Approve or deny this action",
-        "description": "approved: true runs the action once, false does not run it. "
-        "approvedActionFingerprint echoes metadata.governance.actionFingerprint: the "
-        "answer holds only for this exact action.",
+        "description": "approved: true approves this action, false denies it (it does not "
+        "run). approvedActionFingerprint echoes metadata.governance.actionFingerprint: "
+        "the answer holds only for this exact action.",
         "type": "object",
         "required": [APPROVED_KEY, ECHO_KEY],
         "properties": {

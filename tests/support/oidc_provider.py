@@ -1,6 +1,6 @@
 """A real OpenID provider for the sign-in tests (node-oidc-provider, tests/oidc_provider/).
 
-:func:`openid_provider` starts ``provider.mjs`` on a loopback port with one client whose
+:func:`openid_provider` starts the project's ``main`` (``provider.mjs``) on a loopback port with one client whose
 redirect URI the test names; :func:`sign_in_at_provider` signs a person in at its login form
 the way a browser would (following its redirects with its own cookies) and returns the
 callback URL the provider sends the browser back to.
@@ -8,6 +8,7 @@ callback URL the provider sends the browser back to.
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import shutil
@@ -26,6 +27,8 @@ import httpx
 import pytest
 
 PROJECT = Path(__file__).resolve().parents[1] / "oidc_provider"
+START_FILE = str(json.loads((PROJECT / "package.json").read_text())["main"])
+"""The file ``node`` runs: the one ``package.json`` names as ``main``."""
 GROUPS = {
     "alice": ["sre"],
     "bob": ["dev"],
@@ -81,7 +84,7 @@ def openid_provider(redirect_url: str) -> Iterator[OpenIdProvider]:
     port = free_port()
     secret = f"client-secret-{os.urandom(16).hex()}"
     process = subprocess.Popen(
-        [node, "provider.mjs", str(port), CLIENT_ID, secret, redirect_url],
+        [node, START_FILE, str(port), CLIENT_ID, secret, redirect_url],
         cwd=PROJECT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -65,3 +65,29 @@ def test_every_docs_page_is_linked_from_the_readme_and_the_docs_index() -> None:
     index = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
     assert [page for page in pages if f"(docs/{page}" not in readme] == []
     assert [page for page in pages if f"]({page}" not in index] == []
+
+
+def _extras() -> set[str]:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    return set(project["optional-dependencies"])
+
+
+def _extras_named(text: str) -> set[str]:
+    assert "Extras:" in text
+    sentence = text.split("Extras:", 1)[1].split(".\n", 1)[0].split("\n\n", 1)[0]
+    while re.search(r"\([^()]*\)", sentence):  # what each brings, in parentheses
+        sentence = re.sub(r"\([^()]*\)", "", sentence)
+    return set(re.findall(r"`([a-z][a-z0-9_-]*)`", sentence))
+
+
+def test_the_readme_names_every_extra_of_pyproject() -> None:
+    assert _extras_named(README.read_text(encoding="utf-8")) == _extras()
+
+
+def test_the_quickstart_names_every_extra_of_pyproject() -> None:
+    quickstart = (ROOT / "docs" / "quickstart.md").read_text(encoding="utf-8")
+    assert _extras_named(quickstart) == _extras()

@@ -25,12 +25,14 @@ SUMMARY_LIMIT = 1000
 
 
 def summarize_call(name: str, arguments: Mapping[str, Any], resource: str | None = None) -> str:
-    """A value-free summary: the tool, the resource it declares, and its argument names."""
-    text = f"Call the tool '{name}'"
+    """A value-free summary, as a person would write it: the tool, its argument names in
+    the call's order, and the resource it declares (``send_email (to, subject, body)``,
+    ``deploy (target) on https://ci.example.com/app``); never an argument's value."""
+    text = name
+    if arguments:
+        text += " (" + ", ".join(str(key) for key in arguments) + ")"
     if resource is not None:
         text += f" on {resource}"
-    if arguments:
-        text += " with arguments: " + ", ".join(sorted(str(key) for key in arguments))
     return _fit(text)
 
 

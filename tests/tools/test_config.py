@@ -78,7 +78,20 @@ def test_default_summary_names_tool_and_arguments_but_no_values() -> None:
         tool_call = {"name": "login", "args": {"user": "bob", "password": SECRET}, "id": "1"}
 
     summary = describe_tool_call(Request())  # type: ignore[arg-type]
-    assert summary == "Call the tool 'login' with arguments: password, user"
+    assert summary == "login (user, password)"
+
+
+def test_default_summary_reads_as_a_person_writes_the_call_in_its_order() -> None:
+    class Request:
+        tool_call = {
+            "name": "send_email",
+            "args": {"to": "ann@example.com", "subject": "Q3", "body": "Hello"},
+            "id": "1",
+        }
+
+    summary = describe_tool_call(Request())  # type: ignore[arg-type]
+    assert summary == "send_email (to, subject, body)"
+    assert "Call the tool" not in summary and "ann@example.com" not in summary
 
 
 def refused(outcome: str, **extra: Any) -> str:

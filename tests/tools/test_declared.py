@@ -52,9 +52,7 @@ def test_declared_kind_and_resource_are_in_the_request_and_summary() -> None:
     action = pending(agent, thread())["c1"]["request"]["action"]
     assert action["kind"] == "deploy.release"
     assert action["resource"] == "https://ci.example.com/app"
-    assert action["summary"] == (
-        "Call the tool 'deploy' on https://ci.example.com/app with arguments: target"
-    )
+    assert action["summary"] == ("deploy (target) on https://ci.example.com/app")
     [resolved] = answer(agent, thread(), authority, (pending(agent, thread())["c1"], "approve"))
     assert resolved.approved and runs == ["prod"]
 
@@ -79,7 +77,7 @@ def test_an_edited_call_keeps_the_declared_kind_and_resource() -> None:
     waiting = pending(agent, thread())["c1"]
     action = waiting["request"]["action"]
     assert (action["kind"], action["resource"]) == ("deploy.release", "https://ci.example.com/app")
-    assert action["summary"].startswith("Call the tool 'deploy' on https://ci.example.com/app")
+    assert action["summary"].startswith("deploy (target) on https://ci.example.com/app")
     [resolved] = answer(agent, thread(), authority, (waiting, "approve"))
     assert resolved.approved and runs == ["staging"]
 

@@ -138,7 +138,7 @@ for (const mode of ["runtime", "direct"]) {
       const bob = `bob-${mode}@example.com`;
       await ask(page, `email ${ann},${bob}`);
       await page.locator('.approvals[data-open="2"]').waitFor();
-      const emailCard = { summary: "Call the tool 'send_email' with arguments: subject, to", choices: ["Approve once", "Deny"] };
+      const emailCard = { summary: "send_email (to, subject)", choices: ["Approve once", "Deny"] };
       await checkCard(card(page, ann), { ...emailCard, argument: ann });
       await checkCard(card(page, bob), { ...emailCard, argument: bob });
       await card(page, ann).locator('button[data-decision="approve"]').click();

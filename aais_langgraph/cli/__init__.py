@@ -63,7 +63,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Inspect and answer the approvals in a ledger (a SQLite file or a "
         "PostgreSQL database), the one a server serving the graph uses.",
         epilog="approve and deny show the request, and they and cancel ask y/N before they "
-        "submit anything (--yes skips the question; no answer submits nothing). A running "
+        "submit anything (--yes skips the question, and without a terminal it is needed; "
+        "any answer but y submits nothing). A running "
         "server resumes the paused run.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
@@ -85,7 +86,8 @@ def _parser() -> argparse.ArgumentParser:
         help="approve a request" + _ASKS,
         description="Show the request's complete values and what the scope covers, ask "
         "y/N, then record the approval with the operating-system user as the actor. "
-        "Anything but y or yes (an empty line, no terminal) submits nothing: exit status 1.",
+        "Anything but y or yes (an empty line) submits nothing: exit status 1. Without a "
+        "terminal to answer on (input ended), it says to pass --yes: exit status 2.",
     )
     approve.add_argument("request_id", help=_REQUEST_ID)
     approve.add_argument(
@@ -169,12 +171,28 @@ def _verification_line(result: AuditVerification) -> str:
     return f"audit FAILED at {result.table} {result.row_id}: {result.reason}"
 
 
-def _confirm(question: str, assume_yes: bool, stdin: TextIO, stdout: TextIO) -> bool:
+NO_ANSWER_STATUS = 2
+"""Exit status of a question nobody could answer (no terminal, or its input ended)."""
+
+
+def _confirm(question: str, assume_yes: bool, stdin: TextIO, stdout: TextIO) -> bool | None:
+    """True for y or yes, False for any other answer, None when there is nothing to read."""
     if assume_yes:
         return True
     stdout.write(f"{question} [y/N] ")
     stdout.flush()
-    return stdin.readline().strip().lower() in ("y", "yes")
+    line = stdin.readline()
+    if not line:  # the input ended without even an empty line: nobody is there to answer
+        return None
+    return line.strip().lower() in ("y", "yes")
+
+
+def _no_answer(command: str, stdout: TextIO) -> int:
+    stdout.write(
+        f"\nno answer: {command} asks for confirmation on a terminal, and its input ended "
+        f"without one; pass --yes to {command} without asking. Nothing submitted.\n"
+    )
+    return NO_ANSWER_STATUS
 
 
 def _decide(
@@ -200,7 +218,10 @@ def _decide(
         stdout.write(f"{decision}/{scope} will also cover:\n")
         for line in explain_constraints(choice.scope_constraints):
             stdout.write(f"  - {render.escape(line)}\n")
-    if not _confirm(f"{decision} {request.id} as {scope}?", args.yes, stdin, stdout):
+    confirmed = _confirm(f"{decision} {request.id} as {scope}?", args.yes, stdin, stdout)
+    if confirmed is None:
+        return _no_answer(args.command, stdout)
+    if not confirmed:
         stdout.write("nothing submitted\n")
         return 1
     actor = _actor()
@@ -288,7 +309,11 @@ def _run(
     if args.command in ("approve", "deny"):
         return _decide(authority, args, stdin, stdout)
     if args.command == "cancel":
-        if not _confirm(f"cancel {args.request_id}?", args.yes, stdin, stdout):
+        confirmed = _confirm(f"cancel {args.request_id}?", args.yes, stdin, stdout)
+        if confirmed is None:
+            return _no_answer(args.command, stdout)
+        if not confirmed:
+            stdout.write("nothing submitted\n")
             return 1
         cancellation = Cancellation(args.request_id)
         resolved = AnswerPlanner(authority).record_cancel(cancellation, _actor()).resolution

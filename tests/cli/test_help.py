@@ -37,7 +37,7 @@ def test_the_help_has_no_markup_and_says_answers_are_confirmed() -> None:
     assert "ask y/N" in approve and "submits nothing" in approve
 
 
-@pytest.mark.parametrize("answer", ["\n", "", "no\n"])
+@pytest.mark.parametrize("answer", ["\n", "no\n"])
 def test_approve_without_a_yes_submits_nothing_and_the_approval_stays(
     answer: str, tmp_path: Path
 ) -> None:
@@ -51,6 +51,37 @@ def test_approve_without_a_yes_submits_nothing_and_the_approval_stays(
     )
     assert status == 1
     assert f"approve {requested.request.id} as once? [y/N] nothing submitted" in out.getvalue()
+    assert authority.get_resolution(requested.request.id) is None
+
+
+@pytest.mark.parametrize("command", ["approve", "deny", "cancel"])
+def test_answering_without_a_terminal_says_to_pass_yes_and_the_approval_stays(
+    command: str, tmp_path: Path
+) -> None:
+    db = tmp_path / "app.db"
+    authority = ApprovalAuthority(SqliteLedger(db))
+    action = {"kind": "fs.delete", "name": "rm", "summary": "Delete", "arguments": {"p": "/x"}}
+    requested = authority.request(action, origin={"harness": "tests", "session_id": "s1"})
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "aais_langgraph.cli",
+            "--db",
+            str(db),
+            command,
+            requested.request.id,
+        ],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    said = done.stdout.splitlines()[-1]
+    assert "confirmation on a terminal" in said and f"pass --yes to {command}" in said
+    assert said.endswith("Nothing submitted.")
     assert authority.get_resolution(requested.request.id) is None
 
 

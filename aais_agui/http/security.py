@@ -233,3 +233,30 @@ def bearer_token_authenticator(tokens: Mapping[str, Actor | Mapping[str, Any]]) 
         return None
 
     return authenticate
+
+
+def first_authenticator(*authenticators: Authenticator) -> Authenticator:
+    """An ``authenticate`` that asks each of ``authenticators`` in turn and returns the
+    first actor one vouches for (None: 401); each may be synchronous
+    (:func:`bearer_token_authenticator`) or asynchronous (``BrowserSignIn.authenticator``,
+    :func:`~aais_agui.http.jwt_tokens.jwt_authenticator`), and only what returns an
+    awaitable is awaited. A browser session, then a program's bearer token::
+
+        authenticate = first_authenticator(sign_in.authenticator, jwt_authenticator(settings))
+    """
+    if not authenticators:
+        raise ValueError("authenticators: give at least one")
+    for index, candidate in enumerate(authenticators):
+        if not callable(candidate):
+            raise TypeError(f"authenticators[{index}]: expected authenticate(request)")
+
+    async def authenticate(request: Request) -> AuthResult:
+        for candidate in authenticators:
+            result = candidate(request)
+            if inspect.isawaitable(result):
+                result = await result
+            if result is not None:
+                return result
+        return None
+
+    return authenticate

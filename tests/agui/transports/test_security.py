@@ -11,6 +11,7 @@ from aais_agui.http.security import (
     Authenticated,
     Security,
     bearer_token_authenticator,
+    first_authenticator,
     local_development_authenticator,
 )
 from aais_langgraph.protocol import Actor
@@ -77,6 +78,46 @@ async def test_async_authenticators_are_awaited() -> None:
 
     found = await Security(authenticate=authenticate).actor(request())
     assert found == Authenticated(Actor(id="carol", type="human"))
+
+
+async def test_first_authenticator_takes_a_token_after_an_asynchronous_session() -> None:
+    async def session(_: Request) -> None:
+        return None
+
+    tokens = bearer_token_authenticator({"t-1": {"id": "alice", "type": "human"}})
+    security = Security(authenticate=first_authenticator(session, tokens))
+    found = await security.actor(request(headers={"Authorization": "Bearer t-1"}))
+    assert found == Authenticated(Actor(id="alice", type="human"))
+
+
+async def test_first_authenticator_stops_at_the_first_actor() -> None:
+    asked: list[str] = []
+
+    async def session(_: Request) -> dict[str, str]:
+        asked.append("session")
+        return {"id": "carol", "type": "human"}
+
+    def tokens(_: Request) -> None:
+        asked.append("tokens")
+
+    found = await Security(authenticate=first_authenticator(session, tokens)).actor(request())
+    assert found.actor.id == "carol" and asked == ["session"]
+
+
+async def test_first_authenticator_with_no_actor_is_401() -> None:
+    none = first_authenticator(
+        lambda _: None, bearer_token_authenticator({"t-1": {"id": "a", "type": "human"}})
+    )
+    with pytest.raises(HTTPException) as caught:
+        await Security(authenticate=none).actor(request())
+    assert status_of(caught) == (401, "aais.unauthenticated")
+
+
+def test_first_authenticator_needs_authenticators() -> None:
+    with pytest.raises(ValueError, match="authenticators"):
+        first_authenticator()
+    with pytest.raises(TypeError, match=r"authenticators\[1\]"):
+        first_authenticator(lambda _: None, "not callable")  # type: ignore[arg-type]
 
 
 async def test_an_authenticator_returning_junk_is_a_server_error() -> None:

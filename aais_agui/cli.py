@@ -352,6 +352,8 @@ async def _serve(app: Any, sock: socket.socket, host: str, banner: list[str]) ->
 async def _run(
     args: argparse.Namespace, sock: socket.socket, authenticate: Any, authorizer: Any
 ) -> None:
+    from aais_langgraph.gate import LedgerMismatchError
+
     from .http.app import create_app
     from .service import ApprovalService
 
@@ -380,9 +382,12 @@ async def _run(
         else:
             graph = compiled_graph(args.target, checkpointer, args.graph)
             name = args.graph.partition(":")[2] or "graph"
-        service = ApprovalService(
-            graph, authority, settings=settings, webhooks=webhooks or None, slack=slack
-        )
+        try:
+            service = ApprovalService(
+                graph, authority, settings=settings, webhooks=webhooks or None, slack=slack
+            )
+        except LedgerMismatchError as error:
+            raise SystemExit(f"aais-agui: {getattr(args, 'graph', name)}: {error}") from None
         # A ledger that lost requests runs are paused on (emptied, replaced) is said out loud.
         for problem in await areconcile_checkpoints(authority, checkpointer):
             banner.append(

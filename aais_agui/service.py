@@ -47,7 +47,12 @@ from aais_langgraph.tools import PageToolGate
 from .background import BackgroundResumes
 from .ledger_upkeep import LedgerUpkeep
 from .scheduler import PeriodicJob, Scheduler
-from .served_graph import check_takes_checkpointer, opens_checkpointer, served_graph
+from .served_graph import (
+    check_takes_checkpointer,
+    opens_checkpointer,
+    refuse_other_ledgers,
+    served_graph,
+)
 from .watcher import DecisionWatcher
 
 if TYPE_CHECKING:
@@ -218,6 +223,7 @@ class ApprovalService:
             self._opener = checkpointer
         elif checkpointer is not None:
             self._graph = served_graph(graph, checkpointer)
+        refuse_other_ledgers(graph, authority)  # its gates' requests would reach nobody
         self.slack = slack
         """The Slack app channels and users (None: no Slack)."""
         self._worker, self._subscriptions = _webhooks_of(authority, webhooks, slack)

@@ -14,7 +14,13 @@ from .execution import (
 )
 from .nodes import approval_key, approval_node, is_approved_for, requires_approval
 from .request import RejectedResumeError, arequest_approval, request_approval
-from .run_context import AUTHORITY_KEY, REQUESTER_KEY, MissingAuthorityError, find_authority
+from .run_context import (
+    AUTHORITY_KEY,
+    REQUESTER_KEY,
+    LedgerMismatchError,
+    MissingAuthorityError,
+    find_authority,
+)
 
 __all__ = [
     "AUTHORITY_KEY",
@@ -23,6 +29,7 @@ __all__ = [
     "AuthorizedAnswer",
     "AuthorizedAnswers",
     "ExecutionUnknownError",
+    "LedgerMismatchError",
     "MissingAuthorityError",
     "RejectedResumeError",
     "approval_key",

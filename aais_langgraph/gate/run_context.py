@@ -13,9 +13,10 @@ from langgraph.config import get_config
 
 from ..authority import ApprovalAuthority
 from ..authority.limits import checked_requester
+from ..ledger import Ledger, ledger_location, same_ledger
 from ..protocol import Origin, id_for
 from ..server_env import authority_from_env, env_authority_configured
-from .answer_sources import on_langgraph_server
+from .answer_sources import RECORDED_ONLY_KEY, on_langgraph_server
 from .seams import interrupt_id_for, resume_map, saved_answers, scratchpad
 
 AUTHORITY_KEY = "aais_authority"
@@ -205,6 +206,34 @@ class MissingAuthorityError(RuntimeError, ValueError):
     own configuration errors are, and a ``ValueError`` for a caller's arguments)."""
 
 
+class LedgerMismatchError(RuntimeError, ValueError):
+    """A gate was handed an authority over another ledger than the one serving its graph
+    reads: the requests it records would reach nobody, and every answer would find no
+    such request. Raised when serving starts, or at the gate's first request."""
+
+    @classmethod
+    def between(cls, gate_ledger: Ledger, served_ledger: Ledger) -> LedgerMismatchError:
+        """The refusal naming both places (paths and URLs, never a password)."""
+        return cls(
+            f"authority: a gate records its approvals in {ledger_location(gate_ledger)}, but "
+            f"the server reads {ledger_location(served_ledger)}: nobody would see them, and "
+            "every answer would find no such request. Leave authority= out of the gates (a "
+            "served run carries the server's authority), or serve the gates' ledger "
+            "(aais-agui serve --db)"
+        )
+
+
+def refuse_other_ledger(explicit: ApprovalAuthority, config: RunnableConfig | None) -> None:
+    """:class:`LedgerMismatchError` when a served run (one whose gates accept only recorded
+    answers) carries an authority over another ledger than ``explicit``'s."""
+    configurable = (config or {}).get("configurable") or {}
+    served = configurable.get(AUTHORITY_KEY)
+    if not configurable.get(RECORDED_ONLY_KEY) or not isinstance(served, ApprovalAuthority):
+        return
+    if served is not explicit and not same_ledger(explicit.ledger, served.ledger):
+        raise LedgerMismatchError.between(explicit.ledger, served.ledger)
+
+
 def find_authority(
     explicit: ApprovalAuthority | None,
     config: RunnableConfig | None = None,
@@ -214,8 +243,15 @@ def find_authority(
     """The authority to use, the one rule for the gate, resumes and edits: the argument,
     else the runtime context's ``authority`` (``context``, or inside a run the run's),
     else ``configurable`` (``config``, or inside a run the run's), else the one
-    ``AAIS_LEDGER_URL`` configures (:mod:`aais_langgraph.server_env`)."""
+    ``AAIS_LEDGER_URL`` configures (:mod:`aais_langgraph.server_env`). An argument over
+    another ledger than a served run's authority is refused (:class:`LedgerMismatchError`)."""
     if explicit is not None:
+        if config is None:
+            try:
+                config = get_config()
+            except RuntimeError:
+                config = None
+        refuse_other_ledger(explicit, config)
         return explicit
     if context is None:
         try:

@@ -13,7 +13,7 @@ from .deliveries import Delivery, DeliveryPlan, DeliveryState, retry_delivery
 from .executions import Execution, ExecutionState
 from .integrity import LedgerIntegrityError
 from .memory import InMemoryLedger
-from .opening import is_postgres_url, open_ledger
+from .opening import is_postgres_url, ledger_location, open_ledger, same_ledger
 from .outbox import DELIVERY, FOLLOW_UP, RESUME, Work, WorkState, shown_states
 from .records import (
     AuditEntry,
@@ -94,11 +94,13 @@ __all__ = [
     "check_witness",
     "check_witnessed",
     "is_postgres_url",
+    "ledger_location",
     "open_ledger",
     "open_witness",
     "publish_compaction",
     "publish_tip",
     "retry_delivery",
+    "same_ledger",
     "shown_states",
     "verify_audit",
     "verify_contents",

@@ -6,6 +6,7 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from .base import Ledger, NotALedgerError
 from .deliveries import DeliveryPlan
@@ -82,3 +83,64 @@ def open_ledger(
         yield ledger_file
     finally:
         ledger_file.close()
+
+
+def ledger_location(ledger: Ledger) -> str | None:
+    """Where ``ledger`` keeps its facts, to say and to compare, never with a secret: a
+    SQLite file's absolute path, ``postgresql://user@host:port/dbname`` (no password),
+    or a ledger in this process's memory (named with its object id, so two never
+    compare equal); None for a ledger of another kind, which cannot tell."""
+    from .memory import InMemoryLedger
+
+    if isinstance(ledger, InMemoryLedger):
+        return f"an in-memory ledger (0x{id(ledger):x})"
+    if isinstance(ledger, SqliteLedger):
+        return _sqlite_location(ledger)
+    if is_postgres_ledger(ledger):
+        return _postgres_location(ledger)
+    return None
+
+
+def same_ledger(first: Ledger, second: Ledger) -> bool:
+    """False only when both ledgers say where they are and the places differ."""
+    if first is second:
+        return True
+    here, there = ledger_location(first), ledger_location(second)
+    return here is None or there is None or here == there
+
+
+def is_postgres_ledger(ledger: Ledger) -> bool:
+    """True for a :class:`~.postgres.PostgresLedger` (without importing psycopg)."""
+    return any(
+        cls.__name__ == "PostgresLedger" and cls.__module__.endswith(".ledger.postgres")
+        for cls in type(ledger).__mro__
+    )
+
+
+def _sqlite_location(ledger: SqliteLedger) -> str | None:
+    try:
+        with ledger._lock:
+            rows = ledger._conn.execute("PRAGMA database_list").fetchall()
+    except sqlite3.Error:
+        return None  # closed
+    path = next((str(row[2]) for row in rows if row[1] == "main"), "")
+    if not path:
+        return f"a SQLite database in memory (0x{id(ledger._conn):x})"
+    return str(Path(path).resolve())
+
+
+def _postgres_location(ledger: Ledger) -> str | None:
+    from psycopg.conninfo import conninfo_to_dict
+
+    pool = getattr(ledger, "_pool", None)
+    conn = getattr(ledger, "_conn", None)
+    if pool is not None:
+        params: dict[str, Any] = dict(conninfo_to_dict(pool.conninfo))
+    elif conn is not None:
+        params = dict(conn.info.get_parameters())
+    else:
+        return None
+    user = f"{params['user']}@" if params.get("user") else ""
+    host = params.get("host") or "localhost"
+    port = f":{params['port']}" if params.get("port") else ""
+    return f"postgresql://{user}{host}{port}/{params.get('dbname', '')}"

@@ -108,16 +108,20 @@ def test_an_app_built_with_a_context_manager_serves_once() -> None:
         pass
 
 
+SERVED = ApprovalAuthority()
+"""The authority of the refused graphs' gates and of the app refusing them."""
+
+
 def refusal(graph: Any, **options: Any) -> str:
     with pytest.raises(TypeError) as refused:
-        app_for(graph, ApprovalAuthority(), **options)
+        app_for(graph, SERVED, **options)
     message = str(refused.value)
     assert "\n" not in message
     return message
 
 
 def test_a_sync_sqlite_saver_is_refused_naming_its_async_twin(tmp_path: Path) -> None:
-    builder = builder_for(ApprovalAuthority())
+    builder = builder_for(SERVED)
     with SqliteSaver.from_conn_string(str(tmp_path / "c.db")) as saver:
         given = refusal(builder, checkpointer=saver)
         compiled_with = refusal(builder.compile(checkpointer=saver))
@@ -129,14 +133,13 @@ def test_a_sync_sqlite_saver_is_refused_naming_its_async_twin(tmp_path: Path) ->
 def test_a_sync_context_manager_is_refused_before_it_is_opened(tmp_path: Path) -> None:
     path = tmp_path / "c.db"
     opener = SqliteSaver.from_conn_string(str(path))
-    message = refusal(builder_for(ApprovalAuthority()), checkpointer=opener)
+    message = refusal(builder_for(SERVED), checkpointer=opener)
     assert message.startswith("checkpointer: a synchronous context manager")
     assert not path.exists()
 
 
 def test_what_cannot_serve_is_refused_naming_the_field() -> None:
-    authority = ApprovalAuthority()
-    builder = builder_for(authority)
+    builder = builder_for(SERVED)
     assert refusal(builder).startswith("checkpointer: a StateGraph builder needs one")
     own = builder.compile(checkpointer=InMemorySaver())
     assert refusal(own, checkpointer=InMemorySaver()).startswith("graph: it was compiled")
@@ -147,7 +150,7 @@ def test_what_cannot_serve_is_refused_naming_the_field() -> None:
 
 
 def test_a_graph_compiled_without_a_checkpointer_is_refused_when_the_app_is_built() -> None:
-    message = refusal(builder_for(ApprovalAuthority()).compile())
+    message = refusal(builder_for(SERVED).compile())
     assert message.startswith("checkpointer: the graph was compiled without one")
     assert "checkpointer=AsyncSqliteSaver.from_conn_string(path)" in message
 

@@ -135,3 +135,50 @@ def test_a_bad_option_is_one_line_and_leaves_no_files(
     assert "Traceback" not in done.stderr
     assert len((done.stdout + done.stderr).strip().splitlines()) == 1, done
     assert {path.name for path in tmp_path.iterdir()} - before <= {"__pycache__"}
+
+
+GATED_BY_ITS_OWN_LEDGER = '''
+from typing import TypedDict
+
+from langgraph.graph import END, START, StateGraph
+
+from aais_langgraph import ApprovalAuthority, SqliteLedger, request_approval
+
+authority = ApprovalAuthority(SqliteLedger("approvals.db"))
+
+
+class State(TypedDict, total=False):
+    result: str
+
+
+def delete_report(state: State) -> State:
+    action = {"kind": "fs.delete", "name": "rm", "summary": "Delete", "arguments": {"p": "/x"}}
+    return {"result": request_approval(action, authority=authority).resolution.outcome}
+
+
+builder = StateGraph(State)
+builder.add_node("delete_report", delete_report)
+builder.add_edge(START, "delete_report")
+builder.add_edge("delete_report", END)
+'''
+
+
+def test_a_graph_whose_gates_use_another_ledger_is_refused_at_start_naming_both(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "app.py").write_text(GATED_BY_ITS_OWN_LEDGER)
+    command = [sys.executable, "-m", "aais_agui.cli", "serve", "app:builder", "--port", "0"]
+    done = subprocess.run(
+        [*command, "--db", "aais-agui.db", "--local-dev-login"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    refusal = done.stderr.strip().splitlines()[-1]
+    assert refusal.startswith("aais-agui: app:builder: authority: a gate records")
+    gates, served = tmp_path.resolve() / "approvals.db", tmp_path.resolve() / "aais-agui.db"
+    assert f"in {gates}, but the server reads {served}" in refusal
+    assert "Traceback" not in done.stderr and "serving" not in done.stdout

@@ -19,6 +19,7 @@ async function start() {
     }
     $("connection").dataset.state = "down";
     $("connection").textContent = "Not signed in";
+    $("empty").textContent = "Approvals cannot be shown: the server refused this page.";
     setChatStatus(`The server refused this page: ${error.message}`, "error");
     return;
   }

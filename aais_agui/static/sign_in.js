@@ -2,7 +2,7 @@
 // "Sign in" link when the page is refused, and a "Sign out" button for a signed-in session.
 // Nothing here is asked of a server without sign-in, except after it refused the page.
 
-import { $, getJSON, href, postJSON, state } from "./common.js";
+import { $, el, getJSON, href, postJSON, state } from "./common.js";
 
 /** The server's sign-in routes (`GET login/status`), or null when it offers none. */
 export async function signInStatus() {
@@ -25,6 +25,13 @@ export function offerSignIn(status) {
   $("actor").textContent = "";
   $("connection").dataset.state = "down";
   $("connection").textContent = "Not signed in";
+  // The list is not empty, it is not shown: say so, where the cards would be.
+  const again = el("a", "sign-in-inline", "Sign in");
+  again.href = link.href;
+  const empty = $("empty");
+  empty.replaceChildren("You are not signed in. ", again, " to see the approvals waiting for you.");
+  empty.dataset.signedOut = "true";
+  empty.hidden = false;
 }
 
 /** For a session the sign-in opened: remember it and show "Sign out". */

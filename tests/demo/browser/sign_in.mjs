@@ -52,6 +52,16 @@ function watch(name, page) {
   page.on("pageerror", (error) => problems.push(`${name}: page error: ${error.message}`));
 }
 
+// Signed out, the approvals list says so and offers "Sign in", never "Nothing is waiting".
+async function signedOutList(page, name) {
+  const empty = page.locator("#empty");
+  await empty.waitFor({ state: "visible" });
+  const said = (await empty.textContent()).trim();
+  expect(said.startsWith("You are not signed in.") && !said.includes("Nothing is waiting"), `${name}'s list says they are not signed in: ${said}`);
+  const inline = await empty.locator("a").getAttribute("href");
+  expect(inline === (await page.locator("#sign-in").getAttribute("href")), `${name}'s list links to sign-in: ${inline}`);
+}
+
 // One person: a browser context of their own, signed in through the page's "Sign in" link
 // and the provider's login form.
 async function signIn(name) {
@@ -65,6 +75,7 @@ async function signIn(name) {
   const link = page.locator("#sign-in");
   await link.waitFor({ state: "visible" });
   expect((await page.locator("#connection").textContent()).trim() === "Not signed in", `${name}'s page says "Not signed in"`);
+  await signedOutList(page, name);
   await link.click();
   await page.waitForURL((address) => address.origin !== origin);
   await page.locator("input[name=login]").fill(name);
@@ -160,6 +171,7 @@ try {
   await carol.page.locator("#sign-out").click();
   await carol.page.locator("#sign-in").waitFor({ state: "visible" });
   expect((await carol.page.locator("#connection").textContent()).trim() === "Not signed in", "carol's page says Not signed in");
+  await signedOutList(carol.page, "carol");
   step("carol-signed-out");
   await shot(carol, "05-carol-signed-out");
   // Her other tab's stream ends at its next re-authentication and offers "Sign in".

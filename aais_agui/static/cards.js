@@ -202,6 +202,12 @@ function argumentValue(text) {
   return box;
 }
 
+// A string reads as its text (line breaks as lines, invisible characters marked); other
+// values, an empty string and one with blank ends (the quotes show them) read as JSON.
+function shownValue(value) {
+  return typeof value === "string" && value !== "" && value.trim() === value ? value : json(value);
+}
+
 function isReference(value, hint) {
   return typeof value === "string" && (/^secret:\/\//i.test(value) || (hint && hint.includes(value)));
 }
@@ -232,7 +238,6 @@ function buildCard(request) {
     const by = quorum.approved_by?.length ? `; approved so far by ${quorum.approved_by.join(", ")}` : "";
     addRow(originList, "Quorum", `${progress}${by} — each from a different person`, "quorum");
   }
-  if (origin.run_id) addRow(originList, "Run", origin.run_id, "id");
   if (origin.project) addRow(originList, "Project", origin.project);
 
   const line = element.querySelector(".action-line");
@@ -253,7 +258,7 @@ function buildCard(request) {
   for (const name of names) {
     const value = action.arguments[name];
     const cell = document.createDocumentFragment();
-    cell.append(argumentValue(json(value)));
+    cell.append(argumentValue(shownValue(value)));
     if (presentation.redacted && isReference(value, hint)) {
       cell.append(el("span", "flag", "redacted reference — see binding hint"));
     }

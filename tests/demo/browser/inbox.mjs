@@ -83,7 +83,9 @@ try {
   await tests.waitFor();
   const digest = await tests.locator(".digest").textContent();
   expect(/^sha256:[0-9a-f]{64}$/.test(digest), `digest shown: ${digest}`);
-  expect((await tests.locator(".arguments").textContent()).includes('"pytest -q"'), "arguments shown");
+  const argumentsText = await tests.locator(".arguments").textContent();
+  expect(argumentsText.includes("pytest -q") && !argumentsText.includes('"pytest -q"'), `arguments read as text: ${argumentsText}`);
+  expect((await tests.locator(".origin dt", { hasText: /^Run$/ }).count()) === 0, "no internal run id on the card");
   expect((await tests.locator(".origin").textContent()).includes("aais-langgraph"), "harness shown");
   await tests.locator(".scope-lines li", { hasText: "starting with 'pytest'" }).waitFor();
   // The session choice names what it grants: the proposed program, as whole words.
@@ -108,6 +110,11 @@ try {
   expect(await email.locator(".redacted").isVisible(), "redaction notice shown");
   expect((await email.locator(".redacted .hint").textContent()).includes("secret://smtp/password"), "binding hint");
   await email.locator(".flag", { hasText: "redacted reference" }).waitFor();
+  const body = await email
+    .locator(".arguments > div", { has: page.locator("dt", { hasText: /^body$/ }) })
+    .locator("pre.value")
+    .textContent();
+  expect(body.startsWith("Hello,\n\nAs requested:") && !body.includes("\\n"), `the email body reads as text: ${body}`);
   await shot("04-two-approvals");
   await page.emulateMedia({ colorScheme: "dark" });
   await page.waitForTimeout(400); // let colour transitions finish

@@ -41,5 +41,5 @@ def test_a_node_projects_main_file_exists(package: Path) -> None:
 def test_the_openid_provider_tests_start_the_file_its_project_names() -> None:
     from support.oidc_provider import PROJECT, START_FILE
 
-    assert START_FILE == manifest(PROJECT / "package.json")["main"]
+    assert manifest(PROJECT / "package.json")["main"] == START_FILE
     assert (PROJECT / START_FILE).is_file()

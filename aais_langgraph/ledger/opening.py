@@ -102,11 +102,18 @@ def ledger_location(ledger: Ledger) -> str | None:
 
 
 def same_ledger(first: Ledger, second: Ledger) -> bool:
-    """False only when both ledgers say where they are and the places differ."""
+    """False only when both ledgers say where they are and the places surely differ: two
+    in-memory ledgers, two SQLite files, SQLite and PostgreSQL, or PostgreSQL databases of
+    different names (the same name is taken as the same database: a host or port may be
+    spelled two ways, and a working deployment must never be refused)."""
     if first is second:
         return True
     here, there = ledger_location(first), ledger_location(second)
-    return here is None or there is None or here == there
+    if here is None or there is None:
+        return True
+    if here.startswith("postgresql://") and there.startswith("postgresql://"):
+        return here.rpartition("/")[2] == there.rpartition("/")[2]
+    return here == there
 
 
 def is_postgres_ledger(ledger: Ledger) -> bool:

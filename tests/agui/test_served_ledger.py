@@ -132,10 +132,22 @@ def test_an_authority_a_node_builds_as_it_runs_is_refused_at_its_first_request(
 
 
 def test_a_postgres_ledger_is_named_without_its_password() -> None:
+    ledger = postgres_ledger("postgresql://app:s3cret-password@db.example:5432/approvals")
+    assert ledger_location(ledger) == "postgresql://app@db.example:5432/approvals"
+
+
+def postgres_ledger(url: str) -> Any:
     from psycopg_pool import ConnectionPool
 
     from aais_langgraph.ledger.postgres import PostgresLedger
 
-    url = "postgresql://app:s3cret-password@db.example:5432/approvals"
-    pool: ConnectionPool[Any] = ConnectionPool(url, open=False)
-    assert ledger_location(PostgresLedger(pool)) == "postgresql://app@db.example:5432/approvals"
+    return PostgresLedger(ConnectionPool(url, open=False))
+
+
+def test_a_postgres_database_spelled_two_ways_is_one_ledger() -> None:
+    from aais_langgraph.ledger import same_ledger
+
+    by_name = postgres_ledger("postgresql://app@localhost/approvals")
+    by_address = postgres_ledger("postgresql://app:pw@127.0.0.1:5432/approvals")
+    other = postgres_ledger("postgresql://app@localhost/other")
+    assert same_ledger(by_name, by_address) and not same_ledger(by_name, other)

@@ -137,7 +137,7 @@ def test_a_bad_option_is_one_line_and_leaves_no_files(
     assert {path.name for path in tmp_path.iterdir()} - before <= {"__pycache__"}
 
 
-GATED_BY_ITS_OWN_LEDGER = '''
+GATED_BY_ITS_OWN_LEDGER = """
 from typing import TypedDict
 
 from langgraph.graph import END, START, StateGraph
@@ -160,7 +160,7 @@ builder = StateGraph(State)
 builder.add_node("delete_report", delete_report)
 builder.add_edge(START, "delete_report")
 builder.add_edge("delete_report", END)
-'''
+"""
 
 
 def test_a_graph_whose_gates_use_another_ledger_is_refused_at_start_naming_both(

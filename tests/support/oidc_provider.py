@@ -1,9 +1,9 @@
 """A real OpenID provider for the sign-in tests (node-oidc-provider, tests/oidc_provider/).
 
-:func:`openid_provider` starts the project's ``main`` (``provider.mjs``) on a loopback port with one client whose
-redirect URI the test names; :func:`sign_in_at_provider` signs a person in at its login form
-the way a browser would (following its redirects with its own cookies) and returns the
-callback URL the provider sends the browser back to.
+:func:`openid_provider` starts the project's ``main`` (``provider.mjs``) on a loopback
+port with one client whose redirect URI the test names; :func:`sign_in_at_provider` signs
+a person in at its login form the way a browser would (following its redirects with its
+own cookies) and returns the callback URL the provider sends the browser back to.
 """
 
 from __future__ import annotations

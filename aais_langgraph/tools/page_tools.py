@@ -139,10 +139,13 @@ def page_tool_arguments(arguments: Mapping[str, Any], page: PageBinding | None) 
 
 
 def summarize_page_call(name: str, arguments: Mapping[str, Any], origin: str | None) -> str:
-    """A value-free summary: the page tool, the page origin and the argument names."""
-    text = f"Run the page tool '{name}' in the page at {origin or 'an unknown origin'}"
+    """A value-free summary, as a tool call's reads: the page tool, its argument names in
+    the call's order and the page origin (``change_background (color) in the page at
+    https://app.example``); never an argument's value."""
+    text = name
     if arguments:
-        text += " with arguments: " + ", ".join(sorted(str(key) for key in arguments))
+        text += " (" + ", ".join(str(key) for key in arguments) + ")"
+    text += f" in the page at {origin or 'an unknown origin'}"
     return text if len(text) <= SUMMARY_LIMIT else text[: SUMMARY_LIMIT - 1] + "…"
 
 

@@ -184,3 +184,10 @@ def test_authority_from_runtime_context(recorder) -> None:
     agent.invoke({"messages": [("user", "go")]}, thread(), context=Context(authority))
     assert list(pending(agent, thread())) == ["c1"]
     assert len(authority.ledger.list_pending()) == 1
+
+
+def test_a_page_tools_summary_reads_as_a_tool_calls_in_its_order() -> None:
+    from aais_langgraph.tools.page_tools import summarize_page_call
+
+    summary = summarize_page_call("move", {"x": 10, "y": "secret-ish"}, "https://app.example")
+    assert summary == "move (x, y) in the page at https://app.example"

@@ -96,7 +96,7 @@ def ledger_location(ledger: Ledger) -> str | None:
         return f"an in-memory ledger (0x{id(ledger):x})"
     if isinstance(ledger, SqliteLedger):
         return _sqlite_location(ledger)
-    if is_postgres_ledger(ledger):
+    if _is_postgres_ledger(ledger):
         return _postgres_location(ledger)
     return None
 
@@ -112,11 +112,12 @@ def same_ledger(first: Ledger, second: Ledger) -> bool:
     if here is None or there is None:
         return True
     if here.startswith("postgresql://") and there.startswith("postgresql://"):
-        return here.rpartition("/")[2] == there.rpartition("/")[2]
+        names = here.rpartition("/")[2], there.rpartition("/")[2]
+        return not all(names) or names[0] == names[1]  # a name from PGDATABASE is unknown
     return here == there
 
 
-def is_postgres_ledger(ledger: Ledger) -> bool:
+def _is_postgres_ledger(ledger: Ledger) -> bool:
     """True for a :class:`~.postgres.PostgresLedger` (without importing psycopg)."""
     return any(
         cls.__name__ == "PostgresLedger" and cls.__module__.endswith(".ledger.postgres")

@@ -4,9 +4,9 @@ LangGraph Server drives a graph with ``astream`` on its event loop and, without
 ``--allow-blocking``, fails any blocking call made there (``blockbuster``,
 :mod:`.detector`). Each test here builds one gate path, finds its authority
 through ``AAIS_LEDGER_URL`` as a hosted graph does (the ledger is opened on the
-first gated call, inside the run), runs it with the server's async checkpointer
-kind, and goes request -> pause -> decision -> resume -> the action runs once,
-with the detector active throughout. A decision is sent as the server passes it
+first gated call, inside the run), runs it with an async checkpointer (as the
+server's is), and goes request -> pause -> decision -> resume -> the action runs
+once, with the detector active throughout. A decision is sent as the server passes it
 on: a raw ``approval.decided`` whose body names mallory, in a run whose
 ``configurable`` carries the custom-auth user, who is what gets recorded.
 
@@ -187,23 +187,25 @@ async def test_the_async_twin_opens_the_environments_ledger_off_the_loop(ledger_
 # -- bare gates in nodes --------------------------------------------------------------------
 
 
-class Command_(TypedDict, total=False):
+class CommandState(TypedDict, total=False):
     command: str
     outcome: str
 
 
 def node_graph(node: Callable[..., Any], saver: Any) -> Any:
-    builder = StateGraph(Command_)
+    builder = StateGraph(CommandState)
     builder.add_node("act", node)
     builder.add_edge(START, "act")
     builder.add_edge("act", END)
     return builder.compile(checkpointer=saver)
 
 
-async def test_request_approval_in_an_async_node(ledger_url: str, saver: Any) -> None:
+async def test_async_node_gate_runs_its_action_once_off_the_loop(
+    ledger_url: str, saver: Any
+) -> None:
     effects: list[str] = []
 
-    async def act(state: Command_) -> dict[str, Any]:
+    async def act(state: CommandState) -> dict[str, Any]:
         resolved = await arequest_approval({**ACTION, "arguments": {"command": state["command"]}})
         if resolved.approved:
             effects.append(resolved.resolution.request_id)
@@ -214,10 +216,12 @@ async def test_request_approval_in_an_async_node(ledger_url: str, saver: Any) ->
     assert done["outcome"] == "approved"
 
 
-async def test_request_approval_in_a_sync_node(ledger_url: str, saver: Any) -> None:
+async def test_sync_node_gate_runs_its_action_once_in_a_worker_thread(
+    ledger_url: str, saver: Any
+) -> None:
     effects: list[str] = []
 
-    def act(state: Command_) -> dict[str, Any]:
+    def act(state: CommandState) -> dict[str, Any]:
         resolved = request_approval({**ACTION, "arguments": {"command": state["command"]}})
         if resolved.approved:
             effects.append(resolved.resolution.request_id)
@@ -228,7 +232,7 @@ async def test_request_approval_in_a_sync_node(ledger_url: str, saver: Any) -> N
     assert done["outcome"] == "approved"
 
 
-async def test_approval_node(ledger_url: str, saver: Any) -> None:
+async def test_approval_node_approves_in_a_worker_thread(ledger_url: str, saver: Any) -> None:
     effects: list[str] = []
 
     class Gated(TypedDict, total=False):
@@ -253,15 +257,17 @@ async def test_approval_node(ledger_url: str, saver: Any) -> None:
     assert done["approval"]["resolution"]["outcome"] == "approved"
 
 
-def command_action(state: Command_) -> dict[str, Any]:
+def command_action(state: CommandState) -> dict[str, Any]:
     return {**ACTION, "arguments": {"command": state["command"]}}
 
 
-async def test_requires_approval_on_an_async_node(ledger_url: str, saver: Any) -> None:
+async def test_requires_approval_async_body_runs_once_off_the_loop(
+    ledger_url: str, saver: Any
+) -> None:
     effects: list[str] = []
 
     @requires_approval(command_action)
-    async def act(state: Command_) -> dict[str, Any]:
+    async def act(state: CommandState) -> dict[str, Any]:
         effects.append(approval_key())
         return {"outcome": "ran"}
 
@@ -270,11 +276,13 @@ async def test_requires_approval_on_an_async_node(ledger_url: str, saver: Any) -
     assert done["outcome"] == "ran"
 
 
-async def test_requires_approval_on_a_sync_node(ledger_url: str, saver: Any) -> None:
+async def test_requires_approval_sync_body_runs_once_in_a_worker_thread(
+    ledger_url: str, saver: Any
+) -> None:
     effects: list[str] = []
 
     @requires_approval(command_action)
-    def act(state: Command_) -> dict[str, Any]:
+    def act(state: CommandState) -> dict[str, Any]:
         effects.append(approval_key())
         return {"outcome": "ran"}
 
@@ -358,7 +366,9 @@ def tool_results(values: dict[str, Any]) -> dict[str, str]:
     }
 
 
-async def test_approval_middleware_async(ledger_url: str, saver: Any) -> None:
+async def test_middleware_async_tool_call_runs_once_off_the_loop(
+    ledger_url: str, saver: Any
+) -> None:
     effects: list[str] = []
     searches: list[str] = []
     agent = create_agent(
@@ -374,7 +384,9 @@ async def test_approval_middleware_async(ledger_url: str, saver: Any) -> None:
     assert tool_results(done)["c1"] == "sent to bob@example.com"
 
 
-async def test_approval_middleware_sync_inside_a_served_run(ledger_url: str, saver: Any) -> None:
+async def test_middleware_sync_tool_call_runs_once_in_a_worker_thread(
+    ledger_url: str, saver: Any
+) -> None:
     """The server never runs a graph synchronously, but a sync node may invoke an agent:
     LangGraph runs that node in a worker thread, where the middleware's sync
     ``wrap_tool_call`` gates the call."""
@@ -400,7 +412,7 @@ async def test_approval_middleware_sync_inside_a_served_run(ledger_url: str, sav
     assert tool_results(done)["c1"] == "sent to bob@example.com"
 
 
-async def test_gated_tool_node(ledger_url: str, saver: Any) -> None:
+async def test_gated_tool_node_call_runs_once_off_the_loop(ledger_url: str, saver: Any) -> None:
     effects: list[str] = []
     searches: list[str] = []
     model = calling_model()
@@ -429,7 +441,7 @@ async def test_concurrent_first_gated_calls_share_one_ledger(ledger_url: str, sa
     off the loop, and both requests land in it."""
     effects: list[str] = []
 
-    async def act(state: Command_) -> dict[str, Any]:
+    async def act(state: CommandState) -> dict[str, Any]:
         resolved = await arequest_approval({**ACTION, "arguments": {"command": state["command"]}})
         effects.append(resolved.resolution.request_id)
         return {}
@@ -474,7 +486,7 @@ async def test_tampered_decision_is_refused_and_the_approval_stays_pending(
 ) -> None:
     effects: list[str] = []
 
-    async def act(state: Command_) -> dict[str, Any]:
+    async def act(state: CommandState) -> dict[str, Any]:
         resolved = await arequest_approval({**ACTION, "arguments": {"command": state["command"]}})
         if resolved.approved:
             effects.append(resolved.resolution.request_id)

@@ -436,6 +436,44 @@ async def test_gated_tool_node_call_runs_once_off_the_loop(ledger_url: str, save
     assert tool_results(done)["c1"] == "sent to bob@example.com"
 
 
+async def test_subagent_tool_call_runs_once_off_the_loop(ledger_url: str, saver: Any) -> None:
+    """A deep agent's subagent carries the middleware; its gated call pauses the parent's
+    run (inside the ``task`` tool's subgraph) and resumes through it."""
+    from deepagents import create_deep_agent
+
+    effects: list[str] = []
+    searches: list[str] = []
+    delegate = {"subagent_type": "mailer", "description": "Email bob."}
+    parent = ScriptedModel(
+        responses=[
+            AIMessage(
+                content="",
+                tool_calls=[{"name": "task", "args": delegate, "id": "t1", "type": "tool_call"}],
+                id="parent-0",
+            ),
+            AIMessage(content="The mailer is done.", id="parent-1"),
+        ]
+    )
+    agent = create_deep_agent(
+        model=parent,
+        subagents=[
+            {
+                "name": "mailer",
+                "description": "Sends email.",
+                "system_prompt": "You send email.",
+                "model": calling_model(),
+                "tools": async_tools(effects, searches),
+                "middleware": [ApprovalMiddleware({"send_email": True})],
+            }
+        ],
+        checkpointer=saver,
+    )
+    request_id, done = await approve_in_turn(agent, {"messages": [("user", "go")]}, effects)
+    await assert_ran_once_for_alice(effects, request_id)
+    assert searches == ["q"]
+    assert done["messages"][-1].content == "The mailer is done."
+
+
 async def test_concurrent_first_gated_calls_share_one_ledger(ledger_url: str, saver: Any) -> None:
     """Two runs reach their first gate at once on a fresh process: one ledger is opened,
     off the loop, and both requests land in it."""
@@ -507,4 +545,35 @@ async def test_tampered_decision_is_refused_and_the_approval_stays_pending(
         state = await graph.aget_state(config)
     assert [pending.id for pending in state.interrupts] == [interrupt.id]
     assert await pending_ids() == [requested.request.id]
+    assert effects == []
+
+
+async def test_approval_of_an_action_changed_since_it_was_shown_is_stale_off_the_loop(
+    ledger_url: str, saver: Any
+) -> None:
+    """The node computes its action from outside the graph state. A presenter sharing the
+    ledger recorded alice's approval of what was shown; the action changed before the
+    run resumed with that resolution, so the node gets ``stale`` and runs nothing."""
+    effects: list[str] = []
+    outside = {"command": "ls"}
+
+    async def act(state: CommandState) -> dict[str, Any]:
+        resolved = await arequest_approval({**ACTION, "arguments": dict(outside)})
+        if resolved.approved:
+            effects.append(resolved.resolution.request_id)
+        return {"outcome": resolved.resolution.outcome}
+
+    graph = node_graph(act, saver)
+    config = served_config()
+    with server_detector():
+        paused = await graph.ainvoke({"command": "ls"}, config)
+        [interrupt] = paused["__interrupt__"]
+        requested = ApprovalRequested.from_data(interrupt.value)
+        authority = await aauthority_from_env()
+        decided = build_decision(requested, decision="approve", actor=MALLORY)
+        notice = await authority.adecide(decided, actor=RECORDED_ALICE)
+        assert notice.approved
+        outside["command"] = "rm -rf /"
+        done = await graph.ainvoke(Command(resume={interrupt.id: notice.to_json()}), config)
+    assert done["outcome"] == "stale"
     assert effects == []

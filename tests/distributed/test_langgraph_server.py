@@ -221,6 +221,7 @@ def test_approve_through_the_sdk_runs_the_action_once(server: Server) -> None:
     final = client.threads.get_state(thread_id)
     assert final["next"] == [] and final["interrupts"] == [], again
     assert server.effects() == [f"{requested.request.id} ls -la"]
+    assert "BlockingError" not in server.full_log(), server.log()
 
 
 def test_without_auth_raw_decisions_are_refused(server_without_auth: Server) -> None:

@@ -34,7 +34,13 @@ from ..gate import ExecutionUnknownError, arequest_approval, execution_state, re
 from ..gate.execution import finish
 from ..gate.nodes import APPROVAL_KEY, key_of, run_approved
 from ..gate.quorum import Quorum
-from ..gate.run_context import RunCoordinates, derive_origin, find_authority, peek_coordinates
+from ..gate.run_context import (
+    RunCoordinates,
+    afind_authority,
+    derive_origin,
+    find_authority,
+    peek_coordinates,
+)
 from ..ledger import StoredRequest
 from ..protocol import (
     AAISValidationError,
@@ -208,7 +214,7 @@ class ToolCallGate:
         rule = self.rules.get(request.tool_call["name"])
         if rule is None:
             return await handler(request)
-        authority = find_authority(self.authority)
+        authority = await afind_authority(self.authority)
         try:
             gated = await asyncio.to_thread(self._open, authority, rule, request)
         except AAISValidationError as error:

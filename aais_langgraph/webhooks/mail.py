@@ -173,7 +173,7 @@ def _check_headers(message: EmailMessage, written: list[str]) -> None:
         raise MessageNotBuilt("the message cannot be written") from None
     parsed = email.message_from_bytes(sent, policy=email.policy.SMTP)
     expected = [*written, "Content-Type", "Content-Transfer-Encoding", "MIME-Version"]
-    if sorted(name.lower() for name in parsed.keys()) != sorted(n.lower() for n in expected):
+    if sorted(name.lower() for name in parsed) != sorted(n.lower() for n in expected):
         raise MessageNotBuilt("a header value would be read as another header")
     if parsed.defects or parsed.get_content().splitlines() != message.get_content().splitlines():
         raise MessageNotBuilt("the message's body would not read back as written")

@@ -18,7 +18,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from hostile.report import hostile_input, record
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -36,6 +35,7 @@ from aais_langgraph.webhooks import (
     resolved_message,
     slack_body,
 )
+from hostile.report import hostile_input, record
 
 from .mailbox import Mailbox
 
@@ -138,7 +138,7 @@ def mailed_as_written(mailbox: Mailbox, subject: str) -> bool:
     """Whether the one mail received holds only the sender's headers, went to the
     configured recipient alone, and its body starts where the sender's does."""
     ((recipients, message),) = mailbox.messages
-    names = {name.lower() for name in message.keys()}
+    names = {name.lower() for name in message}
     body = mailbox.bodies()[0]
     return (
         recipients == ("oncall@example.com",)
@@ -275,5 +275,5 @@ def test_any_summary_builds_a_message_that_reads_back_with_the_senders_headers(
         include_arguments=True,
     )
     read = email.message_from_bytes(message.as_bytes(policy=email.policy.SMTP))
-    assert {name.lower() for name in read.keys()} == HEADERS
+    assert {name.lower() for name in read} == HEADERS
     assert len(unfolded(read, "Subject").splitlines()) == 1

@@ -93,6 +93,9 @@ logger = logging.getLogger(__name__)
 _NOT_VISIBLE = "the subscription's principal may not view the request"
 _SLACK_ERROR = re.compile(r"[a-z_]{1,64}")
 """Slack's error codes (``channel_not_found``): kept as the error; anything else is not."""
+_SLACK_ID = re.compile(r"[A-Z0-9]{1,64}")
+_SLACK_TS = re.compile(r"[0-9]{1,12}\.[0-9]{1,9}")
+"""A posted message's channel id and ``ts``, as Slack names them (kept to rewrite it)."""
 
 _RESULTS = {"pending": "failed", "dead": "dead", "delivered": "delivered", "skipped": "skipped"}
 """The span's result for the state an attempt left the delivery in."""
@@ -432,7 +435,11 @@ class WebhookWorker:
                         metadata=_post_metadata(delivery),
                         **message,
                     )
-                    posted = f"{answer['channel']} {answer['ts']}"
+                    where, ts = answer.get("channel"), answer.get("ts")
+                    if not _SLACK_ID.fullmatch(str(where)) or not _SLACK_TS.fullmatch(str(ts)):
+                        unnamed = "slack answered without the message's channel and ts"
+                        return self._failed(subscription, delivery, unnamed)
+                    posted = f"{where} {ts}"
                 return settled_change("done", time.time(), counted=True, result=posted)
             if resolved is None:  # pragma: no cover - a resolved notice has its resolution
                 raise _Skipped("the request has no resolution")

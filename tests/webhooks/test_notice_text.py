@@ -12,6 +12,7 @@ from __future__ import annotations
 import email
 import email.policy
 import re
+import sys
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -35,6 +36,7 @@ from aais_langgraph.webhooks import (
     resolved_message,
     slack_body,
 )
+from aais_langgraph.webhooks.plain_text import header_text, one_line
 from hostile.report import hostile_input, record
 
 from .mailbox import Mailbox
@@ -277,3 +279,12 @@ def test_any_summary_builds_a_message_that_reads_back_with_the_senders_headers(
     read = email.message_from_bytes(message.as_bytes(policy=email.policy.SMTP))
     assert {name.lower() for name in read} == HEADERS
     assert len(unfolded(read, "Subject").splitlines()) == 1
+
+
+def test_every_character_that_breaks_a_line_is_shown_as_a_space() -> None:
+    breaking = [
+        char for char in map(chr, range(sys.maxunicode + 1)) if len(f"a{char}b".splitlines()) > 1
+    ]
+    assert set(LINE_BREAKS) - {"\r\n"} == set(breaking)  # the list the tests above use
+    assert [one_line(f"a{char}b") for char in breaking] == ["a b"] * len(breaking)
+    assert all("=?" not in header_text(f"={char}?") for char in breaking)

@@ -12,6 +12,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from hostile.report import record
 
@@ -129,3 +131,29 @@ def test_a_click_naming_a_channel_of_no_app_is_still_refused(site: SlackSite) ->
     assert answer.status_code == 422
     assert answer.json()["error"]["code"] == "aais.slack_payload"
     assert site.authority.get_resolution(request_id) is None and site.paused(thread_id)
+
+
+HEADER_BYTES = st.binary(max_size=80).map(
+    lambda raw: bytes(b for b in raw if b > 0x20 and b != 0x7F)
+)
+"""Any bytes a header value may carry on the wire (visible ASCII and obs-text)."""
+
+
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    body=st.binary(max_size=300), timestamp=HEADER_BYTES, signature=HEADER_BYTES, now=st.booleans()
+)
+def test_any_unsigned_body_and_headers_are_a_failed_signature(
+    site: SlackSite, body: bytes, timestamp: bytes, signature: bytes, now: bool
+) -> None:
+    headers: dict[str, Any] = {
+        "content-type": "application/x-www-form-urlencoded",
+        "x-slack-request-timestamp": str(int(time.time())).encode() if now else timestamp,
+        "x-slack-signature": signature,
+    }
+    answer = post_click(site, body, headers)
+    tally(site, None, answer)
+    assert answer.status_code == 401, answer.text
+    assert answer.json()["error"]["code"] == "aais.slack_signature"

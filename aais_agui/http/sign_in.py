@@ -217,7 +217,12 @@ class BrowserSignIn:
         except AAISValidationError:
             logger.warning("a stored browser session does not hold an AAIS actor")
             return None
-        return Authenticated(actor, cookie_session=True, groups=frozenset(found.groups))
+        return Authenticated(
+            actor,
+            cookie_session=True,
+            groups=frozenset(found.groups),
+            secure_cookies=self.settings.secure_cookies,
+        )
 
     async def end_sessions_of(self, actor_id: str) -> int:
         """End every session of ``actor_id`` (revocation); how many ended."""

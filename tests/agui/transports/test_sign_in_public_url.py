@@ -92,3 +92,25 @@ def test_the_session_cookie_is_secure_when_the_public_url_is_https(site: Site) -
     secure = bool(cookies[SESSION_COOKIE]["secure"])
     record(CATEGORY, 1, failed_open=int(not secure))
     assert secure and cookies[SESSION_COOKIE]["httponly"]
+
+
+def test_the_csrf_cookie_is_secure_when_the_public_url_is_https(site: Site) -> None:
+    started = httpx.get(f"{site.url}/login", headers=PROXIED)
+    url = sign_in_at_provider(
+        started.headers["location"], "bob", redirect_url=site.provider.redirect_url
+    )
+    parts = urlsplit(url)
+    browser_value = set_cookies(started)["aais_sign_in"].value
+    signed_in = httpx.get(
+        f"{site.url}{parts.path}?{parts.query}",
+        headers={**PROXIED, "cookie": f"aais_sign_in={browser_value}"},
+    )
+    session = set_cookies(signed_in)[SESSION_COOKIE].value
+    response = httpx.get(
+        f"{site.url}/approvals/csrf",
+        headers={**PROXIED, "cookie": f"{SESSION_COOKIE}={session}"},
+    )
+    assert response.status_code == 200, response.text
+    secure = bool(set_cookies(response)["aais_csrf"]["secure"])
+    record(CATEGORY, 1, failed_open=int(not secure))
+    assert secure

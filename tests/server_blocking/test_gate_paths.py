@@ -35,6 +35,7 @@ from langgraph.types import Command
 from aais_langgraph import (
     ApprovalRequested,
     arequest_approval,
+    aresume_with_decisions,
     build_decision,
     request_approval,
     requires_approval,
@@ -577,3 +578,31 @@ async def test_approval_of_an_action_changed_since_it_was_shown_is_stale_off_the
         done = await graph.ainvoke(Command(resume={interrupt.id: notice.to_json()}), config)
     assert done["outcome"] == "stale"
     assert effects == []
+
+
+# -- answering from outside a run ---------------------------------------------------------
+
+
+async def test_aresume_with_decisions_finds_the_environments_ledger_off_the_loop(
+    ledger_url: str, saver: Any
+) -> None:
+    effects: list[str] = []
+
+    async def act(state: CommandState) -> dict[str, Any]:
+        resolved = await arequest_approval({**ACTION, "arguments": {"command": state["command"]}})
+        if resolved.approved:
+            effects.append(resolved.resolution.request_id)
+        return {"outcome": resolved.resolution.outcome}
+
+    graph = node_graph(act, saver)
+    config: RunnableConfig = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    paused = await graph.ainvoke({"command": "ls"}, config)
+    requested = ApprovalRequested.from_data(paused["__interrupt__"][0].value)
+    close_env_authorities()  # a fresh process: nothing opened yet
+    decided = build_decision(requested, decision="approve", scope="once", actor=MALLORY)
+    with server_detector():
+        [resolved] = await aresume_with_decisions(
+            graph, config, decided, actor={"id": "alice", "type": "human"}
+        )
+    assert resolved.resolution.outcome == "approved"
+    assert effects == [requested.request.id]

@@ -34,7 +34,13 @@ from ..gate import ExecutionUnknownError, arequest_approval, execution_state, re
 from ..gate.execution import finish
 from ..gate.nodes import APPROVAL_KEY, key_of, run_approved
 from ..gate.quorum import Quorum
-from ..gate.run_context import RunCoordinates, derive_origin, find_authority, peek_coordinates
+from ..gate.run_context import (
+    RunCoordinates,
+    derive_origin,
+    find_authority,
+    peek_coordinates,
+    subagent_extension,
+)
 from ..ledger import StoredRequest
 from ..protocol import (
     AAISValidationError,
@@ -297,6 +303,7 @@ class ToolCallGate:
             extensions={
                 TOOL_CALL_ID_EXTENSION: call["id"],  # as the model sent it, to pair the result
                 EDITABLE_EXTENSION: rule.editable,
+                **subagent_extension(coordinates),
                 **requester_extension(coordinates.requester),
                 **({} if quorum is None else quorum.extension()),
             },

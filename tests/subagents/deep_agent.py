@@ -36,11 +36,14 @@ from aais_langgraph import ApprovalAuthority
 from aais_langgraph.tools import ApprovalMiddleware
 
 RECIPIENT = "bob@example.com"
+EDITED = "carol@example.com"
+"""The recipient a reviewer's edit sets."""
 GATED = "send_email"
 SIBLINGS = ("take_note", "look_up", "search")
 """The ungated tools: the parent's own, the gated tool's sibling in the mailer, the
 researcher's."""
 SEND_CALL_ID = "call_send_email"
+LOOK_UP_CALL_ID = "call_look_up"
 
 
 class ScriptedChatModel(FakeMessagesListChatModel):
@@ -169,7 +172,7 @@ def build_deep_agent(
     mailer = _script(
         "mailer",
         _call(GATED, SEND_CALL_ID, to=RECIPIENT),
-        _call("look_up", "call_look_up", query="bob"),
+        _call("look_up", LOOK_UP_CALL_ID, query="bob"),
     )
     researcher = _script("researcher", _call("search", "call_search", query="x"))
     mailer_spec: dict[str, Any] = {

@@ -303,4 +303,4 @@ def test_killed_after_the_tool_returned_nothing_runs_again(scene: Scene, point: 
     tally(end)
     assert end.counts == {GATED: 1, **SIBLINGS_ONCE}
     assert end.finished and end.lost == [] and end.unknown == []
-    assert RECIPIENT  # the approved recipient, not an edit
+    assert end.edited_runs == 0 and scene.effects.lines().count(f"{GATED} {RECIPIENT}") == 1

@@ -37,6 +37,7 @@ import json
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -81,11 +82,11 @@ def arm(job: dict[str, Any], backend: Backend) -> None:
             stop_here(job, point)
 
     def put_hook(config: Any, checkpoint: Any, *args: Any, **kwargs: Any) -> Any:
-        stored = put(config, checkpoint, *args, **kwargs)
+        saved = put(config, checkpoint, *args, **kwargs)
         namespace = str(config["configurable"].get("checkpoint_ns", ""))
-        if point == "checkpoint_saved" and namespace == "" and _parent_done(checkpoint):
+        if point == "checkpoint_saved" and namespace == "" and stored.parent_done:
             stop_here(job, point)
-        return stored
+        return saved
 
     saver.put_writes = writes_hook
     saver.put = put_hook
@@ -132,12 +133,15 @@ class Stored:
         self.lock = threading.Lock()
         self.answered: set[str] = set()
         self.subagent_interrupt = False
+        self.parent_done = False
+        """The parent's final answer is stored (its next checkpoint ends the run)."""
 
     def note(self, namespace: str, task_id: str, writes: Any, interrupted: bool) -> None:
         with self.lock:
             if namespace and interrupted:
                 self.subagent_interrupt = True
             self.answered.update(call for call in SIBLING_CALLS if _answers(writes, call))
+            self.parent_done = self.parent_done or (namespace == "" and _parent_done(writes))
 
     def wait_for_siblings(self) -> None:
         deadline = time.monotonic() + SIBLINGS_WAIT
@@ -149,21 +153,25 @@ class Stored:
         raise SystemExit("the sibling tool calls' writes were never stored")
 
 
+def _messages(writes: Any) -> Iterator[Any]:
+    for channel, value in writes:
+        if channel == "messages":
+            yield from value if isinstance(value, list) else [value]
+
+
+def _parent_done(writes: Any) -> bool:
+    return any(
+        isinstance(message, AIMessage) and str(message.content).startswith("parent: done.")
+        for message in _messages(writes)
+    )
+
+
 def _answers(writes: Any, call_id: str) -> bool:
     """Whether ``writes`` hold the result of tool call ``call_id``."""
-    for channel, value in writes:
-        if channel != "messages":
-            continue
-        for message in value if isinstance(value, list) else [value]:
-            if isinstance(message, ToolMessage) and message.tool_call_id == call_id:
-                return True
-    return False
-
-
-def _parent_done(checkpoint: Any) -> bool:
-    messages = (checkpoint.get("channel_values") or {}).get("messages") or []
-    last = messages[-1] if isinstance(messages, list) and messages else None
-    return isinstance(last, AIMessage) and str(last.content).startswith("parent: done.")
+    return any(
+        isinstance(message, ToolMessage) and message.tool_call_id == call_id
+        for message in _messages(writes)
+    )
 
 
 def build(job: dict[str, Any], backend: Backend) -> Any:

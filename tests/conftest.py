@@ -55,6 +55,7 @@ SLOW = (
     "agui/test_serving_page",
     "webhooks/test_crash.py",
     "slack_app/test_crash.py",
+    "subagents/",
     # the files that take longest otherwise (servers per test, races, long properties)
     "agui/test_answer_schema.py",
     "agui/test_authorization_matrix.py",

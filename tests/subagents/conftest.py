@@ -55,7 +55,7 @@ class Files:
         objects of an earlier ``open`` are gone)."""
         conn = sqlite3.connect(self.checkpoints, check_same_thread=False)
         try:
-            with SqliteLedger.from_path(self.ledger) as ledger:
+            with SqliteLedger.from_path(self.ledger, synchronous="OFF") as ledger:
                 ledger.setup()
                 authority = ApprovalAuthority(ledger)
                 agent = build_deep_agent(

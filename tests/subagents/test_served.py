@@ -115,9 +115,10 @@ def test_an_agui_run_pauses_on_the_subagent_and_its_resume_runs_the_tool_once(
     [interrupt] = finished["outcome"]["interrupts"]
     requested = interrupt["metadata"]["aais"]
     assert served.effects.counts() == PAUSED
-    assert interrupt["subagentRunId"] == requested["request"]["extensions"][SUBAGENT_EXTENSION][
-        "run_id"
-    ]
+    assert (
+        interrupt["subagentRunId"]
+        == requested["request"]["extensions"][SUBAGENT_EXTENSION]["run_id"]
+    )
 
     decided = build_decision(requested, decision="approve", scope="once", actor=ALICE)
     entry = {"interruptId": interrupt["id"], "status": "resolved", "payload": decided.to_json()}

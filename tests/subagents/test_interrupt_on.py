@@ -67,7 +67,7 @@ def delegating_model() -> RoutedChatModel:
                             "call_task",
                             description="Email Bob",
                             subagent_type="general-purpose",
-                        )  # fmt: skip
+                        )
                     ],
                     id="ai-parent-0",
                 ),

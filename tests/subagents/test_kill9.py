@@ -3,8 +3,8 @@
 Each case starts the agent (``deep_agent.py``: ``mailer`` with the gated ``send_email``
 and the ungated ``look_up``, ``researcher`` with ``search``, the parent's own
 ``take_note``) in this process or in a worker (``worker.py``), kills the worker with
-SIGKILL at one point, and recovers the thread from this process on the same SQLite
-file, the documented way: a pending approval is answered again; recorded answers are
+SIGKILL at one point, and recovers the thread from this process on the same backend
+(a SQLite file, or a Postgres schema), the documented way: a pending approval is answered again; recorded answers are
 resumed by the durable resume work (``ThreadDriver.resume_due``); a run killed before
 its pause reached the parent's checkpoint is continued (``invoke(None)``).
 
@@ -55,15 +55,13 @@ CATEGORY = "kill -9, deep agent subagent"
 
 @dataclass
 class Scene:
-    """One SQLite file (checkpoints and ledger) and the effects log of one case."""
+    """One backend (a SQLite file, or a Postgres schema) holding the checkpoints and the
+    ledger, and the effects log of one case."""
 
     folder: Path
+    db: str
     thread: str = "deep-kill"
     processes: list[subprocess.Popen[str]] = field(default_factory=list)
-
-    @property
-    def db(self) -> str:
-        return str(self.folder / "agent.db")
 
     @property
     def effects(self) -> EffectLog:
@@ -130,9 +128,13 @@ def kill9(process: subprocess.Popen[str]) -> None:
         process.communicate(timeout=10)
 
 
-@pytest.fixture
-def scene(tmp_path: Path) -> Iterator[Scene]:
-    opened = Scene(tmp_path)
+@pytest.fixture(params=["sqlite", "postgres"])
+def scene(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Scene]:
+    if request.param == "postgres":
+        db = request.getfixturevalue("postgres_url")
+    else:
+        db = str(tmp_path / "agent.db")
+    opened = Scene(tmp_path, db)
     try:
         yield opened
     finally:
@@ -211,7 +213,10 @@ def test_killed_while_pausing_the_approval_is_answered_after_recovery(
 ) -> None:
     scene.crash(point, mode="start")
     assert scene.effects.counts()[GATED] == 0
-    with scene.replica() as (agent, _):
+    with scene.replica() as (agent, authority):
+        # Before any recovery the request is in the ledger, listed by the ledger alone.
+        [listed] = pending_approvals(authority).snapshot.pending
+        assert listed.action.name == GATED
         if not agent.get_state(scene.config).interrupts:
             # The pause had not reached the parent's checkpoint: continue the killed run.
             agent.invoke(None, scene.config)

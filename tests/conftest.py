@@ -55,7 +55,8 @@ SLOW = (
     "agui/test_serving_page",
     "webhooks/test_crash.py",
     "slack_app/test_crash.py",
-    "subagents/",
+    "subagents/test_kill9.py",
+    "subagents/test_served.py",
     # the files that take longest otherwise (servers per test, races, long properties)
     "agui/test_answer_schema.py",
     "agui/test_authorization_matrix.py",
@@ -105,6 +106,8 @@ SLOW = (
     "slack_app/test_serve.py",
     "slack_app/test_quorum.py",
     "slack_app/test_payload_property.py",
+    "subagents/test_deep_agent.py",
+    "subagents/test_interrupt_on.py",
 )
 """Test paths (under ``tests/``) marked ``slow``: what starts other programs or processes."""
 

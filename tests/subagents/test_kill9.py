@@ -3,10 +3,11 @@
 Each case starts the agent (``deep_agent.py``: ``mailer`` with the gated ``send_email``
 and the ungated ``look_up``, ``researcher`` with ``search``, the parent's own
 ``take_note``) in this process or in a worker (``worker.py``), kills the worker with
-SIGKILL at one point, and recovers the thread from this process on the same backend
-(a SQLite file, or a Postgres schema), the documented way: a pending approval is answered again; recorded answers are
-resumed by the durable resume work (``ThreadDriver.resume_due``); a run killed before
-its pause reached the parent's checkpoint is continued (``invoke(None)``).
+SIGKILL at one point, and recovers the thread from this process on the same backend (a
+SQLite file, or a Postgres schema), the documented way: a pending approval is answered
+again; recorded answers are resumed by the durable resume work
+(``ThreadDriver.resume_due``); a run killed before its pause reached the parent's
+checkpoint is continued (``invoke(None)``).
 
 Counted from the effects log: the gated tool runs at most once (exactly once for an
 approval that reached the tool, zero for a denial), every ungated sibling exactly

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from deepagents import create_deep_agent
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import BaseTool, tool
 
@@ -72,10 +72,6 @@ class ScriptedChatModel(FakeMessagesListChatModel):
         return self
 
 
-def _call(name: str, call_id: str, **args: Any) -> dict[str, Any]:
-    return {"name": name, "args": args, "id": call_id, "type": "tool_call"}
-
-
 def _script(name: str, *calls: dict[str, Any]) -> ScriptedChatModel:
     """A model that makes ``calls`` in its first turn and answers in its second."""
     return ScriptedChatModel(
@@ -84,6 +80,33 @@ def _script(name: str, *calls: dict[str, Any]) -> ScriptedChatModel:
             AIMessage(content=f"{name}: done.", id=f"ai-{name}-1"),
         ]
     )
+
+
+class RoutedChatModel(FakeMessagesListChatModel):
+    """Plays the script named by the conversation's first human message (the user's text
+    for the parent, the ``task`` description for a subagent sharing the model)."""
+
+    scripts: dict[str, list[AIMessage]]
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: Any = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        first = next(str(m.content) for m in messages if isinstance(m, HumanMessage))
+        script = self.scripts[first]
+        turn = sum(isinstance(m, AIMessage) for m in messages)
+        return ChatResult(generations=[ChatGeneration(message=script[min(turn, len(script) - 1)])])
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> RoutedChatModel:
+        return self
+
+
+def tool_call(name: str, call_id: str, **args: Any) -> dict[str, Any]:
+    """A tool call as a model emits it."""
+    return {"name": name, "args": args, "id": call_id, "type": "tool_call"}
 
 
 class EffectLog:
@@ -165,16 +188,18 @@ def build_deep_agent(
     found = tools(effects, in_action=in_action)
     parent = _script(
         "parent",
-        _call("task", "call_task_mailer", description="Email Bob", subagent_type="mailer"),
-        _call("task", "call_task_researcher", description="Research X", subagent_type="researcher"),
-        _call("take_note", "call_take_note", text="delegated"),
+        tool_call("task", "call_task_mailer", description="Email Bob", subagent_type="mailer"),
+        tool_call(
+            "task", "call_task_researcher", description="Research X", subagent_type="researcher"
+        ),
+        tool_call("take_note", "call_take_note", text="delegated"),
     )
     mailer = _script(
         "mailer",
-        _call(GATED, SEND_CALL_ID, to=RECIPIENT),
-        _call("look_up", LOOK_UP_CALL_ID, query="bob"),
+        tool_call(GATED, SEND_CALL_ID, to=RECIPIENT),
+        tool_call("look_up", LOOK_UP_CALL_ID, query="bob"),
     )
-    researcher = _script("researcher", _call("search", "call_search", query="x"))
+    researcher = _script("researcher", tool_call("search", "call_search", query="x"))
     mailer_spec: dict[str, Any] = {
         "name": "mailer",
         "description": "Sends email.",

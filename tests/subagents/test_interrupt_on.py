@@ -10,46 +10,25 @@ inherit the parent's ``middleware``, so it needs a spec of its own.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from deepagents import create_deep_agent
-from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from aais_langgraph import ApprovalAuthority, InMemoryLedger, pending_approvals
 from aais_langgraph.tools import ApprovalMiddleware
 
-from .deep_agent import GATED, RECIPIENT, EffectLog, build_deep_agent, tools
+from .deep_agent import (
+    GATED,
+    RECIPIENT,
+    EffectLog,
+    RoutedChatModel,
+    build_deep_agent,
+    tool_call,
+    tools,
+)
 
 CONFIG = {"configurable": {"thread_id": "deep-hitl"}}
-
-
-class RoutedChatModel(FakeMessagesListChatModel):
-    """Plays the script named by the conversation's first human message (the user's text
-    for the parent, the ``task`` description for a subagent sharing the model)."""
-
-    scripts: dict[str, list[AIMessage]]
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: Any = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        first = next(str(m.content) for m in messages if isinstance(m, HumanMessage))
-        script = self.scripts[first]
-        turn = sum(isinstance(m, AIMessage) for m in messages)
-        return ChatResult(generations=[ChatGeneration(message=script[min(turn, len(script) - 1)])])
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> RoutedChatModel:
-        return self
-
-
-def _call(name: str, call_id: str, **args: Any) -> dict[str, Any]:
-    return {"name": name, "args": args, "id": call_id, "type": "tool_call"}
 
 
 def delegating_model() -> RoutedChatModel:
@@ -62,7 +41,7 @@ def delegating_model() -> RoutedChatModel:
                 AIMessage(
                     content="",
                     tool_calls=[
-                        _call(
+                        tool_call(
                             "task",
                             "call_task",
                             description="Email Bob",
@@ -75,7 +54,9 @@ def delegating_model() -> RoutedChatModel:
             ],
             "Email Bob": [
                 AIMessage(
-                    content="", tool_calls=[_call(GATED, "call_send", to=RECIPIENT)], id="ai-gp-0"
+                    content="",
+                    tool_calls=[tool_call(GATED, "call_send", to=RECIPIENT)],
+                    id="ai-gp-0",
                 ),
                 AIMessage(content="general-purpose: done.", id="ai-gp-1"),
             ],

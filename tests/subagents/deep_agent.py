@@ -16,7 +16,7 @@ happens around the pause.
 ``gate="middleware"`` puts :class:`~aais_langgraph.tools.ApprovalMiddleware` in the
 mailer's ``middleware``; ``gate="interrupt_on"`` passes
 ``create_deep_agent(interrupt_on={"send_email": True})`` instead (LangChain's
-``HumanInTheLoopMiddleware`` for the parent and every subagent).
+``HumanInTheLoopMiddleware`` for the parent and every subagent); ``gate="both"`` does both.
 """
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ def build_deep_agent(
     checkpointer: Any,
     *,
     authority: ApprovalAuthority | None = None,
-    gate: Literal["middleware", "interrupt_on"] = "middleware",
+    gate: Literal["middleware", "interrupt_on", "both"] = "middleware",
     in_action: Callable[[], None] | None = None,
 ) -> Any:
     """The deep agent: the parent, ``mailer`` (gated ``send_email``), ``researcher``.
@@ -182,7 +182,8 @@ def build_deep_agent(
         effects: where every tool run is logged.
         checkpointer: the parent's checkpointer (the subagents use it, namespaced).
         authority: the approval authority (None: the run's, as the middleware finds it).
-        gate: ``"middleware"`` (ApprovalMiddleware in the mailer) or ``"interrupt_on"``.
+        gate: ``"middleware"`` (ApprovalMiddleware in the mailer), ``"interrupt_on"``, or
+            ``"both"``.
         in_action: called inside the gated tool after its effect.
     """
     found = tools(effects, in_action=in_action)
@@ -207,7 +208,7 @@ def build_deep_agent(
         "model": mailer,
         "tools": [found[GATED], found["look_up"]],
     }
-    if gate == "middleware":
+    if gate in ("middleware", "both"):
         mailer_spec["middleware"] = [ApprovalMiddleware({GATED: True}, authority=authority)]
     return create_deep_agent(
         model=parent,
@@ -222,6 +223,6 @@ def build_deep_agent(
                 "tools": [found["search"]],
             },
         ],
-        interrupt_on={GATED: True} if gate == "interrupt_on" else None,
+        interrupt_on={GATED: True} if gate in ("interrupt_on", "both") else None,
         checkpointer=checkpointer,
     )

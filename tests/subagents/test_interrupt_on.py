@@ -14,6 +14,7 @@ from pathlib import Path
 from deepagents import create_deep_agent
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 
 from aais_langgraph import ApprovalAuthority, InMemoryLedger, pending_approvals
 from aais_langgraph.tools import ApprovalMiddleware
@@ -76,6 +77,20 @@ def test_interrupt_on_pauses_on_hitls_value_which_no_aais_listing_shows(tmp_path
     assert authority.ledger.list_pending() == []
     # HITL pauses the subagent's whole turn after its model: the sibling call waits too.
     assert effects.counts() == {GATED: 0, "look_up": 0, "take_note": 1, "search": 1}
+
+
+def test_interrupt_on_beside_the_gate_asks_twice(tmp_path: Path) -> None:
+    authority = ApprovalAuthority(InMemoryLedger())
+    effects = EffectLog(tmp_path / "effects.log")
+    agent = build_deep_agent(effects, InMemorySaver(), authority=authority, gate="both")
+    agent.invoke({"messages": [("user", "Email Bob and research X")]}, CONFIG)
+    [hitl] = agent.get_state(CONFIG).interrupts
+    assert "action_requests" in hitl.value
+    agent.invoke(Command(resume={hitl.id: {"decisions": [{"type": "approve"}]}}), CONFIG)
+
+    [aais] = agent.get_state(CONFIG).interrupts
+    assert aais.value["type"] == "approval.requested"
+    assert effects.count(GATED) == 0  # HITL's approval alone runs nothing
 
 
 def test_the_general_purpose_subagent_does_not_inherit_the_parents_middleware(

@@ -15,6 +15,7 @@ import io
 from typing import Any
 
 from langchain_core.messages import ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
 
 from aais_langgraph import (
     ApprovalRequested,
@@ -25,11 +26,12 @@ from aais_langgraph import (
     resume_with_decisions,
 )
 from aais_langgraph.cli import main as cli_main
+from aais_langgraph.protocol import id_for
 from aais_langgraph.protocol.extensions import SUBAGENT_EXTENSION, TOOL_CALL_ID_EXTENSION
 from aais_langgraph.tools import edit_tool_call
 
 from .conftest import THREAD, Files, Opened
-from .deep_agent import GATED, RECIPIENT, SEND_CALL_ID, SIBLINGS
+from .deep_agent import GATED, RECIPIENT, SEND_CALL_ID, SIBLINGS, build_deep_agent
 
 ALICE = {"id": "alice", "type": "human"}
 PAUSED = {GATED: 0, **{name: 1 for name in SIBLINGS}}
@@ -69,11 +71,16 @@ def decide(opened: Opened, kind: str) -> list[Any]:
 def test_the_subagents_request_is_listed_on_the_parent_thread(files: Files) -> None:
     pause(files)
     with files.open() as opened:
-        [listed] = pending_approvals(opened.authority, opened.agent).snapshot.pending
+        session = id_for(THREAD)  # the parent thread's session
+        [listed] = pending_approvals(
+            opened.authority, opened.agent, session_id=session
+        ).snapshot.pending
+        [in_snapshot] = opened.authority.snapshot(session_id=session).snapshot.pending
         requested = the_request(opened)
         stored = opened.authority.get_stored_request(listed.id)
 
-    assert listed.id == requested.request.id
+    assert listed.id == requested.request.id == in_snapshot.id
+    assert listed.origin.session_id == session
     assert stored is not None and stored.thread_id == THREAD
     assert listed.action.name == GATED and listed.action.arguments == {"to": RECIPIENT}
     assert (listed.extensions or {})[TOOL_CALL_ID_EXTENSION] == SEND_CALL_ID
@@ -197,10 +204,6 @@ def test_the_command_line_lists_and_approves_the_subagents_request(files: Files)
 
 async def test_an_async_run_pauses_and_resumes_the_subagent(files: Files) -> None:
     with files.open() as opened:
-        from langgraph.checkpoint.memory import InMemorySaver
-
-        from .deep_agent import build_deep_agent
-
         agent = build_deep_agent(files.effects, InMemorySaver(), authority=opened.authority)
         config = opened.config
         await agent.ainvoke({"messages": [("user", "Email Bob and research X")]}, config)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+import aais
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 
@@ -70,6 +71,13 @@ def test_a_request_raised_in_a_subgraph_names_its_invocation() -> None:
         assert stored is not None
         parent = str(stored.context["checkpoint_ns"]).rpartition("|")[0]
         assert request["extensions"][SUBAGENT_EXTENSION] == {"run_id": id_for(parent)}
+
+
+def test_a_request_with_the_extension_is_a_valid_aais_envelope() -> None:
+    values, _ = paused_requests(top_level=False)
+
+    for value in values:
+        aais.validate(value)
 
 
 def test_two_invocations_of_one_subgraph_get_two_run_ids() -> None:

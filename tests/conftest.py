@@ -42,6 +42,7 @@ SLOW = (
     # what starts other programs or many processes
     "distributed/",
     "postgres/",
+    "server_blocking/",
     "demo/test_browser",
     "copilotkit/",
     "mcp/",

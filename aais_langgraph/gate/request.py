@@ -47,6 +47,7 @@ from .quorum import Quorum, quorum_choices
 from .response import AnswerType, BoundAnswer, RefusalCarrier, RejectedResumeError, refuse
 from .run_context import (
     RunCoordinates,
+    afind_authority,
     claim_ttl,
     current_coordinates,
     derive_origin,
@@ -379,7 +380,7 @@ async def arequest_approval(
     refused but fails closed (the node sees ``conflict``).
     """
     action_model = Action.from_data(action, pointer="/action")
-    found = find_authority(authority)
+    found = await afind_authority(authority)
     coordinates = current_coordinates(retry_of=_retry_of)
     opened = await asyncio.to_thread(
         _open_request,
@@ -442,4 +443,4 @@ async def arequest_approval(
             idempotent=idempotent,
             _retry_of=request.id,
         )
-    return at_time_of_use(found, request, resolved, action_model)
+    return await asyncio.to_thread(at_time_of_use, found, request, resolved, action_model)

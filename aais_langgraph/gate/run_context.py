@@ -15,7 +15,7 @@ from ..authority import ApprovalAuthority
 from ..authority.limits import checked_requester
 from ..protocol import Origin, id_for
 from ..protocol.extensions import SUBAGENT_EXTENSION
-from ..server_env import authority_from_env, env_authority_configured
+from ..server_env import aauthority_from_env, authority_from_env, env_authority_configured
 from .answer_sources import on_langgraph_server
 from .seams import interrupt_id_for, resume_map, saved_answers, scratchpad
 
@@ -232,16 +232,10 @@ class MissingAuthorityError(RuntimeError, ValueError):
     own configuration errors are, and a ``ValueError`` for a caller's arguments)."""
 
 
-def find_authority(
-    explicit: ApprovalAuthority | None,
-    config: RunnableConfig | None = None,
-    *,
-    context: Any = None,
-) -> ApprovalAuthority:
-    """The authority to use, the one rule for the gate, resumes and edits: the argument,
-    else the runtime context's ``authority`` (``context``, or inside a run the run's),
-    else ``configurable`` (``config``, or inside a run the run's), else the one
-    ``AAIS_LEDGER_URL`` configures (:mod:`aais_langgraph.server_env`)."""
+def _carried_authority(
+    explicit: ApprovalAuthority | None, config: RunnableConfig | None, context: Any
+) -> ApprovalAuthority | None:
+    """The authority given or carried by the run (no I/O): see :func:`find_authority`."""
     if explicit is not None:
         return explicit
     if context is None:
@@ -256,10 +250,39 @@ def find_authority(
             config = get_config()
         except RuntimeError:
             config = None
-    found = authority_in(context, config)
+    return authority_in(context, config)
+
+
+def find_authority(
+    explicit: ApprovalAuthority | None,
+    config: RunnableConfig | None = None,
+    *,
+    context: Any = None,
+) -> ApprovalAuthority:
+    """The authority to use, the one rule for the gate, resumes and edits: the argument,
+    else the runtime context's ``authority`` (``context``, or inside a run the run's),
+    else ``configurable`` (``config``, or inside a run the run's), else the one
+    ``AAIS_LEDGER_URL`` configures (:mod:`aais_langgraph.server_env`)."""
+    found = _carried_authority(explicit, config, context)
     if found is None and env_authority_configured():
         # Hosted graphs (LangGraph Server) cannot be handed objects: use AAIS_LEDGER_URL.
         found = authority_from_env()
+    if found is None:
+        raise MissingAuthorityError(MISSING_AUTHORITY)
+    return found
+
+
+async def afind_authority(
+    explicit: ApprovalAuthority | None,
+    config: RunnableConfig | None = None,
+    *,
+    context: Any = None,
+) -> ApprovalAuthority:
+    """Async twin of :func:`find_authority`: the same rule, and the ledger
+    ``AAIS_LEDGER_URL`` names is opened in a worker thread, never on the event loop."""
+    found = _carried_authority(explicit, config, context)
+    if found is None and env_authority_configured():
+        found = await aauthority_from_env()
     if found is None:
         raise MissingAuthorityError(MISSING_AUTHORITY)
     return found

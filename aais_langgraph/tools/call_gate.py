@@ -36,6 +36,7 @@ from ..gate.nodes import APPROVAL_KEY, key_of, run_approved
 from ..gate.quorum import Quorum
 from ..gate.run_context import (
     RunCoordinates,
+    afind_authority,
     derive_origin,
     find_authority,
     peek_coordinates,
@@ -214,7 +215,7 @@ class ToolCallGate:
         rule = self.rules.get(request.tool_call["name"])
         if rule is None:
             return await handler(request)
-        authority = find_authority(self.authority)
+        authority = await afind_authority(self.authority)
         try:
             gated = await asyncio.to_thread(self._open, authority, rule, request)
         except AAISValidationError as error:

@@ -42,7 +42,7 @@ from ..authority.authorization import (
     checked_principal,
     requester_of,
 )
-from ..gate.run_context import RunCoordinates, find_authority
+from ..gate.run_context import RunCoordinates, afind_authority, find_authority
 from ..ledger import StoredRequest
 from ..protocol import (
     AAISValidationError,
@@ -337,7 +337,7 @@ async def aedit_tool_call(
     lease_wait: float = DEFAULT_LEASE_WAIT,
 ) -> ApprovalRequested:
     """Async twin of :func:`edit_tool_call`."""
-    found = find_authority(authority, config, context=context)
+    found = await afind_authority(authority, config, context=context)
     plan = _edit_plan(
         found, thread_of(config), request_id, arguments, actor, action_digest, summary, approve
     )

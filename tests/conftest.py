@@ -58,6 +58,7 @@ SLOW = (
     "slack_app/test_crash.py",
     "subagents/test_kill9.py",
     "subagents/test_served.py",
+    "subagents/test_langgraph_server.py",
     # the files that take longest otherwise (servers per test, races, long properties)
     "agui/test_answer_schema.py",
     "agui/test_authorization_matrix.py",

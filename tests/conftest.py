@@ -60,6 +60,9 @@ SLOW = (
     "agui/test_serving_page",
     "webhooks/test_crash.py",
     "slack_app/test_crash.py",
+    "subagents/test_kill9.py",
+    "subagents/test_served.py",
+    "subagents/test_langgraph_server.py",
     # the files that take longest otherwise (servers per test, races, long properties)
     "agui/test_answer_schema.py",
     "agui/test_authorization_matrix.py",
@@ -109,6 +112,8 @@ SLOW = (
     "slack_app/test_serve.py",
     "slack_app/test_quorum.py",
     "slack_app/test_payload_property.py",
+    "subagents/test_deep_agent.py",
+    "subagents/test_interrupt_on.py",
 )
 """Test paths (under ``tests/``) marked ``slow``: what starts other programs or processes."""
 

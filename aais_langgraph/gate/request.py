@@ -52,6 +52,7 @@ from .run_context import (
     current_coordinates,
     derive_origin,
     find_authority,
+    subagent_extension,
 )
 from .seams import interrupt_will_pause
 
@@ -122,7 +123,12 @@ def _open_request(
             **(context or {}),
             **({"requester": coordinates.requester} if coordinates.requester else {}),
         },
-        extensions={**(extensions or {}), **({} if quorum is None else quorum.extension())} or None,
+        extensions={
+            **subagent_extension(coordinates),
+            **(extensions or {}),
+            **({} if quorum is None else quorum.extension()),
+        }
+        or None,
     )
     return _Opened(requested, None)
 

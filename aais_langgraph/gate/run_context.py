@@ -14,6 +14,7 @@ from langgraph.config import get_config
 from ..authority import ApprovalAuthority
 from ..authority.limits import checked_requester
 from ..protocol import Origin, id_for
+from ..protocol.extensions import SUBAGENT_EXTENSION
 from ..server_env import aauthority_from_env, authority_from_env, env_authority_configured
 from .answer_sources import on_langgraph_server
 from .seams import interrupt_id_for, resume_map, saved_answers, scratchpad
@@ -45,6 +46,8 @@ class RunCoordinates:
     """The request a reviewer asked to approve again (its outcome was unknown)."""
     requester: str | None = None
     """Who the run acts for (``configurable[REQUESTER_KEY]``): bounded and recorded."""
+    agent_name: str | None = None
+    """The name of the agent the call runs in (LangChain's ``lc_agent_name``), if any."""
 
     @property
     def request_id(self) -> str:
@@ -112,7 +115,31 @@ def current_coordinates(
         answer_is_fresh=_answer_is_fresh(configurable, index),
         retry_of=retry_of,
         requester=_requester(configurable),
+        agent_name=_agent_name(metadata),
     )
+
+
+def _agent_name(metadata: Mapping[str, Any]) -> str | None:
+    name = metadata.get("lc_agent_name")
+    return name if isinstance(name, str) and name else None
+
+
+def subagent_run_id(checkpoint_ns: str) -> str | None:
+    """The id of the subgraph invocation a call at ``checkpoint_ns`` runs in (the AAIS id
+    of the parent namespace, the same across the pause and the resume); None at the top
+    level of the thread's graph."""
+    parent, separator, _ = checkpoint_ns.rpartition("|")
+    return id_for(parent) if separator and parent else None
+
+
+def subagent_extension(coordinates: RunCoordinates) -> dict[str, Any]:
+    """The :data:`~aais_langgraph.protocol.extensions.SUBAGENT_EXTENSION` of a request
+    raised at ``coordinates`` (empty at the top level)."""
+    run_id = subagent_run_id(coordinates.checkpoint_ns)
+    if run_id is None:
+        return {}
+    named = {"name": coordinates.agent_name} if coordinates.agent_name else {}
+    return {SUBAGENT_EXTENSION: {"run_id": run_id, **named}}
 
 
 REQUESTER_KEY = "aais_requester"

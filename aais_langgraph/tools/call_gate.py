@@ -40,6 +40,7 @@ from ..gate.run_context import (
     derive_origin,
     find_authority,
     peek_coordinates,
+    subagent_extension,
 )
 from ..ledger import StoredRequest
 from ..protocol import (
@@ -303,6 +304,7 @@ class ToolCallGate:
             extensions={
                 TOOL_CALL_ID_EXTENSION: call["id"],  # as the model sent it, to pair the result
                 EDITABLE_EXTENSION: rule.editable,
+                **subagent_extension(coordinates),
                 **requester_extension(coordinates.requester),
                 **({} if quorum is None else quorum.extension()),
             },

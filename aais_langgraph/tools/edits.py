@@ -57,6 +57,7 @@ from ..protocol import (
     parse_timestamp,
     same_action,
 )
+from ..protocol.extensions import SUBAGENT_EXTENSION
 from ..threads.answers import AnswerPlanner, Cancellation
 from ..threads.driver import ThreadDriver
 from ..threads.runs import DEFAULT_LEASE_WAIT, thread_of
@@ -199,8 +200,13 @@ def _supersede(
             TOOL_CALL_ID_EXTENSION: tool_call_id,
             EDITABLE_EXTENSION: True,
             EDIT_EXTENSION: {"supersedes": request_id, "edited_by": editor.actor.to_json()},
-            # The edited call is still the run's: it keeps its requester.
+            # The edited call is still the run's: it keeps its requester and its subagent.
             **requester_extension(requester),
+            **{
+                key: value
+                for key, value in (original.extensions or {}).items()
+                if key == SUBAGENT_EXTENSION
+            },
         },
     )
     # Every refusal comes before anything changes: the original stays answerable.

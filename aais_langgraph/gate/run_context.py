@@ -200,6 +200,8 @@ def derive_origin(
         "node_id": safe_id(coordinates.node),
         "run_id": safe_id(coordinates.run_id),
         "graph_id": safe_id(graph_id),
+        # SPEC section 7: the subgraph invocation (a deep agent's subagent) that asked.
+        "subagent_run_id": subagent_run_id(coordinates.checkpoint_ns),
     }
     fields.update(extra or {})
     return Origin.from_data({k: v for k, v in fields.items() if v is not None}, pointer="/origin")

@@ -97,6 +97,7 @@ def test_the_listing_names_the_subagent_invocation(files: Files) -> None:
     subagent = (listed.extensions or {})[SUBAGENT_EXTENSION]
     assert subagent["name"] == "mailer"
     assert "|" in namespace and subagent["run_id"] == namespace.rpartition("|")[0]
+    assert listed.origin.subagent_run_id == subagent["run_id"]  # SPEC section 7
 
 
 def test_approve_runs_the_gated_tool_once_and_no_sibling_again(files: Files) -> None:

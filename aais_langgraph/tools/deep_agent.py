@@ -93,7 +93,9 @@ def approval_deep_agent(
             ``ApprovalMiddleware`` is already in a ``middleware`` list, or ``interrupt_on``
             is not a valid tool approval configuration.
     """
-    gate = ApprovalMiddleware(interrupt_on, authority=authority, describe=describe, graph_id=graph_id)
+    gate = ApprovalMiddleware(
+        interrupt_on, authority=authority, describe=describe, graph_id=graph_id
+    )
 
     def gate_for(spec: dict[str, Any]) -> ApprovalMiddleware:
         if "interrupt_on" not in spec or spec["interrupt_on"] is None:
@@ -167,7 +169,7 @@ def _tool_names(runnable: Any) -> set[str]:
     graphs = [runnable, *(graph for _, graph in runnable.get_subgraphs(recurse=True))]
     names: set[str] = set()
     for graph in graphs:
-        for node in graph.nodes.values():
+        for node in getattr(graph, "nodes", {}).values():
             if isinstance(node.bound, ToolNode):
                 names.update(node.bound.tools_by_name)
     return names

@@ -63,9 +63,7 @@ class Scene:
     def answer(self, kind: str) -> None:
         [interrupt] = self.agent.get_state(CONFIG).interrupts
         decided = build_decision(interrupt.value, decision=kind, scope="once", actor=ALICE)
-        resume_with_decisions(
-            self.agent, CONFIG, [decided], actor=ALICE, authority=self.authority
-        )
+        resume_with_decisions(self.agent, CONFIG, [decided], actor=ALICE, authority=self.authority)
 
     def finished(self) -> bool:
         state = self.agent.get_state(CONFIG)
@@ -216,7 +214,5 @@ def test_an_approval_middleware_already_in_the_parents_middleware_is_refused(
 
 def test_importing_the_tools_package_does_not_import_deepagents() -> None:
     probe = "import sys, aais_langgraph.tools; print('deepagents' in sys.modules)"
-    ran = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    )
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert ran.stdout.strip() == "False"

@@ -119,7 +119,7 @@ def approval_deep_agent(
             gated = {key: value for key, value in spec.items() if key != "interrupt_on"}
             gated["middleware"] = [gate_for(spec), *spec.get("middleware", ())]
             specs.append(gated)
-    if not any(spec["name"] == GENERAL_PURPOSE for spec in specs):
+    if not any(spec["name"] == GENERAL_PURPOSE and "graph_id" not in spec for spec in specs):
         specs.insert(0, _general_purpose(gate, middleware, options.get("skills")))
     return create_deep_agent(
         model, tools, middleware=[gate, *middleware], subagents=specs, **options

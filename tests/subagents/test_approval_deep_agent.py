@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, MessagesState, StateGraph
 
 from aais_langgraph import (
     ApprovalAuthority,
@@ -181,6 +183,34 @@ def test_the_general_purpose_subagent_keeps_deepagents_description(tmp_path: Pat
     assert f"- general-purpose: {DEFAULT_GENERAL_PURPOSE_DESCRIPTION}" in task.description
 
 
+class Witness(AgentMiddleware):
+    """Notes the tool calls it wraps; named ``slot`` (a deepagents default's name, or not)."""
+
+    def __init__(self, slot: str) -> None:
+        super().__init__()
+        self.slot = slot
+        self.seen: list[str] = []
+
+    @property
+    def name(self) -> str:
+        return self.slot
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        self.seen.append(request.tool_call["name"])
+        return handler(request)
+
+
+def test_the_general_purpose_subagent_inherits_only_middleware_in_a_default_place(
+    tmp_path: Path,
+) -> None:
+    in_default_place, parents_own = Witness("PatchToolCallsMiddleware"), Witness("Mine")
+    scene = Scene(tmp_path, delegating_model(GATED), middleware=[in_default_place, parents_own])
+    scene.agent.invoke({"messages": [("user", "go")]}, CONFIG)
+
+    assert in_default_place.seen == ["task", GATED]  # the parent's, then the subagent's
+    assert parents_own.seen == ["task"]
+
+
 def compiled_mailer(effects: EffectLog) -> Any:
     return create_agent(
         ScriptedChatModel(responses=[AIMessage(content="done")]), tools=[tools(effects)[GATED]]
@@ -201,6 +231,31 @@ def test_a_compiled_subagent_named_gated_inside_is_accepted(tmp_path: Path) -> N
 
     scene = Scene(tmp_path, delegating_model(GATED), subagents=[spec], gated_inside={"own"})
     assert "- own: Mine." in scene.agent.nodes["tools"].bound.tools_by_name["task"].description
+
+
+def test_a_compiled_subagent_holding_a_listed_tool_in_a_subgraph_is_refused(
+    tmp_path: Path,
+) -> None:
+    effects = EffectLog(tmp_path / "effects.log")
+    outer = StateGraph(MessagesState)
+    outer.add_node("inner", compiled_mailer(effects))
+    outer.add_edge(START, "inner")
+    spec = {"name": "nested", "description": "Mine.", "runnable": outer.compile()}
+
+    with pytest.raises(ValueError, match=r"'nested'.*'send_email'"):
+        Scene(tmp_path, delegating_model(GATED), subagents=[spec])
+
+
+def test_an_async_subagent_named_general_purpose_leaves_the_local_one_gated(
+    tmp_path: Path,
+) -> None:
+    remote = {"name": "general-purpose", "description": "Elsewhere.", "graph_id": "remote"}
+    scene = Scene(tmp_path, delegating_model(GATED), subagents=[remote])
+    scene.agent.invoke({"messages": [("user", "go")]}, CONFIG)
+
+    [listed] = pending_approvals(scene.authority, scene.agent).snapshot.pending
+    assert listed.extensions[SUBAGENT_EXTENSION]["name"] == "general-purpose"
+    assert scene.effects.lines() == []
 
 
 def test_an_approval_middleware_already_in_the_parents_middleware_is_refused(

@@ -9,7 +9,8 @@ can call it:
 
 - the parent: the gate goes first in its ``middleware``;
 - each declarative subagent: the gate goes first in the spec's ``middleware`` (a spec's
-  own ``interrupt_on`` replaces the top-level one for it, as ``deepagents`` does);
+  own ``interrupt_on`` replaces the top-level one for it, as ``deepagents`` does; a
+  spec's ``interrupt_on=None`` keeps the top-level one);
 - the general-purpose subagent: ``deepagents`` gives it the parent's tools but not the
   parent's ``middleware``, so, unless a ``general-purpose`` spec is given (then gated as
   above), the helper adds that spec itself, as ``deepagents`` builds it: the stock

@@ -175,6 +175,28 @@ def test_a_specs_own_interrupt_on_replaces_the_top_level_one(tmp_path: Path) -> 
     assert "action_requests" not in scene.agent.get_state(CONFIG).interrupts[0].value
 
 
+def test_a_specs_interrupt_on_of_none_keeps_the_top_level_one(tmp_path: Path) -> None:
+    effects = EffectLog(tmp_path / "effects.log")
+    scene = Scene(
+        tmp_path,
+        delegating_model(GATED, subagent="mailer"),
+        subagents=[
+            {
+                "name": "mailer",
+                "description": "Sends email.",
+                "system_prompt": "You send email.",
+                "tools": [tools(effects)[GATED]],
+                "interrupt_on": None,
+            }
+        ],
+    )
+    scene.agent.invoke({"messages": [("user", "go")]}, CONFIG)
+
+    [listed] = pending_approvals(scene.authority, scene.agent).snapshot.pending
+    assert listed.extensions[SUBAGENT_EXTENSION]["name"] == "mailer"
+    assert effects.lines() == []
+
+
 def test_the_general_purpose_subagent_keeps_deepagents_description(tmp_path: Path) -> None:
     from deepagents.middleware.subagents import DEFAULT_GENERAL_PURPOSE_DESCRIPTION
 

@@ -4,7 +4,8 @@
 parent, to every declarative subagent and to the general-purpose one: its pauses are
 HITL's, not AAIS requests, so nothing is in the ledger or the inbox. ``ApprovalMiddleware``
 stands in when it is in each agent's ``middleware``; the general-purpose subagent does not
-inherit the parent's ``middleware``, so it needs a spec of its own.
+inherit the parent's ``middleware``, so, built by hand, it needs a spec of its own (the gap
+these tests show is what ``approval_deep_agent`` closes, see test_approval_deep_agent.py).
 """
 
 from __future__ import annotations

@@ -111,9 +111,12 @@ def tool_call(name: str, call_id: str, **args: Any) -> dict[str, Any]:
     return {"name": name, "args": args, "id": call_id, "type": "tool_call"}
 
 
-def delegating_model(tool_name: str, subagent: str = "general-purpose") -> RoutedChatModel:
+def delegating_model(
+    tool_name: str, subagent: str = "general-purpose", **args: Any
+) -> RoutedChatModel:
     """The parent sends "Email Bob" to ``subagent`` (by default the general-purpose one,
-    which shares its model) and answers; "Email Bob" calls ``tool_name`` and answers."""
+    which shares its model) and answers; "Email Bob" calls ``tool_name`` (with ``args``,
+    by default ``to=bob@example.com``) and answers."""
     return RoutedChatModel(
         responses=[AIMessage(content="unused")],
         scripts={
@@ -135,7 +138,7 @@ def delegating_model(tool_name: str, subagent: str = "general-purpose") -> Route
             "Email Bob": [
                 AIMessage(
                     content="",
-                    tool_calls=[tool_call(tool_name, "call_send", to=RECIPIENT)],
+                    tool_calls=[tool_call(tool_name, "call_send", **(args or {"to": RECIPIENT}))],
                     id="ai-gp-0",
                 ),
                 AIMessage(content="general-purpose: done.", id="ai-gp-1"),

@@ -151,6 +151,25 @@ def test_a_declared_subagent_without_middleware_pauses_and_its_siblings_run_once
     assert effects.counts() == {GATED: 1, **{name: 1 for name in SIBLINGS}}
 
 
+def test_a_built_in_file_tool_listed_asks_in_the_general_purpose_subagent(
+    tmp_path: Path,
+) -> None:
+    model = delegating_model("write_file", file_path="/notes.txt", content="hello")
+    authority = ApprovalAuthority(InMemoryLedger())
+    agent = approval_deep_agent(
+        model, interrupt_on={"write_file": True}, authority=authority, checkpointer=InMemorySaver()
+    )
+    agent.invoke({"messages": [("user", "go")]}, CONFIG)
+
+    [listed] = pending_approvals(authority, agent).snapshot.pending
+    assert listed.action.name == "write_file"
+    assert listed.extensions[SUBAGENT_EXTENSION]["name"] == "general-purpose"
+    [interrupt] = agent.get_state(CONFIG).interrupts
+    decided = build_decision(interrupt.value, decision="approve", scope="once", actor=ALICE)
+    resume_with_decisions(agent, CONFIG, [decided], actor=ALICE, authority=authority)
+    assert "/notes.txt" in agent.get_state(CONFIG).values["files"]
+
+
 def test_a_specs_own_interrupt_on_replaces_the_top_level_one(tmp_path: Path) -> None:
     effects = EffectLog(tmp_path / "effects.log")
     found = tools(effects)

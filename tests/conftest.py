@@ -114,6 +114,7 @@ SLOW = (
     "slack_app/test_payload_property.py",
     "subagents/test_deep_agent.py",
     "subagents/test_interrupt_on.py",
+    "subagents/test_approval_deep_agent.py",
 )
 """Test paths (under ``tests/``) marked ``slow``: what starts other programs or processes."""
 

@@ -16,7 +16,9 @@ happens around the pause.
 ``gate="middleware"`` puts :class:`~aais_langgraph.tools.ApprovalMiddleware` in the
 mailer's ``middleware``; ``gate="interrupt_on"`` passes
 ``create_deep_agent(interrupt_on={"send_email": True})`` instead (LangChain's
-``HumanInTheLoopMiddleware`` for the parent and every subagent); ``gate="both"`` does both.
+``HumanInTheLoopMiddleware`` for the parent and every subagent); ``gate="both"`` does both;
+``gate="helper"`` builds it with :func:`~aais_langgraph.tools.approval_deep_agent` and
+``interrupt_on={"send_email": True}`` (ApprovalMiddleware in the parent and every subagent).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import BaseTool, tool
 
 from aais_langgraph import ApprovalAuthority
-from aais_langgraph.tools import ApprovalMiddleware
+from aais_langgraph.tools import ApprovalMiddleware, approval_deep_agent
 
 RECIPIENT = "bob@example.com"
 EDITED = "carol@example.com"
@@ -109,6 +111,42 @@ def tool_call(name: str, call_id: str, **args: Any) -> dict[str, Any]:
     return {"name": name, "args": args, "id": call_id, "type": "tool_call"}
 
 
+def delegating_model(
+    tool_name: str, subagent: str = "general-purpose", **args: Any
+) -> RoutedChatModel:
+    """The parent sends "Email Bob" to ``subagent`` (by default the general-purpose one,
+    which shares its model) and answers; "Email Bob" calls ``tool_name`` (with ``args``,
+    by default ``to=bob@example.com``) and answers."""
+    return RoutedChatModel(
+        responses=[AIMessage(content="unused")],
+        scripts={
+            "go": [
+                AIMessage(
+                    content="",
+                    tool_calls=[
+                        tool_call(
+                            "task",
+                            "call_task",
+                            description="Email Bob",
+                            subagent_type=subagent,
+                        )
+                    ],
+                    id="ai-parent-0",
+                ),
+                AIMessage(content="parent: done.", id="ai-parent-1"),
+            ],
+            "Email Bob": [
+                AIMessage(
+                    content="",
+                    tool_calls=[tool_call(tool_name, "call_send", **(args or {"to": RECIPIENT}))],
+                    id="ai-gp-0",
+                ),
+                AIMessage(content="general-purpose: done.", id="ai-gp-1"),
+            ],
+        },
+    )
+
+
 class EffectLog:
     """One line per tool execution, appended and synced (readable from other processes)."""
 
@@ -173,7 +211,7 @@ def build_deep_agent(
     checkpointer: Any,
     *,
     authority: ApprovalAuthority | None = None,
-    gate: Literal["middleware", "interrupt_on", "both"] = "middleware",
+    gate: Literal["middleware", "interrupt_on", "both", "helper"] = "middleware",
     in_action: Callable[[], None] | None = None,
 ) -> Any:
     """The deep agent: the parent, ``mailer`` (gated ``send_email``), ``researcher``.
@@ -182,8 +220,8 @@ def build_deep_agent(
         effects: where every tool run is logged.
         checkpointer: the parent's checkpointer (the subagents use it, namespaced).
         authority: the approval authority (None: the run's, as the middleware finds it).
-        gate: ``"middleware"`` (ApprovalMiddleware in the mailer), ``"interrupt_on"``, or
-            ``"both"``.
+        gate: ``"middleware"`` (ApprovalMiddleware in the mailer), ``"interrupt_on"``,
+            ``"both"``, or ``"helper"`` (``approval_deep_agent``).
         in_action: called inside the gated tool after its effect.
     """
     found = tools(effects, in_action=in_action)
@@ -210,19 +248,29 @@ def build_deep_agent(
     }
     if gate in ("middleware", "both"):
         mailer_spec["middleware"] = [ApprovalMiddleware({GATED: True}, authority=authority)]
+    subagents: list[Any] = [
+        mailer_spec,
+        {
+            "name": "researcher",
+            "description": "Researches.",
+            "system_prompt": "You research.",
+            "model": researcher,
+            "tools": [found["search"]],
+        },
+    ]
+    if gate == "helper":
+        return approval_deep_agent(
+            parent,
+            [found["take_note"]],
+            interrupt_on={GATED: True},
+            authority=authority,
+            subagents=subagents,
+            checkpointer=checkpointer,
+        )
     return create_deep_agent(
         model=parent,
         tools=[found["take_note"]],
-        subagents=[
-            mailer_spec,  # type: ignore[list-item]
-            {
-                "name": "researcher",
-                "description": "Researches.",
-                "system_prompt": "You research.",
-                "model": researcher,
-                "tools": [found["search"]],
-            },
-        ],
+        subagents=subagents,
         interrupt_on={GATED: True} if gate in ("interrupt_on", "both") else None,
         checkpointer=checkpointer,
     )

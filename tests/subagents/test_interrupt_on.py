@@ -4,7 +4,8 @@
 parent, to every declarative subagent and to the general-purpose one: its pauses are
 HITL's, not AAIS requests, so nothing is in the ledger or the inbox. ``ApprovalMiddleware``
 stands in when it is in each agent's ``middleware``; the general-purpose subagent does not
-inherit the parent's ``middleware``, so it needs a spec of its own.
+inherit the parent's ``middleware``, so, built by hand, it needs a spec of its own (the gap
+these tests show is what ``approval_deep_agent`` closes, see test_approval_deep_agent.py).
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from deepagents import create_deep_agent
-from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
@@ -23,46 +23,12 @@ from .deep_agent import (
     GATED,
     RECIPIENT,
     EffectLog,
-    RoutedChatModel,
     build_deep_agent,
-    tool_call,
+    delegating_model,
     tools,
 )
 
 CONFIG = {"configurable": {"thread_id": "deep-hitl"}}
-
-
-def delegating_model() -> RoutedChatModel:
-    """The parent sends "Email Bob" to the general-purpose subagent, which shares its
-    model and calls ``send_email``."""
-    return RoutedChatModel(
-        responses=[AIMessage(content="unused")],
-        scripts={
-            "go": [
-                AIMessage(
-                    content="",
-                    tool_calls=[
-                        tool_call(
-                            "task",
-                            "call_task",
-                            description="Email Bob",
-                            subagent_type="general-purpose",
-                        )
-                    ],
-                    id="ai-parent-0",
-                ),
-                AIMessage(content="parent: done.", id="ai-parent-1"),
-            ],
-            "Email Bob": [
-                AIMessage(
-                    content="",
-                    tool_calls=[tool_call(GATED, "call_send", to=RECIPIENT)],
-                    id="ai-gp-0",
-                ),
-                AIMessage(content="general-purpose: done.", id="ai-gp-1"),
-            ],
-        },
-    )
 
 
 def test_interrupt_on_pauses_on_hitls_value_which_no_aais_listing_shows(tmp_path: Path) -> None:
@@ -99,7 +65,7 @@ def test_the_general_purpose_subagent_does_not_inherit_the_parents_middleware(
     effects = EffectLog(tmp_path / "effects.log")
     gate = ApprovalMiddleware({GATED: True}, authority=ApprovalAuthority(InMemoryLedger()))
     agent = create_deep_agent(
-        model=delegating_model(),
+        model=delegating_model(GATED),
         tools=[tools(effects)[GATED]],
         middleware=[gate],
         checkpointer=InMemorySaver(),
@@ -116,7 +82,7 @@ def test_a_general_purpose_spec_carrying_the_gate_pauses_it(tmp_path: Path) -> N
     gate = ApprovalMiddleware({GATED: True}, authority=authority)
     send_email = tools(effects)[GATED]
     agent = create_deep_agent(
-        model=delegating_model(),
+        model=delegating_model(GATED),
         tools=[send_email],
         middleware=[gate],
         subagents=[

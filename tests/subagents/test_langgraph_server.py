@@ -1,10 +1,12 @@
 """The deep agent on LangGraph Server (``langgraph dev``), driven with ``langgraph-sdk``.
 
-The server runs a copy of examples/langgraph_server (its custom auth) with one more
-graph, ``deep``: the deep agent of ``deep_agent.py`` with no authority of its own, so
-``ApprovalMiddleware`` in the mailer finds it through ``AAIS_LEDGER_URL`` (a SQLite
-file) as a hosted graph does. No ``--allow-blocking``: the server runs the parent and
-the subagent on its event loop with its blocking-call detector on.
+The server runs a copy of examples/langgraph_server (its custom auth) with two more
+graphs: ``deep``, the deep agent of ``deep_agent.py`` with no authority of its own, so
+``ApprovalMiddleware`` in the mailer finds it through ``AAIS_LEDGER_URL`` as a hosted
+graph does, and ``deep_helper``, the same agent built by ``approval_deep_agent``. Each
+test runs on a SQLite ledger file and on a Postgres ledger (a schema of the test
+session's server). No ``--allow-blocking``: the server runs the parent and the
+subagent on its event loop with its blocking-call detector on.
 
 The subagent's request is in the thread's state and the ledger; alice's answer,
 sent with ``command={"resume": {interrupt_id: decided}}`` whatever the body names, is
@@ -32,7 +34,7 @@ import pytest
 from aais_langgraph import ApprovalRequested, build_decision
 from aais_langgraph.ledger import open_ledger
 from aais_langgraph.protocol.extensions import SUBAGENT_EXTENSION
-from support.pg_cluster import free_port
+from support.pg_cluster import free_port, fresh_schema_url
 
 from .deep_agent import GATED, SIBLINGS, EffectLog
 
@@ -61,6 +63,9 @@ import os
 from tests.subagents.deep_agent import EffectLog, build_deep_agent
 
 graph = build_deep_agent(EffectLog(os.environ["AAIS_EXAMPLE_EFFECTS"]), None)
+graph_helper = build_deep_agent(
+    EffectLog(os.environ["AAIS_EXAMPLE_EFFECTS"]), None, gate="helper"
+)
 '''
 
 
@@ -92,9 +97,12 @@ class Server:
         return (self.folder / "server.log").read_text(errors="replace")
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """``langgraph dev`` serving the example and the deep agent; killed afterwards."""
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Server]:
+    """``langgraph dev`` serving the example and the deep agents on a SQLite or a
+    Postgres ledger; killed afterwards."""
     if not LANGGRAPH.exists():
         pytest.fail("langgraph-cli[inmem] is not installed (it is in the dev extra)")
     folder = tmp_path_factory.mktemp("deep") / "app"
@@ -102,8 +110,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     (folder / "deep_graph.py").write_text(DEEP_GRAPH, encoding="utf-8")
     settings = json.loads((folder / "langgraph.json").read_text())
     settings["graphs"]["deep"] = "./deep_graph.py:graph"
+    settings["graphs"]["deep_helper"] = "./deep_graph.py:graph_helper"
     (folder / "langgraph.json").write_text(json.dumps(settings))
-    ledger_url = str(folder / "approvals.db")
+    if request.param == "postgres":
+        ledger_url = fresh_schema_url(request.getfixturevalue("postgres_cluster"))
+    else:
+        ledger_url = str(folder / "approvals.db")
     env = {
         key: value
         for key, value in os.environ.items()
@@ -147,14 +159,15 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         process.wait(timeout=10)
 
 
-def paused(server: Server) -> tuple[Any, str, dict[str, Any]]:
-    """A fresh thread run until the subagent's tool waits; the client, thread, interrupt."""
+def paused(server: Server, graph: str = "deep") -> tuple[Any, str, dict[str, Any]]:
+    """A fresh thread of ``graph`` run until the subagent's tool waits; the client,
+    thread, interrupt."""
     from langgraph_sdk import get_sync_client
 
     client = get_sync_client(url=server.url, timeout=120, headers=AS_ALICE)
     thread_id = client.threads.create()["thread_id"]
     user_turn = {"messages": [{"role": "user", "content": "Email Bob and research X"}]}
-    client.runs.wait(thread_id, "deep", input=user_turn)
+    client.runs.wait(thread_id, graph, input=user_turn)
     [interrupt] = client.threads.get_state(thread_id)["interrupts"]
     return client, thread_id, interrupt
 
@@ -187,3 +200,19 @@ def test_the_subagents_approval_is_answered_through_the_server(
     assert server.recorded_actor(requested.request.id) == "alice"
     log = server.log()
     assert "BlockingError" not in log and "allow-blocking" not in log, log[-4000:]
+
+
+def test_the_helper_built_agents_approval_is_answered_through_the_server(server: Server) -> None:
+    before = server.effects.lines()
+    client, thread_id, interrupt = paused(server, "deep_helper")
+    requested = ApprovalRequested.from_data(interrupt["value"])
+    assert (requested.request.extensions or {})[SUBAGENT_EXTENSION]["name"] == "mailer"
+    assert requested.request.id in server.pending_in_ledger()
+
+    decided = build_decision(requested, decision="approve", scope="once", actor=MALLORY)
+    command = {"resume": {interrupt["id"]: decided.to_json()}}
+    client.runs.wait(thread_id, "deep_helper", command=command)
+
+    assert counts_of(server.effects.lines()[len(before) :]) == {**PAUSED, GATED: 1}
+    assert server.recorded_actor(requested.request.id) == "alice"
+    assert "BlockingError" not in server.log()

@@ -20,9 +20,10 @@ transports ask:
 
 A request the policy escalates (:class:`~.authorization.Escalations`) is asked about
 with :attr:`~.authorization.Resource.escalated` read from the ledger: whether its
-escalation row is ``done`` and its audit entry vouches for it
-(:func:`aais_langgraph.ledger.follow_ups.escalated`), a durable fact every process
-reads alike, never a comparison with a clock.
+escalation row is ``done`` and its audit entry is vouched for and was due
+(:meth:`~.vouch.VouchedRecords.escalation`), a durable fact every process reads alike,
+never a comparison with a clock; the groups it reaches and its delay come from the
+policy's rule (:meth:`Access.escalation_rule`), never from the entry.
 
 The authorizer is synchronous (Cedar is, and every question may read the ledger),
 so each question has an ``a``-prefixed async twin that runs it off the event loop
@@ -39,9 +40,10 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from ..ledger import Ledger, StoredRequest, ThreadRecord
-from ..ledger.follow_ups import escalated_to
+from ..ledger.follow_ups import EscalationRule
 from ..ledger.selection import PendingSelection
 from ..protocol import Actor, Request
+from .access_policy import AccessPolicy
 from .authorization import (
     ALLOWED,
     AllowAuthenticated,
@@ -125,7 +127,22 @@ class Access:
         authorizer = self.authorizer
         if not is_escalations(authorizer) or not authorizer.escalates(request):
             return None
-        return escalated_to(self.ledger, request.id)
+        rule = self.escalation_rule(request)
+        if rule is None or not self._records.escalation(request.id, request.created_at, rule):
+            return None
+        return rule.to
+
+    def escalation_rule(self, request: Request) -> EscalationRule | None:
+        """What the policy says of ``request``'s escalation (None: it does not escalate):
+        the rule of the ledger's plan, which scheduled it, else the authorizer's own
+        when it is an access-policy file. Never the stored entry's groups."""
+        plan_policy = getattr(self.ledger.delivery_plan, "policy", None)
+        for policy in (plan_policy, self.authorizer):
+            if isinstance(policy, AccessPolicy):
+                rule = policy.rule_for(request)
+                if rule.escalate_after is not None and rule.escalate_to:
+                    return EscalationRule(rule.escalate_after, rule.escalate_to)
+        return None
 
     def resource_of(
         self, stored: StoredRequest, request: Request, *, decision: str | None = None

@@ -218,13 +218,22 @@ class ApprovalAuthority:
         self.harness = harness
         # Presentation only (snapshot); every other read goes through the vouched records.
         self._requests = request_cache()
-        self._records = VouchedRecords(self.ledger, resolve_key(key))
+        self._key = resolve_key(key)  # the one place the key is resolved
+        self.ledger.use_authority_key(self._key)
+        self._records = VouchedRecords(self.ledger, self._key)
         self.bounds = Bounds(limits if limits is not None else RequestLimits(), self.ledger)
         self.access = Access(
             self.ledger,
             self._records,
             authorizer if authorizer is not None else AllowAuthenticated(),
         )
+
+    @property
+    def key(self) -> bytes | None:
+        """The authority key (given here or configured in the environment, resolved once
+        when the authority was made), or None: what every job and command that seals or
+        verifies this ledger uses (retention, the witness, ``compact``, ``verify``)."""
+        return self._key
 
     def expiry_of(self, request: Request | StoredRequest) -> datetime:
         """When ``request`` expires: its ``expires_at``, else ``created_at`` + default_expiry."""
@@ -501,7 +510,9 @@ class ApprovalAuthority:
         """Re-check the audit chain, then every stored row against the entry that vouches for
         it (and its seal, with a key); names the first bad entry or row and detects
         truncation, and a rollback or emptying against ``expected_tip``."""
-        return self._records.verify_all(expected_tip=expected_tip)
+        return self._records.verify_all(
+            expected_tip=expected_tip, escalation_rule=self.access.escalation_rule
+        )
 
     # -- execution records -------------------------------------------------------------
 

@@ -11,9 +11,17 @@ row someone changed or inserted behind the ledger's back: they get a
 
 A row is checked once per process against the one entry it names (two indexed
 reads: the recorded tip, then the entry and its successor, whose link it must
-keep), then cached. Recorded rows never change, so a cache hit returns the
-content that was verified, whatever the row holds now. The rows this process
-wrote or vouched for are also remembered by their id (:meth:`VouchedRecords.known_request`,
+keep), then cached. With an authority key the entry must also carry its audit seal,
+and a chain that does not start at entry 0 must start where a sealed ``compacted``
+checkpoint on it says (one more indexed read: the first entry; the checkpoint is
+found once per compaction), so a forged compaction that hides a revocation or an
+execution record is refused at the first row read after it, as ``audit verify``
+refuses it. An escalation counts only through :meth:`VouchedRecords.escalation`: its
+entry vouched for the same way, and due by the policy's rule.
+
+Recorded rows never change, so a cache hit returns the content that was verified,
+whatever the row holds now. The rows this process wrote or vouched for are also
+remembered by their id (:meth:`VouchedRecords.known_request`,
 :meth:`VouchedRecords.known_resolution`), so a caller that needs no fresh read
 (the request's content and a recorded resolution never change) skips it; a miss
 reads the store as before, which is where a row another process wrote is found.
@@ -22,7 +30,7 @@ reads the store as before, which is where a row another process wrote is found.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -31,6 +39,7 @@ from ..ledger import (
     AuditVerification,
     Grant,
     Ledger,
+    LedgerContents,
     LedgerIntegrityError,
     PendingRow,
     StoredRequest,
@@ -39,7 +48,10 @@ from ..ledger import (
     verify_contents,
 )
 from ..ledger.executions import Execution, ExecutionChange
+from ..ledger.follow_ups import EscalationRule, escalation_entry, escalation_problem
 from ..ledger.integrity import (
+    checkpoint_problem,
+    entry_seal_problem,
     execution_seal,
     execution_vouched,
     grant_seal,
@@ -51,7 +63,7 @@ from ..ledger.integrity import (
     seal_problem,
     sealed,
 )
-from ..protocol import AAISValidationError, ApprovalRequested, ApprovalResolved
+from ..protocol import AAISValidationError, ApprovalRequested, ApprovalResolved, Request
 from .cache import LruCache
 
 __all__ = ["VouchedRecords"]
@@ -73,6 +85,8 @@ class VouchedRecords:
             size
         )
         self._known_resolutions: LruCache[str, ApprovalResolved] = LruCache(size)
+        # The chain's start and the sealed checkpoint that vouches for it, as last verified.
+        self._start: tuple[int, str, int, str] | None = None
 
     # -- sealing what the authority writes -----------------------------------------
 
@@ -98,10 +112,16 @@ class VouchedRecords:
 
     # -- the whole ledger ----------------------------------------------------------
 
-    def verify_all(self, *, expected_tip: tuple[int, str] | None = None) -> AuditVerification:
+    def verify_all(
+        self,
+        *,
+        expected_tip: tuple[int, str] | None = None,
+        escalation_rule: Callable[[Request], EscalationRule | None] | None = None,
+    ) -> AuditVerification:
         """``audit verify``: the backend's own storage check, the chain, every row against
-        its entry, every seal, and leases and claims that would block a thread for an
-        implausibly long time."""
+        its entry, every seal (audit entries' included), every escalation against the
+        policy's rule (``escalation_rule``: due, sealed), and leases and claims that would
+        block a thread for an implausibly long time."""
         problem = self._ledger.check_storage()
         if problem is not None:
             return AuditVerification(False, 0, reason=problem, table="(storage)")
@@ -114,6 +134,10 @@ class VouchedRecords:
         verified = verify_contents(contents, expected_tip=expected_tip, key=self._key)
         if not verified.ok:
             return verified
+        if escalation_rule is not None:
+            found = _escalation_failure(contents, escalation_rule, self._key, verified)
+            if found is not None:
+                return found
         return _implausible_holds(self._ledger, verified) or verified
 
     # -- requests ------------------------------------------------------------------
@@ -241,6 +265,7 @@ class VouchedRecords:
         :class:`~aais_langgraph.ledger.LedgerIntegrityError`. Not cached: it changes."""
         record, entry = self._ledger.execution_with_entry(request_id)
         table = "aais_executions"
+        self._start_vouched(table, request_id)  # a hidden record leaves no entry to check
         problem = execution_vouched(record, entry)
         if problem is None and entry is not None:
             self._entry(table, request_id, entry.index)
@@ -249,6 +274,27 @@ class VouchedRecords:
         elif problem is not None:
             raise LedgerIntegrityError(table, request_id, problem)
         return record
+
+    # -- escalations -----------------------------------------------------------------
+
+    def escalation(self, request_id: str, created_at: str, rule: EscalationRule) -> bool:
+        """Whether the request's escalation counts: its row ``done`` and its ``follow_up``
+        entry vouched for (intact, on the recorded chain, sealed with a key, the chain's
+        start vouched) and due by ``rule`` (the policy's). An entry that is there but not
+        vouched for counts for nothing (and is counted as an integrity error); not
+        cached: it may run at any moment."""
+        entry = escalation_entry(self._ledger, request_id)
+        if entry is None:
+            return False
+        table = "aais_audit"
+        try:
+            self._entry(table, request_id, entry.index)
+            problem = escalation_problem(entry, created_at, rule, self._key)
+            if problem is not None:
+                raise LedgerIntegrityError(table, str(entry.index), problem)
+        except LedgerIntegrityError:
+            return False  # counted where it was raised; the escalation grants nothing
+        return True
 
     def sealed_change(self, change: ExecutionChange) -> ExecutionChange:
         """``change`` that refuses a stored record whose seal does not verify and seals
@@ -284,7 +330,13 @@ class VouchedRecords:
             raise LedgerIntegrityError(table, row_id, reason)
 
     def _entry(
-        self, table: str, row_id: str, index: int | None, read: _AuditRead | None = None
+        self,
+        table: str,
+        row_id: str,
+        index: int | None,
+        read: _AuditRead | None = None,
+        *,
+        start: bool = True,
     ) -> AuditEntry:
         """The row's audit entry, intact and still linked into the recorded chain (from
         ``read`` when given: the tip and the entries read for a batch of rows)."""
@@ -317,7 +369,64 @@ class VouchedRecords:
             raise LedgerIntegrityError(
                 table, row_id, f"its audit entry {index} is not on the recorded chain"
             )
+        sealed = entry_seal_problem(self._key, entry)
+        if sealed is not None:
+            raise LedgerIntegrityError(table, row_id, f"its audit entry {index}: {sealed}")
+        if start:
+            self._start_vouched(table, row_id)
         return entry
+
+    def _start_vouched(self, table: str, row_id: str) -> None:
+        """With a key: the chain starts at entry 0, or right after the range a sealed
+        ``compacted`` checkpoint on the chain names (else a forged compaction could have
+        dropped any entry); raises :class:`~aais_langgraph.ledger.LedgerIntegrityError`."""
+        if self._key is None:
+            return
+        first = self._ledger.audit_entries(limit=1)
+        if not first or first[0].index == 0:
+            return
+        start = first[0]
+        known = self._start
+        if known is not None and known[:2] == (start.index, start.prev_hash):
+            again = self._ledger.audit_entries_at({known[2]}).get(known[2])
+            if again is not None and again.entry_hash == known[3]:
+                return
+        checkpoint = self._checkpoint_of(start)
+        if checkpoint is None:
+            raise LedgerIntegrityError(
+                table,
+                row_id,
+                "the audit chain starts after entry 0, but no compaction checkpoint vouches "
+                "for the entries before it",
+            )
+        problem = checkpoint_problem(self._key, checkpoint)
+        if problem is not None:
+            raise LedgerIntegrityError(
+                "aais_audit", str(checkpoint.index), f"the compaction checkpoint: {problem}"
+            )
+        self._entry("aais_audit", str(checkpoint.index), checkpoint.index, start=False)
+        self._start = (start.index, start.prev_hash, checkpoint.index, checkpoint.entry_hash)
+
+    def _checkpoint_of(self, start: AuditEntry) -> AuditEntry | None:
+        """The ``compacted`` entry that names the range right before ``start`` (it follows
+        the entries its pass carried, near the chain's start)."""
+        after = start.index - 1
+        while True:
+            page = self._ledger.audit_entries(after_index=after, limit=_CHECKPOINT_PAGE)
+            for entry in page:
+                if (
+                    entry.kind == "compacted"
+                    and entry.payload.get("audit_through") == start.index - 1
+                    and entry.payload.get("audit_through_hash") == start.prev_hash
+                ):
+                    return entry
+            if len(page) < _CHECKPOINT_PAGE:
+                return None
+            after = page[-1].index
+
+
+_CHECKPOINT_PAGE = 500
+"""Entries read at a time while looking for the checkpoint that vouches for the chain's start."""
 
 
 @dataclass(frozen=True)
@@ -330,6 +439,43 @@ class _AuditRead:
 
 def _identity(row_id: str, audit_index: int | None, envelope: dict[str, Any]) -> tuple[Any, ...]:
     return (row_id, audit_index, envelope.get("id"), envelope.get("sequence"))
+
+
+def _escalation_failure(
+    contents: LedgerContents,
+    rule_of: Callable[[Request], EscalationRule | None],
+    key: bytes | None,
+    verified: AuditVerification,
+) -> AuditVerification | None:
+    """A failed verification naming the first escalation entry the policy's rule does not
+    vouch for (not due when it ran, unsealed with a key), or None. An entry of a request
+    no rule escalates (or one retention removed) is not judged here."""
+    requests = {stored.request_id: stored for stored in contents.requests}
+    for entry in contents.audit:
+        if entry.kind != "follow_up" or entry.payload.get("follow_up") != "escalation":
+            continue
+        stored = requests.get(str(entry.payload.get("request_id")))
+        if stored is None:
+            continue
+        try:
+            request = ApprovalRequested.from_data(stored.envelope).request
+        except (AAISValidationError, ValueError, TypeError):
+            continue  # the request row's own check reports it
+        rule = rule_of(request)
+        if rule is None:
+            continue
+        problem = escalation_problem(entry, request.created_at, rule, key)
+        if problem is not None:
+            return AuditVerification(
+                False,
+                verified.checked,
+                entry.index,
+                f"the escalation of a request: {problem}",
+                table="aais_audit",
+                row_id=str(entry.index),
+                tip=verified.tip,
+            )
+    return None
 
 
 IMPLAUSIBLE_HOLD = 24 * 3600.0

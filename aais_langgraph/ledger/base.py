@@ -93,6 +93,27 @@ class Ledger(ABC):
         """Whether the ledger's tables exist (False for an empty or foreign database)."""
         return True
 
+    # -- the authority key -----------------------------------------------------------
+
+    authority_key: bytes | None = None
+    """The key the ledger's one append primitive seals every audit entry with (None: no
+    seal). Set by :meth:`use_authority_key`, which the authority calls with the key it
+    resolved; never read from anywhere else."""
+
+    def use_authority_key(self, key: bytes | None) -> None:
+        """Seal the audit entries appended from now on with ``key`` (the authority's).
+
+        A ledger serves one deployment, so it seals with one key: the first it is handed
+        (another authority on it with another key verifies against its own, and fails)."""
+        if key is not None and self.authority_key is None:
+            self.authority_key = bytes(key)
+
+    def sealing_key(self, key: bytes | None = None) -> bytes | None:
+        """The key a compaction seals its checkpoint with: ``key`` when given (then also
+        the ledger's, if it had none), else the one the authority handed the ledger."""
+        self.use_authority_key(key)
+        return self.authority_key if key is None else key
+
     # -- requests ------------------------------------------------------------------
 
     @abstractmethod

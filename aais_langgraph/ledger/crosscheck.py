@@ -4,7 +4,8 @@ The chain alone proves only that the audit log is intact; the rows the gate acts
 on live in other tables. So every request, resolution, grant, event and execution
 row is recomputed into the payload its audit entry must hold, every audited row
 must still exist, and (with an authority key) every row's seal must verify. An
-execution record must also belong to an approved request. A ``compacted`` checkpoint
+execution record must also belong to an approved request. With a key every audit entry
+must carry its seal (:func:`~.integrity.audit_seal`). A ``compacted`` checkpoint
 must carry a valid seal (with a key), the entries appended right before it must be the
 ones it says it carried, and the newest one must name exactly the stored tombstones.
 The first mismatch is reported by table and id; reasons never contain row values.
@@ -21,6 +22,7 @@ from .audit import AuditVerification, verify_audit
 from .compaction import carried_digest, tombstones_problem
 from .integrity import (
     checkpoint_seal,
+    entry_seal_problem,
     execution_vouched,
     grant_vouched,
     request_vouched,
@@ -219,6 +221,17 @@ def _execution_problems(
             yield "aais_executions", request_id, f"missing (audit entry {entry.index})"
 
 
+def _entry_seal_problems(contents: LedgerContents, key: bytes | None) -> Iterator[Problem]:
+    """With a key: every audit entry that does not carry its seal (an entry appended or
+    edited without the key: a forged escalation, a forged ``follow_up``)."""
+    if key is None:
+        return
+    for entry in contents.audit:
+        problem = entry_seal_problem(key, entry)
+        if problem is not None:
+            yield "aais_audit", str(entry.index), f"entry {entry.index}: {problem}"
+
+
 def _checkpoint_problems(contents: LedgerContents, key: bytes | None) -> Iterator[Problem]:
     """Checkpoints that are unsealed (with a key), whose carried entries differ from the
     ones they record, or (the newest) whose tombstones differ from the stored ones."""
@@ -283,6 +296,7 @@ def verify_contents(
         return replace(chain, table="aais_audit", row_id=str(chain.first_bad_index))
     vouchers = _Vouchers(contents.audit)
     for problems in (
+        _entry_seal_problems(contents, key),
         _checkpoint_problems(contents, key),
         _request_problems(contents, vouchers, key),
         _resolution_problems(contents, vouchers, key),

@@ -8,8 +8,16 @@ payload (an execution record: its request's latest ``execution`` entry). Without
 key, someone who can write the database can rewrite a row *and* recompute the chain
 after it; with an authority key, rows also carry an HMAC-SHA256 seal that cannot be
 recomputed without the key; a ``compacted`` checkpoint carries its seal in its own
-payload (``mac``), since the rows it vouches for are gone. Reasons never contain row
-values, only what is wrong.
+payload (``mac``), since the rows it vouches for are gone.
+
+With a key every audit entry is sealed too (:func:`audit_seal`), in its payload under
+:data:`AUDIT_SEAL`: the ledger's one append primitive adds it
+(:func:`~._records.next_audit_entry`), so an entry someone appends or edits without the
+key (a forged escalation, a forged ``follow_up``) does not verify. The seal covers the
+entry's kind, time and payload, but not its place in the chain (a Postgres server
+assigns that at commit, where the key is not) nor the two payload members the server
+fills in then (``sequence``, ``envelope_digest``: the request and resolution rows'
+own seals cover their envelopes). Reasons never contain row values, only what is wrong.
 """
 
 from __future__ import annotations
@@ -37,9 +45,13 @@ from .records import (
 )
 
 __all__ = [
+    "AUDIT_SEAL",
     "MAC_PREFIX",
     "LedgerIntegrityError",
+    "audit_seal",
+    "checkpoint_problem",
     "checkpoint_seal",
+    "entry_seal_problem",
     "execution_seal",
     "execution_vouched",
     "grant_seal",
@@ -51,9 +63,18 @@ __all__ = [
     "seal_problem",
     "sealed",
     "sealed_checkpoint",
+    "sealed_payload",
+    "unsealed_payload",
 ]
 
 MAC_PREFIX = "hmac-sha256:"
+
+AUDIT_SEAL = "seal"
+"""The payload member that holds an audit entry's seal (with an authority key)."""
+
+_STAMPED = frozenset({AUDIT_SEAL, "sequence", "envelope_digest"})
+"""Payload members an audit entry's seal leaves out: the seal itself, and what a
+Postgres server fills in at commit."""
 
 #: Payload keys that entries written before schema version 2 do not carry.
 _LEGACY_OPTIONAL = frozenset({"context_digest"})
@@ -141,8 +162,73 @@ def execution_seal(key: bytes, record: Execution) -> str:
 
 
 def checkpoint_seal(key: bytes, payload: Mapping[str, Any]) -> str:
-    """The seal of a ``compacted`` checkpoint: its whole payload but the seal itself."""
-    return _seal(key, "checkpoint", {k: v for k, v in payload.items() if k != "mac"})
+    """The seal of a ``compacted`` checkpoint: its whole payload but the seals themselves
+    (its own, and the audit seal its entry carries)."""
+    return _seal(
+        key, "checkpoint", {k: v for k, v in payload.items() if k not in ("mac", AUDIT_SEAL)}
+    )
+
+
+def unsealed_payload(payload: Mapping[str, Any]) -> JsonDict:
+    """``payload`` without its audit seal (what a row's recomputed payload is compared to)."""
+    return {name: value for name, value in payload.items() if name != AUDIT_SEAL}
+
+
+def audit_seal(key: bytes, kind: str, occurred_at: str, payload: Mapping[str, Any]) -> str:
+    """The seal of an audit entry: its kind, its time and its payload (the members a
+    server stamps at commit aside).
+
+    Args:
+        key: the authority key.
+        kind: the entry's kind.
+        occurred_at: its RFC 3339 time.
+        payload: its payload (a seal it carries is left out).
+    """
+    row = {
+        "kind": kind,
+        "occurred_at": occurred_at,
+        "payload": {name: value for name, value in payload.items() if name not in _STAMPED},
+    }
+    return _seal(key, "audit", row)
+
+
+def sealed_payload(
+    key: bytes | None, kind: str, occurred_at: str, payload: Mapping[str, Any]
+) -> JsonDict:
+    """``payload`` as the ledger appends it: any seal it carries dropped, and (with a
+    key) sealed anew for ``kind`` at ``occurred_at``."""
+    plain = unsealed_payload(payload)
+    if key is None:
+        return plain
+    return {**plain, AUDIT_SEAL: audit_seal(key, kind, occurred_at, plain)}
+
+
+def entry_seal_problem(key: bytes | None, entry: AuditEntry) -> str | None:
+    """Why ``entry`` does not carry its seal under ``key``, or None (always None without a
+    key). Words only: no payload value."""
+    if key is None:
+        return None
+    found = entry.payload.get(AUDIT_SEAL)
+    try:
+        expected = audit_seal(key, entry.kind, entry.occurred_at, entry.payload)
+    except (AAISValidationError, TypeError, ValueError):
+        return "it cannot be sealed (not I-JSON)"
+    return seal_problem(expected, found if isinstance(found, str) else None)
+
+
+def checkpoint_problem(key: bytes | None, entry: AuditEntry) -> str | None:
+    """Why the ``compacted`` entry does not carry its seals under ``key`` (its checkpoint
+    seal and its audit seal), or None (always None without a key)."""
+    if key is None:
+        return None
+    mac = entry.payload.get("mac")
+    try:
+        expected = checkpoint_seal(key, entry.payload)
+    except (AAISValidationError, TypeError, ValueError):
+        return "it cannot be sealed (not I-JSON)"
+    return seal_problem(expected, mac if isinstance(mac, str) else None) or entry_seal_problem(
+        key, entry
+    )
 
 
 def sealed_checkpoint(key: bytes | None, payload: JsonDict) -> JsonDict:
@@ -178,6 +264,7 @@ def sealed(key: bytes | None, table: str, row: Any) -> str | None:
 
 
 def _payload_problem(payload: Mapping[str, Any], recomputed: Mapping[str, Any]) -> str | None:
+    payload = unsealed_payload(payload)
     for name, value in recomputed.items():
         if name in payload:
             if payload[name] != value:

@@ -131,7 +131,9 @@ class InMemoryLedger(Ledger):
             if fields.request_id in self._compacted:
                 raise CompactedRequestError()
             if self._vouched_tombstones is None:
-                self._vouched_tombstones = vouched_tombstones(self._audit, self._compacted)
+                self._vouched_tombstones = vouched_tombstones(
+                    self._audit, self._compacted, key=self.authority_key
+                )
             if fields.request_id in self._vouched_tombstones:
                 raise CompactedRequestError()
             sequence = self._last_sequence + 1
@@ -140,6 +142,7 @@ class InMemoryLedger(Ledger):
                 self._tip(),
                 "requested",
                 requested_audit(stored_envelope, thread_id, stored_context, checked=True),
+                key=self.authority_key,
             )
             stored = StoredRequest(
                 request_id=fields.request_id,
@@ -233,7 +236,7 @@ class InMemoryLedger(Ledger):
         for kind, payload in resolution_audits(
             decided, resolved, write.decision_fingerprint, grant
         ):
-            entry = next_audit_entry(tip, kind, payload)
+            entry = next_audit_entry(tip, kind, payload, key=self.authority_key)
             entries.append(entry)
             tip = (entry.index, entry.entry_hash)
         indexes = {entry.kind: entry.index for entry in entries}
@@ -384,7 +387,9 @@ class InMemoryLedger(Ledger):
             grant = self._grants.get(grant_id)
             if grant is None or grant.revoked_at is not None:
                 return False
-            entry = next_audit_entry(self._tip(), "revoked", revoked_audit(grant, now, actor))
+            entry = next_audit_entry(
+                self._tip(), "revoked", revoked_audit(grant, now, actor), key=self.authority_key
+            )
             self._grants[grant_id] = replace(grant, revoked_at=now)
             self._audit.append(entry)
             return True
@@ -405,6 +410,7 @@ class InMemoryLedger(Ledger):
             return self._last_sequence
 
     def compact_events(self, before_sequence: int, *, key: bytes | None = None) -> int:
+        key = self.sealing_key(key)
         with self._lock:
             cut = bisect_left(self._event_sequences, before_sequence)
             del self._event_sequences[:cut]
@@ -412,12 +418,15 @@ class InMemoryLedger(Ledger):
             if cut:
                 floor = min(before_sequence, self._last_sequence + 1)  # never past the events
                 payload = sealed_checkpoint(key, compacted_audit(floor, cut))
-                self._audit.append(next_audit_entry(self._tip(), "compacted", payload))
+                self._audit.append(
+                    next_audit_entry(self._tip(), "compacted", payload, key=self.authority_key)
+                )
             return cut
 
     def compact_history(
         self, policy: RetentionPolicy, *, now: float, key: bytes | None = None
     ) -> CompactionReport:
+        key = self.sealing_key(key)
         with self._lock:
             if keeps_all(policy, len(self._resolutions)):
                 return CompactionReport()
@@ -444,10 +453,12 @@ class InMemoryLedger(Ledger):
             del self._event_sequences[:cut]
             del self._events[:cut]
             for old in plan.carried:
-                entry = next_audit_entry(self._tip(), old.kind, old.payload)
+                entry = next_audit_entry(self._tip(), old.kind, old.payload, key=self.authority_key)
                 self._audit.append(entry)
                 self._revouch(entry)
-            checkpoint = next_audit_entry(self._tip(), "compacted", plan.checkpoint(key))
+            checkpoint = next_audit_entry(
+                self._tip(), "compacted", plan.checkpoint(key), key=self.authority_key
+            )
             self._audit.append(checkpoint)
             self._audit = [entry for entry in self._audit if entry.index >= plan.cut]
             return plan.report(checkpoint)
@@ -491,7 +502,7 @@ class InMemoryLedger(Ledger):
 
     def append_audit(self, kind: AuditKind, payload: Mapping[str, Any]) -> AuditEntry:
         with self._lock:
-            entry = next_audit_entry(self._tip(), kind, payload)
+            entry = next_audit_entry(self._tip(), kind, payload, key=self.authority_key)
             self._audit.append(entry)
             return _copy_entry(entry)
 
@@ -692,7 +703,11 @@ class InMemoryLedger(Ledger):
             updated = change(current)
             if updated is None or updated == current:
                 return updated
-            entry = None if audit is None else next_audit_entry(self._tip(), "follow_up", audit)
+            entry = (
+                None
+                if audit is None
+                else next_audit_entry(self._tip(), "follow_up", audit, key=self.authority_key)
+            )
             self._store_work((kind, work_id), updated)
             for work in records:
                 self._record_work(work, updated.updated_at)
@@ -744,7 +759,9 @@ class InMemoryLedger(Ledger):
             raise LedgerIntegrityError("aais_executions", request_id, problem)
         updated = change(current)
         if updated is not None and updated != current:
-            entry = next_audit_entry(self._tip(), "execution", execution_audit(updated))
+            entry = next_audit_entry(
+                self._tip(), "execution", execution_audit(updated), key=self.authority_key
+            )
             self._audit.append(entry)
             self._execution_entries[request_id] = entry
             self._store_execution(request_id, updated)

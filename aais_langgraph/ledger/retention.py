@@ -42,7 +42,7 @@ from .compaction import (
     tombstones_digest,
     tombstones_problem,
 )
-from .integrity import LedgerIntegrityError, sealed_checkpoint
+from .integrity import LedgerIntegrityError, checkpoint_problem, sealed_checkpoint
 from .records import AuditEntry, JsonDict, LedgerContents
 
 __all__ = [
@@ -344,10 +344,11 @@ def _carried(
 
 
 def vouched_tombstones(
-    checkpoints: Iterable[AuditEntry], tombstones: Iterable[str]
+    checkpoints: Iterable[AuditEntry], tombstones: Iterable[str], *, key: bytes | None = None
 ) -> frozenset[str]:
     """The stored ``tombstones``, once the newest of ``checkpoints`` (``compacted``
-    entries) that records tombstones vouches for them (it must match its hash); raises
+    entries) that records tombstones vouches for them (it must match its hash, and carry
+    its seals under ``key`` with one); raises
     :class:`~aais_langgraph.ledger.LedgerIntegrityError` when it does not."""
     newest = newest_tombstones_checkpoint(checkpoints)
     ids = frozenset(tombstones)
@@ -364,7 +365,7 @@ def vouched_tombstones(
         raise LedgerIntegrityError(
             table, str(newest.index), "the compaction checkpoint does not match its hash"
         )
-    problem = tombstones_problem(newest, ids)
+    problem = checkpoint_problem(key, newest) or tombstones_problem(newest, ids)
     if problem is not None:
         raise LedgerIntegrityError(table, str(newest.index), problem)
     return ids

@@ -105,6 +105,7 @@ def _forge_escalation(storage: Storage, groups: list[str], at: datetime) -> None
         "work_id": work_id,
         "by": "system",
         "escalated_to": groups,
+        "ran_at": format_timestamp(at),
     }
     storage.append_entry("follow_up", payload, format_timestamp(at))
 

@@ -219,7 +219,7 @@ class ApprovalAuthority:
         # Presentation only (snapshot); every other read goes through the vouched records.
         self._requests = request_cache()
         self._key = resolve_key(key)  # the one place the key is resolved
-        self.ledger.use_authority_key(self._key)
+        self.ledger.authority_key = self._key  # its audit entries are sealed with it
         self._records = VouchedRecords(self.ledger, self._key)
         self.bounds = Bounds(limits if limits is not None else RequestLimits(), self.ledger)
         self.access = Access(

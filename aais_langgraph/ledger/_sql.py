@@ -582,7 +582,7 @@ class SqlLedger(SqlBackend):
             return self._read_counters(cur, lock=False)[0]
 
     def compact_events(self, before_sequence: int, *, key: bytes | None = None) -> int:
-        key = self.sealing_key(key)
+        key = self._sealing_key(key)
         with self._write() as cur:  # not batched: the audit entry needs the count first
             sql = "DELETE FROM aais_events WHERE sequence < ?"
             removed = int(self._run(cur, sql, (before_sequence,)).rowcount)
@@ -598,7 +598,7 @@ class SqlLedger(SqlBackend):
     def compact_history(
         self, policy: RetentionPolicy, *, now: float, key: bytes | None = None
     ) -> CompactionReport:
-        key = self.sealing_key(key)
+        key = self._sealing_key(key)
         # Unlike other writes, the counters are locked first: the plan must be made from a
         # chain no one appends to. The rows it then deletes are resolved requests' rows,
         # which no writer waiting for the counters holds.

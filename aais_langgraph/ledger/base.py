@@ -95,23 +95,25 @@ class Ledger(ABC):
 
     # -- the authority key -----------------------------------------------------------
 
-    authority_key: bytes | None = None
-    """The key the ledger's one append primitive seals every audit entry with (None: no
-    seal). Set by :meth:`use_authority_key`, which the authority calls with the key it
-    resolved; never read from anywhere else."""
+    _authority_key: bytes | None = None
 
-    def use_authority_key(self, key: bytes | None) -> None:
-        """Seal the audit entries appended from now on with ``key`` (the authority's).
-
-        A ledger serves one deployment, so it seals with one key: the first it is handed
+    @property
+    def authority_key(self) -> bytes | None:
+        """The key the ledger's one append primitive seals every audit entry with, and a
+        compaction its checkpoint (None: no seal). The authority sets it to the key it
+        resolved; a ledger serves one deployment, so it keeps the first key it is given
         (another authority on it with another key verifies against its own, and fails)."""
-        if key is not None and self.authority_key is None:
-            self.authority_key = bytes(key)
+        return self._authority_key
 
-    def sealing_key(self, key: bytes | None = None) -> bytes | None:
+    @authority_key.setter
+    def authority_key(self, key: bytes | None) -> None:
+        if key is not None and self._authority_key is None:
+            self._authority_key = bytes(key)
+
+    def _sealing_key(self, key: bytes | None = None) -> bytes | None:
         """The key a compaction seals its checkpoint with: ``key`` when given (then also
         the ledger's, if it had none), else the one the authority handed the ledger."""
-        self.use_authority_key(key)
+        self.authority_key = key
         return self.authority_key if key is None else key
 
     # -- requests ------------------------------------------------------------------

@@ -410,7 +410,7 @@ class InMemoryLedger(Ledger):
             return self._last_sequence
 
     def compact_events(self, before_sequence: int, *, key: bytes | None = None) -> int:
-        key = self.sealing_key(key)
+        key = self._sealing_key(key)
         with self._lock:
             cut = bisect_left(self._event_sequences, before_sequence)
             del self._event_sequences[:cut]
@@ -426,7 +426,7 @@ class InMemoryLedger(Ledger):
     def compact_history(
         self, policy: RetentionPolicy, *, now: float, key: bytes | None = None
     ) -> CompactionReport:
-        key = self.sealing_key(key)
+        key = self._sealing_key(key)
         with self._lock:
             if keeps_all(policy, len(self._resolutions)):
                 return CompactionReport()

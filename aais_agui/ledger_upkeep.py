@@ -6,8 +6,10 @@ its settings ask: ``retention`` compacts the ledger every ``retention_every`` se
 still needed stays), and ``witness`` publishes the tip to ``witnesses``, sealed with the
 authority key when one is set: shortly after it moves (each batch of resolutions, a
 compaction; looked at every ``witness_poll`` seconds) and at least every
-``witness_every`` seconds. ``aais-agui serve --retention-days N | --retention-last N
-| --witness FILE|URL`` sets them. A failed pass is logged and tried again at the next
+``witness_every`` seconds. Both seal with the authority's key (``ApprovalAuthority.key``,
+resolved once where the authority was made), whichever way it was given.
+``aais-agui serve --retention-days N | --retention-last N | --witness FILE|URL`` sets
+them. A failed pass is logged and tried again at the next
 one; nothing here can stop the server.
 """
 
@@ -41,10 +43,14 @@ class LedgerUpkeep:
     are the two jobs' passes (one at a time: a compaction's publication and the tip's
     never interleave); :meth:`tick` does both."""
 
-    def __init__(self, ledger: Ledger, settings: ServiceSettings, *, key: bytes | None) -> None:
+    def __init__(
+        self, ledger: Ledger, settings: ServiceSettings, *, key: bytes | None = None
+    ) -> None:
         self.ledger = ledger
         self.settings = settings
-        self.key = key
+        # The authority's key (``ApprovalAuthority.key``, as the service passes it), else
+        # the one the authority handed the ledger: never the environment read again.
+        self.key = key if key is not None else ledger.authority_key
         self.witnesses = [open_witness(target) for target in settings.witnesses]
         self.published: tuple[int, str] | None = None
         self._published_at = -float("inf")

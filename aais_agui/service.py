@@ -38,7 +38,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from aais_langgraph.authority import DEFAULT_LEASE_TTL, ApprovalAuthority, load_authority_key
+from aais_langgraph.authority import DEFAULT_LEASE_TTL, ApprovalAuthority
 from aais_langgraph.ledger import RetentionPolicy
 from aais_langgraph.protocol import envelope_text
 from aais_langgraph.threads import DEFAULT_LEASE_WAIT, ThreadDriver, apending_approvals
@@ -334,7 +334,7 @@ class ApprovalService:
             runner = FollowUpRunner(self.authority, plan)
             jobs.append(PeriodicJob("follow_ups", settings.follow_ups_every, runner.arun_due))
         if settings.retention is not None or settings.witnesses:
-            upkeep = LedgerUpkeep(self.authority.ledger, settings, key=load_authority_key())
+            upkeep = LedgerUpkeep(self.authority.ledger, settings, key=self.authority.key)
             if settings.retention is not None:
                 retention = upkeep.retention_pass
                 jobs.append(PeriodicJob("retention", settings.retention_every, retention))

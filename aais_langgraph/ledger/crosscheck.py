@@ -296,8 +296,8 @@ def verify_contents(
         return replace(chain, table="aais_audit", row_id=str(chain.first_bad_index))
     vouchers = _Vouchers(contents.audit)
     for problems in (
-        _entry_seal_problems(contents, key),
         _checkpoint_problems(contents, key),
+        _entry_seal_problems(contents, key),
         _request_problems(contents, vouchers, key),
         _resolution_problems(contents, vouchers, key),
         _grant_problems(contents, vouchers, key),

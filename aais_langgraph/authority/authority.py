@@ -235,6 +235,13 @@ class ApprovalAuthority:
         verifies this ledger uses (retention, the witness, ``compact``, ``verify``)."""
         return self._key
 
+    def refuse_history(self, reason: str) -> None:
+        """Refuse every stored row from now on, with
+        :class:`~aais_langgraph.ledger.LedgerIntegrityError` (``reason``: words, no value):
+        what a served process does when a witness contradicts the ledger's history, so
+        no gate, grant or resume acts on it until an operator looks."""
+        self._records.refuse_history(reason)
+
     def expiry_of(self, request: Request | StoredRequest) -> datetime:
         """When ``request`` expires: its ``expires_at``, else ``created_at`` + default_expiry."""
         return effective_expiry(request, self.default_expiry.total_seconds())
@@ -531,7 +538,7 @@ class ApprovalAuthority:
         :class:`~aais_langgraph.ledger.LedgerIntegrityError` when the stored record and
         its audit entry or seal disagree."""
         return self.ledger.update_execution(
-            request_id, self._records.sealed_change(change), durable=durable
+            request_id, self._records.sealed_change(change, request_id), durable=durable
         )
 
     def sealed_change(self, change: ExecutionChange) -> ExecutionChange:
@@ -880,7 +887,7 @@ class ApprovalAuthority:
             recorded, created = self.ledger.record_resolution(write)
         else:
             recorded, created, claimed = self.ledger.record_resolution_claiming(
-                write, self._records.sealed_change(claim)
+                write, self._records.sealed_change(claim, request.id)
             )
         if not created:
             return self._replay(

@@ -87,6 +87,18 @@ class VouchedRecords:
         self._known_resolutions: LruCache[str, ApprovalResolved] = LruCache(size)
         # The chain's start and the sealed checkpoint that vouches for it, as last verified.
         self._start: tuple[int, str, int, str] | None = None
+        self._contradicted: str | None = None
+
+    # -- a history a witness contradicts ---------------------------------------------
+
+    def refuse_history(self, reason: str) -> None:
+        """Refuse every row from now on (a witness contradicts the ledger's history: rows
+        may have been rewritten in ways no seal shows). ``reason``: words, no value."""
+        self._contradicted = reason
+
+    def _trusted(self, table: str, row_id: str) -> None:
+        if self._contradicted is not None:
+            raise LedgerIntegrityError(table, row_id, self._contradicted)
 
     # -- sealing what the authority writes -----------------------------------------
 
@@ -151,6 +163,7 @@ class VouchedRecords:
         """The verified row (with its current status) and its validated envelope
         (``read``: the audit entries read already for a batch of rows; ``texts``: the
         row's envelope and context text as stored, which ``stored`` was parsed from)."""
+        self._trusted("aais_requests", stored.request_id)
         identity = _identity(stored.request_id, stored.audit_index, stored.envelope)
         cached = self._requests.get(identity)
         if cached is not None:
@@ -207,12 +220,14 @@ class VouchedRecords:
         """The row of ``request_id`` this process last wrote or vouched for (its status as
         it was then), or None: nothing is read, so a row only another process wrote is
         not found here."""
+        self._trusted("aais_requests", request_id)
         return self._known_requests.get(request_id)
 
     # -- resolutions ---------------------------------------------------------------
 
     def resolution(self, stored: StoredResolution) -> ApprovalResolved:
         """The validated envelope of a verified resolution row."""
+        self._trusted("aais_resolutions", stored.request_id)
         identity = _identity(stored.request_id, stored.audit_index, stored.envelope)
         cached = self._resolutions.get(identity)
         if cached is None:
@@ -237,6 +252,7 @@ class VouchedRecords:
         """The resolution of ``request_id`` this process recorded or vouched for, or None:
         nothing is read, so one another process recorded is not found here (a recorded
         resolution never changes, so a hit is the one stored)."""
+        self._trusted("aais_resolutions", request_id)
         return self._known_resolutions.get(request_id)
 
     # -- grants --------------------------------------------------------------------
@@ -247,6 +263,7 @@ class VouchedRecords:
         Revocation is the one change a grant row sees; a grant un-revoked behind the
         ledger's back is a rollback only ``audit verify`` (and a kept tip) detects.
         """
+        self._trusted("aais_grants", grant.grant_id)
         identity = (grant.grant_id, grant.audit_index)
         cached = self._grants.get(identity)
         if cached is None:
@@ -263,8 +280,9 @@ class VouchedRecords:
         (intact, on the recorded chain) and its seal: what the gate may act on. A record
         that was deleted, edited or planted raises
         :class:`~aais_langgraph.ledger.LedgerIntegrityError`. Not cached: it changes."""
-        record, entry = self._ledger.execution_with_entry(request_id)
         table = "aais_executions"
+        self._trusted(table, request_id)
+        record, entry = self._ledger.execution_with_entry(request_id)
         self._start_vouched(table, request_id)  # a hidden record leaves no entry to check
         problem = execution_vouched(record, entry)
         if problem is None and entry is not None:
@@ -296,13 +314,17 @@ class VouchedRecords:
             return False  # counted where it was raised; the escalation grants nothing
         return True
 
-    def sealed_change(self, change: ExecutionChange) -> ExecutionChange:
+    def sealed_change(self, change: ExecutionChange, request_id: str = "") -> ExecutionChange:
         """``change`` that refuses a stored record whose seal does not verify and seals
         the record it stores (``change`` itself without a key). The ledger has already
-        checked the stored record against its audit entry when this runs."""
+        checked the stored record against its audit entry when this runs; with a key the
+        chain's start is vouched for first (here, before any claim is taken), so a
+        forged compaction that hid the record cannot make room for a second run."""
+        self._trusted("aais_executions", request_id)
         key = self._key
         if key is None:
             return change
+        self._start_vouched("aais_executions", request_id)
 
         def sealed(current: Execution | None) -> Execution | None:
             if current is not None:
@@ -340,6 +362,7 @@ class VouchedRecords:
     ) -> AuditEntry:
         """The row's audit entry, intact and still linked into the recorded chain (from
         ``read`` when given: the tip and the entries read for a batch of rows)."""
+        self._trusted(table, row_id)
         if index is None:
             raise LedgerIntegrityError(table, row_id, "no audit entry vouches for it")
         if read is not None:

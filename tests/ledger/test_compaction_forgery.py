@@ -352,3 +352,29 @@ def test_an_execution_a_forged_compaction_hides_is_refused_at_the_gate_with_a_ke
         authority.execution("apr_ran")
     with _reopened(opened) as other, refused(CATEGORY, LedgerIntegrityError):
         ApprovalAuthority(other, key=KEY).execution("apr_ran")
+
+
+def test_a_claim_after_a_forged_compaction_hid_an_execution_is_refused_with_a_key(
+    opened: Opened,
+) -> None:
+    authority = ApprovalAuthority(opened.ledger, key=KEY)
+    _approve(authority, "apr_ran")
+    now = time.time()
+    authority.change_execution(
+        "apr_ran", claim_change("apr_ran", "h1", thread_id=None, ttl=60, now=now, retry=False)
+    )
+    authority.change_execution("apr_ran", finish_change(now))
+    tip = (opened.ledger.audit_tip() or (0, ""))[:2]
+    forgery = forge_compaction(
+        opened.ledger.contents(), tip, hide=lambda entry: entry.kind == "execution"
+    )
+    write(opened.ledger, opened.path, forgery)
+    again = claim_change("apr_ran", "h2", thread_id=None, ttl=60, now=now, retry=False)
+
+    with refused(CATEGORY, LedgerIntegrityError, opened=lambda: _claimed(opened, "apr_ran")):
+        authority.change_execution("apr_ran", again)
+
+
+def _claimed(opened: Opened, request_id: str) -> bool:
+    record, _ = opened.ledger.execution_with_entry(request_id)
+    return record is not None

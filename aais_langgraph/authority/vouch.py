@@ -260,18 +260,19 @@ class VouchedRecords:
     def grant(self, grant: Grant) -> Grant:
         """The verified grant, with its current ``revoked_at``.
 
-        Revocation is the one change a grant row sees; a grant un-revoked behind the
-        ledger's back is a rollback only ``audit verify`` (and a kept tip) detects.
+        Revocation is the one change a grant row sees, and it seals the row anew (with a
+        key): a grant un-revoked behind the ledger's back does not verify. Without a key
+        that is a rollback only ``audit verify`` (and a kept tip or a witness) detects.
         """
         self._trusted("aais_grants", grant.grant_id)
-        identity = (grant.grant_id, grant.audit_index)
+        identity = (grant.grant_id, grant.audit_index, grant.revoked_at, grant.mac)
         cached = self._grants.get(identity)
         if cached is None:
             table = "aais_grants"
             entry = self._entry(table, grant.grant_id, grant.audit_index)
             self._raise_if(table, grant.grant_id, grant_vouched(grant, entry), grant.mac, grant)
-            cached = self._grants.put(identity, replace(grant, revoked_at=None))
-        return replace(cached, revoked_at=grant.revoked_at)
+            cached = self._grants.put(identity, grant)
+        return cached
 
     # -- execution records -----------------------------------------------------------
 

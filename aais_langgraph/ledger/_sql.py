@@ -59,7 +59,7 @@ from ._rows import (
     resolution_from_row,
 )
 from .base import Ledger
-from .integrity import LedgerIntegrityError, execution_vouched, sealed_checkpoint
+from .integrity import LedgerIntegrityError, execution_vouched, grant_seal, sealed_checkpoint
 from .records import (
     THREAD_POSTERS,
     AuditEntry,
@@ -558,11 +558,16 @@ class SqlLedger(SqlBackend):
             row = self._one(cur, sql, (grant_id,))
             if row is None or grant_from_row(row).revoked_at is not None:
                 return False
+            grant = grant_from_row(row)
+            key = self.authority_key
+            mac = grant.mac if key is None else grant_seal(key, replace(grant, revoked_at=now))
             with self._counters(cur) as counters:
                 self._run(
-                    cur, "UPDATE aais_grants SET revoked_at = ? WHERE grant_id = ?", (now, grant_id)
+                    cur,
+                    "UPDATE aais_grants SET revoked_at = ?, mac = ? WHERE grant_id = ?",
+                    (now, mac, grant_id),
                 )
-                counters.append_audit("revoked", revoked_audit(grant_from_row(row), now, actor))
+                counters.append_audit("revoked", revoked_audit(grant, now, actor))
             return True
 
     # -- events and audit ----------------------------------------------------------

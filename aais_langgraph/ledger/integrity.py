@@ -150,10 +150,9 @@ def resolution_seal(
 
 
 def grant_seal(key: bytes, grant: Grant) -> str:
-    """The seal of a grant row: everything but ``revoked_at`` (which only the audit records)."""
-    row = grant.to_json()
-    del row["revoked_at"]
-    return _seal(key, "grant", row)
+    """The seal of a grant row: every column, ``revoked_at`` included (a revocation seals
+    the row anew, so a revoked grant cannot be made live again without the key)."""
+    return _seal(key, "grant", grant.to_json())
 
 
 def execution_seal(key: bytes, record: Execution) -> str:

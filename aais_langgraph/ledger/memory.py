@@ -31,7 +31,7 @@ from ._records import (
 from .base import Ledger
 from .deliveries import DeliveryPlan
 from .executions import Execution, ExecutionChange, ExecutionState, execution_audit
-from .integrity import LedgerIntegrityError, execution_vouched, sealed_checkpoint
+from .integrity import LedgerIntegrityError, execution_vouched, grant_seal, sealed_checkpoint
 from .outbox import (
     OPEN_STATES,
     RESUME,
@@ -390,7 +390,11 @@ class InMemoryLedger(Ledger):
             entry = next_audit_entry(
                 self._tip(), "revoked", revoked_audit(grant, now, actor), key=self.authority_key
             )
-            self._grants[grant_id] = replace(grant, revoked_at=now)
+            revoked = replace(grant, revoked_at=now)
+            key = self.authority_key
+            self._grants[grant_id] = (
+                revoked if key is None else replace(revoked, mac=grant_seal(key, revoked))
+            )
             self._audit.append(entry)
             return True
 

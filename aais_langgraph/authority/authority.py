@@ -24,6 +24,7 @@ from ..ledger import (
     Grant,
     InMemoryLedger,
     Ledger,
+    LedgerIntegrityError,
     PendingRow,
     ResolutionWrite,
     StoredRequest,
@@ -697,9 +698,18 @@ class ApprovalAuthority:
         return requested, resolved if resolved is not None else self.get_resolution(request_id)
 
     def get_resolution(self, request_id: str) -> ApprovalResolved | None:
-        """The recorded resolution of a request, if it has one."""
+        """The recorded resolution of a request, if it has one; raises
+        :class:`~aais_langgraph.ledger.LedgerIntegrityError` when its request row says it
+        was resolved but no resolution is stored (a deleted denial must not reopen it)."""
         stored = self.ledger.get_resolution(request_id)
-        return None if stored is None else self._records.resolution(stored)
+        if stored is not None:
+            return self._records.resolution(stored)
+        request = self.ledger.get_request(request_id)
+        if request is not None and request.status == "resolved":
+            raise LedgerIntegrityError(
+                "aais_resolutions", request_id, "missing, though its request is resolved"
+            )
+        return None
 
     # -- decisions -------------------------------------------------------------------
 

@@ -46,7 +46,11 @@ from .records import (
 
 __all__ = [
     "AUDIT_SEAL",
+    "LISTING_COLUMNS",
     "MAC_PREFIX",
+    "NOT_FACTS",
+    "UNVOUCHED_FACTS",
+    "VOUCHED_TABLES",
     "LedgerIntegrityError",
     "audit_seal",
     "checkpoint_problem",
@@ -78,6 +82,44 @@ Postgres server fills in at commit."""
 
 #: Payload keys that entries written before schema version 2 do not carry.
 _LEGACY_OPTIONAL = frozenset({"context_digest"})
+
+
+# -- which tables hold facts a decision reads -------------------------------------------
+
+VOUCHED_TABLES: Mapping[str, str] = {
+    "aais_requests": "its ``requested`` audit entry, and its seal",
+    "aais_resolutions": "its ``resolved`` audit entry, and its seal",
+    "aais_grants": "its ``granted`` (and ``revoked``) audit entries, and its seal",
+    "aais_executions": "its request's latest ``execution`` audit entry, and its seal",
+    "aais_events": "the digest its audit entry records",
+    "aais_audit": "the chain up to the recorded tip, and each entry's seal",
+    "aais_compacted_requests": "the digest the newest compaction checkpoint records, sealed",
+}
+"""Every table whose rows a gate, grant, access or listing decision reads, and what vouches
+for them: written through the ledger's one sealed write (a row with its audit entry in
+one transaction, :func:`~._records.next_audit_entry`), read through the authority's one
+vouched read (:class:`~aais_langgraph.authority.vouch.VouchedRecords`), checked by
+``audit verify``. A new table is one of these, or of :data:`NOT_FACTS` with its reason;
+the tamper test of every fact (tests/ledger) fails on one that is neither."""
+
+NOT_FACTS: Mapping[str, str] = {
+    "aais_meta": "the counters: the sequence, and the recorded tip every vouched read checks",
+    "aais_leases": "who drives a thread now: coordination, never a decision (verify flags "
+    "a lease held implausibly long)",
+    "aais_outbox": "work still to do; an escalation counts only by its sealed audit entry",
+    "aais_delivery_cursors": "how far each webhook subscription has read the events",
+}
+"""Tables that hold no fact a decision reads, and why."""
+
+UNVOUCHED_FACTS: Mapping[str, str] = {
+    "aais_threads": "who started a thread: read by thread access, not yet chained or sealed",
+    "aais_thread_posts": "who posted to a thread: read by thread access, not yet chained or sealed",
+}
+"""Facts a decision reads that the one sealed write does not cover yet (thread access):
+listed, so the tamper test of every fact names them rather than passing them by."""
+
+LISTING_COLUMNS: frozenset[tuple[str, str]] = frozenset({("aais_grants", "ordinal")})
+"""Columns that only order a listing and carry no fact."""
 
 
 class LedgerIntegrityError(RuntimeError, Refusal):

@@ -83,10 +83,19 @@ class Access:
     question asks the current one.
     """
 
-    def __init__(self, ledger: Ledger, records: VouchedRecords, authorizer: Authorizer) -> None:
+    def __init__(
+        self,
+        ledger: Ledger,
+        records: VouchedRecords,
+        authorizer: Authorizer,
+        *,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         self.ledger = ledger
         self.authorizer = authorizer
         self._records = records
+        self._clock = clock  # the authority's, in epoch seconds: an escalation dated later
+        # than now has not run yet, whatever its entry says
 
     # -- the trusted caller ------------------------------------------------------------
 
@@ -128,7 +137,10 @@ class Access:
         if not is_escalations(authorizer) or not authorizer.escalates(request):
             return None
         rule = self.escalation_rule(request)
-        if rule is None or not self._records.escalation(request.id, request.created_at, rule):
+        now = None if self._clock is None else self._clock()
+        if rule is None or not self._records.escalation(
+            request.id, request.created_at, rule, now=now
+        ):
             return None
         return rule.to
 

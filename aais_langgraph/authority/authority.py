@@ -227,6 +227,7 @@ class ApprovalAuthority:
             self.ledger,
             self._records,
             authorizer if authorizer is not None else AllowAuthenticated(),
+            clock=lambda: self.clock().timestamp(),
         )
 
     @property

@@ -296,7 +296,14 @@ class VouchedRecords:
 
     # -- escalations -----------------------------------------------------------------
 
-    def escalation(self, request_id: str, created_at: str, rule: EscalationRule) -> bool:
+    def escalation(
+        self,
+        request_id: str,
+        created_at: str,
+        rule: EscalationRule,
+        *,
+        now: float | None = None,
+    ) -> bool:
         """Whether the request's escalation counts: its row ``done`` and its ``follow_up``
         entry vouched for (intact, on the recorded chain, sealed with a key, the chain's
         start vouched) and due by ``rule`` (the policy's). An entry that is there but not
@@ -308,7 +315,7 @@ class VouchedRecords:
         table = "aais_audit"
         try:
             self._entry(table, request_id, entry.index)
-            problem = escalation_problem(entry, created_at, rule, self._key)
+            problem = escalation_problem(entry, created_at, rule, self._key, now=now)
             if problem is not None:
                 raise LedgerIntegrityError(table, str(entry.index), problem)
         except LedgerIntegrityError:

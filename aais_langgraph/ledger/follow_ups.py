@@ -194,7 +194,12 @@ def escalation_entry(ledger: Ledger, request_id: str) -> AuditEntry | None:
 
 
 def escalation_problem(
-    entry: AuditEntry, created_at: str, rule: EscalationRule, key: bytes | None
+    entry: AuditEntry,
+    created_at: str,
+    rule: EscalationRule,
+    key: bytes | None,
+    *,
+    now: float | None = None,
 ) -> str | None:
     """Why ``entry`` does not count as the escalation ``rule`` asks of a request created
     at ``created_at``, or None if it does: its hash must match its content, its seal
@@ -206,6 +211,8 @@ def escalation_problem(
         created_at: the request's ``created_at`` (RFC 3339, the authority's clock).
         rule: the policy's rule for the request.
         key: the authority key (None: no seal to check).
+        now: the authority's clock in epoch seconds (None: not compared): an entry dated
+            later has not run yet.
     """
     if not _intact(entry):
         return f"its audit entry {entry.index} does not match its hash"
@@ -220,6 +227,8 @@ def escalation_problem(
         return f"its audit entry {entry.index} has no valid time"
     if ran < due:
         return f"its audit entry {entry.index} records it before it was due"
+    if now is not None and ran > now:
+        return f"its audit entry {entry.index} records it later than now"
     return None
 
 

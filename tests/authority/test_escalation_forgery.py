@@ -196,3 +196,18 @@ def test_an_escalation_that_ran_lets_the_rules_groups_decide_and_verifies(
         assert not _decides(authority, requested, GUEST)
         assert _decides(authority, requested, MANAGER)
         assert authority.verify_audit().ok
+
+
+@pytest.mark.parametrize("key", [None, KEY], ids=["no-key", "key"])
+def test_an_escalation_dated_when_it_will_be_due_lets_no_one_decide_now(
+    storage: Storage, key: bytes | None
+) -> None:
+    with opened(storage) as ledger:
+        authority, requested, clock = _requested(ledger, SCHEDULE, key)
+        clock.now += timedelta(seconds=60)
+        _forge_escalation(storage, ["managers"], clock.now + timedelta(hours=1))
+
+        decided = _decides(authority, requested, MANAGER)
+
+        record(CATEGORY, 1, failed_open=int(decided))
+        assert not decided

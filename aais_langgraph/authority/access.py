@@ -297,7 +297,7 @@ class Access:
         """What ``principal`` may see of the thread (:class:`~.thread_access.ThreadAccess`):
         its content when the authorizer lets them ``view`` the thread, and each of its
         requests they may ``view``. A trusted caller: everything."""
-        record = self.ledger.thread_record(thread_id)
+        record = self.thread_record(thread_id)
         if self.trusts(principal):
             return ThreadAccess.everything(thread_id, record)
         rows = self.ledger.requests_of_thread(thread_id, limit=THREAD_REQUESTS)
@@ -348,7 +348,7 @@ class Access:
         if checked is None:
             return None
         now = time.time()
-        found = self.ledger.thread_record(thread_id)
+        found = self.thread_record(thread_id)
         new = (
             found is None and not exists and not self.ledger.requests_of_thread(thread_id, limit=1)
         )
@@ -356,12 +356,22 @@ class Access:
             self.check(checked, "start", self.thread_resource(thread_id, None))
             found = self.ledger.post_to_thread(thread_id, checked.id, now=now, start=True)
             if found.owner == checked.id:
-                return found
+                return self._records.trust_thread(found)
+            found = self._records.thread(thread_id, found)
             # Someone else started it a moment ago: posting to it is asked about instead.
         self.check(checked, "post", self.thread_resource(thread_id, found))
         if not record:
             return found
-        return self.ledger.post_to_thread(thread_id, checked.id, now=now)
+        return self._records.trust_thread(
+            self.ledger.post_to_thread(thread_id, checked.id, now=now)
+        )
+
+    def thread_record(self, thread_id: str) -> ThreadRecord | None:
+        """Who started the thread and who posted to it, as its ``thread`` audit entries
+        vouch for them (None: nobody started it); raises
+        :class:`~aais_langgraph.ledger.LedgerIntegrityError` for a row someone changed,
+        planted or deleted behind the ledger's back."""
+        return self._records.thread(thread_id, self.ledger.thread_record(thread_id))
 
     # -- grants and deciders ---------------------------------------------------------------
 

@@ -44,10 +44,12 @@ from ..ledger import (
     PendingRow,
     StoredRequest,
     StoredResolution,
+    ThreadRecord,
     chain_hash,
     verify_contents,
 )
 from ..ledger.executions import Execution, ExecutionChange
+from ..ledger.records import THREAD_POSTERS
 from ..ledger.follow_ups import EscalationRule, escalation_entry, escalation_problem
 from ..ledger.integrity import (
     checkpoint_problem,
@@ -62,6 +64,7 @@ from ..ledger.integrity import (
     resolution_vouched,
     seal_problem,
     sealed,
+    thread_vouched,
 )
 from ..protocol import AAISValidationError, ApprovalRequested, ApprovalResolved, Request
 from .cache import LruCache
@@ -85,6 +88,7 @@ class VouchedRecords:
             size
         )
         self._known_resolutions: LruCache[str, ApprovalResolved] = LruCache(size)
+        self._threads: LruCache[tuple[str, str, tuple[str, ...]], ThreadRecord] = LruCache(size)
         # The chain's start and the sealed checkpoint that vouches for it, as last verified.
         self._start: tuple[int, str, int, str] | None = None
         self._contradicted: str | None = None
@@ -293,6 +297,39 @@ class VouchedRecords:
         elif problem is not None:
             raise LedgerIntegrityError(table, request_id, problem)
         return record
+
+    # -- threads ---------------------------------------------------------------------
+
+    def thread(self, thread_id: str, record: ThreadRecord | None) -> ThreadRecord | None:
+        """``record`` (the thread's row as read, None: no row) once its ``thread`` audit
+        entries vouch for it: one names its owner, one each poster listed, each intact, on
+        the recorded chain and sealed with a key; a thread the entries record but whose
+        row is gone raises too (else whoever posts next would own it). Cached per owner
+        and posters: a new poster is checked once."""
+        table = "aais_threads"
+        self._trusted(table, thread_id)
+        identity = None if record is None else (thread_id, record.owner, record.posters)
+        if identity is not None and self._threads.get(identity) is not None:
+            return record
+        entries = self._ledger.thread_entries(thread_id)
+        problem = thread_vouched(
+            thread_id,
+            None if record is None else record.owner,
+            () if record is None else record.posters,
+            entries,
+            complete=record is None or len(record.posters) < THREAD_POSTERS,
+        )
+        if problem is not None:
+            raise LedgerIntegrityError(table, thread_id, problem)
+        for entry in entries:
+            self._entry(table, thread_id, entry.index)
+        if identity is not None and record is not None:
+            self._threads.put(identity, record)
+        return record
+
+    def trust_thread(self, record: ThreadRecord) -> ThreadRecord:
+        """Cache a thread record this process has just written (nothing to check)."""
+        return self._threads.put((record.thread_id, record.owner, record.posters), record)
 
     # -- escalations -----------------------------------------------------------------
 

@@ -229,6 +229,19 @@ def revoked_audit(
     return payload
 
 
+def thread_audit(
+    thread_id: str, *, owner: str | None = None, poster: str | None = None
+) -> JsonDict:
+    """The ``thread`` audit payload of a thread fact: who started it (``owner``) or who
+    first posted to it (``poster``); ``thread_id`` first, as the schema's index reads it."""
+    payload: JsonDict = {"thread_id": thread_id}
+    if owner is not None:
+        payload["owner"] = owner
+    if poster is not None:
+        payload["poster"] = poster
+    return payload
+
+
 def compacted_audit(before_sequence: int, removed: int) -> JsonDict:
     """The ``compacted`` audit payload: events before ``before_sequence`` were dropped."""
     return {"before_sequence": before_sequence, "removed": removed}

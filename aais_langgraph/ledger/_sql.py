@@ -39,6 +39,7 @@ from ._records import (
     requested_audit,
     resolution_audits,
     revoked_audit,
+    thread_audit,
     with_sequence,
 )
 from ._rows import (
@@ -222,6 +223,7 @@ class SqlBackend(Ledger):
     for_update: ClassVar[str] = ""
     """Appended to a read that must lock the row it returns (`` FOR UPDATE`` or nothing)."""
     execution_subject: ClassVar[str]
+    thread_subject: ClassVar[str]
     """The indexed expression that reads an audit payload's ``request_id``."""
     requester_subject: ClassVar[str]
     """The indexed expression that reads a request context's ``requester``."""
@@ -665,6 +667,8 @@ class SqlLedger(SqlBackend):
             request_sequences={str(row[0]): int(row[1]) for row in sequences},
             executions=[execution_from_row(row) for row in rows["executions"]],
             tombstones=frozenset(str(row[0]) for row in rows["tombstones"]),
+            threads={str(row[0]): str(row[1]) for row in rows["threads"]},
+            thread_posters=_posters(rows["thread_posts"]),
         )
 
     def append_audit(self, kind: AuditKind, payload: Mapping[str, Any]) -> AuditEntry:
@@ -704,16 +708,25 @@ class SqlLedger(SqlBackend):
         self, thread_id: str, sender: str, *, now: float, start: bool = False
     ) -> ThreadRecord:
         # Not fsync'd: a post lost to a power loss is recorded again by the next run.
+        # Who started a thread and who first posted to it are facts thread access reads:
+        # each is chained (and sealed) as a ``thread`` audit entry in the same write. A
+        # later post only moves ``posted_at``, which orders the posters.
         with self._write(durable=False) as cur:
-            self._run(
+            started = self._run(
                 cur,
                 "INSERT INTO aais_threads (thread_id, owner, since) VALUES (?, ?, ?) "
                 "ON CONFLICT (thread_id) DO NOTHING",
                 (thread_id, sender, now),
-            )
+            ).rowcount
             row = self._one(cur, "SELECT owner FROM aais_threads WHERE thread_id = ?", (thread_id,))
             owner = str(row[0])
+            audits = [thread_audit(thread_id, owner=owner)] if started else []
             if not start or owner == sender:
+                known = self._one(
+                    cur,
+                    "SELECT 1 FROM aais_thread_posts WHERE thread_id = ? AND poster = ?",
+                    (thread_id, sender),
+                )
                 self._run(
                     cur,
                     "INSERT INTO aais_thread_posts (thread_id, poster, posted_at) "
@@ -721,7 +734,21 @@ class SqlLedger(SqlBackend):
                     "DO UPDATE SET posted_at = excluded.posted_at",
                     (thread_id, sender, now),
                 )
+                if known is None:
+                    audits.append(thread_audit(thread_id, poster=sender))
+            if audits:
+                with self._counters(cur) as counters:
+                    for payload in audits:
+                        counters.append_audit("thread", payload)
             return self._thread_record(cur, thread_id, owner)
+
+    def thread_entries(self, thread_id: str) -> list[AuditEntry]:
+        sql = (
+            f"SELECT {rows.AUDIT_COLUMNS} FROM aais_audit WHERE kind = 'thread' "
+            f"AND {self.thread_subject} = ? ORDER BY idx"
+        )
+        with self._read() as cur:
+            return [audit_from_row(row) for row in self._all(cur, sql, (thread_id,))]
 
     def thread_record(self, thread_id: str) -> ThreadRecord | None:
         with self._read() as cur:
@@ -1038,3 +1065,11 @@ class SqlLedger(SqlBackend):
         with self._read() as cur:
             rows = self._all(cur, sql + " ORDER BY started_at, request_id", params)
         return [execution_from_row(row) for row in rows]
+
+
+def _posters(found: list[Any]) -> dict[str, frozenset[str]]:
+    """Each thread's posters from ``(thread_id, poster)`` rows."""
+    posters: dict[str, set[str]] = {}
+    for thread_id, poster in found:
+        posters.setdefault(str(thread_id), set()).add(str(poster))
+    return {thread_id: frozenset(names) for thread_id, names in posters.items()}

@@ -328,6 +328,16 @@ class Ledger(ABC):
             start: record it only as the thread's start.
         """
 
+    def thread_entries(self, thread_id: str) -> list[AuditEntry]:
+        """The thread's ``thread`` audit entries (who started it, who first posted to it),
+        oldest first: what vouches for its :meth:`thread_record`. Default: read the whole
+        chain (a SQL backend reads its index)."""
+        return [
+            entry
+            for entry in self.audit_entries()
+            if entry.kind == "thread" and entry.payload.get("thread_id") == thread_id
+        ]
+
     @abstractmethod
     def thread_record(self, thread_id: str) -> ThreadRecord | None:
         """Who started the thread and who posted to it (:meth:`post_to_thread`), if anyone."""
@@ -575,6 +585,7 @@ class Ledger(ABC):
     acontents = _twin(contents)
     apost_to_thread = _twin(post_to_thread)
     athread_record = _twin(thread_record)
+    athread_entries = _twin(thread_entries)
     arequests_of_thread = _twin(requests_of_thread)
     aacquire_lease = _twin(acquire_lease)
     arenew_lease = _twin(renew_lease)

@@ -29,6 +29,7 @@ from .integrity import (
     resolution_vouched,
     seal_problem,
     sealed,
+    thread_vouched,
 )
 from .records import AuditEntry, LedgerContents
 
@@ -232,6 +233,25 @@ def _entry_seal_problems(contents: LedgerContents, key: bytes | None) -> Iterato
             yield "aais_audit", str(entry.index), f"entry {entry.index}: {problem}"
 
 
+def _thread_problems(contents: LedgerContents) -> Iterator[Problem]:
+    """Threads whose owner or posters their ``thread`` entries do not record, and threads
+    the entries record that are gone."""
+    entries: dict[str, list[AuditEntry]] = {}
+    for entry in contents.audit:
+        if entry.kind == "thread":
+            entries.setdefault(str(entry.payload.get("thread_id")), []).append(entry)
+    posters = contents.thread_posters
+    for thread_id in sorted({*contents.threads, *posters, *entries}):
+        owner = contents.threads.get(thread_id)
+        found = posters.get(thread_id, frozenset())
+        reason = thread_vouched(thread_id, owner, found, entries.get(thread_id, []))
+        if reason is None and owner is None and found:
+            reason = "it has posts but no owner"
+        if reason is not None:
+            table = "aais_threads" if owner is not None or not found else "aais_thread_posts"
+            yield table, thread_id, reason
+
+
 def _checkpoint_problems(contents: LedgerContents, key: bytes | None) -> Iterator[Problem]:
     """Checkpoints that are unsealed (with a key), whose carried entries differ from the
     ones they record, or (the newest) whose tombstones differ from the stored ones."""
@@ -303,6 +323,7 @@ def verify_contents(
         _grant_problems(contents, vouchers, key),
         _event_problems(contents, vouchers),
         _execution_problems(contents, vouchers, key),
+        _thread_problems(contents),
     ):
         for table, row_id, reason in problems:
             return replace(chain, ok=False, table=table, row_id=row_id, reason=reason)

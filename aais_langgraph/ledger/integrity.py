@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..observability.signals import report_integrity_error
@@ -68,6 +68,7 @@ __all__ = [
     "sealed",
     "sealed_checkpoint",
     "sealed_payload",
+    "thread_vouched",
     "unsealed_payload",
 ]
 
@@ -94,6 +95,8 @@ VOUCHED_TABLES: Mapping[str, str] = {
     "aais_events": "the digest its audit entry records",
     "aais_audit": "the chain up to the recorded tip, and each entry's seal",
     "aais_compacted_requests": "the digest the newest compaction checkpoint records, sealed",
+    "aais_threads": "the ``thread`` audit entry that names its owner",
+    "aais_thread_posts": "the ``thread`` audit entry of each poster's first post",
 }
 """Every table whose rows a gate, grant, access or listing decision reads, and what vouches
 for them: written through the ledger's one sealed write (a row with its audit entry in
@@ -111,15 +114,20 @@ NOT_FACTS: Mapping[str, str] = {
 }
 """Tables that hold no fact a decision reads, and why."""
 
-UNVOUCHED_FACTS: Mapping[str, str] = {
-    "aais_threads": "who started a thread: read by thread access, not yet chained or sealed",
-    "aais_thread_posts": "who posted to a thread: read by thread access, not yet chained or sealed",
-}
-"""Facts a decision reads that the one sealed write does not cover yet (thread access):
-listed, so the tamper test of every fact names them rather than passing them by."""
+UNVOUCHED_FACTS: Mapping[str, str] = {}
+"""Facts a decision reads that the one sealed write does not cover (none): a table listed
+here is named by the tamper test of every fact rather than passed by."""
 
-LISTING_COLUMNS: frozenset[tuple[str, str]] = frozenset({("aais_grants", "ordinal")})
-"""Columns that only order a listing and carry no fact."""
+LISTING_COLUMNS: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("aais_grants", "ordinal"),
+        ("aais_threads", "since"),
+        ("aais_thread_posts", "posted_at"),
+    }
+)
+"""Columns that only order or date a listing and are not vouched for: a grant's place,
+when a thread started, which of its posters posted last (its vouched posters are who
+its run may act for)."""
 
 
 class LedgerIntegrityError(RuntimeError, Refusal):
@@ -394,6 +402,43 @@ def grant_vouched(grant: Grant, entry: AuditEntry | None) -> str | None:
     except (AAISValidationError, KeyError, TypeError, ValueError):
         return "it cannot be read as a grant"
     return _payload_problem(entry.payload, recomputed)
+
+
+def thread_vouched(
+    thread_id: str,
+    owner: str | None,
+    posters: Iterable[str],
+    entries: Iterable[AuditEntry],
+    *,
+    complete: bool = True,
+) -> str | None:
+    """Why the thread's ``thread`` audit ``entries`` do not vouch for its stored ``owner``
+    (None: no thread row) and ``posters``, or None if they do: one entry names its owner,
+    one each poster, and a thread the entries record has its row. ``complete``:
+    ``posters`` is every poster stored (not only the latest few), so each poster an entry
+    records must be among them."""
+    owners: list[str] = []
+    recorded: set[str] = set()
+    for entry in entries:
+        if entry.payload.get("thread_id") != thread_id:
+            continue
+        named_owner, poster = entry.payload.get("owner"), entry.payload.get("poster")
+        if isinstance(named_owner, str):
+            owners.append(named_owner)
+        if isinstance(poster, str):
+            recorded.add(poster)
+    if owner is None:
+        return "missing, though its audit entry records it" if owners or recorded else None
+    if not owners:
+        return "no audit entry records who started it"
+    if owners != [owner]:
+        return "its owner is not the one its audit entry records"
+    listed = set(posters)
+    if not listed <= recorded:
+        return "a poster is not one its audit entries record"
+    if complete and listed != recorded:
+        return "a poster its audit entries record is missing"
+    return None
 
 
 def execution_vouched(record: Execution | None, entry: AuditEntry | None) -> str | None:

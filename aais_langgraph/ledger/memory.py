@@ -26,6 +26,7 @@ from ._records import (
     requested_audit,
     resolution_audits,
     revoked_audit,
+    thread_audit,
     with_sequence,
 )
 from .base import Ledger
@@ -502,6 +503,10 @@ class InMemoryLedger(Ledger):
             last_sequence=self._last_sequence,
             executions=[self._executions[key] for key in sorted(self._executions)],
             tombstones=frozenset(self._compacted),
+            threads=dict(self._thread_owners),
+            thread_posters={
+                thread_id: frozenset(posts) for thread_id, posts in self._thread_posts.items()
+            },
         )
 
     def append_audit(self, kind: AuditKind, payload: Mapping[str, Any]) -> AuditEntry:
@@ -582,11 +587,17 @@ class InMemoryLedger(Ledger):
             owner = self._thread_owners.get(thread_id)
             if owner is not None and start and owner != sender:
                 return self._thread_record(thread_id, owner)
+            audits = []
             if owner is None:
                 owner = self._thread_owners[thread_id] = sender
+                audits.append(thread_audit(thread_id, owner=owner))
             posts = self._thread_posts.setdefault(thread_id, {})
-            posts.pop(sender, None)
+            if posts.pop(sender, None) is None:
+                audits.append(thread_audit(thread_id, poster=sender))
             posts[sender] = now  # the latest post last
+            for payload in audits:
+                entry = next_audit_entry(self._tip(), "thread", payload, key=self.authority_key)
+                self._audit.append(entry)
             return self._thread_record(thread_id, owner)
 
     def thread_record(self, thread_id: str) -> ThreadRecord | None:

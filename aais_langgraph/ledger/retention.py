@@ -56,7 +56,9 @@ __all__ = [
 ]
 
 _FINAL_EXECUTIONS = frozenset({"executed", "done", "retry"})
-_ROW_KINDS = frozenset({"requested", "resolved", "granted", "revoked", "execution", "follow_up"})
+_ROW_KINDS = frozenset(
+    {"requested", "resolved", "granted", "revoked", "execution", "follow_up", "thread"}
+)
 _SEQUENCED = frozenset({"requested", "decided", "resolved"})
 _DAY = 86400.0
 
@@ -325,6 +327,9 @@ def _carried(
         if entry.index >= cut:
             break
         if entry.kind not in _ROW_KINDS:
+            continue
+        if entry.kind == "thread":
+            carried.append(entry)  # threads stay: their entries vouch for them
             continue
         request_id = _request_of(entry)
         if entry.kind in ("granted", "revoked"):

@@ -49,7 +49,6 @@ from ..ledger import (
     verify_contents,
 )
 from ..ledger.executions import Execution, ExecutionChange
-from ..ledger.records import THREAD_POSTERS
 from ..ledger.follow_ups import EscalationRule, escalation_entry, escalation_problem
 from ..ledger.integrity import (
     checkpoint_problem,
@@ -66,6 +65,7 @@ from ..ledger.integrity import (
     sealed,
     thread_vouched,
 )
+from ..ledger.records import THREAD_POSTERS
 from ..protocol import AAISValidationError, ApprovalRequested, ApprovalResolved, Request
 from .cache import LruCache
 
@@ -175,7 +175,8 @@ class VouchedRecords:
             self._known_requests.put(stored.request_id, found)
             return found
         table = "aais_requests"
-        entry = self._entry(table, stored.request_id, stored.audit_index, read)
+        # A batch vouched for the chain's start once (see requests()).
+        entry = self._entry(table, stored.request_id, stored.audit_index, read, start=read is None)
         problem = request_vouched(stored, entry, texts)
         self._raise_if(table, stored.request_id, problem, stored.mac, stored)
         model = ApprovalRequested.from_data(stored.envelope)
@@ -200,6 +201,11 @@ class VouchedRecords:
             except LedgerIntegrityError:
                 at = None  # an unreadable entry: each row reads its own, and is told why
             read = None if at is None else _AuditRead(tip, at)
+        if read is not None:
+            try:
+                self._start_vouched("aais_requests", "")
+            except LedgerIntegrityError as error:
+                return [error for _ in stored]
         found: list[ApprovalRequested | Exception] = []
         for row in stored:
             try:

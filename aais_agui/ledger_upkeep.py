@@ -94,7 +94,11 @@ class LedgerUpkeep:
         compaction, a bad seal) is logged and handed to ``on_contradiction`` (the
         service's authority then refuses every row), and returned; None when all agree."""
         for witness in self.witnesses:
-            published = await asyncio.to_thread(witness.publications)
+            try:
+                published = await asyncio.to_thread(witness.publications)
+            except WitnessError as error:  # unreachable: nothing to compare, not a contradiction
+                logger.warning("reading a witness failed (%s); checked again later", error)
+                continue
             if not published:
                 continue
             check = await asyncio.to_thread(check_witness, self.ledger, published, key=self.key)

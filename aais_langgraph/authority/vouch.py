@@ -88,7 +88,9 @@ class VouchedRecords:
             size
         )
         self._known_resolutions: LruCache[str, ApprovalResolved] = LruCache(size)
-        self._threads: LruCache[tuple[str, str, tuple[str, ...]], ThreadRecord] = LruCache(size)
+        # By owner and set of posters: the order of the posters (who posted last) is not
+        # vouched for, so a new order needs no new check.
+        self._threads: LruCache[tuple[str, str, frozenset[str]], ThreadRecord] = LruCache(size)
         # The chain's start and the sealed checkpoint that vouches for it, as last verified.
         self._start: tuple[int, str, int, str] | None = None
         self._contradicted: str | None = None
@@ -311,10 +313,10 @@ class VouchedRecords:
         entries vouch for it: one names its owner, one each poster listed, each intact, on
         the recorded chain and sealed with a key; a thread the entries record but whose
         row is gone raises too (else whoever posts next would own it). Cached per owner
-        and posters: a new poster is checked once."""
+        and set of posters: a new poster is checked once."""
         table = "aais_threads"
         self._trusted(table, thread_id)
-        identity = None if record is None else (thread_id, record.owner, record.posters)
+        identity = None if record is None else (thread_id, record.owner, frozenset(record.posters))
         if identity is not None and self._threads.get(identity) is not None:
             return record
         entries = self._ledger.thread_entries(thread_id)
@@ -335,7 +337,8 @@ class VouchedRecords:
 
     def trust_thread(self, record: ThreadRecord) -> ThreadRecord:
         """Cache a thread record this process has just written (nothing to check)."""
-        return self._threads.put((record.thread_id, record.owner, record.posters), record)
+        identity = (record.thread_id, record.owner, frozenset(record.posters))
+        return self._threads.put(identity, record)
 
     # -- escalations -----------------------------------------------------------------
 

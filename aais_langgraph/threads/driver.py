@@ -168,7 +168,7 @@ class ThreadDriver:
         driven = self.run_config(config)
         thread_id = thread_of(driven)
         driven = _acting_for(
-            driven, lambda: _sender(self.authority.ledger.thread_record(thread_id))
+            driven, lambda: _sender(self.authority.access.thread_record(thread_id))
         )
         wait = self.lease_wait if lease_wait is None else lease_wait
         finished: list[str] = []

@@ -46,7 +46,15 @@ logger = logging.getLogger(__name__)
 class LedgerUpkeep:
     """One server's upkeep of its ledger: :meth:`retention_pass` and :meth:`witness_pass`
     are the two jobs' passes (one at a time: a compaction's publication and the tip's
-    never interleave); :meth:`tick` does both."""
+    never interleave); :meth:`tick` does both.
+
+    Args:
+        ledger: the served authority's ledger.
+        settings: the service's settings (retention policy, witnesses, intervals).
+        key: the authority's key (``ApprovalAuthority.key``), else the one the authority
+            handed the ledger: never the environment read again.
+        on_contradiction: called with the reason when a witness contradicts the history.
+    """
 
     def __init__(
         self,
@@ -60,8 +68,6 @@ class LedgerUpkeep:
         self.settings = settings
         self.on_contradiction = on_contradiction
         self.contradiction: str | None = None
-        # The authority's key (``ApprovalAuthority.key``, as the service passes it), else
-        # the one the authority handed the ledger: never the environment read again.
         self.key = key if key is not None else ledger.authority_key
         self.witnesses = [open_witness(target) for target in settings.witnesses]
         self.published: tuple[int, str] | None = None

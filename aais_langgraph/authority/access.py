@@ -81,6 +81,13 @@ class Access:
 
     ``authorizer`` may be replaced at any time (``access.authorizer = ...``); each
     question asks the current one.
+
+    Args:
+        ledger: the authority's ledger.
+        records: the authority's vouched reads.
+        authorizer: who may do what.
+        clock: the authority's clock, epoch seconds (an escalation dated later than now
+            has not run yet, whatever its entry says).
     """
 
     def __init__(
@@ -94,8 +101,7 @@ class Access:
         self.ledger = ledger
         self.authorizer = authorizer
         self._records = records
-        self._clock = clock  # the authority's, in epoch seconds: an escalation dated later
-        # than now has not run yet, whatever its entry says
+        self._clock = clock
 
     # -- the trusted caller ------------------------------------------------------------
 

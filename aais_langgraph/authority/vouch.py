@@ -354,7 +354,14 @@ class VouchedRecords:
         entry vouched for (intact, on the recorded chain, sealed with a key, the chain's
         start vouched) and due by ``rule`` (the policy's). An entry that is there but not
         vouched for counts for nothing (and is counted as an integrity error); not
-        cached: it may run at any moment."""
+        cached: it may run at any moment.
+
+        Args:
+            request_id: the escalated request.
+            created_at: the request's ``created_at`` (the rule's delay counts from it).
+            rule: the policy's escalation rule for the request.
+            now: the authority's clock, epoch seconds (an entry dated later has not run).
+        """
         entry = escalation_entry(self._ledger, request_id)
         if entry is None:
             return False

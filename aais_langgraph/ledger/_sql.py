@@ -170,6 +170,15 @@ def pending_query(
     The literal ``status = 'pending'`` matches the backends' partial index, which
     also yields sequence order; ``expires_before`` keeps requests with
     ``expires_at <= expires_before`` (expired at that moment).
+
+    Args:
+        columns: the SELECT list.
+        thread_id: only this thread's requests, or None.
+        session_id: only this session's requests, or None.
+        expires_before: only requests expired at this moment (epoch seconds), or None.
+        limit: at most this many rows, or None.
+        condition: a further ``(sql, parameters)`` condition, or None.
+        ordered: order by sequence.
     """
     sql = f"SELECT {columns} FROM aais_requests WHERE status = 'pending'"
     params: list[Any] = []

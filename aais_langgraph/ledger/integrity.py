@@ -245,7 +245,14 @@ def sealed_payload(
     key: bytes | None, kind: str, occurred_at: str, payload: Mapping[str, Any]
 ) -> JsonDict:
     """``payload`` as the ledger appends it: any seal it carries dropped, and (with a
-    key) sealed anew for ``kind`` at ``occurred_at``."""
+    key) sealed anew for ``kind`` at ``occurred_at``.
+
+    Args:
+        key: the authority key (None: the payload stays unsealed).
+        kind: the entry's audit kind.
+        occurred_at: the entry's time.
+        payload: the entry's payload.
+    """
     plain = unsealed_payload(payload)
     if key is None:
         return plain
@@ -416,7 +423,15 @@ def thread_vouched(
     (None: no thread row) and ``posters``, or None if they do: one entry names its owner,
     one each poster, and a thread the entries record has its row. ``complete``:
     ``posters`` is every poster stored (not only the latest few), so each poster an entry
-    records must be among them."""
+    records must be among them.
+
+    Args:
+        thread_id: the thread.
+        owner: its stored owner, or None (no thread row).
+        posters: its stored posters.
+        entries: the ``thread`` audit entries to vouch with.
+        complete: whether ``posters`` is every poster stored.
+    """
     owners: list[str] = []
     recorded: set[str] = set()
     for entry in entries:

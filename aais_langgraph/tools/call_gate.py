@@ -32,6 +32,7 @@ from langgraph.types import Command
 from ..authority import ApprovalAuthority
 from ..gate import ExecutionUnknownError, arequest_approval, execution_state, request_approval
 from ..gate.execution import finish
+from ..gate.langchain_ui import LangChainUI
 from ..gate.nodes import APPROVAL_KEY, key_of, run_approved
 from ..gate.quorum import Quorum
 from ..gate.run_context import RunCoordinates, derive_origin, find_authority, peek_coordinates
@@ -39,13 +40,15 @@ from ..ledger import StoredRequest
 from ..protocol import (
     AAISValidationError,
     Action,
+    Actor,
     ApprovalRequested,
     ApprovalResolved,
+    Request,
     build_request,
     same_action,
 )
 from ..protocol.builders import DEFAULT_RISK
-from ..protocol.extensions import EXTENSION_NAMESPACE, REQUESTER_EXTENSION
+from ..protocol.extensions import EXTENSION_NAMESPACE, REPLY_EXTENSION, REQUESTER_EXTENSION
 from ..protocol.extensions import TOOL_CALL_ID_EXTENSION as TOOL_CALL_ID_EXTENSION
 from ..protocol.notes import note_of
 from .config import ToolCallDescriber, ToolRule, offered_for
@@ -55,6 +58,7 @@ from .messages import (
     EDIT_NOTICE,
     not_run_message,
     refusal_message,
+    reply_message,
     time_of_use_message,
     unpresentable_message,
     with_edit_notice,
@@ -184,10 +188,15 @@ class ToolCallGate:
             return handler(request)
         asked = peek_coordinates().request_id
         resolved = gated.resolved
+        ui = _CallUI(authority, rule)
         try:
             while resolved is None:
                 resolved = request_approval(
-                    gated.action, authority=authority, idempotent=rule.idempotent
+                    gated.action,
+                    authority=authority,
+                    idempotent=rule.idempotent,
+                    langchain_ui=ui.offer(),
+                    _take_recorded=ui.edited,
                 )
                 successor = self._successor(authority, resolved)
                 if successor is not None:
@@ -217,10 +226,15 @@ class ToolCallGate:
             return await handler(request)
         asked = peek_coordinates().request_id
         resolved = gated.resolved
+        ui = _CallUI(authority, rule)
         try:
             while resolved is None:
                 resolved = await arequest_approval(
-                    gated.action, authority=authority, idempotent=rule.idempotent
+                    gated.action,
+                    authority=authority,
+                    idempotent=rule.idempotent,
+                    langchain_ui=ui.offer(),
+                    _take_recorded=ui.edited,
                 )
                 successor = await asyncio.to_thread(self._successor, authority, resolved)
                 if successor is not None:
@@ -341,7 +355,11 @@ class ToolCallGate:
         if state is not None:
             return not_run_message(call, state, resolved.resolution.request_id, resolved)
         if not resolved.approved:
-            note = note_of(resolved) if rule.reviewer_note else None
+            extensions = resolved.resolution.extensions or {}
+            reply = note_of(resolved)
+            if extensions.get(REPLY_EXTENSION) is True and reply is not None:
+                return reply_message(call, resolved, reply)
+            note = reply if rule.reviewer_note else None
             return refusal_message(call, resolved, note=note)
         arguments = gated.action.to_json()["arguments"]  # a fresh copy nobody else holds
         current = Action.from_data({**gated.action.to_json(), "arguments": arguments})
@@ -359,3 +377,28 @@ class ToolCallGate:
         if not gated.edited:
             return result
         return with_edit_notice(result, request.tool_call["id"] or "", self.edit_notice)
+
+
+class _CallUI:
+    """One gated call's offer to LangChain's approval UIs: its decisions, and an edit that
+    supersedes the call's request in the answer itself (then the edited request, already
+    approved by its editor, is taken without a second pause)."""
+
+    def __init__(self, authority: ApprovalAuthority, rule: ToolRule) -> None:
+        self.authority = authority
+        self.rule = rule
+        self.edited = False
+
+    def offer(self) -> LangChainUI:
+        return LangChainUI(
+            allowed=self.rule.allowed, edit=self._edit if self.rule.editable else None
+        )
+
+    def _edit(
+        self, request: Request, arguments: Mapping[str, Any], actor: Actor
+    ) -> ApprovalResolved:
+        from .langchain_ui import supersede_in_run
+
+        cancelled = supersede_in_run(self.authority, request, arguments, actor)
+        self.edited = True
+        return cancelled

@@ -50,7 +50,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..authority import ForbiddenError
+from ..authority import ApprovalAuthority, ForbiddenError
 from ..protocol import (
     AAISValidationError,
     Actor,
@@ -321,7 +321,12 @@ class LangChainUI:
         return interrupt_keys(request, self.decisions(request))
 
     def read(
-        self, request: Request, value: Any, actor: Actor | None, refusal: str | None
+        self,
+        request: Request,
+        value: Any,
+        actor: Actor | None,
+        refusal: str | None,
+        authority: ApprovalAuthority,
     ) -> ApprovalDecided | ApprovalResolved:
         """The AAIS answer a LangChain UI answer means, bound to ``request`` (its id and
         stored digest) and given by ``actor``, the authenticated user; or raise
@@ -332,6 +337,7 @@ class LangChainUI:
             value: the resume value.
             actor: the run's authenticated user (None: nobody authenticated).
             refusal: why the run takes no raw answers at all, if it takes none.
+            authority: the authority, which records an ``ignore`` (a cancel) as ``actor``.
         """
         answer = read_answer(value, request)
         if refusal is not None or actor is None:
@@ -357,16 +363,16 @@ class LangChainUI:
             except ForbiddenError as error:
                 mark_invalid_resume(error)  # nothing changed: the interrupt stays pending
                 raise RefusalCarrier(error) from None
-        kind: Literal["approve", "deny", "cancel"] = (
-            "approve"
-            if answer.decision == "approve"
-            else "cancel"
-            if answer.decision == "ignore"
-            else "deny"
-        )
+        if answer.decision == "ignore":
+            try:  # a cancel is offered on every request: recorded now, as the user
+                return authority.cancel(request.id, reason=IGNORE_REASON, actor=actor)
+            except ForbiddenError as error:
+                mark_invalid_resume(error)  # nothing recorded: the interrupt stays pending
+                raise RefusalCarrier(error) from None
+        kind: Literal["approve", "deny"] = "approve" if answer.decision == "approve" else "deny"
         try:
             decided = build_decision_for_request(request, decision=kind, actor=actor)
-            note = IGNORE_REASON if answer.decision == "ignore" else answer.message
+            note = answer.message
             if note is not None:
                 decided = with_note(decided, note)
             if answer.decision == "respond":

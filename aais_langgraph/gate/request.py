@@ -164,7 +164,10 @@ def _langchain_ui(option: LangChainUI | bool | None) -> LangChainUI | None:
 
 
 def _translator(
-    ui: LangChainUI | None, request: Request, produced: list[BoundAnswer] | None = None
+    ui: LangChainUI | None,
+    authority: ApprovalAuthority,
+    request: Request,
+    produced: list[BoundAnswer] | None = None,
 ) -> Translate | None:
     """How the gate reads a LangChain UI answer to ``request`` (None: it does not), as the
     run's authenticated user; ``produced`` collects the answers it read."""
@@ -173,7 +176,7 @@ def _translator(
     source = answer_source()
 
     def translate(value: Any) -> BoundAnswer:
-        answer = ui.read(request, value, source.actor, source.refusal)
+        answer = ui.read(request, value, source.actor, source.refusal, authority)
         if produced is not None:
             produced.append(answer)
         return answer
@@ -300,7 +303,7 @@ def request_approval(
             if _take_recorded and opened.recorded is not None:
                 resolved = guarded(opened.recorded)
                 break
-            translate = _translator(ui, request)
+            translate = _translator(ui, found, request)
             resolved = _ask(opened, _answer_type(request, guarded, _retry_of, translate), ui)
             if resolved is not SKIPPED:
                 break
@@ -455,7 +458,7 @@ async def arequest_approval(
         produced: list[BoundAnswer] = []
         check = functools.partial(_prejudged, found, request, opened.recorded, produced)
         guarded = source.guard(check, opened.recorded)
-        translate = _translator(ui, request, produced)
+        translate = _translator(ui, found, request, produced)
         answer: BoundAnswer
         if _take_recorded and opened.recorded is not None:
             answer = opened.recorded

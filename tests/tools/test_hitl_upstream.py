@@ -85,7 +85,7 @@ NO_DESCRIPTION_PREFIX = (
 REVIEWER_USER = {"identity": "reviewer", "display_name": "Reviewer"}
 """The reviewer as LangGraph Server's custom auth names them (``langgraph_auth_user``)."""
 DEFAULT_DECISIONS = (
-    "a config without allowed_decisions allows approve, edit and reject, as True does"
+    "a config without allowed_decisions allows approve, edit, reject and respond, as True does"
 )
 AAIS_ANSWER_ERRORS = (
     "a decision the request did not offer is refused by AAIS validation (value-free, "

@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SLOW = (
     # what starts other programs or many processes
     "distributed/",
+    "langgraph_ui/",
     "postgres/",
     "demo/test_browser",
     "copilotkit/",

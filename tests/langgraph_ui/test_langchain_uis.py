@@ -292,3 +292,21 @@ def test_a_malformed_answer_is_refused_with_a_catalogue_code(served: Served) -> 
     done = served.ui("chat-ui-resume", thread_id=thread_id, decision={"type": "approve"})
     assert done["run"]["errors"] == [], done
     assert _ran(served, "malformed@example.com") == 1
+
+
+def test_agent_chat_ui_mark_as_resolved_cancels_as_the_user_and_runs_nothing(
+    served: Served,
+) -> None:
+    thread_id, cards = _paused(served, "resolved@example.com")
+    resolved = served.ui("chat-ui-mark-resolved", thread_id=thread_id, token="bob-token")
+    assert "thrown" not in resolved and resolved["run"]["errors"] == [], resolved
+    assert _ran(served, "resolved@example.com") == 0
+    assert _request_id(cards) not in served.pending()
+    cancelled = served.resolution(_request_id(cards))
+    assert cancelled["outcome"] == "cancelled"
+    assert cancelled["message"].startswith("Marked as resolved in Agent Chat UI")
+    assert cancelled["extensions"][RESOLVED_BY_EXTENSION]["id"] == "bob"
+    after = served.ui("state", thread_id=thread_id)
+    assert after["interrupt_ids"] == []
+    [tool] = [m for m in after["messages"] if m["type"] == "tool"]
+    assert tool["status"] == "error"

@@ -82,9 +82,7 @@ def resolve_answer(
             holder = new_holder()
             change = claim_of(request.id, holder, claim)
         try:
-            resolved, record = _decide(
-                authority, answer, change, action, handed, unresolved, actor
-            )
+            resolved, record = _decide(authority, answer, change, action, handed, unresolved, actor)
         except ForbiddenError as error:
             mark_invalid_resume(error)  # nothing recorded: the interrupt stays pending
             raise RefusalCarrier(error) from None

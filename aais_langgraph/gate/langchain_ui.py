@@ -122,9 +122,9 @@ def refused(code: str, pointer: str, reason: str) -> RefusalCarrier:
 def approval_envelope(value: Any) -> Any:
     """The ``approval.requested`` envelope an interrupt value carries: the value without
     the LangChain UI keys (any other value as it is)."""
-    if isinstance(value, Mapping) and value.get("type") == "approval.requested":
-        if any(key in value for key in LANGCHAIN_UI_KEYS):
-            return {key: item for key, item in value.items() if key not in LANGCHAIN_UI_KEYS}
+    requested = isinstance(value, Mapping) and value.get("type") == "approval.requested"
+    if requested and any(key in value for key in LANGCHAIN_UI_KEYS):
+        return {key: item for key, item in value.items() if key not in LANGCHAIN_UI_KEYS}
     return value
 
 
@@ -233,9 +233,13 @@ def _hitl(decision: Any, request: Request, pointer: str) -> UIAnswer:
     if kind == "approve":
         return UIAnswer("approve")
     if kind == "reject":
-        return UIAnswer("reject", _text(decision.get("message"), pointer + "/message", required=False))
+        return UIAnswer(
+            "reject", _text(decision.get("message"), pointer + "/message", required=False)
+        )
     if kind == "respond":
-        return UIAnswer("respond", _text(decision.get("message"), pointer + "/message", required=True))
+        return UIAnswer(
+            "respond", _text(decision.get("message"), pointer + "/message", required=True)
+        )
     if kind == "edit":
         edited = decision.get("edited_action")
         if not isinstance(edited, Mapping):
@@ -246,8 +250,12 @@ def _hitl(decision: Any, request: Request, pointer: str) -> UIAnswer:
                 pointer + "/edited_action/name",
                 "names another action than the one this interrupt shows",
             )
-        return UIAnswer("edit", arguments=_arguments(edited.get("args"), pointer + "/edited_action/args"))
-    raise refused(INVALID_RESUME, pointer + "/type", f"unknown decision; accepted: {ACCEPTED_SHAPES}")
+        return UIAnswer(
+            "edit", arguments=_arguments(edited.get("args"), pointer + "/edited_action/args")
+        )
+    raise refused(
+        INVALID_RESUME, pointer + "/type", f"unknown decision; accepted: {ACCEPTED_SHAPES}"
+    )
 
 
 def _inbox(response: Any, request: Request, pointer: str) -> UIAnswer:
@@ -281,7 +289,9 @@ def _inbox(response: Any, request: Request, pointer: str) -> UIAnswer:
                 "the accepted arguments are not the ones this interrupt shows",
             )
         return UIAnswer("approve")
-    raise refused(INVALID_RESUME, pointer + "/type", f"unknown response; accepted: {ACCEPTED_SHAPES}")
+    raise refused(
+        INVALID_RESUME, pointer + "/type", f"unknown response; accepted: {ACCEPTED_SHAPES}"
+    )
 
 
 def read_answer(value: Any, request: Request) -> UIAnswer:
@@ -345,15 +355,12 @@ class LangChainUI:
                 UNAUTHENTICATED,
                 "",
                 "a LangChain UI answer names nobody, so it needs the server's authenticated "
-                "user (LangGraph Server custom auth); "
-                + (refusal or "this run has none"),
+                "user (LangGraph Server custom auth); " + (refusal or "this run has none"),
             )
         allowed = self.decisions(request)
         needed = "approve" if answer.decision == "approve" else answer.decision
         if answer.decision != "ignore" and needed not in allowed:
-            raise refused(
-                INVALID_RESUME, "/type", "this decision is not offered for this action"
-            )
+            raise refused(INVALID_RESUME, "/type", "this decision is not offered for this action")
         if answer.decision == "edit":
             assert self.edit is not None and answer.arguments is not None
             try:

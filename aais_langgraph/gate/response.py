@@ -129,9 +129,11 @@ def parse_answer(request: Request, value: Any, translate: Translate | None = Non
     ``translate`` reads any value that is not an AAIS envelope (one without ``aais``)."""
     if isinstance(value, BaseModel) and not isinstance(value, (ApprovalDecided, ApprovalResolved)):
         value = value.model_dump(mode="json")
-    if translate is not None and not isinstance(value, (ApprovalDecided, ApprovalResolved)):
-        if not (isinstance(value, Mapping) and "aais" in value):
-            value = translate(value)
+    envelope = isinstance(value, (ApprovalDecided, ApprovalResolved)) or (
+        isinstance(value, Mapping) and "aais" in value
+    )
+    if translate is not None and not envelope:
+        value = translate(value)
     try:
         answer = _envelopes().validate_python(value)
     except ValidationError as error:

@@ -110,9 +110,9 @@ def cancel_marked_resolved(
         )
         namespace = stored.context.get("checkpoint_ns")
         index = stored.context.get("call_index")
-        if cancelled.resolution.outcome == "cancelled" and isinstance(namespace, str):
-            if isinstance(index, int):
-                resume[interrupt_id_for(namespace, index)] = cancelled.to_json()
+        cancelled_here = cancelled.resolution.outcome == "cancelled"
+        if cancelled_here and isinstance(namespace, str) and isinstance(index, int):
+            resume[interrupt_id_for(namespace, index)] = cancelled.to_json()
     return resume
 
 

@@ -262,7 +262,9 @@ def test_agent_inbox_accept_runs_the_tool_once(served: Served) -> None:
 def test_an_answer_for_a_changed_action_is_refused(served: Served) -> None:
     thread_id, cards = _paused(served, "changed@example.com")
     shown = {"action": "send_email", "args": {"to": "someone-else@example.com"}}
-    resumed = served.ui("inbox-resume", thread_id=thread_id, response={"type": "accept", "args": shown})
+    resumed = served.ui(
+        "inbox-resume", thread_id=thread_id, response={"type": "accept", "args": shown}
+    )
     assert [e.get("error") for e in resumed["run"]["errors"]] == ["AnswerShapeRefused"], resumed
     assert "aais.unknown_interrupt" in resumed["run"]["errors"][0]["message"]
     assert _ran(served, "changed@example.com") == 0

@@ -62,7 +62,9 @@ def is_agent_inbox_interrupt_schema(interrupt: Mapping[str, Any]) -> bool:
     if not isinstance(configs, list) or not configs:
         return False
     return all(
-        isinstance(r, Mapping) and isinstance(r.get("name"), str) and isinstance(r.get("args"), dict)
+        isinstance(r, Mapping)
+        and isinstance(r.get("name"), str)
+        and isinstance(r.get("args"), dict)
         for r in requests
     ) and all(
         isinstance(c, Mapping)
@@ -134,9 +136,7 @@ def test_agent_chat_ui_recognises_the_card_with_the_calls_arguments(ledger_autho
 
 
 def test_agent_inbox_reads_the_call_and_its_buttons(ledger_authority) -> None:
-    agent = email_agent(
-        Recorder(), ledger_authority, {"allowed_decisions": ["approve", "reject"]}
-    )
+    agent = email_agent(Recorder(), ledger_authority, {"allowed_decisions": ["approve", "reject"]})
     value = paused(agent, as_user()).value
     view = agent_inbox_view(value)
     assert view["action_request"] == {"action": "send_email", "args": {"to": "bob@example.com"}}

@@ -457,3 +457,44 @@ def test_a_bare_gate_refuses_an_edit(ledger_authority) -> None:
         graph.invoke(Command(resume={"decisions": [edit]}), config)
     assert raised.value.code == "aais.invalid_resume"
     assert graph.get_state(config).interrupts
+
+
+# -- every rule of any answer -----------------------------------------------------------------
+
+
+def test_separation_of_duties_holds_for_a_ui_answer() -> None:
+    from aais_langgraph.authority import AccessPolicy, ForbiddenError
+    from aais_langgraph.gate import REQUESTER_KEY
+
+    policy = {"default_approvers": ["*"], "separation_of_duties": {"from_risk": "low"}}
+    authority = ApprovalAuthority(InMemoryLedger(), authorizer=AccessPolicy.from_mapping(policy))
+    recorder = Recorder()
+    agent = email_agent(recorder, authority)
+    config = as_user()
+    config["configurable"][REQUESTER_KEY] = "alice"
+    interrupt = paused(agent, config)
+    with pytest.raises(ForbiddenError, match="separation of duties"):
+        agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), config)
+    assert recorder.runs == []
+    assert authority.get_resolution(request_id_of(interrupt)) is None
+    assert agent.get_state(config).interrupts
+
+    as_bob = as_user(user={"identity": "bob"})
+    as_bob["configurable"][REQUESTER_KEY] = "alice"
+    agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), as_bob)
+    assert recorder.count("send_email") == 1
+
+
+def test_an_answer_after_expiry_records_the_expiry_and_runs_nothing(ledger_authority) -> None:
+    from datetime import timedelta
+
+    recorder = Recorder()
+    agent = email_agent(recorder, ledger_authority, {"expires_in": timedelta(seconds=1)})
+    config = as_user()
+    interrupt = paused(agent, config)
+    request_id = request_id_of(interrupt)
+    later = ledger_authority.clock() + timedelta(seconds=5)
+    ledger_authority.clock = lambda: later  # type: ignore[method-assign]
+    agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), config)
+    assert recorder.runs == []
+    assert recorded(ledger_authority, request_id).resolution.outcome == "expired"

@@ -65,7 +65,14 @@ def supersede_in_run(
 ) -> ApprovalResolved:
     """Supersede ``request`` with the call edited to ``arguments``, approved by ``actor``;
     returns the original's ``cancelled`` resolution. Raises what
-    :func:`~aais_langgraph.tools.edit_tool_call` raises, before anything changes."""
+    :func:`~aais_langgraph.tools.edit_tool_call` raises, before anything changes.
+
+    Args:
+        authority: the authority that records the cancel, the successor and its approval.
+        request: the pending tool-call request the answering run is paused on.
+        arguments: the edited arguments (all of them).
+        actor: the authenticated editor, who cancels and approves.
+    """
     stored = authority.get_stored_request(request.id)
     if stored is None or stored.thread_id is None:
         raise UnknownRequestError("/request_id")

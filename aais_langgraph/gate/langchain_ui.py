@@ -46,6 +46,8 @@ while LangGraph validates the resume value, so the approval stays pending.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -77,6 +79,7 @@ __all__ = [
     "REPLY_EXTENSION",
     "AnswerShapeRefused",
     "Decision",
+    "DeferredAnswer",
     "LangChainUI",
     "UIAnswer",
     "approval_envelope",
@@ -337,10 +340,18 @@ class LangChainUI:
         actor: Actor | None,
         refusal: str | None,
         authority: ApprovalAuthority,
-    ) -> ApprovalDecided | ApprovalResolved:
+        *,
+        defer: bool = False,
+    ) -> ApprovalDecided | ApprovalResolved | DeferredAnswer:
         """The AAIS answer a LangChain UI answer means, bound to ``request`` (its id and
         stored digest) and given by ``actor``, the authenticated user; or raise
         :class:`RefusalCarrier`.
+
+        A decision's id is derived from the request, the user and the answer, so LangGraph
+        handing a task's saved answer back (a re-run) is read as the same decision. An
+        ``edit`` or ``ignore`` is recorded here (the ledger's work), or, with ``defer`` (an
+        async gate, on the event loop), returned as a :class:`DeferredAnswer` to record in
+        a worker thread.
 
         Args:
             request: the request this interrupt shows.
@@ -348,6 +359,7 @@ class LangChainUI:
             actor: the run's authenticated user (None: nobody authenticated).
             refusal: why the run takes no raw answers at all, if it takes none.
             authority: the authority, which records an ``ignore`` (a cancel) as ``actor``.
+            defer: return an ``edit`` or ``ignore`` unrecorded, as a :class:`DeferredAnswer`.
         """
         answer = read_answer(value, request)
         if refusal is not None or actor is None:
@@ -358,27 +370,24 @@ class LangChainUI:
                 "user (LangGraph Server custom auth); " + (refusal or "this run has none"),
             )
         allowed = self.decisions(request)
-        needed = "approve" if answer.decision == "approve" else answer.decision
-        if answer.decision != "ignore" and needed not in allowed:
+        if answer.decision != "ignore" and answer.decision not in allowed:
             raise refused(INVALID_RESUME, "/type", "this decision is not offered for this action")
-        if answer.decision == "edit":
-            assert self.edit is not None and answer.arguments is not None
+        if answer.decision in ("edit", "ignore"):
+            deferred = DeferredAnswer(self, request, answer, actor, authority)
+            if defer:
+                return deferred
             try:
-                return self.edit(request, answer.arguments, actor)
-            except AAISValidationError as error:
-                raise refused(INVALID_RESUME, error.pointer, error.reason) from None
-            except ForbiddenError as error:
-                mark_invalid_resume(error)  # nothing changed: the interrupt stays pending
-                raise RefusalCarrier(error) from None
-        if answer.decision == "ignore":
-            try:  # a cancel is offered on every request: recorded now, as the user
-                return authority.cancel(request.id, reason=IGNORE_REASON, actor=actor)
-            except ForbiddenError as error:
-                mark_invalid_resume(error)  # nothing recorded: the interrupt stays pending
-                raise RefusalCarrier(error) from None
+                return deferred.record()
+            except (AAISValidationError, ForbiddenError) as error:
+                raise _refusal_of(error) from None
         kind: Literal["approve", "deny"] = "approve" if answer.decision == "approve" else "deny"
         try:
-            decided = build_decision_for_request(request, decision=kind, actor=actor)
+            decided = build_decision_for_request(
+                request,
+                decision=kind,
+                actor=actor,
+                decision_id=_decision_id(request, actor, value),
+            )
             note = answer.message
             if note is not None:
                 decided = with_note(decided, note)
@@ -390,3 +399,40 @@ class LangChainUI:
         except AAISValidationError as error:
             raise refused(INVALID_RESUME, error.pointer, error.reason) from None
         return decided
+
+
+@dataclass(frozen=True)
+class DeferredAnswer:
+    """An ``edit`` or ``ignore`` read by an async gate and not yet recorded (recording it
+    is ledger work, done in a worker thread by :meth:`record`)."""
+
+    ui: LangChainUI
+    request: Request
+    answer: UIAnswer
+    actor: Actor
+    authority: ApprovalAuthority
+
+    def record(self) -> ApprovalResolved:
+        """Record it: an edit supersedes the request, an ignore cancels it, as the user.
+        Returns the request's ``cancelled`` resolution; raises
+        :class:`~aais_langgraph.protocol.AAISValidationError` or
+        :class:`~aais_langgraph.authority.ForbiddenError` with nothing recorded."""
+        if self.answer.decision == "ignore":
+            return self.authority.cancel(self.request.id, reason=IGNORE_REASON, actor=self.actor)
+        assert self.ui.edit is not None and self.answer.arguments is not None
+        return self.ui.edit(self.request, self.answer.arguments, self.actor)
+
+
+def _refusal_of(error: AAISValidationError | ForbiddenError) -> RefusalCarrier:
+    """The refusal of an edit or ignore that could not be recorded (nothing was)."""
+    if isinstance(error, ForbiddenError):
+        mark_invalid_resume(error)  # the interrupt stays pending
+        return RefusalCarrier(error)
+    return refused(INVALID_RESUME, error.pointer, error.reason)
+
+
+def _decision_id(request: Request, actor: Actor, value: Any) -> str:
+    """One decision id per request, user and answer (the same answer handed back again is
+    the same decision)."""
+    text = json.dumps([request.id, actor.id, value], sort_keys=True, default=repr)
+    return "dec_" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]

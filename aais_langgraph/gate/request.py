@@ -22,9 +22,10 @@ from typing import Any, cast
 from langgraph.config import get_config
 from langgraph.types import interrupt
 
-from ..authority import ApprovalAuthority
+from ..authority import ApprovalAuthority, ForbiddenError
 from ..authority.resolutions import resolution_envelope
 from ..protocol import (
+    AAISValidationError,
     Action,
     ApprovalRequested,
     ApprovalResolved,
@@ -43,7 +44,7 @@ from .execution import (
     execution_state,
 )
 from .judging import at_time_of_use, prejudge, resolve_answer, resolve_late
-from .langchain_ui import LangChainUI
+from .langchain_ui import DeferredAnswer, LangChainUI
 from .quorum import Quorum, quorum_choices
 from .response import (
     AnswerType,
@@ -167,19 +168,23 @@ def _translator(
     ui: LangChainUI | None,
     authority: ApprovalAuthority,
     request: Request,
-    produced: list[BoundAnswer] | None = None,
+    produced: list[Any] | None = None,
 ) -> Translate | None:
     """How the gate reads a LangChain UI answer to ``request`` (None: it does not), as the
-    run's authenticated user; ``produced`` collects the answers it read."""
+    run's authenticated user; ``produced`` (an async gate's) collects the answers it read,
+    an edit or ignore unrecorded (:class:`~.langchain_ui.DeferredAnswer`)."""
     if ui is None:
         return None
     source = answer_source()
 
     def translate(value: Any) -> BoundAnswer:
-        answer = ui.read(request, value, source.actor, source.refusal, authority)
+        # An async gate (``produced`` given) reads on the event loop: ledger work waits.
+        answer = ui.read(
+            request, value, source.actor, source.refusal, authority, defer=produced is not None
+        )
         if produced is not None:
             produced.append(answer)
-        return answer
+        return cast(BoundAnswer, answer)
 
     return translate
 
@@ -455,7 +460,7 @@ async def arequest_approval(
         place = Quorum.of_request(request)
         last = place is None or place.last
         source = answer_source()
-        produced: list[BoundAnswer] = []
+        produced: list[Any] = []
         check = functools.partial(_prejudged, found, request, opened.recorded, produced)
         guarded = source.guard(check, opened.recorded)
         translate = _translator(ui, found, request, produced)
@@ -467,6 +472,8 @@ async def arequest_approval(
         while answer is SKIPPED:
             coordinates = current_coordinates(retry_of=_retry_of)  # the next slot
             answer = _ask(opened, _answer_type(request, guarded, _retry_of, translate), ui)
+        if isinstance(answer, DeferredAnswer):
+            answer = await asyncio.to_thread(_record_deferred, found, request, answer)
         # Only the last approval of a quorum executes (and claims) the action.
         claim = _claim_for(coordinates, idempotent) if last else None
         resolved = await asyncio.to_thread(
@@ -518,11 +525,28 @@ def _prejudged(
     authority: ApprovalAuthority,
     request: Request,
     recorded: ApprovalResolved | None,
-    produced: list[BoundAnswer],
+    produced: list[Any],
     answer: BoundAnswer,
 ) -> BoundAnswer:
-    """:func:`prejudge`, except for a notice the gate's own reading of a LangChain UI
-    answer produced (an edit it recorded while validating)."""
-    if isinstance(answer, ApprovalResolved) and any(answer is item for item in produced):
+    """:func:`prejudge`, except for an edit or ignore the gate's own reading of a LangChain
+    UI answer produced (recorded after the answer is accepted)."""
+    if isinstance(answer, DeferredAnswer) and any(answer is item for item in produced):
         return answer
     return prejudge(authority, request, recorded, answer)
+
+
+def _record_deferred(
+    authority: ApprovalAuthority, request: Request, deferred: DeferredAnswer
+) -> ApprovalResolved:
+    """Record an accepted edit or ignore (in a worker thread). Accepted, it can only fail
+    closed now: a refusal (nothing recorded) is an ``invalid`` result that runs nothing."""
+    try:
+        return deferred.record()
+    except (AAISValidationError, ForbiddenError) as error:
+        return resolution_envelope(
+            request,
+            outcome="invalid",
+            message=str(error)[:2000],
+            now=authority.clock(),
+            sequence=authority.ledger.last_sequence(),
+        )

@@ -134,6 +134,8 @@ def parse_answer(request: Request, value: Any, translate: Translate | None = Non
     )
     if translate is not None and not envelope:
         value = translate(value)
+        if not isinstance(value, (ApprovalDecided, ApprovalResolved)):
+            return value  # read, to be recorded once accepted (an async gate's edit)
     try:
         answer = _envelopes().validate_python(value)
     except ValidationError as error:

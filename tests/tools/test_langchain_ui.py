@@ -498,3 +498,29 @@ def test_an_answer_after_expiry_records_the_expiry_and_runs_nothing(ledger_autho
     agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), config)
     assert recorder.runs == []
     assert recorded(ledger_authority, request_id).resolution.outcome == "expired"
+
+
+def test_an_answer_without_an_interrupt_id_while_two_calls_wait_records_nothing(
+    ledger_authority,
+) -> None:
+    recorder = Recorder()
+    model = script(
+        turn(call("send_email", "c1", to="a@example.com"), call("send_email", "c2", to="b@x.org"))
+    )
+    agent = create_agent(
+        model,
+        tools=recorder.tools(),
+        middleware=[ApprovalMiddleware({"send_email": True}, authority=ledger_authority)],
+        checkpointer=InMemorySaver(),
+    )
+    config = as_user()
+    agent.invoke({"messages": [("user", "go")]}, config)
+    assert len(agent.get_state(config).interrupts) == 2
+    # LangGraph refuses a resume without an interrupt id when several interrupts wait.
+    with pytest.raises(RuntimeError, match="interrupt id"):
+        agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), config)
+    assert recorder.runs == [] and len(ledger_authority.ledger.list_pending()) == 2
+    # Keyed by interrupt id (HITL's per_call answer), each call is answered on its own.
+    first = agent.get_state(config).interrupts[0]
+    agent.invoke(Command(resume={first.id: {"type": "approve"}}), config)
+    assert recorder.count("send_email") == 1 and len(agent.get_state(config).interrupts) == 1

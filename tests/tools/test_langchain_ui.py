@@ -464,14 +464,12 @@ def test_a_bare_gate_refuses_an_edit(ledger_authority) -> None:
 
 def test_separation_of_duties_holds_for_a_ui_answer() -> None:
     from aais_langgraph.authority import AccessPolicy, ForbiddenError
-    from aais_langgraph.gate import REQUESTER_KEY
 
     policy = {"default_approvers": ["*"], "separation_of_duties": {"from_risk": "low"}}
     authority = ApprovalAuthority(InMemoryLedger(), authorizer=AccessPolicy.from_mapping(policy))
     recorder = Recorder()
     agent = email_agent(recorder, authority)
-    config = as_user()
-    config["configurable"][REQUESTER_KEY] = "alice"
+    config = as_user()  # alice's run: she is its requester
     interrupt = paused(agent, config)
     with pytest.raises(ForbiddenError, match="separation of duties"):
         agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), config)
@@ -480,7 +478,6 @@ def test_separation_of_duties_holds_for_a_ui_answer() -> None:
     assert agent.get_state(config).interrupts
 
     as_bob = as_user(user={"identity": "bob"})
-    as_bob["configurable"][REQUESTER_KEY] = "alice"
     agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), as_bob)
     assert recorder.count("send_email") == 1
 
@@ -524,3 +521,21 @@ def test_an_answer_without_an_interrupt_id_while_two_calls_wait_records_nothing(
     first = agent.get_state(config).interrupts[0]
     agent.invoke(Command(resume={first.id: {"type": "approve"}}), config)
     assert recorder.count("send_email") == 1 and len(agent.get_state(config).interrupts) == 1
+
+
+def test_on_langgraph_server_the_requester_is_the_authenticated_user_not_client_input() -> None:
+    from aais_langgraph.authority import AccessPolicy, ForbiddenError
+    from aais_langgraph.gate import REQUESTER_KEY
+    from aais_langgraph.protocol.extensions import REQUESTER_EXTENSION
+
+    policy = {"default_approvers": ["*"], "separation_of_duties": {"from_risk": "low"}}
+    authority = ApprovalAuthority(InMemoryLedger(), authorizer=AccessPolicy.from_mapping(policy))
+    recorder = Recorder()
+    agent = email_agent(recorder, authority)
+    config = as_user()  # alice's run...
+    config["configurable"][REQUESTER_KEY] = "mallory"  # ...naming someone else in its config
+    interrupt = paused(agent, config)
+    assert interrupt.value["request"]["extensions"][REQUESTER_EXTENSION] == {"id": "alice"}
+    with pytest.raises(ForbiddenError, match="separation of duties"):
+        agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), as_user())
+    assert recorder.runs == []

@@ -83,6 +83,7 @@ __all__ = [
     "LangChainUI",
     "UIAnswer",
     "approval_envelope",
+    "checkpoint_envelope",
     "interrupt_keys",
 ]
 
@@ -129,6 +130,48 @@ def approval_envelope(value: Any) -> Any:
     if requested and any(key in value for key in LANGCHAIN_UI_KEYS):
         return {key: item for key, item in value.items() if key not in LANGCHAIN_UI_KEYS}
     return value
+
+
+def checkpoint_envelope(value: Any) -> Any:
+    """The envelope a checkpoint's interrupt value carries, for comparing with the ledger's
+    copy: without the LangChain UI keys when they show exactly the envelope's request; the
+    whole value (so it differs from any envelope) when they show anything else, since
+    those UIs answer what they show, bound to the envelope's request."""
+    envelope = approval_envelope(value)
+    if envelope is value or _view_matches(value, envelope):
+        return envelope
+    return value
+
+
+def _view_matches(value: Mapping[str, Any], envelope: Mapping[str, Any]) -> bool:
+    """True when the value's LangChain UI keys show the envelope's request."""
+    request = envelope.get("request")
+    if not isinstance(request, Mapping) or not isinstance(request.get("action"), Mapping):
+        return False
+    action = request["action"]
+    name, arguments, summary = action.get("name"), action.get("arguments"), action.get("summary")
+    shown = {
+        "action_requests": [
+            {"name": name, "args": arguments, "arguments": arguments, "description": summary}
+        ],
+        "action_request": {"action": name, "args": arguments},
+        "description": summary,
+        "name": name,
+        "args": arguments,
+    }
+    tool_call_id = (request.get("extensions") or {}).get(TOOL_CALL_ID_EXTENSION)
+    if isinstance(tool_call_id, str):
+        shown["tool_call_id"] = tool_call_id
+    if any(value.get(key) != item for key, item in shown.items()):
+        return False
+    configs = value.get("review_configs")
+    return (
+        isinstance(configs, list)
+        and len(configs) == 1
+        and isinstance(configs[0], Mapping)
+        and configs[0].get("action_name") == name
+        and set(value) - set(envelope) <= set(LANGCHAIN_UI_KEYS)
+    )
 
 
 def allowed_decisions(

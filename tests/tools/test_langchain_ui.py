@@ -539,3 +539,42 @@ def test_on_langgraph_server_the_requester_is_the_authenticated_user_not_client_
     with pytest.raises(ForbiddenError, match="separation of duties"):
         agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), as_user())
     assert recorder.runs == []
+
+
+# -- what the UIs show is what the ledger holds ------------------------------------------------
+
+
+def _tamper_shown_arguments(saver: InMemorySaver, thread_id: str, arguments: Any) -> None:
+    """Rewrite the arguments LangChain's UIs read in a checkpoint's interrupt write (as
+    someone with write access to the checkpointer could), leaving the envelope as it is."""
+    for (thread, _ns, _checkpoint), writes in saver.writes.items():
+        if thread != thread_id:
+            continue
+        for key, (task_id, channel, typed, path) in list(writes.items()):
+            if channel != "__interrupt__":
+                continue
+            interrupts = saver.serde.loads_typed(typed)
+            for interrupt in interrupts:
+                interrupt.value["action_requests"][0]["args"] = arguments
+            writes[key] = (task_id, channel, saver.serde.dumps_typed(interrupts), path)
+
+
+def test_a_checkpoint_showing_the_uis_another_action_is_an_integrity_error(
+    ledger_authority,
+) -> None:
+    from aais_langgraph.threads import reconcile_checkpoints
+
+    saver = InMemorySaver()
+    model = script(turn(call("send_email", "c1", to="bob@example.com")))
+    middleware = ApprovalMiddleware({"send_email": True}, authority=ledger_authority)
+    agent = create_agent(
+        model, tools=Recorder().tools(), middleware=[middleware], checkpointer=saver
+    )
+    interrupt = paused(agent, as_user())
+    assert reconcile_checkpoints(ledger_authority, saver) == []
+
+    _tamper_shown_arguments(saver, "t1", {"to": "friend@example.com"})
+
+    [problem] = reconcile_checkpoints(ledger_authority, saver)
+    assert problem.request_id == request_id_of(interrupt)
+    assert "differs" in problem.reason

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, Union
+from typing import Annotated, Any, Union, cast
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic_core import (
@@ -135,7 +135,8 @@ def parse_answer(request: Request, value: Any, translate: Translate | None = Non
     if translate is not None and not envelope:
         value = translate(value)
         if not isinstance(value, (ApprovalDecided, ApprovalResolved)):
-            return value  # read, to be recorded once accepted (an async gate's edit)
+            # Read, to be recorded once accepted (an async gate's edit or ignore).
+            return cast(BoundAnswer, value)
     try:
         answer = _envelopes().validate_python(value)
     except ValidationError as error:

@@ -21,20 +21,14 @@ answers (:meth:`LangChainUI.read`):
 The answers, and their AAIS meaning (the answer has no id or digest: the server binds
 it to the request this interrupt shows, and records it as the authenticated user):
 
-=====================================================  =====================================
-answer                                                 AAIS meaning
-=====================================================  =====================================
-``approve`` (HITL), ``accept`` (Agent Inbox)           approve once
-``edit`` (``edited_action`` / ``args``)                supersede: a new request for the
-                                                       edited call, approved by the same
-                                                       person in the same action
-``reject`` with or without ``message``                 deny; the message is the reviewer's
-                                                       note (shown to the model when the
-                                                       tool sets ``reviewer_note``)
-``respond`` (HITL), ``response`` (Agent Inbox)         deny; the text is the tool's result
-                                                       (the tool does not run)
-``ignore`` (Agent Inbox)                               cancel, by that person
-=====================================================  =====================================
+- ``approve`` (HITL), ``accept`` (Agent Inbox): approve once;
+- ``edit`` (``edited_action`` / ``args``): supersede: a new request for the edited
+  call, approved by the same person in the same action;
+- ``reject``, with or without ``message``: deny; the message is the reviewer's note
+  (shown to the model when the tool sets ``reviewer_note``);
+- ``respond`` (HITL), ``response`` (Agent Inbox): deny; the text is the tool's result
+  (the tool does not run);
+- ``ignore`` (Agent Inbox): cancel, by that person.
 
 HITL's batched ``{"decisions": [one decision]}`` (Agent Chat UI), one decision alone
 (``per_call``, answered by interrupt id) and Agent Inbox's one-item list are read

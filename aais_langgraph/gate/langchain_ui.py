@@ -60,6 +60,7 @@ from ..protocol.extensions import NOTE_MAX_LENGTH, REPLY_EXTENSION, TOOL_CALL_ID
 from ..protocol.notes import with_note
 from ..protocol.refusals import (
     INVALID_RESUME,
+    STALE,
     UNAUTHENTICATED,
     UNKNOWN_INTERRUPT,
     Refusal,
@@ -354,10 +355,15 @@ class LangChainUI:
         allowed: HITL's decision names the interrupt shows (``review_configs``); None:
             what the request offers (:func:`allowed_decisions`).
         edit: supersedes the request with the edited call (tool-call gates only).
+        shown: see the attribute.
     """
 
     allowed: tuple[Decision, ...] | None = None
     edit: EditHandler | None = None
+    shown: bool = True
+    """False for a request raised while an answer was already waiting for its task (a
+    resume sent when nothing waited, e.g. after the thread's state changed): nobody was
+    shown it, so an answer without an id or digest cannot be for it."""
 
     def decisions(self, request: Request) -> tuple[Decision, ...]:
         """HITL's names for the decisions this interrupt takes."""
@@ -405,6 +411,13 @@ class LangChainUI:
                 "",
                 "a LangChain UI answer names nobody, so it needs the server's authenticated "
                 "user (LangGraph Server custom auth); " + (refusal or "this run has none"),
+            )
+        if not self.shown:
+            raise refused(
+                STALE,
+                "",
+                "this answer was sent before this action was shown (the thread changed since "
+                "the card was drawn); nothing was recorded, answer the action now waiting",
             )
         allowed = self.decisions(request)
         if answer.decision != "ignore" and answer.decision not in allowed:

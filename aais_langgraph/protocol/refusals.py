@@ -361,7 +361,7 @@ _ENTRIES = (
         STALE,
         "The answer is for a request that is no longer current; it changed nothing.",
         409,
-        ("agui",),
+        ("agui", "langgraph"),
     ),
     RefusalEntry(
         THREAD_BUSY,

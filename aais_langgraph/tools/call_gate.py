@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import ToolMessage
+from langgraph.config import get_config
 from langgraph.types import Command
 
 from ..authority import ApprovalAuthority
@@ -36,6 +37,7 @@ from ..gate.langchain_ui import LangChainUI
 from ..gate.nodes import APPROVAL_KEY, key_of, run_approved
 from ..gate.quorum import Quorum
 from ..gate.run_context import RunCoordinates, derive_origin, find_authority, peek_coordinates
+from ..gate.seams import interrupt_will_pause
 from ..ledger import StoredRequest
 from ..protocol import (
     AAISValidationError,
@@ -69,6 +71,9 @@ if TYPE_CHECKING:
 
 EDITABLE_EXTENSION = EXTENSION_NAMESPACE + "editable"
 """Request extension: True when a reviewer may supersede the call with edited arguments."""
+ANSWER_WAITING = "answer_waiting"
+"""Request context: True when the request was raised while an answer already waited for
+its task (nobody had been shown it), so LangChain's UIs' unbound answers are refused."""
 EDIT_EXTENSION = EXTENSION_NAMESPACE + "edit"
 """Request extension of an edited request: ``{"supersedes": id, "edited_by": actor}``."""
 
@@ -84,6 +89,8 @@ class GatedCall:
     action: Action
     resolved: ApprovalResolved | None = None
     edited: bool = False
+    shown: bool = True
+    """False when the request was raised while an answer already waited for its task."""
 
 
 def request_context(coordinates: RunCoordinates, tool_call_id: str, **extra: Any) -> dict[str, Any]:
@@ -188,7 +195,7 @@ class ToolCallGate:
             return handler(request)
         asked = peek_coordinates().request_id
         resolved = gated.resolved
-        ui = _CallUI(authority, rule)
+        ui = _CallUI(authority, rule, gated.shown)
         try:
             while resolved is None:
                 resolved = request_approval(
@@ -226,7 +233,7 @@ class ToolCallGate:
             return await handler(request)
         asked = peek_coordinates().request_id
         resolved = gated.resolved
-        ui = _CallUI(authority, rule)
+        ui = _CallUI(authority, rule, gated.shown)
         try:
             while resolved is None:
                 resolved = await arequest_approval(
@@ -271,7 +278,7 @@ class ToolCallGate:
                 {**shown.to_json(), "name": call["name"], "arguments": call["args"]},
                 pointer="/action",
             )
-            return GatedCall(action)
+            return GatedCall(action, shown=not stored.context.get(ANSWER_WAITING))
         earlier = self._earlier(authority, coordinates, call_id)
         if rule.when is not None and not earlier and not rule.when(request):
             return None
@@ -315,12 +322,19 @@ class ToolCallGate:
                 **({} if quorum is None else quorum.extension()),
             },
         )
+        # An answer already waiting for this new task was sent before anyone saw it.
+        waiting = not interrupt_will_pause(get_config()["configurable"])
         authority.add(
             requested,
             thread_id=coordinates.thread_id,
-            context=request_context(coordinates, call_id, when=rule.when is not None),
+            context=request_context(
+                coordinates,
+                call_id,
+                when=rule.when is not None,
+                **({ANSWER_WAITING: True} if waiting else {}),
+            ),
         )
-        return GatedCall(action)
+        return GatedCall(action, shown=not waiting)
 
     @staticmethod
     def _earlier(
@@ -384,14 +398,17 @@ class _CallUI:
     supersedes the call's request in the answer itself (then the edited request, already
     approved by its editor, is taken without a second pause)."""
 
-    def __init__(self, authority: ApprovalAuthority, rule: ToolRule) -> None:
+    def __init__(self, authority: ApprovalAuthority, rule: ToolRule, shown: bool) -> None:
         self.authority = authority
         self.rule = rule
+        self.shown = shown
         self.edited = False
 
     def offer(self) -> LangChainUI:
         return LangChainUI(
-            allowed=self.rule.allowed, edit=self._edit if self.rule.editable else None
+            allowed=self.rule.allowed,
+            edit=self._edit if self.rule.editable else None,
+            shown=self.shown,
         )
 
     def _edit(

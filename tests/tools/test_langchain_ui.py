@@ -578,3 +578,32 @@ def test_a_checkpoint_showing_the_uis_another_action_is_an_integrity_error(
     [problem] = reconcile_checkpoints(ledger_authority, saver)
     assert problem.request_id == request_id_of(interrupt)
     assert "differs" in problem.reason
+
+
+def test_an_answer_sent_after_the_call_changed_runs_nothing(ledger_authority) -> None:
+    from langchain_core.messages import AIMessage
+
+    recorder = Recorder()
+    agent = email_agent(recorder, ledger_authority)
+    config = as_user()
+    paused(agent, config)  # the card shows an email to bob
+    state = agent.get_state(config)
+    model_turn = [m for m in state.values["messages"] if isinstance(m, AIMessage)][-1]
+    changed = {**model_turn.tool_calls[0], "args": {"to": "eve@example.com"}}
+    agent.update_state(
+        config, {"messages": [model_turn.model_copy(update={"tool_calls": [changed]})]}
+    )
+    assert agent.get_state(config).interrupts == ()  # nothing waits for an answer now
+
+    # Agent Chat UI's answer to the card it showed carries nothing of what it showed.
+    with pytest.raises(AnswerShapeRefused) as raised:
+        agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), config)
+    assert raised.value.code == "aais.stale"
+    assert recorder.runs == []
+    with pytest.raises(AnswerShapeRefused):  # the same answer, handed back on a re-run
+        agent.invoke(None, config)
+    assert recorder.runs == []
+    assert all(
+        ledger_authority.get_resolution(r.request_id) is None
+        for r in ledger_authority.ledger.list_pending()
+    )

@@ -312,3 +312,37 @@ def test_agent_chat_ui_mark_as_resolved_cancels_as_the_user_and_runs_nothing(
     assert after["interrupt_ids"] == []
     [tool] = [m for m in after["messages"] if m["type"] == "tool"]
     assert tool["status"] == "error"
+
+
+def test_an_approval_sent_after_the_call_changed_runs_nothing(served: Served) -> None:
+    thread_id, shown = _paused(served, "shown@example.com")
+    changed = served.ui(
+        "change-call",
+        thread_id=thread_id,
+        arguments={"to": "swapped@example.com"},
+        token="bob-token",
+    )
+    assert "thrown" not in changed and changed["interrupt_ids"] == [], changed
+    # Agent Chat UI still shows the card for shown@example.com; alice approves it.
+    resumed = served.ui("chat-ui-resume", thread_id=thread_id, decision={"type": "approve"})
+    [error] = resumed["run"]["errors"]
+    assert error["error"] == "AnswerShapeRefused" and "aais.stale" in error["message"], resumed
+    assert (_ran(served, "shown@example.com"), _ran(served, "swapped@example.com")) == (0, 0)
+    events = served.events()
+    asked = {
+        e["request"]["id"]
+        for e in events
+        if e["type"] == "approval.requested" and e["request"]["origin"]["session_id"] == thread_id
+    }
+    assert _request_id(shown) in asked and len(asked) == 2  # and the changed one, never shown
+    approvals = [
+        e
+        for e in events
+        if (e["type"] == "approval.decided" and e["decision"]["request_id"] in asked)
+        or (
+            e["type"] == "approval.resolved"
+            and e["resolution"]["request_id"] in asked
+            and e["resolution"]["outcome"] == "approved"
+        )
+    ]
+    assert approvals == []

@@ -116,6 +116,18 @@ async function main() {
           streamMode: "events",
         }),
       );
+    } else if (args.step === "change-call") {
+      // Another client changes the waiting call's arguments (a state update).
+      const state = await client.threads.getState(args.thread_id);
+      const messages = state.values?.messages ?? [];
+      const last = [...messages].reverse().find((m) => m.type === "ai" && m.tool_calls?.length);
+      const call = { ...last.tool_calls[0], args: args.arguments };
+      await client.threads.updateState(args.thread_id, {
+        values: { messages: [{ ...last, tool_calls: [call] }] },
+      });
+      out.interrupt_ids = ((await client.threads.getState(args.thread_id)).interrupts ?? []).map(
+        (i) => i.id,
+      );
     } else if (args.step === "state") {
       const state = await client.threads.getState(args.thread_id);
       out.interrupt_ids = (state.interrupts ?? []).map((i) => i.id);

@@ -1,10 +1,20 @@
 """AAIS envelopes <-> AG-UI 1.0 interrupts and resume entries, as pure functions.
 
 An ``approval.requested`` envelope becomes one :class:`ag_ui.core.Interrupt`
-(the complete envelope under ``metadata.aais``); the answer comes back as a
-:class:`ag_ui.core.ResumeEntry` carrying an ``approval.decided`` envelope as its
-``payload`` (what the interrupt's ``response_schema`` describes), wrapped as
-``payload.aais``, or under ``metadata.aais`` (the AAIS integration guide's place).
+(the complete envelope under ``metadata.aais``, the contract; the action digest as
+the approval-bound fingerprint AG-UI's interrupts page proposes,
+``metadata.governance.actionFingerprint``). The answer comes back as a
+:class:`ag_ui.core.ResumeEntry` whose ``payload`` is one of what the interrupt's
+``response_schema`` describes:
+
+- the bound answer a client that knows nothing of AAIS can build from the schema and
+  the fingerprint alone, ``{"approved": true | false, "approvedActionFingerprint":
+  <fingerprint>}`` (:class:`BoundAnswer`; the resume planner makes it the AAIS
+  decision of the authenticated actor, with the echoed fingerprint as its
+  ``action_digest``, so a drifted echo is refused as any digest mismatch is);
+- an ``approval.decided`` envelope, or ``{"aais": envelope}``;
+
+or the envelope comes under ``metadata.aais`` (the AAIS integration guide's place).
 Every malformed shape raises :class:`AAISValidationError` with a JSON pointer
 and a reason that never echoes the offending value.
 """
@@ -13,6 +23,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ag_ui.core import Interrupt, ResumeEntry
@@ -22,13 +33,17 @@ from aais_langgraph.authority import judge
 from aais_langgraph.protocol import (
     TOOL_CALL_ID_EXTENSION,
     AAISValidationError,
+    Actor,
     ApprovalDecided,
     ApprovalRequested,
+    Choice,
     Request,
+    build_decision_for_request,
     decided_schema,
     join_pointer,
     parse_envelope,
 )
+from aais_langgraph.protocol.patterns import DIGEST, DIGEST_PATTERN
 from aais_langgraph.threads import Cancellation
 
 METADATA_KEY = "aais"
@@ -42,11 +57,36 @@ E = TypeVar("E", ApprovalRequested, ApprovalDecided)
 APPROVAL_REASON = "aais:approval"
 TOOL_CALL_REASON = "tool_call"
 
+GOVERNANCE_KEY = "governance"
+"""Key of the approval-bound action metadata inside ``Interrupt.metadata`` (AG-UI's
+interrupts page, "Approval-bound action metadata": an open proposal)."""
+
+FINGERPRINT_KEY = "actionFingerprint"
+"""``metadata.governance.actionFingerprint``: the fingerprint of the proposed action,
+which is the request's ``action_digest``."""
+
+APPROVED_KEY = "approved"
+"""The bound answer's yes or no (``ResumeEntry.payload.approved``)."""
+
+ECHO_KEY = "approvedActionFingerprint"
+"""The bound answer's echo of the fingerprint it approves or denies."""
+
+#: The scopes a bound answer may take, narrowest first: it takes the narrowest offered.
+BOUND_SCOPES = ("once", "session", "persistent")
+
 __all__ = [
     "APPROVAL_REASON",
+    "APPROVED_KEY",
+    "ECHO_KEY",
+    "FINGERPRINT_KEY",
+    "GOVERNANCE_KEY",
     "METADATA_KEY",
     "TOOL_CALL_EXTENSION",
     "TOOL_CALL_REASON",
+    "BoundAnswer",
+    "bound_answer_schema",
+    "bound_choice",
+    "bound_decision",
     "carries_aais",
     "decided_response_schema",
     "interrupt_to_request",
@@ -66,13 +106,13 @@ def is_approval_request(value: Any) -> bool:
 
 def carries_aais(item: Interrupt | ResumeEntry) -> bool:
     """True when an AG-UI interrupt offers an AAIS approval, or a resume entry carries an
-    AAIS answer (``metadata.aais``, or a ``payload`` with an ``aais`` member): what only the
-    resume planner may turn into a resume."""
+    AAIS answer (``metadata.aais``, a ``payload`` with an ``aais`` member, or one that echoes
+    an approved action's fingerprint): what only the resume planner may turn into a resume."""
     metadata = item.metadata
     if isinstance(metadata, Mapping) and METADATA_KEY in metadata:
         return True
     payload = item.payload if isinstance(item, ResumeEntry) else None
-    return isinstance(payload, Mapping) and METADATA_KEY in payload
+    return isinstance(payload, Mapping) and (METADATA_KEY in payload or ECHO_KEY in payload)
 
 
 def tool_call_id_of(request: Request) -> str | None:
@@ -88,20 +128,73 @@ def tool_call_id_of(request: Request) -> str | None:
     return value
 
 
+@dataclass(frozen=True)
+class BoundAnswer:
+    """A generic AG-UI client's answer to an approval: yes or no, bound to the action by
+    the fingerprint it echoes (``{"approved": ..., "approvedActionFingerprint": ...}``).
+
+    It carries no actor, id or time: the resume planner makes it an ``approval.decided``
+    of the authenticated actor (:func:`bound_decision`) and judges it as any decision,
+    so an echo that is not the request's ``action_digest`` is a digest mismatch.
+    """
+
+    approved: bool
+    fingerprint: str
+
+
+def bound_choice(request: Request, approved: bool) -> Choice | None:
+    """The offered choice a bound answer takes: the narrowest-scoped ``approve`` when
+    ``approved``, else the ``deny``; None when the request offers no such choice."""
+    wanted = "approve" if approved else "deny"
+    offered = [choice for choice in request.choices if choice.decision == wanted]
+    if not offered:
+        return None
+    return min(offered, key=lambda choice: BOUND_SCOPES.index(choice.scope))
+
+
+def bound_answer_schema(request: Request) -> dict[str, Any] | None:
+    """JSON Schema of the bound answers to ``request`` (:class:`BoundAnswer`): ``approved``
+    limited to what is offered, the fingerprint a constant, nothing else; None when the
+    request offers neither ``approve`` nor ``deny``."""
+    offered = [flag for flag in (True, False) if bound_choice(request, flag) is not None]
+    if not offered:
+        return None
+    approved: dict[str, Any] = {"type": "boolean"} if len(offered) == 2 else {"const": offered[0]}
+    return {
+        "title": "Approve or deny this action",
+        "description": "approved: true approves this action, false denies it (it does not "
+        "run). approvedActionFingerprint echoes metadata.governance.actionFingerprint: "
+        "the answer holds only for this exact action.",
+        "type": "object",
+        "required": [APPROVED_KEY, ECHO_KEY],
+        "properties": {
+            APPROVED_KEY: approved,
+            ECHO_KEY: {"const": request.action_digest},
+        },
+        "additionalProperties": False,
+    }
+
+
 def decided_response_schema(request: Request) -> dict[str, Any]:
     """JSON Schema of the ``ResumeEntry.payload`` values that answer ``request``.
 
-    Exactly what :func:`parse_resume_entry` accepts as a payload: the
-    ``approval.decided`` envelope itself, or ``{"aais": envelope}``. In both,
-    ``request_id`` and ``action_digest`` are constants and ``(decision, scope)``
-    is one of the offered pairs, so a form built from it cannot invent a scope.
+    Exactly what :func:`parse_resume_entry` accepts as a payload (and the resume
+    planner then accepts, before expiry and any policy): the bound answer
+    (:func:`bound_answer_schema`, first, for clients that know nothing of AAIS), the
+    ``approval.decided`` envelope itself, or ``{"aais": envelope}``. In the envelopes,
+    ``request_id`` and ``action_digest`` are constants and ``(decision, scope)`` is one
+    of the offered pairs, so a form built from it cannot invent a scope.
     """
+    bound = bound_answer_schema(request)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": "AAIS approval.decided",
-        "description": "An approval.decided envelope answering this request with an offered "
-        'choice, sent as the resume payload itself or wrapped as {"aais": envelope}.',
+        "title": "Answer to this approval",
+        "description": '{"approved": true|false, "approvedActionFingerprint": '
+        "metadata.governance.actionFingerprint}, or an AAIS approval.decided envelope "
+        "answering this request with an offered choice, sent as the resume payload itself "
+        'or wrapped as {"aais": envelope}.',
         "oneOf": [
+            *([] if bound is None else [bound]),
             {"$ref": "#/$defs/decided"},
             {
                 "type": "object",
@@ -112,6 +205,30 @@ def decided_response_schema(request: Request) -> dict[str, Any]:
         ],
         "$defs": {"decided": decided_schema(request)},
     }
+
+
+def bound_decision(
+    request: Request, answer: BoundAnswer, *, actor: Actor, pointer: str = ""
+) -> ApprovalDecided:
+    """The ``approval.decided`` a bound answer stands for: the choice it takes
+    (:func:`bound_choice`), by ``actor`` (the authenticated one), with the echoed
+    fingerprint as its ``action_digest`` (judged against the request's, as any
+    decision's is). Raises :class:`AAISValidationError` (at ``pointer``, the payload's)
+    when the choice is not offered."""
+    choice = bound_choice(request, answer.approved)
+    if choice is None:
+        raise AAISValidationError(
+            join_pointer(pointer, APPROVED_KEY),
+            "the request does not offer this answer; see responseSchema",
+        )
+    decided = build_decision_for_request(
+        request, decision=choice.decision, scope=choice.scope, actor=actor
+    )
+    if answer.fingerprint == request.action_digest:
+        return decided
+    document = decided.to_json()
+    document["decision"]["action_digest"] = answer.fingerprint
+    return parse_envelope(document, expected=ApprovalDecided)
 
 
 def request_to_interrupt(
@@ -133,7 +250,10 @@ def request_to_interrupt(
         tool_call_id=tool_call_id,
         response_schema=decided_response_schema(request),
         expires_at=request.expires_at,
-        metadata={METADATA_KEY: envelope.to_json()},
+        metadata={
+            METADATA_KEY: envelope.to_json(),
+            GOVERNANCE_KEY: {FINGERPRINT_KEY: request.action_digest},
+        },
     )
 
 
@@ -184,19 +304,27 @@ def parse_resume_entry(
     *,
     request: Request | None = None,
     pointer: str = "",
-) -> ApprovalDecided | Cancellation:
-    """The AAIS answer carried by a resume entry.
+) -> ApprovalDecided | Cancellation | BoundAnswer:
+    """The answer carried by a resume entry.
 
-    ``status: "resolved"`` needs an ``approval.decided`` envelope: the
-    ``payload`` itself (its ``aais`` is the version string), ``payload.aais``
-    (an object; nothing else beside it), or ``metadata.aais``; when payload and
-    metadata both carry one they must agree. ``status: "cancelled"`` is an AAIS
-    cancel of ``request`` (an envelope, if any, must still name that request).
-    With ``request`` given, the decision must name it. Digest, choice and expiry
-    are the authority's to judge.
+    ``status: "resolved"`` needs a bound answer as the ``payload``
+    (``{"approved": ..., "approvedActionFingerprint": ...}``, nothing else; a
+    :class:`BoundAnswer`) or an ``approval.decided`` envelope: the ``payload`` itself
+    (its ``aais`` is the version string), ``payload.aais`` (an object; nothing else
+    beside it), or ``metadata.aais``; when payload and metadata both carry an envelope
+    they must agree, and a bound answer comes alone. ``status: "cancelled"`` is an
+    AAIS cancel of ``request`` (an envelope, if any, must still name that request).
+    With ``request`` given, the decision must name it. Digest (a bound answer's echo
+    included), choice and expiry are the authority's to judge.
     """
     model = _model(ResumeEntry, entry, pointer)
     from_metadata = _member(model.metadata, pointer + "/metadata")
+    if model.status == "resolved" and _is_bound(model.payload):
+        if from_metadata is not None:
+            raise AAISValidationError(
+                from_metadata[1], "not allowed beside a bound answer in the payload; send one"
+            )
+        return _bound(model.payload, pointer + "/payload")
     from_payload = _payload_envelope(model.payload, pointer + "/payload", model.status)
     if (
         from_metadata is not None
@@ -213,11 +341,50 @@ def parse_resume_entry(
     if raw is None:
         raise AAISValidationError(
             pointer + "/payload",
-            "an approval.decided envelope is required (the payload, payload.aais or metadata.aais)",
+            'an answer is required: {"approved": true|false, "approvedActionFingerprint": '
+            "the interrupt's metadata.governance.actionFingerprint}, or an approval.decided "
+            "envelope (the payload, payload.aais or metadata.aais)",
         )
     decided: ApprovalDecided = _envelope(raw, ApprovalDecided, where)
     _check_names(decided, request, where)
     return decided
+
+
+def _is_bound(payload: Any) -> bool:
+    """True when a payload is meant as a bound answer: an object without ``aais`` that
+    has either of its members."""
+    return (
+        isinstance(payload, Mapping)
+        and METADATA_KEY not in payload
+        and (APPROVED_KEY in payload or ECHO_KEY in payload)
+    )
+
+
+def _bound(payload: Mapping[str, Any], where: str) -> BoundAnswer:
+    """The bound answer of a payload (see :func:`bound_answer_schema`)."""
+    for key in payload:
+        if key not in (APPROVED_KEY, ECHO_KEY):
+            raise AAISValidationError(
+                join_pointer(where, key) if isinstance(key, str) else where,
+                f'not allowed in a bound answer (only "{APPROVED_KEY}" and "{ECHO_KEY}")',
+            )
+    if APPROVED_KEY not in payload:
+        raise AAISValidationError(join_pointer(where, APPROVED_KEY), "is required")
+    approved = payload[APPROVED_KEY]
+    if not isinstance(approved, bool):
+        raise AAISValidationError(join_pointer(where, APPROVED_KEY), "must be true or false")
+    if ECHO_KEY not in payload:
+        raise AAISValidationError(
+            join_pointer(where, ECHO_KEY),
+            "is required: echo the interrupt's metadata.governance.actionFingerprint",
+        )
+    echo = payload[ECHO_KEY]
+    if not isinstance(echo, str) or DIGEST.fullmatch(echo) is None:
+        raise AAISValidationError(
+            join_pointer(where, ECHO_KEY),
+            f"must be the interrupt's action fingerprint ({DIGEST_PATTERN})",
+        )
+    return BoundAnswer(approved=approved, fingerprint=echo)
 
 
 def _check_names(decided: ApprovalDecided, request: Request | None, where: str) -> None:

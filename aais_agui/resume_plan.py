@@ -2,9 +2,11 @@
 
 This module translates, nothing more: every entry must name an open interrupt, once,
 and every open interrupt must be answered; each AAIS entry becomes an answer
-(:func:`~aais_agui.mapping.parse_resume_entry`) to the request its interrupt carries,
-and the answers go to the driver's planner all or nothing
-(:meth:`aais_langgraph.threads.AnswerPlanner.record_all`: judged, authorized, then
+(:func:`~aais_agui.mapping.parse_resume_entry`) to the request its interrupt carries (a
+generic client's bound answer, ``{"approved", "approvedActionFingerprint"}``, becomes the
+authenticated actor's decision with the echoed fingerprint as its digest:
+:func:`~aais_agui.mapping.bound_decision`), and the answers go to the driver's planner
+all or nothing (:meth:`aais_langgraph.threads.AnswerPlanner.record_all`: judged, authorized, then
 recorded under the authenticated actor, or handed to the run whose gate records each
 decision with its execution claim in one write; one refused answer refuses them all). Its
 refusals become ``RUN_ERROR`` codes here (:class:`ResumeRejected`). Plain LangGraph
@@ -39,7 +41,7 @@ from aais_langgraph.threads import (
     run_config,
 )
 
-from .mapping import is_approval_request, parse_resume_entry
+from .mapping import BoundAnswer, bound_decision, is_approval_request, parse_resume_entry
 
 #: ag-ui-langgraph's sentinel for a cancelled plain (non-AAIS) interrupt.
 PLAIN_CANCELLED = "__agui_cancelled__"
@@ -91,17 +93,39 @@ def _check_coverage(entries: Sequence[ResumeEntry], pending: Mapping[str, Any]) 
         )
 
 
-def _answer_of(index: int, entry: ResumeEntry, value: Any) -> OpenAnswer:
-    """The AAIS answer an entry carries, to the request of the interrupt it names."""
+def _answer_of(
+    index: int,
+    entry: ResumeEntry,
+    value: Any,
+    actor: Principal | Actor | Mapping[str, Any] | None,
+) -> OpenAnswer:
+    """The AAIS answer an entry carries, to the request of the interrupt it names; a bound
+    answer is the decision of ``actor`` (refused without one)."""
     requested = ApprovalRequested.from_data(value, pointer=f"/interrupts/{entry.interrupt_id}")
     request = requested.request
     try:
         answer = parse_resume_entry(entry, request=request, pointer=f"/resume/{index}")
+        if isinstance(answer, BoundAnswer):
+            if actor is None:
+                raise ResumeRejected("aais.unauthenticated", UNAUTHENTICATED_ANSWER)
+            answer = bound_decision(
+                request, answer, actor=_actor_of(actor), pointer=f"/resume/{index}/payload"
+            )
         if isinstance(answer, ApprovalDecided):
             decision_note(answer.decision)  # a bad reviewer note is refused before any record
     except AAISValidationError as error:
         raise ResumeRejected("aais.invalid_resume", f"resume[{index}]: {error}") from None
     return OpenAnswer(entry.interrupt_id, request, answer)
+
+
+def _actor_of(actor: Principal | Actor | Mapping[str, Any]) -> Actor:
+    """The actor a bound answer's decision names (the authority records the authenticated
+    actor in its place whatever a decision names)."""
+    if isinstance(actor, Principal):
+        return actor.actor
+    if isinstance(actor, Actor):
+        return actor
+    return Actor.from_data(actor, pointer="/actor")
 
 
 def _rejected(refused: AnswerRefused, entries: Sequence[ResumeEntry]) -> ResumeRejected:
@@ -179,7 +203,7 @@ def plan_resume(
             value = pending[entry.interrupt_id]
             if isinstance(value, ApprovalRequested) or is_approval_request(value):
                 try:
-                    answers.append(_answer_of(index, entry, value))
+                    answers.append(_answer_of(index, entry, value, actor))
                 except (ResumeRejected, AAISValidationError):
                     planner.check(answers)  # an earlier entry's refusal is named first
                     raise

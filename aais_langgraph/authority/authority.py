@@ -24,6 +24,7 @@ from ..ledger import (
     Grant,
     InMemoryLedger,
     Ledger,
+    LedgerIntegrityError,
     PendingRow,
     ResolutionWrite,
     StoredRequest,
@@ -223,13 +224,30 @@ class ApprovalAuthority:
         self.harness = harness
         # Presentation only (snapshot); every other read goes through the vouched records.
         self._requests = request_cache()
-        self._records = VouchedRecords(self.ledger, resolve_key(key))
+        self._key = resolve_key(key)  # the one place the key is resolved
+        self.ledger.authority_key = self._key  # its audit entries are sealed with it
+        self._records = VouchedRecords(self.ledger, self._key)
         self.bounds = Bounds(limits if limits is not None else RequestLimits(), self.ledger)
         self.access = Access(
             self.ledger,
             self._records,
             authorizer if authorizer is not None else AllowAuthenticated(),
+            clock=lambda: self.clock().timestamp(),
         )
+
+    @property
+    def key(self) -> bytes | None:
+        """The authority key (given here or configured in the environment, resolved once
+        when the authority was made), or None: what every job and command that seals or
+        verifies this ledger uses (retention, the witness, ``compact``, ``verify``)."""
+        return self._key
+
+    def refuse_history(self, reason: str) -> None:
+        """Refuse every stored row from now on, with
+        :class:`~aais_langgraph.ledger.LedgerIntegrityError` (``reason``: words, no value):
+        what a served process does when a witness contradicts the ledger's history, so
+        no gate, grant or resume acts on it until an operator looks."""
+        self._records.refuse_history(reason)
 
     def expiry_of(self, request: Request | StoredRequest) -> datetime:
         """When ``request`` expires: its ``expires_at``, else ``created_at`` + default_expiry."""
@@ -506,7 +524,9 @@ class ApprovalAuthority:
         """Re-check the audit chain, then every stored row against the entry that vouches for
         it (and its seal, with a key); names the first bad entry or row and detects
         truncation, and a rollback or emptying against ``expected_tip``."""
-        return self._records.verify_all(expected_tip=expected_tip)
+        return self._records.verify_all(
+            expected_tip=expected_tip, escalation_rule=self.access.escalation_rule
+        )
 
     # -- execution records -------------------------------------------------------------
 
@@ -525,7 +545,7 @@ class ApprovalAuthority:
         :class:`~aais_langgraph.ledger.LedgerIntegrityError` when the stored record and
         its audit entry or seal disagree."""
         return self.ledger.update_execution(
-            request_id, self._records.sealed_change(change), durable=durable
+            request_id, self._records.sealed_change(change, request_id), durable=durable
         )
 
     def sealed_change(self, change: ExecutionChange) -> ExecutionChange:
@@ -684,9 +704,18 @@ class ApprovalAuthority:
         return requested, resolved if resolved is not None else self.get_resolution(request_id)
 
     def get_resolution(self, request_id: str) -> ApprovalResolved | None:
-        """The recorded resolution of a request, if it has one."""
+        """The recorded resolution of a request, if it has one; raises
+        :class:`~aais_langgraph.ledger.LedgerIntegrityError` when its request row says it
+        was resolved but no resolution is stored (a deleted denial must not reopen it)."""
         stored = self.ledger.get_resolution(request_id)
-        return None if stored is None else self._records.resolution(stored)
+        if stored is not None:
+            return self._records.resolution(stored)
+        request = self.ledger.get_request(request_id)
+        if request is not None and request.status == "resolved":
+            raise LedgerIntegrityError(
+                "aais_resolutions", request_id, "missing, though its request is resolved"
+            )
+        return None
 
     # -- decisions -------------------------------------------------------------------
 
@@ -874,7 +903,7 @@ class ApprovalAuthority:
             recorded, created = self.ledger.record_resolution(write)
         else:
             recorded, created, claimed = self.ledger.record_resolution_claiming(
-                write, self._records.sealed_change(claim)
+                write, self._records.sealed_change(claim, request.id)
             )
         if not created:
             return self._replay(

@@ -14,7 +14,13 @@ from .execution import (
 )
 from .nodes import approval_key, approval_node, is_approved_for, requires_approval
 from .request import RejectedResumeError, arequest_approval, request_approval
-from .run_context import AUTHORITY_KEY, REQUESTER_KEY, MissingAuthorityError, find_authority
+from .run_context import (
+    AUTHORITY_KEY,
+    REQUESTER_KEY,
+    MissingAuthorityError,
+    afind_authority,
+    find_authority,
+)
 
 __all__ = [
     "AUTHORITY_KEY",
@@ -25,6 +31,7 @@ __all__ = [
     "ExecutionUnknownError",
     "MissingAuthorityError",
     "RejectedResumeError",
+    "afind_authority",
     "approval_key",
     "approval_node",
     "areconcile_execution",

@@ -56,10 +56,12 @@ from .response import (
 )
 from .run_context import (
     RunCoordinates,
+    afind_authority,
     claim_ttl,
     current_coordinates,
     derive_origin,
     find_authority,
+    subagent_extension,
 )
 from .seams import interrupt_will_pause
 
@@ -130,7 +132,12 @@ def _open_request(
             **(context or {}),
             **({"requester": coordinates.requester} if coordinates.requester else {}),
         },
-        extensions={**(extensions or {}), **({} if quorum is None else quorum.extension())} or None,
+        extensions={
+            **subagent_extension(coordinates),
+            **(extensions or {}),
+            **({} if quorum is None else quorum.extension()),
+        }
+        or None,
     )
     return _Opened(requested, None)
 
@@ -438,7 +445,7 @@ async def arequest_approval(
     refused but fails closed (the node sees ``conflict``).
     """
     action_model = Action.from_data(action, pointer="/action")
-    found = find_authority(authority)
+    found = await afind_authority(authority)
     ui = _langchain_ui(langchain_ui)
     coordinates = current_coordinates(retry_of=_retry_of)
     opened = await asyncio.to_thread(
@@ -518,7 +525,7 @@ async def arequest_approval(
             langchain_ui=langchain_ui,
             _retry_of=request.id,
         )
-    return at_time_of_use(found, request, resolved, action_model)
+    return await asyncio.to_thread(at_time_of_use, found, request, resolved, action_model)
 
 
 def _prejudged(

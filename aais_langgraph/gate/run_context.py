@@ -14,7 +14,8 @@ from langgraph.config import get_config
 from ..authority import ApprovalAuthority
 from ..authority.limits import checked_requester
 from ..protocol import Origin, id_for
-from ..server_env import authority_from_env, env_authority_configured
+from ..protocol.extensions import SUBAGENT_EXTENSION
+from ..server_env import aauthority_from_env, authority_from_env, env_authority_configured
 from .answer_sources import (
     LANGGRAPH_AUTH_USER_KEY,
     actor_from_langgraph_user,
@@ -49,6 +50,8 @@ class RunCoordinates:
     """The request a reviewer asked to approve again (its outcome was unknown)."""
     requester: str | None = None
     """Who the run acts for (``configurable[REQUESTER_KEY]``): bounded and recorded."""
+    agent_name: str | None = None
+    """The name of the agent the call runs in (LangChain's ``lc_agent_name``), if any."""
 
     @property
     def request_id(self) -> str:
@@ -116,7 +119,31 @@ def current_coordinates(
         answer_is_fresh=_answer_is_fresh(configurable, index),
         retry_of=retry_of,
         requester=_requester(configurable),
+        agent_name=_agent_name(metadata),
     )
+
+
+def _agent_name(metadata: Mapping[str, Any]) -> str | None:
+    name = metadata.get("lc_agent_name")
+    return name if isinstance(name, str) and name else None
+
+
+def subagent_run_id(checkpoint_ns: str) -> str | None:
+    """The id of the subgraph invocation a call at ``checkpoint_ns`` runs in (the AAIS id
+    of the parent namespace, the same across the pause and the resume); None at the top
+    level of the thread's graph."""
+    parent, separator, _ = checkpoint_ns.rpartition("|")
+    return id_for(parent) if separator and parent else None
+
+
+def subagent_extension(coordinates: RunCoordinates) -> dict[str, Any]:
+    """The :data:`~aais_langgraph.protocol.extensions.SUBAGENT_EXTENSION` of a request
+    raised at ``coordinates`` (empty at the top level)."""
+    run_id = subagent_run_id(coordinates.checkpoint_ns)
+    if run_id is None:
+        return {}
+    named = {"name": coordinates.agent_name} if coordinates.agent_name else {}
+    return {SUBAGENT_EXTENSION: {"run_id": run_id, **named}}
 
 
 REQUESTER_KEY = "aais_requester"
@@ -181,6 +208,8 @@ def derive_origin(
         "node_id": safe_id(coordinates.node),
         "run_id": safe_id(coordinates.run_id),
         "graph_id": safe_id(graph_id),
+        # SPEC section 7: the subgraph invocation (a deep agent's subagent) that asked.
+        "subagent_run_id": subagent_run_id(coordinates.checkpoint_ns),
     }
     fields.update(extra or {})
     return Origin.from_data({k: v for k, v in fields.items() if v is not None}, pointer="/origin")
@@ -213,16 +242,10 @@ class MissingAuthorityError(RuntimeError, ValueError):
     own configuration errors are, and a ``ValueError`` for a caller's arguments)."""
 
 
-def find_authority(
-    explicit: ApprovalAuthority | None,
-    config: RunnableConfig | None = None,
-    *,
-    context: Any = None,
-) -> ApprovalAuthority:
-    """The authority to use, the one rule for the gate, resumes and edits: the argument,
-    else the runtime context's ``authority`` (``context``, or inside a run the run's),
-    else ``configurable`` (``config``, or inside a run the run's), else the one
-    ``AAIS_LEDGER_URL`` configures (:mod:`aais_langgraph.server_env`)."""
+def _carried_authority(
+    explicit: ApprovalAuthority | None, config: RunnableConfig | None, context: Any
+) -> ApprovalAuthority | None:
+    """The authority given or carried by the run (no I/O): see :func:`find_authority`."""
     if explicit is not None:
         return explicit
     if context is None:
@@ -237,10 +260,39 @@ def find_authority(
             config = get_config()
         except RuntimeError:
             config = None
-    found = authority_in(context, config)
+    return authority_in(context, config)
+
+
+def find_authority(
+    explicit: ApprovalAuthority | None,
+    config: RunnableConfig | None = None,
+    *,
+    context: Any = None,
+) -> ApprovalAuthority:
+    """The authority to use, the one rule for the gate, resumes and edits: the argument,
+    else the runtime context's ``authority`` (``context``, or inside a run the run's),
+    else ``configurable`` (``config``, or inside a run the run's), else the one
+    ``AAIS_LEDGER_URL`` configures (:mod:`aais_langgraph.server_env`)."""
+    found = _carried_authority(explicit, config, context)
     if found is None and env_authority_configured():
         # Hosted graphs (LangGraph Server) cannot be handed objects: use AAIS_LEDGER_URL.
         found = authority_from_env()
+    if found is None:
+        raise MissingAuthorityError(MISSING_AUTHORITY)
+    return found
+
+
+async def afind_authority(
+    explicit: ApprovalAuthority | None,
+    config: RunnableConfig | None = None,
+    *,
+    context: Any = None,
+) -> ApprovalAuthority:
+    """Async twin of :func:`find_authority`: the same rule, and the ledger
+    ``AAIS_LEDGER_URL`` names is opened in a worker thread, never on the event loop."""
+    found = _carried_authority(explicit, config, context)
+    if found is None and env_authority_configured():
+        found = await aauthority_from_env()
     if found is None:
         raise MissingAuthorityError(MISSING_AUTHORITY)
     return found

@@ -11,6 +11,7 @@ __all__ = [
     "REPLY_EXTENSION",
     "REQUESTER_EXTENSION",
     "RESOLVED_BY_EXTENSION",
+    "SUBAGENT_EXTENSION",
     "TOOL_CALL_ID_EXTENSION",
 ]
 
@@ -36,6 +37,13 @@ QUORUM_EXTENSION = EXTENSION_NAMESPACE + "quorum"
 """Request extension of an action that needs several distinct approvers (SPEC §10: one
 request per approval needed, each bound to the same action digest): ``{"index": k,
 "of": n, "first_request_id": ..., "approved_by": [actor ids of approvals 1..k-1]}``."""
+
+SUBAGENT_EXTENSION = EXTENSION_NAMESPACE + "subagent"
+"""Request extension of an approval raised inside a subgraph (a deep agent's subagent):
+``{"run_id": ..., "name": ...}``. ``run_id`` names the one invocation (the AAIS id of the
+parent checkpoint namespace: the same across the pause, a restart and the resume, the
+AG-UI ``subagentRunId``); ``name`` is the subagent's (LangChain's ``lc_agent_name``),
+when it has one."""
 
 NOTE_EXTENSION = EXTENSION_NAMESPACE + "note"
 """Decision extension holding the reviewer's note (a string of 1 to

@@ -36,7 +36,14 @@ from ..gate.execution import finish
 from ..gate.langchain_ui import LangChainUI
 from ..gate.nodes import APPROVAL_KEY, key_of, run_approved
 from ..gate.quorum import Quorum
-from ..gate.run_context import RunCoordinates, derive_origin, find_authority, peek_coordinates
+from ..gate.run_context import (
+    RunCoordinates,
+    afind_authority,
+    derive_origin,
+    find_authority,
+    peek_coordinates,
+    subagent_extension,
+)
 from ..gate.seams import interrupt_will_pause
 from ..ledger import StoredRequest
 from ..protocol import (
@@ -224,7 +231,7 @@ class ToolCallGate:
         rule = self.rules.get(request.tool_call["name"])
         if rule is None:
             return await handler(request)
-        authority = find_authority(self.authority)
+        authority = await afind_authority(self.authority)
         try:
             gated = await asyncio.to_thread(self._open, authority, rule, request)
         except AAISValidationError as error:
@@ -318,6 +325,7 @@ class ToolCallGate:
             extensions={
                 TOOL_CALL_ID_EXTENSION: call["id"],  # as the model sent it, to pair the result
                 EDITABLE_EXTENSION: rule.editable,
+                **subagent_extension(coordinates),
                 **requester_extension(coordinates.requester),
                 **({} if quorum is None else quorum.extension()),
             },

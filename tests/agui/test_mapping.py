@@ -94,7 +94,8 @@ def test_message_is_action_summary_and_expiry_is_request_expiry() -> None:
 def test_metadata_aais_is_the_complete_requested_envelope_and_validates() -> None:
     request = requested(tool_call_id="call_1")
     interrupt = request_to_interrupt(request.to_json(), interrupt_id="i1")
-    assert interrupt.metadata == {"aais": request.to_json()}
+    assert interrupt.metadata is not None
+    assert interrupt.metadata["aais"] == request.to_json()
     aais.validate(interrupt.metadata["aais"])
 
 

@@ -4,8 +4,9 @@ The server runs in a subprocess on 127.0.0.1 with the SQLite defaults and the
 local-development authenticator; ``node --test`` talks to it over HTTP and
 writes what it saw to a folder that this test then checks: interrupt metadata
 against the reference ``aais.validate``, executed side effects against what
-each Node test expected (exactly once, or nothing), and every recorded AG-UI
-stream against ``ag-ui-validate`` (0 errors).
+each Node test expected (exactly once, or nothing), the generic client's bound
+answer against the served ``responseSchema``, and every recorded AG-UI stream
+against ``ag-ui-validate`` (0 errors) and ag-ui-protocol 1.0's event models.
 
 Needs Node.js >= 20 and ``npm ci --prefix tests/agui_client`` (CI runs it).
 """
@@ -24,8 +25,11 @@ from pathlib import Path
 
 import aais
 import httpx
+import jsonschema
 import pytest
+from ag_ui.core import Event
 from ag_ui_validate.pytest_plugin import validate_agui
+from pydantic import TypeAdapter
 
 from .demo_graph import EffectLog
 from .http_support import sse_messages
@@ -115,10 +119,41 @@ def test_actions_ran_exactly_as_the_node_tests_expect(
 ) -> None:
     _, out, server = node_run
     effects = EffectLog(server / "effects.db")
-    for name in ("resumed", "second-client", "tool-calls", "tampered", "cancelled", "subagent"):
+    names = ("resumed", "second-client", "tool-calls", "tampered", "cancelled", "subagent")
+    for name in (*names, "bound", "bound-denied", "bound-drifted"):
         expected = json.loads((out / f"{name}.json").read_text())
         ran = sorted([kind, target] for _, kind, target in effects.list(expected["threadId"]))
         assert ran == sorted(expected["expect"]), name
+
+
+def test_the_generic_clients_answer_validates_against_the_served_response_schema(
+    node_run: tuple[subprocess.CompletedProcess[str], Path, Path],
+) -> None:
+    _, out, _ = node_run
+    bound = json.loads((out / "bound.json").read_text())
+    interrupt = bound["interrupt"]
+    jsonschema.Draft202012Validator.check_schema(interrupt["responseSchema"])
+    validator = jsonschema.Draft202012Validator(interrupt["responseSchema"])
+    assert validator.is_valid(bound["payload"])
+    digest = interrupt["metadata"]["aais"]["request"]["action_digest"]
+    assert bound["payload"]["approvedActionFingerprint"] == digest
+
+
+def test_every_recorded_event_is_an_ag_ui_1_0_event(
+    node_run: tuple[subprocess.CompletedProcess[str], Path, Path],
+) -> None:
+    # ag-ui-validate 0.4.0 checks an outcome only as an object; the 1.0 models type the
+    # interrupts' fields (reason, toolCallId, responseSchema, expiresAt, subagentRunId).
+    _, out, _ = node_run
+    events = TypeAdapter(Event)
+    interrupts = 0
+    for stream in sorted((out / "streams").glob("*.sse")):
+        for message in sse_messages(iter(stream.read_text().splitlines())):
+            event = events.validate_python(message["data"])
+            outcome = getattr(event, "outcome", None)
+            if outcome is not None and outcome.type == "interrupt":
+                interrupts += len(outcome.interrupts)
+    assert interrupts >= 10
 
 
 def test_recorded_streams_pass_ag_ui_validate(

@@ -45,6 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SLOW = (
     # what starts other programs or many processes
     "distributed/",
+    "langgraph_ui/",
     "postgres/",
     "server_blocking/",
     "demo/test_browser",

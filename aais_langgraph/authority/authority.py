@@ -54,7 +54,12 @@ from ..protocol import (
     sha256_digest,
     utc_now,
 )
-from ..protocol.extensions import NOTE_EXTENSION, REQUESTER_EXTENSION, RESOLVED_BY_EXTENSION
+from ..protocol.extensions import (
+    NOTE_EXTENSION,
+    REPLY_EXTENSION,
+    REQUESTER_EXTENSION,
+    RESOLVED_BY_EXTENSION,
+)
 from ..protocol.notes import decision_note
 from .access import Access
 from .authorization import (
@@ -868,7 +873,7 @@ class ApprovalAuthority:
             decision=decision,
             stream=self.stream,
             # Recorded (and audited) with the resolution it explains.
-            extensions={NOTE_EXTENSION: note} if note is not None and verdict.terminal else None,
+            extensions=_note_extensions(decision, note) if verdict.terminal else None,
         )
         if not verdict.terminal:
             replayed = self._replayed(decision, fingerprint, moment) if unresolved else None
@@ -1185,3 +1190,12 @@ class ApprovalAuthority:
         self, grant_id: str, *, actor: Principal | Actor | Mapping[str, Any] | None = None
     ) -> bool:
         return await asyncio.to_thread(lambda: self.revoke_grant(grant_id, actor=actor))
+
+
+def _note_extensions(decision: Any, note: str | None) -> dict[str, Any] | None:
+    """The resolution extensions that carry the reviewer's note (and, for a deny whose note
+    is the tool's result, its reply flag)."""
+    if note is None:
+        return None
+    reply = (decision.extensions or {}).get(REPLY_EXTENSION) is True
+    return {NOTE_EXTENSION: note, **({REPLY_EXTENSION: True} if reply else {})}

@@ -16,7 +16,11 @@ from ..authority.limits import checked_requester
 from ..protocol import Origin, id_for
 from ..protocol.extensions import SUBAGENT_EXTENSION
 from ..server_env import aauthority_from_env, authority_from_env, env_authority_configured
-from .answer_sources import on_langgraph_server
+from .answer_sources import (
+    LANGGRAPH_AUTH_USER_KEY,
+    actor_from_langgraph_user,
+    on_langgraph_server,
+)
 from .seams import interrupt_id_for, resume_map, saved_answers, scratchpad
 
 AUTHORITY_KEY = "aais_authority"
@@ -149,6 +153,10 @@ AG-UI server sets it to the signed-in user): stored in each request's context as
 
 
 def _requester(configurable: Mapping[str, Any]) -> str | None:
+    if on_langgraph_server(configurable):
+        # There ``configurable`` is client input: the run acts for its authenticated user.
+        actor = actor_from_langgraph_user(configurable.get(LANGGRAPH_AUTH_USER_KEY))
+        return None if actor is None else actor.id
     return checked_requester(configurable.get(REQUESTER_KEY), f"configurable.{REQUESTER_KEY}")
 
 

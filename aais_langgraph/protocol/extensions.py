@@ -8,6 +8,7 @@ __all__ = [
     "NOTE_EXTENSION",
     "NOTE_MAX_LENGTH",
     "QUORUM_EXTENSION",
+    "REPLY_EXTENSION",
     "REQUESTER_EXTENSION",
     "RESOLVED_BY_EXTENSION",
     "SUBAGENT_EXTENSION",
@@ -49,6 +50,11 @@ NOTE_EXTENSION = EXTENSION_NAMESPACE + "note"
 :data:`NOTE_MAX_LENGTH` characters; AAIS 1.0 has no standard field for it). The
 authority checks it and copies it into the resolution's extensions, so it is recorded
 and audited with the resolution; a tool that opts in shows it to the model on a denial."""
+
+REPLY_EXTENSION = EXTENSION_NAMESPACE + "reply"
+"""Decision extension: ``True`` on a deny whose reviewer's note answers for the tool
+(HumanInTheLoopMiddleware's ``respond``): the tool does not run and the model reads the
+note as its result. Copied with the note into the resolution's extensions."""
 
 NOTE_MAX_LENGTH = 1000
 """The longest reviewer note the authority records, in characters."""

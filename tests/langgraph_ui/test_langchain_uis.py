@@ -5,10 +5,8 @@ moved from HITL, nothing else changed) with the example's custom auth
 (examples/langgraph_server/auth.py: bearer token -> user) and a SQLite ledger. The real
 ``@langchain/langgraph-sdk`` from npm (``ui_client.mjs``) drives it exactly as the two UIs
 do: their interrupt checks decide whether a card is drawn, their resume payloads answer
-it. The ledger and the tool's log say what was recorded, as whom, and what ran.
-
-Until the async gate paths stop blocking the event loop, the server runs with
-``--allow-blocking`` (``ALLOW_BLOCKING``).
+it. The ledger and the tool's log say what was recorded, as whom, and what ran. The
+server runs without ``--allow-blocking``: a blocking call on its event loop fails the run.
 """
 
 from __future__ import annotations
@@ -39,8 +37,6 @@ CLIENT = HERE / "ui_client.mjs"
 LANGGRAPH = Path(sys.executable).with_name("langgraph")
 STARTUP_TIMEOUT = 60.0
 TOKENS = "alice-token=alice,bob-token=bob"
-ALLOW_BLOCKING = ["--allow-blocking"]
-"""The async gate's ledger work still blocks the event loop under langgraph dev."""
 QUIET = {
     "LANGGRAPH_CLI_NO_ANALYTICS": "1",
     "LANGGRAPH_NO_VERSION_CHECK": "true",
@@ -133,7 +129,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
             [
                 str(LANGGRAPH), "dev", "--config", "langgraph.json",
                 "--host", "127.0.0.1", "--port", str(port),
-                "--no-browser", "--no-reload", *ALLOW_BLOCKING,
+                "--no-browser", "--no-reload",
             ],
             cwd=folder,
             env=env,
@@ -346,3 +342,8 @@ def test_an_approval_sent_after_the_call_changed_runs_nothing(served: Served) ->
         )
     ]
     assert approvals == []
+
+
+def test_no_answer_blocked_the_servers_event_loop(served: Served) -> None:
+    """Runs last: every answer above went through the server's blocking-call detector."""
+    assert "BlockingError" not in (served.folder / "server.log").read_text(errors="replace")

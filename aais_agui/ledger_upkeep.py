@@ -6,8 +6,13 @@ its settings ask: ``retention`` compacts the ledger every ``retention_every`` se
 still needed stays), and ``witness`` publishes the tip to ``witnesses``, sealed with the
 authority key when one is set: shortly after it moves (each batch of resolutions, a
 compaction; looked at every ``witness_poll`` seconds) and at least every
-``witness_every`` seconds. ``aais-agui serve --retention-days N | --retention-last N
-| --witness FILE|URL`` sets them. A failed pass is logged and tried again at the next
+``witness_every`` seconds. Both seal with the authority's key (``ApprovalAuthority.key``,
+resolved once where the authority was made), whichever way it was given.
+``aais-agui serve --retention-days N | --retention-last N | --witness FILE|URL`` sets
+them. With witnesses, the ledger is checked against them when serving starts and after
+each retention pass (:meth:`LedgerUpkeep.check_witnesses`): a history a witness
+contradicts makes the service's authority refuse every row (gates, grants and resumes
+run nothing) until an operator looks. A failed pass is logged and tried again at the next
 one; nothing here can stop the server.
 """
 
@@ -16,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from aais_langgraph.ledger import (
@@ -23,6 +29,7 @@ from aais_langgraph.ledger import (
     Ledger,
     WitnessedTip,
     WitnessError,
+    check_witness,
     open_witness,
     publish_compaction,
     publish_tip,
@@ -39,12 +46,29 @@ logger = logging.getLogger(__name__)
 class LedgerUpkeep:
     """One server's upkeep of its ledger: :meth:`retention_pass` and :meth:`witness_pass`
     are the two jobs' passes (one at a time: a compaction's publication and the tip's
-    never interleave); :meth:`tick` does both."""
+    never interleave); :meth:`tick` does both.
 
-    def __init__(self, ledger: Ledger, settings: ServiceSettings, *, key: bytes | None) -> None:
+    Args:
+        ledger: the served authority's ledger.
+        settings: the service's settings (retention policy, witnesses, intervals).
+        key: the authority's key (``ApprovalAuthority.key``), else the one the authority
+            handed the ledger: never the environment read again.
+        on_contradiction: called with the reason when a witness contradicts the history.
+    """
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        settings: ServiceSettings,
+        *,
+        key: bytes | None = None,
+        on_contradiction: Callable[[str], None] | None = None,
+    ) -> None:
         self.ledger = ledger
         self.settings = settings
-        self.key = key
+        self.on_contradiction = on_contradiction
+        self.contradiction: str | None = None
+        self.key = key if key is not None else ledger.authority_key
         self.witnesses = [open_witness(target) for target in settings.witnesses]
         self.published: tuple[int, str] | None = None
         self._published_at = -float("inf")
@@ -61,6 +85,7 @@ class LedgerUpkeep:
         if report.checkpoint is not None and self.witnesses:
             await asyncio.to_thread(publish_compaction, report, self.witnesses, key=self.key)
             self.published = report.checkpoint
+        await self.check_witnesses()
         if report.requests_removed:
             logger.info(
                 "retention: %d requests and %d audit entries compacted",
@@ -68,6 +93,29 @@ class LedgerUpkeep:
                 report.entries_removed,
             )
         return report
+
+    async def check_witnesses(self) -> str | None:
+        """Check the ledger against what each witness holds (at start and after each
+        retention pass): the first contradiction (a rollback, a fork, an unwitnessed
+        compaction, a bad seal) is logged and handed to ``on_contradiction`` (the
+        service's authority then refuses every row), and returned; None when all agree."""
+        for witness in self.witnesses:
+            try:
+                published = await asyncio.to_thread(witness.publications)
+            except WitnessError as error:  # unreachable: nothing to compare, not a contradiction
+                logger.warning("reading a witness failed (%s); checked again later", error)
+                continue
+            if not published:
+                continue
+            check = await asyncio.to_thread(check_witness, self.ledger, published, key=self.key)
+            if not check.ok:
+                reason = f"a witness contradicts the ledger's history ({check.verdict})"
+                logger.error("%s: %s; refusing to act on the ledger", reason, check.message)
+                self.contradiction = reason
+                if self.on_contradiction is not None:
+                    self.on_contradiction(reason)
+                return reason
+        return None
 
     async def publish(self, *, force: bool = False) -> WitnessedTip | None:
         """Publish the tip if it moved since the last publication (or ``force``)."""

@@ -214,7 +214,14 @@ def bound_decision(
     (:func:`bound_choice`), by ``actor`` (the authenticated one), with the echoed
     fingerprint as its ``action_digest`` (judged against the request's, as any
     decision's is). Raises :class:`AAISValidationError` (at ``pointer``, the payload's)
-    when the choice is not offered."""
+    when the choice is not offered.
+
+    Args:
+        request: the request the interrupt shows.
+        answer: the bound answer read from the resume payload.
+        actor: the authenticated actor.
+        pointer: the JSON pointer of the payload, for errors.
+    """
     choice = bound_choice(request, answer.approved)
     if choice is None:
         raise AAISValidationError(

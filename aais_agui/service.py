@@ -38,7 +38,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from aais_langgraph.authority import DEFAULT_LEASE_TTL, ApprovalAuthority, load_authority_key
+from aais_langgraph.authority import DEFAULT_LEASE_TTL, ApprovalAuthority
 from aais_langgraph.ledger import RetentionPolicy
 from aais_langgraph.protocol import envelope_text
 from aais_langgraph.threads import DEFAULT_LEASE_WAIT, ThreadDriver, apending_approvals
@@ -217,6 +217,7 @@ class ApprovalService:
         self.page_tools = page_tools
         self._opener: Any = None
         self._entered = False
+        self._upkeep: LedgerUpkeep | None = None
         self._graph = graph
         if opens_checkpointer(checkpointer):
             check_takes_checkpointer(graph)  # now, not when the service starts
@@ -298,6 +299,8 @@ class ApprovalService:
                 saver = await stack.enter_async_context(self._opener)
                 self._graph = served_graph(self._graph, saver)
             jobs = self._jobs(stack)
+            if self._upkeep is not None:
+                await self._upkeep.check_witnesses()  # before anything resumes
             listing = any(job.name == "inbox" for job in jobs)
             self._inbox_listed = asyncio.Event() if listing else None
             if self._watcher is not None:
@@ -340,7 +343,13 @@ class ApprovalService:
             runner = FollowUpRunner(self.authority, plan)
             jobs.append(PeriodicJob("follow_ups", settings.follow_ups_every, runner.arun_due))
         if settings.retention is not None or settings.witnesses:
-            upkeep = LedgerUpkeep(self.authority.ledger, settings, key=load_authority_key())
+            upkeep = LedgerUpkeep(
+                self.authority.ledger,
+                settings,
+                key=self.authority.key,
+                on_contradiction=self.authority.refuse_history,
+            )
+            self._upkeep = upkeep
             if settings.retention is not None:
                 retention = upkeep.retention_pass
                 jobs.append(PeriodicJob("retention", settings.retention_every, retention))

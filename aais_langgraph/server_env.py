@@ -24,10 +24,16 @@ same :class:`~aais_langgraph.authority.ApprovalAuthority` on every call. When
 whenever no authority is passed in and none travels with the run, so a graph
 written for the embedded setup runs on the server unchanged. The ledger stays
 open until the process exits.
+
+LangGraph Server runs async nodes on its event loop and fails any blocking call
+there. Async gates therefore find the authority with
+:func:`aauthority_from_env`: the first call opens the ledger (connection or pool,
+schema, key file) in a worker thread, later ones read the cache without a lock.
 """
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
 import os
@@ -43,6 +49,7 @@ __all__ = [
     "EXPIRY_VAR",
     "LEDGER_URL_VAR",
     "SETUP_VAR",
+    "aauthority_from_env",
     "authority_from_env",
     "close_env_authorities",
     "env_authority_configured",
@@ -130,6 +137,17 @@ def authority_from_env(environ: Mapping[str, str] | None = None) -> ApprovalAuth
         authority = ApprovalAuthority(ledger, default_expiry=timedelta(seconds=expiry))
         _authorities[settings] = authority
         return authority
+
+
+async def aauthority_from_env(environ: Mapping[str, str] | None = None) -> ApprovalAuthority:
+    """Async twin of :func:`authority_from_env`, for a gate on an event loop: the ledger
+    is opened in a worker thread the first time; afterwards the opened authority is
+    returned at once, with no lock taken and no I/O on the loop."""
+    settings = _settings(os.environ if environ is None else environ)
+    found = _authorities.get(settings)  # one dict read: atomic, never blocks
+    if found is not None:
+        return found
+    return await asyncio.to_thread(authority_from_env, environ)
 
 
 def close_env_authorities() -> None:

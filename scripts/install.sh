@@ -8,7 +8,8 @@
 #      (driven headless by Playwright);
 #   3. npm: the Node projects from their lockfiles (@ag-ui/client, playwright-core, the
 #      OpenID provider the sign-in tests start (oidc-provider), and the CopilotKit example:
-#      @copilotkit/react-core, @copilotkit/runtime, esbuild);
+#      @copilotkit/react-core, @copilotkit/runtime, esbuild; @langchain/langgraph-sdk, driven
+#      as Agent Chat UI and Agent Inbox drive it);
 #   4. .venv-aae: a second virtual environment for the AAE bridge (aais_langgraph.aae) with
 #      the real aae-protocol, which pins cryptography<46 while the dev extra's langgraph-api
 #      needs >=50; tests/test_aae_bridge.py runs tests/aae_bridge inside it. Python >= 3.11.
@@ -47,6 +48,7 @@ npm ci --prefix tests/agui_client --no-audit --no-fund
 npm ci --prefix tests/demo/browser --no-audit --no-fund
 npm ci --prefix tests/oidc_provider --no-audit --no-fund
 npm ci --prefix examples/copilotkit --no-audit --no-fund
+npm ci --prefix tests/langgraph_ui --no-audit --no-fund
 
 if ! python -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
     echo "install: the AAE bridge environment (.venv-aae) needs Python >= 3.11" \

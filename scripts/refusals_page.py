@@ -18,6 +18,7 @@ _TRANSPORTS = {
     "agui": "AG-UI",
     "websocket": "WebSocket",
     "ndjson": "NDJSON",
+    "langgraph": "LangGraph run error",
 }
 
 _HEAD = """\

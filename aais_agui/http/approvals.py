@@ -156,13 +156,14 @@ def approvals_router(
 
     @router.get("/csrf")
     async def csrf(request: Request, response: Response) -> dict[str, str]:
-        await security.actor(request)
+        authenticated = await security.actor(request)
         token = request.cookies.get(CSRF_COOKIE) or new_csrf_token()
+        secure = authenticated.secure_cookies
         response.set_cookie(
             CSRF_COOKIE,
             token,
             samesite="strict",
-            secure=request.url.scheme == "https",
+            secure=request.url.scheme == "https" if secure is None else secure,
             httponly=False,
             path="/",
         )

@@ -51,11 +51,15 @@ class Authenticated:
 
     ``groups`` are the groups the identity provider vouches for (a JWT's ``groups``
     claim); the authority's authorizer reads them (:attr:`principal`).
+    ``secure_cookies`` says whether cookies set for this session (the CSRF token's) are
+    ``Secure``; browser sign-in takes it from its configured public URL, never from the
+    request. None (an authenticator that does not say) follows the request's scheme.
     """
 
     actor: Actor
     cookie_session: bool = False
     groups: frozenset[str] = frozenset()
+    secure_cookies: bool | None = None
 
     @property
     def principal(self) -> Principal:

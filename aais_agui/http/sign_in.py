@@ -23,9 +23,11 @@ The routes (at the app's root):
 - ``GET /login/status`` -> ``{"sign_in": "login", "sign_out": "logout", "signed_in": ...}``,
   unauthenticated: the inbox page asks it to offer a "Sign in" link.
 
-The session is a random id in an HttpOnly, SameSite=Lax cookie (Secure unless the
-server is addressed by a loopback name over plain HTTP); the person it stands for, their
-groups and the session's end are kept by the server in a
+The session is a random id in an HttpOnly, SameSite=Lax cookie, Secure unless the
+configured ``redirect_url`` (the public URL people reach) is plain HTTP on a loopback
+name: whether it is Secure never follows the request, so behind a TLS proxy that
+forwards ``Host: 127.0.0.1`` without ``X-Forwarded-Proto`` it stays Secure. The person
+it stands for, their groups and the session's end are kept by the server in a
 :class:`~aais_agui.http.sessions.SessionStore`. The person is mapped by the rules a JWT
 of the same issuer is (:func:`~aais_agui.http.jwt_tokens.claims_identity`): the same
 actor id and groups, ``authenticated_by`` ``oidc:<issuer>``. The authenticator returns
@@ -143,6 +145,13 @@ class SignInSettings:
             raise ValueError("redirect_url: its path must not be /login, /logout or /login/status")
 
     @property
+    def secure_cookies(self) -> bool:
+        """Whether the cookies are Secure: unless ``redirect_url`` is plain HTTP on a
+        loopback name (a laptop's demo)."""
+        redirect = urlsplit(self.redirect_url)
+        return not (redirect.scheme == "http" and is_loopback_name(parse_host(redirect.netloc)))
+
+    @property
     def discovery_url(self) -> str:
         """The provider's OpenID discovery document."""
         return self.issuer.rstrip("/") + "/.well-known/openid-configuration"
@@ -208,7 +217,12 @@ class BrowserSignIn:
         except AAISValidationError:
             logger.warning("a stored browser session does not hold an AAIS actor")
             return None
-        return Authenticated(actor, cookie_session=True, groups=frozenset(found.groups))
+        return Authenticated(
+            actor,
+            cookie_session=True,
+            groups=frozenset(found.groups),
+            secure_cookies=self.settings.secure_cookies,
+        )
 
     async def end_sessions_of(self, actor_id: str) -> int:
         """End every session of ``actor_id`` (revocation); how many ended."""
@@ -229,10 +243,9 @@ class BrowserSignIn:
         return metadata
 
     def _cookie_flags(self, request: Request) -> dict[str, Any]:
-        plain_local = request.url.scheme == "http" and is_loopback_name(
-            parse_host(request.headers.get("host"))
-        )
-        return {"httponly": True, "samesite": "lax", "secure": not plain_local}
+        """The cookies' flags, from the configured public URL (never the request's
+        ``Host`` or scheme, which a proxy in front may not pass on)."""
+        return {"httponly": True, "samesite": "lax", "secure": self.settings.secure_cookies}
 
     async def _begin(self, request: Request) -> Response:
         await self._metadata()

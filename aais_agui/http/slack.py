@@ -3,13 +3,16 @@
 Slack posts each click as a form-encoded ``payload=`` (a ``block_actions`` payload),
 signed with the app's signing secret. In order, before anything is recorded:
 
-1. the body, bounded by ``max_body_bytes``, must verify with ``slack_sdk``'s
-   :class:`~slack_sdk.signature.SignatureVerifier` for one ``[[slack]]`` channel's
-   signing secret, its timestamp within five minutes (401 ``aais.slack_signature``:
-   nothing is parsed before this);
+1. the body, bounded by ``max_body_bytes``, must be UTF-8 text and verify with
+   ``slack_sdk``'s :class:`~slack_sdk.signature.SignatureVerifier` for a ``[[slack]]``
+   channel's signing secret, its timestamp within five minutes (401
+   ``aais.slack_signature``, whatever bytes came: nothing is parsed before this);
 2. the payload is read strictly (one ``payload`` field, I-JSON without duplicate
-   keys, ``type = "block_actions"`` with one button of this app, clicked in that
-   channel, of its ``team`` when it names one; else 422 ``aais.slack_payload``);
+   keys, ``type = "block_actions"`` with one button of this app, clicked in a channel
+   whose secret verified the body, of its ``team`` when it names one, its
+   ``action_ts`` within five minutes of the signed timestamp; else 422
+   ``aais.slack_payload``). Channels of one Slack app share its signing secret: the
+   payload's channel, among those the signature verified for, is the one answered;
 3. the Slack user must be in ``[slack_users]`` (403 ``aais.slack_user``): the principal
    they map to is the actor (SPEC §10: from the authenticated channel, never a body);
 4. the button's value names the request and the action digest the message showed: an
@@ -75,6 +78,9 @@ logger = logging.getLogger(__name__)
 
 _STATUS = {"conflict": 409, "stale": 409, "invalid": 422}
 _TIMESTAMP_DIGITS = 12
+_CLICK_SKEW = 300
+"""Seconds a click's ``action_ts`` may be from the signed timestamp (the signature's own
+tolerance): a click is sent when it happens."""
 _SLACK_ID = 64
 _REPLY_TIMEOUT = 5
 """Seconds the reply to a click's ``response_url`` may take (it is sent after the answer)."""
@@ -116,8 +122,8 @@ def slack_router(
     @router.post(path)
     async def interactions(request: Request) -> JSONResponse:
         body = await security.read_body(request)
-        channel = _verified(verifiers, body, request.headers)
-        click = _click(body, channel)
+        text, channels, signed_at = _verified(verifiers, body, request.headers)
+        click, channel = _click(text, channels, signed_at)
         principal = slack.principal_of(click.user)
         if principal is None:
             logger.info(
@@ -218,31 +224,45 @@ def _reply(channel: str, url: str, text: str) -> None:
 
 def _verified(
     verifiers: list[tuple[SlackChannel, Any]], body: bytes, headers: Mapping[str, str]
-) -> SlackChannel:
-    """The channel whose signing secret verifies the body and its timestamp, or 401."""
+) -> tuple[str, list[SlackChannel], int]:
+    """The body as text, the channels whose signing secret verifies it and its timestamp
+    (channels of one Slack app share a secret), and the signed moment; else 401. A body
+    that is not UTF-8 or a signature that is not ASCII verifies for no secret."""
     timestamp = headers.get("x-slack-request-timestamp")
     signature = headers.get("x-slack-signature")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
     if (
-        timestamp is not None
+        text is not None
+        and timestamp is not None
         and signature is not None
         and 0 < len(timestamp) <= _TIMESTAMP_DIGITS
         and timestamp.isascii()
         and timestamp.isdigit()
+        and signature.isascii()
+        and signature.isprintable()
     ):
-        for channel, verifier in verifiers:
-            if verifier.is_valid(body=body, timestamp=timestamp, signature=signature):
-                return channel
+        channels = [
+            channel
+            for channel, verifier in verifiers
+            if verifier.is_valid(body=text, timestamp=timestamp, signature=signature)
+        ]
+        if channels:
+            return text, channels, int(timestamp)
     raise refused(
         "aais.slack_signature",
         "X-Slack-Signature: does not verify, or X-Slack-Request-Timestamp is not recent",
     )
 
 
-def _click(body: bytes, channel: SlackChannel) -> _Click:
-    """The one button click of a verified body, read strictly, or 422."""
+def _click(text: str, channels: list[SlackChannel], signed_at: int) -> tuple[_Click, SlackChannel]:
+    """The one button click of a verified body, read strictly, and the channel it was
+    clicked in among ``channels`` (those whose secret verified the body), or 422."""
     try:
-        form = parse_qs(body.decode("utf-8"), strict_parsing=True, max_num_fields=2)
-    except (UnicodeDecodeError, ValueError):
+        form = parse_qs(text, strict_parsing=True, max_num_fields=2)
+    except ValueError:
         raise _bad("payload: the body is not a form with one payload field") from None
     if list(form) != ["payload"] or len(form["payload"]) != 1:
         raise _bad("payload: the body is not a form with one payload field")
@@ -254,7 +274,8 @@ def _click(body: bytes, channel: SlackChannel) -> _Click:
         raise _bad("/type: only block_actions payloads are answered")
     user = _member(payload, "user", "id")
     channel_id = _member(payload, "channel", "id")
-    if channel_id != channel.channel:
+    channel = next((item for item in channels if item.channel == channel_id), None)
+    if channel is None:
         raise _bad("/channel/id: not the channel of the app whose secret signed it")
     if channel.team is not None and _member(payload, "team", "id") != channel.team:
         raise _bad("/team/id: not the Slack workspace of the channel")
@@ -265,15 +286,17 @@ def _click(body: bytes, channel: SlackChannel) -> _Click:
     if not str(action.get("action_id", "")).startswith("aais_"):
         raise _bad("/actions/0/action_id: not a button of this app")
     action_ts = action.get("action_ts")
-    if not isinstance(action_ts, str) or _moment(action_ts) is None:
-        raise _bad("/actions/0/action_ts: must be Slack's epoch seconds")
+    moment = _moment(action_ts) if isinstance(action_ts, str) else None
+    if moment is None or abs(moment.timestamp() - signed_at) > _CLICK_SKEW:
+        raise _bad("/actions/0/action_ts: must be Slack's epoch seconds of the signed moment")
     try:
         value = ButtonValue.decode(action.get("value"))
     except ValueError as error:
         raise _bad(str(error)) from None
     response_url = payload.get("response_url")
     reply_to = response_url if channel.replies_to(response_url) else None
-    return _Click(user, channel_id, action_ts, value, reply_to)
+    assert isinstance(action_ts, str)
+    return _Click(user, channel_id, action_ts, value, reply_to), channel
 
 
 def _member(payload: dict[str, Any], key: str, inner: str) -> str:
@@ -294,7 +317,10 @@ def _moment(action_ts: str) -> datetime | None:
     seconds = float(action_ts)
     if not math.isfinite(seconds):  # pragma: no cover - digits are finite
         return None
-    return datetime.fromtimestamp(seconds, tz=timezone.utc)
+    try:
+        return datetime.fromtimestamp(seconds, tz=timezone.utc)
+    except (OverflowError, OSError, ValueError):  # beyond the dates this platform holds
+        return None
 
 
 def _decision_id(click: _Click) -> str:

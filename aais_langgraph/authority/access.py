@@ -20,9 +20,10 @@ transports ask:
 
 A request the policy escalates (:class:`~.authorization.Escalations`) is asked about
 with :attr:`~.authorization.Resource.escalated` read from the ledger: whether its
-escalation row is ``done`` and its audit entry vouches for it
-(:func:`aais_langgraph.ledger.follow_ups.escalated`), a durable fact every process
-reads alike, never a comparison with a clock.
+escalation row is ``done`` and its audit entry is vouched for and was due
+(:meth:`~.vouch.VouchedRecords.escalation`), a durable fact every process reads alike,
+never a comparison with a clock; the groups it reaches and its delay come from the
+policy's rule (:meth:`Access.escalation_rule`), never from the entry.
 
 The authorizer is synchronous (Cedar is, and every question may read the ledger),
 so each question has an ``a``-prefixed async twin that runs it off the event loop
@@ -39,9 +40,10 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from ..ledger import Ledger, StoredRequest, ThreadRecord
-from ..ledger.follow_ups import escalated_to
+from ..ledger.follow_ups import EscalationRule
 from ..ledger.selection import PendingSelection
 from ..protocol import Actor, Request
+from .access_policy import AccessPolicy
 from .authorization import (
     ALLOWED,
     AllowAuthenticated,
@@ -79,12 +81,27 @@ class Access:
 
     ``authorizer`` may be replaced at any time (``access.authorizer = ...``); each
     question asks the current one.
+
+    Args:
+        ledger: the authority's ledger.
+        records: the authority's vouched reads.
+        authorizer: who may do what.
+        clock: the authority's clock, epoch seconds (an escalation dated later than now
+            has not run yet, whatever its entry says).
     """
 
-    def __init__(self, ledger: Ledger, records: VouchedRecords, authorizer: Authorizer) -> None:
+    def __init__(
+        self,
+        ledger: Ledger,
+        records: VouchedRecords,
+        authorizer: Authorizer,
+        *,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         self.ledger = ledger
         self.authorizer = authorizer
         self._records = records
+        self._clock = clock
 
     # -- the trusted caller ------------------------------------------------------------
 
@@ -125,7 +142,25 @@ class Access:
         authorizer = self.authorizer
         if not is_escalations(authorizer) or not authorizer.escalates(request):
             return None
-        return escalated_to(self.ledger, request.id)
+        rule = self.escalation_rule(request)
+        now = None if self._clock is None else self._clock()
+        if rule is None or not self._records.escalation(
+            request.id, request.created_at, rule, now=now
+        ):
+            return None
+        return rule.to
+
+    def escalation_rule(self, request: Request) -> EscalationRule | None:
+        """What the policy says of ``request``'s escalation (None: it does not escalate):
+        the rule of the ledger's plan, which scheduled it, else the authorizer's own
+        when it is an access-policy file. Never the stored entry's groups."""
+        plan_policy = getattr(self.ledger.delivery_plan, "policy", None)
+        for policy in (plan_policy, self.authorizer):
+            if isinstance(policy, AccessPolicy):
+                rule = policy.rule_for(request)
+                if rule.escalate_after is not None and rule.escalate_to:
+                    return EscalationRule(rule.escalate_after, rule.escalate_to)
+        return None
 
     def resource_of(
         self, stored: StoredRequest, request: Request, *, decision: str | None = None
@@ -268,7 +303,7 @@ class Access:
         """What ``principal`` may see of the thread (:class:`~.thread_access.ThreadAccess`):
         its content when the authorizer lets them ``view`` the thread, and each of its
         requests they may ``view``. A trusted caller: everything."""
-        record = self.ledger.thread_record(thread_id)
+        record = self.thread_record(thread_id)
         if self.trusts(principal):
             return ThreadAccess.everything(thread_id, record)
         rows = self.ledger.requests_of_thread(thread_id, limit=THREAD_REQUESTS)
@@ -319,7 +354,7 @@ class Access:
         if checked is None:
             return None
         now = time.time()
-        found = self.ledger.thread_record(thread_id)
+        found = self.thread_record(thread_id)
         new = (
             found is None and not exists and not self.ledger.requests_of_thread(thread_id, limit=1)
         )
@@ -327,12 +362,22 @@ class Access:
             self.check(checked, "start", self.thread_resource(thread_id, None))
             found = self.ledger.post_to_thread(thread_id, checked.id, now=now, start=True)
             if found.owner == checked.id:
-                return found
+                return self._records.trust_thread(found)
+            found = self._records.thread(thread_id, found)
             # Someone else started it a moment ago: posting to it is asked about instead.
         self.check(checked, "post", self.thread_resource(thread_id, found))
         if not record:
             return found
-        return self.ledger.post_to_thread(thread_id, checked.id, now=now)
+        return self._records.trust_thread(
+            self.ledger.post_to_thread(thread_id, checked.id, now=now)
+        )
+
+    def thread_record(self, thread_id: str) -> ThreadRecord | None:
+        """Who started the thread and who posted to it, as its ``thread`` audit entries
+        vouch for them (None: nobody started it); raises
+        :class:`~aais_langgraph.ledger.LedgerIntegrityError` for a row someone changed,
+        planted or deleted behind the ledger's back."""
+        return self._records.thread(thread_id, self.ledger.thread_record(thread_id))
 
     # -- grants and deciders ---------------------------------------------------------------
 

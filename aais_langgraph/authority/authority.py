@@ -24,6 +24,7 @@ from ..ledger import (
     Grant,
     InMemoryLedger,
     Ledger,
+    LedgerIntegrityError,
     PendingRow,
     ResolutionWrite,
     StoredRequest,
@@ -53,7 +54,12 @@ from ..protocol import (
     sha256_digest,
     utc_now,
 )
-from ..protocol.extensions import NOTE_EXTENSION, REQUESTER_EXTENSION, RESOLVED_BY_EXTENSION
+from ..protocol.extensions import (
+    NOTE_EXTENSION,
+    REPLY_EXTENSION,
+    REQUESTER_EXTENSION,
+    RESOLVED_BY_EXTENSION,
+)
 from ..protocol.notes import decision_note
 from .access import Access
 from .authorization import (
@@ -218,13 +224,30 @@ class ApprovalAuthority:
         self.harness = harness
         # Presentation only (snapshot); every other read goes through the vouched records.
         self._requests = request_cache()
-        self._records = VouchedRecords(self.ledger, resolve_key(key))
+        self._key = resolve_key(key)  # the one place the key is resolved
+        self.ledger.authority_key = self._key  # its audit entries are sealed with it
+        self._records = VouchedRecords(self.ledger, self._key)
         self.bounds = Bounds(limits if limits is not None else RequestLimits(), self.ledger)
         self.access = Access(
             self.ledger,
             self._records,
             authorizer if authorizer is not None else AllowAuthenticated(),
+            clock=lambda: self.clock().timestamp(),
         )
+
+    @property
+    def key(self) -> bytes | None:
+        """The authority key (given here or configured in the environment, resolved once
+        when the authority was made), or None: what every job and command that seals or
+        verifies this ledger uses (retention, the witness, ``compact``, ``verify``)."""
+        return self._key
+
+    def refuse_history(self, reason: str) -> None:
+        """Refuse every stored row from now on, with
+        :class:`~aais_langgraph.ledger.LedgerIntegrityError` (``reason``: words, no value):
+        what a served process does when a witness contradicts the ledger's history, so
+        no gate, grant or resume acts on it until an operator looks."""
+        self._records.refuse_history(reason)
 
     def expiry_of(self, request: Request | StoredRequest) -> datetime:
         """When ``request`` expires: its ``expires_at``, else ``created_at`` + default_expiry."""
@@ -501,7 +524,9 @@ class ApprovalAuthority:
         """Re-check the audit chain, then every stored row against the entry that vouches for
         it (and its seal, with a key); names the first bad entry or row and detects
         truncation, and a rollback or emptying against ``expected_tip``."""
-        return self._records.verify_all(expected_tip=expected_tip)
+        return self._records.verify_all(
+            expected_tip=expected_tip, escalation_rule=self.access.escalation_rule
+        )
 
     # -- execution records -------------------------------------------------------------
 
@@ -520,7 +545,7 @@ class ApprovalAuthority:
         :class:`~aais_langgraph.ledger.LedgerIntegrityError` when the stored record and
         its audit entry or seal disagree."""
         return self.ledger.update_execution(
-            request_id, self._records.sealed_change(change), durable=durable
+            request_id, self._records.sealed_change(change, request_id), durable=durable
         )
 
     def sealed_change(self, change: ExecutionChange) -> ExecutionChange:
@@ -679,9 +704,18 @@ class ApprovalAuthority:
         return requested, resolved if resolved is not None else self.get_resolution(request_id)
 
     def get_resolution(self, request_id: str) -> ApprovalResolved | None:
-        """The recorded resolution of a request, if it has one."""
+        """The recorded resolution of a request, if it has one; raises
+        :class:`~aais_langgraph.ledger.LedgerIntegrityError` when its request row says it
+        was resolved but no resolution is stored (a deleted denial must not reopen it)."""
         stored = self.ledger.get_resolution(request_id)
-        return None if stored is None else self._records.resolution(stored)
+        if stored is not None:
+            return self._records.resolution(stored)
+        request = self.ledger.get_request(request_id)
+        if request is not None and request.status == "resolved":
+            raise LedgerIntegrityError(
+                "aais_resolutions", request_id, "missing, though its request is resolved"
+            )
+        return None
 
     # -- decisions -------------------------------------------------------------------
 
@@ -839,7 +873,7 @@ class ApprovalAuthority:
             decision=decision,
             stream=self.stream,
             # Recorded (and audited) with the resolution it explains.
-            extensions={NOTE_EXTENSION: note} if note is not None and verdict.terminal else None,
+            extensions=_note_extensions(decision, note) if verdict.terminal else None,
         )
         if not verdict.terminal:
             replayed = self._replayed(decision, fingerprint, moment) if unresolved else None
@@ -869,7 +903,7 @@ class ApprovalAuthority:
             recorded, created = self.ledger.record_resolution(write)
         else:
             recorded, created, claimed = self.ledger.record_resolution_claiming(
-                write, self._records.sealed_change(claim)
+                write, self._records.sealed_change(claim, request.id)
             )
         if not created:
             return self._replay(
@@ -1156,3 +1190,12 @@ class ApprovalAuthority:
         self, grant_id: str, *, actor: Principal | Actor | Mapping[str, Any] | None = None
     ) -> bool:
         return await asyncio.to_thread(lambda: self.revoke_grant(grant_id, actor=actor))
+
+
+def _note_extensions(decision: Any, note: str | None) -> dict[str, Any] | None:
+    """The resolution extensions that carry the reviewer's note (and, for a deny whose note
+    is the tool's result, its reply flag)."""
+    if note is None:
+        return None
+    reply = (decision.extensions or {}).get(REPLY_EXTENSION) is True
+    return {NOTE_EXTENSION: note, **({REPLY_EXTENSION: True} if reply else {})}

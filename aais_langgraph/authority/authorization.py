@@ -165,12 +165,12 @@ class Resource:
     them may approve this one: the approvals must come from distinct people."""
     escalated: bool = False
     """For a request: its escalation ran (a durable fact of the ledger, its escalation
-    row ``done`` and vouched for by its audit entry:
-    :func:`~aais_langgraph.ledger.follow_ups.escalated`), so the groups its rule
-    escalates to may view and decide it too."""
+    row ``done``, its audit entry vouched for and due:
+    :meth:`~.vouch.VouchedRecords.escalation`), so the groups its rule escalates to may
+    view and decide it too."""
     escalated_to: frozenset[str] = field(default_factory=frozenset)
-    """For a request that escalated: the groups its escalation named (its ``follow_up``
-    audit entry's ``escalated_to``); empty when it did not escalate."""
+    """For a request that escalated: the groups the policy's rule escalates it to (never
+    what its audit entry names); empty when it did not escalate."""
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ Each question becomes one Cedar request:
   ``risk`` (``"low"`` … ``"critical"``), ``risk_rank`` (0 … 3), ``session``,
   ``harness``, ``requester`` (``""`` when unknown), ``argument_keys`` (the set
   of the action's argument names; never their values), ``escalated`` and
-  ``escalated_to`` (whether its escalation ran, and the groups it named: see
+  ``escalated_to`` (whether its escalation ran, and the groups its rule names: see
   below); a thread is
   ``Thread::"<id>"`` with ``owner`` (who started it; ``""`` before anyone did:
   a ``start``), ``participants`` (who started it or posted to it) and
@@ -49,7 +49,8 @@ rules of the ledger's plan (an :class:`~.access_policy.AccessPolicy` with
 run by the ``follow_ups`` job whatever the authorizer. Once a request's escalation
 ran (its outbox row ``done`` and vouched for by its ``follow_up`` audit entry, as the
 access object reads it), ``resource.escalated`` is true and ``resource.escalated_to``
-holds the groups it named; before, they are ``false`` and empty. The ledger is read
+holds the groups the plan's rule escalates it to (never the entry's); before, they
+are ``false`` and empty. The ledger is read
 for them only when a policy mentions either attribute. Grant the escalated groups,
 e.g. every member of any group the request escalated to::
 

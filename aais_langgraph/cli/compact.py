@@ -15,7 +15,7 @@ import argparse
 import time
 from typing import Any, TextIO
 
-from ..authority import ApprovalAuthority, load_authority_key
+from ..authority import ApprovalAuthority
 from ..ledger.retention import RetentionPolicy
 from ..ledger.witness import WitnessError, open_witness, publish_compaction
 
@@ -77,7 +77,7 @@ def run(authority: ApprovalAuthority, args: argparse.Namespace, stdout: TextIO) 
         stdout.write("error: compact: give --keep-days N or --keep-last N\n")
         return 2
     try:
-        key = load_authority_key()
+        key = authority.key
         witnesses = [open_witness(target) for target in args.witness]
     except ValueError as error:
         stdout.write(f"error: {error}\n")

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TextIO
 
-from ..authority import ApprovalAuthority, load_authority_key
+from ..authority import ApprovalAuthority
 from ..ledger.witness import WitnessError, check_witness, open_witness, publish_tip
 
 __all__ = ["EXIT_FORK", "EXIT_ROLLBACK", "publish", "verify"]
@@ -31,7 +31,7 @@ def publish(authority: ApprovalAuthority, targets: Sequence[str], stdout: TextIO
         return 2
     try:
         witnessed = publish_tip(
-            authority.ledger, [open_witness(t) for t in targets], key=load_authority_key()
+            authority.ledger, [open_witness(t) for t in targets], key=authority.key
         )
     except (WitnessError, ValueError) as error:
         stdout.write(f"error: {error}\n")
@@ -57,7 +57,7 @@ def verify(authority: ApprovalAuthority, targets: Sequence[str], stdout: TextIO)
         if not published:
             stdout.write("witness: nothing published yet\n")
             continue
-        check = check_witness(authority.ledger, published, key=load_authority_key())
+        check = check_witness(authority.ledger, published, key=authority.key)
         stdout.write(f"witness: {check.message}\n")
         if check.verdict == "rollback":
             status = max(status, EXIT_ROLLBACK)

@@ -19,6 +19,7 @@ from .run_context import (
     REQUESTER_KEY,
     LedgerMismatchError,
     MissingAuthorityError,
+    afind_authority,
     find_authority,
 )
 
@@ -32,6 +33,7 @@ __all__ = [
     "LedgerMismatchError",
     "MissingAuthorityError",
     "RejectedResumeError",
+    "afind_authority",
     "approval_key",
     "approval_node",
     "areconcile_execution",

@@ -31,6 +31,7 @@ from typing import Any, Literal
 from langchain_core.runnables import RunnableConfig
 
 from ..authority import ApprovalAuthority, Principal, new_holder
+from ..authority.authorization import as_principal
 from ..authority.resolutions import resolution_envelope
 from ..ledger import Execution
 from ..ledger.executions import (
@@ -379,8 +380,9 @@ def reconcile_execution(
     """Settle an unknown outcome: ``done`` (it happened) or ``retry`` (ask again).
 
     ``actor`` is who settles it: an id (a trusted caller), or the authenticated actor or
-    :class:`~aais_langgraph.authority.Principal`, who must be allowed to ``reconcile``
-    the request (:class:`~aais_langgraph.authority.ForbiddenError` otherwise). It is
+    :class:`~aais_langgraph.authority.Principal` of any type (a ``policy`` actor too),
+    whom the authorizer must allow to ``reconcile`` the request
+    (:class:`~aais_langgraph.authority.ForbiddenError` otherwise). It is
     recorded in the record and its audit entry.
 
     The paused run continues on its next resume (``resume_stranded``, a presenter's
@@ -395,8 +397,11 @@ def reconcile_execution(
         actor: who settles it: an id (trusted caller), an authenticated actor or principal.
     """
     if not isinstance(actor, str):
-        authority.access.require(actor, "reconcile", request_id)
-        actor = actor.id
+        # An actor handed over is an authenticated caller, whatever its type: a policy
+        # actor (a service, a bot) is asked about like a person. Only a bare id is trusted.
+        principal = as_principal(actor)
+        authority.access.require(principal, "reconcile", request_id)
+        actor = principal.id
     before = authority.execution(request_id)
     after = authority.change_execution(request_id, reconcile_change(outcome, actor, time.time()))
     if after is None or after == before or after.state != outcome:

@@ -14,12 +14,12 @@ idempotent takes no claim there (it may run again; the lease serializes its runs
 
 from __future__ import annotations
 
-from ..authority import ApprovalAuthority, new_holder
+from ..authority import ApprovalAuthority, ForbiddenError, new_holder
 from ..authority.judgement import MESSAGES
 from ..authority.resolutions import resolution_envelope
 from ..ledger import Execution
 from ..ledger.executions import ExecutionChange
-from ..protocol import Action, ApprovalDecided, ApprovalResolved, Request, same_action
+from ..protocol import Action, Actor, ApprovalDecided, ApprovalResolved, Request, same_action
 from .answer_sources import AuthorizedAnswer, AuthorizedAnswers
 from .execution import (
     CLAIMED,
@@ -30,6 +30,7 @@ from .execution import (
     settle,
 )
 from .response import BoundAnswer, RefusalCarrier, RejectedResumeError, refuse
+from .seams import mark_invalid_resume
 
 __all__ = ["at_time_of_use", "prejudge", "resolve_answer", "resolve_late"]
 
@@ -43,6 +44,7 @@ def resolve_answer(
     claim: Claim | None = None,
     authorized: AuthorizedAnswers | None = None,
     unresolved: bool = False,
+    actor: Actor | None = None,
 ) -> ApprovalResolved:
     """The request's resolution for a bound answer, or raise :class:`RefusalCarrier`.
 
@@ -62,6 +64,8 @@ def resolve_answer(
         authorized: the answers the planner handed the run (recorded as their actor).
         unresolved: no resolution was recorded when ``known`` was read (just before),
             so the decision's write is not preceded by another look.
+        actor: the run's authenticated user (LangGraph Server's), who records a raw
+            decision: asked whether they may (refused, nothing recorded, when not).
     """
     claimed: tuple[str, Execution | None] | None = None
     if isinstance(answer, ApprovalResolved):
@@ -77,7 +81,11 @@ def resolve_answer(
             # Decide and claim in one ledger transaction (one durable write, not two).
             holder = new_holder()
             change = claim_of(request.id, holder, claim)
-        resolved, record = _decide(authority, answer, change, action, handed, unresolved)
+        try:
+            resolved, record = _decide(authority, answer, change, action, handed, unresolved, actor)
+        except ForbiddenError as error:
+            mark_invalid_resume(error)  # nothing recorded: the interrupt stays pending
+            raise RefusalCarrier(error) from None
         if change is not None:
             claimed = (holder, record)
         elif claim is not None and claim.idempotent:
@@ -102,6 +110,7 @@ def _decide(
     action: Action,
     handed: AuthorizedAnswer | None,
     unresolved: bool,
+    actor: Actor | None = None,
 ) -> tuple[ApprovalResolved, Execution | None]:
     """Record a decision in the run (no resume work), as the planner's actor when it
     handed it; a handed answer keeps what the write answered. A handed decision records
@@ -109,7 +118,7 @@ def _decide(
     action computed now is judged at time of use (:func:`at_time_of_use`)."""
     if handed is None:
         return authority.decide_claiming(
-            answer, claim=change, current_action=action, unresolved=unresolved
+            answer, claim=change, current_action=action, unresolved=unresolved, actor=actor
         )
     resolved, record = authority.decide_claiming(
         handed.decided,
@@ -167,6 +176,7 @@ def resolve_late(
     answer: BoundAnswer,
     claim: Claim | None,
     authorized: AuthorizedAnswers | None = None,
+    actor: Actor | None = None,
 ) -> ApprovalResolved:
     """:func:`resolve_answer` after the answer was accepted: a refusal can only fail closed now.
 
@@ -177,10 +187,11 @@ def resolve_late(
         answer: the accepted resume value.
         claim: the execution claim to take with an approval.
         authorized: the answers the planner handed the run (recorded as their actor).
+        actor: the run's authenticated user, who records a raw decision.
     """
     try:
         return resolve_answer(
-            authority, request, action, answer, claim=claim, authorized=authorized
+            authority, request, action, answer, claim=claim, authorized=authorized, actor=actor
         )
     except RefusalCarrier as refusal:
         if isinstance(refusal.error, ExecutionUnknownError):
@@ -200,7 +211,8 @@ def resolve_late(
                     handed.decided, actor=handed.actor, stored=handed.stored
                 )
                 return handed.recorded
-            return authority.decide(answer, current_action=action)
+            if not isinstance(refusal.error, ForbiddenError):
+                return authority.decide(answer, current_action=action, actor=actor)
         return resolution_envelope(
             request,
             outcome="invalid",

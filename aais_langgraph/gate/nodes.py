@@ -13,7 +13,7 @@ from ..authority import ApprovalAuthority
 from ..protocol import Action, ApprovalResolved, same_action
 from .execution import finish
 from .request import arequest_approval, request_approval
-from .run_context import find_authority, peek_coordinates, retry_request_id
+from .run_context import afind_authority, find_authority, peek_coordinates, retry_request_id
 
 ActionSource = Callable[[Any], "Action | Mapping[str, Any]"] | str
 F = TypeVar("F", bound=Callable[..., Any])
@@ -149,8 +149,9 @@ def requires_approval(
             @functools.wraps(node)
             async def async_gate(state: Any, *args: Any, **kwargs: Any) -> Any:
                 asked = peek_coordinates().request_id
+                found = await afind_authority(authority)
                 resolved = await arequest_approval(
-                    _action_of(action, state), authority=authority, **request_options
+                    _action_of(action, state), authority=found, **request_options
                 )
                 if not is_approved_for(resolved, _action_of(action, state)):
                     return rejected(state, resolved)
@@ -160,7 +161,7 @@ def requires_approval(
                     result = await node(state, *args, **kwargs)
                 finally:
                     APPROVAL_KEY.reset(token)
-                await asyncio.to_thread(finish, find_authority(authority), key)
+                await asyncio.to_thread(finish, found, key)
                 return result
 
             return async_gate  # type: ignore[return-value]

@@ -22,9 +22,10 @@ from typing import Any, cast
 from langgraph.config import get_config
 from langgraph.types import interrupt
 
-from ..authority import ApprovalAuthority
+from ..authority import ApprovalAuthority, ForbiddenError
 from ..authority.resolutions import resolution_envelope
 from ..protocol import (
+    AAISValidationError,
     Action,
     ApprovalRequested,
     ApprovalResolved,
@@ -43,14 +44,24 @@ from .execution import (
     execution_state,
 )
 from .judging import at_time_of_use, prejudge, resolve_answer, resolve_late
+from .langchain_ui import DeferredAnswer, LangChainUI
 from .quorum import Quorum, quorum_choices
-from .response import AnswerType, BoundAnswer, RefusalCarrier, RejectedResumeError, refuse
+from .response import (
+    AnswerType,
+    BoundAnswer,
+    RefusalCarrier,
+    RejectedResumeError,
+    Translate,
+    refuse,
+)
 from .run_context import (
     RunCoordinates,
+    afind_authority,
     claim_ttl,
     current_coordinates,
     derive_origin,
     find_authority,
+    subagent_extension,
 )
 from .seams import interrupt_will_pause
 
@@ -121,7 +132,12 @@ def _open_request(
             **(context or {}),
             **({"requester": coordinates.requester} if coordinates.requester else {}),
         },
-        extensions={**(extensions or {}), **({} if quorum is None else quorum.extension())} or None,
+        extensions={
+            **subagent_extension(coordinates),
+            **(extensions or {}),
+            **({} if quorum is None else quorum.extension()),
+        }
+        or None,
     )
     return _Opened(requested, None)
 
@@ -138,26 +154,65 @@ def _retry_context(
     return context if retry_of is None else {**(context or {}), "retry_of": retry_of}
 
 
-def _answer_type(request: Request, settle: Any, retry_of: str | None) -> AnswerType:
+def _answer_type(
+    request: Request, settle: Any, retry_of: str | None, translate: Translate | None = None
+) -> AnswerType:
     """The response schema of this call (a retry's skips the replaced request's answer)."""
     if retry_of is None:
-        return AnswerType(request, settle)
-    return RetryAnswerType(request, settle, retry_of)
+        return AnswerType(request, settle, translate)
+    answer_type = RetryAnswerType(request, settle, retry_of)
+    answer_type.translate = translate
+    return answer_type
 
 
-def _ask(opened: _Opened, answer_type: AnswerType) -> Any:
+def _langchain_ui(option: LangChainUI | bool | None) -> LangChainUI | None:
+    if option is True:
+        return LangChainUI()
+    return option or None
+
+
+def _translator(
+    ui: LangChainUI | None,
+    authority: ApprovalAuthority,
+    request: Request,
+    produced: list[Any] | None = None,
+) -> Translate | None:
+    """How the gate reads a LangChain UI answer to ``request`` (None: it does not), as the
+    run's authenticated user; ``produced`` (an async gate's) collects the answers it read,
+    an edit or ignore unrecorded (:class:`~.langchain_ui.DeferredAnswer`)."""
+    if ui is None:
+        return None
+    source = answer_source()
+
+    def translate(value: Any) -> BoundAnswer:
+        # An async gate (``produced`` given) reads on the event loop: ledger work waits.
+        answer = ui.read(
+            request, value, source.actor, source.refusal, authority, defer=produced is not None
+        )
+        if produced is not None:
+            produced.append(answer)
+        return cast(BoundAnswer, answer)
+
+    return translate
+
+
+def _ask(opened: _Opened, answer_type: AnswerType, ui: LangChainUI | None = None) -> Any:
     """Raise the interrupt, or return the judged answer; refusals raise their error.
 
     Where it is sure to pause (a fresh task), the interrupt is raised with the answer
     type's JSON Schema as a ready dict: LangGraph would otherwise have pydantic generate
-    the same schema from the type (about 5% of a round trip)."""
+    the same schema from the type (about 5% of a round trip). ``ui``: the keys LangChain's
+    approval UIs read are added to the value, beside the envelope's."""
+    value = opened.requested.to_json()
+    if ui is not None:
+        value = {**value, **ui.keys(opened.requested.request)}
     if interrupt_will_pause(get_config()["configurable"]):
-        interrupt(opened.requested.to_json(), response_schema=answer_type.json_schema())
+        interrupt(value, response_schema=answer_type.json_schema())
         # Only reached if LangGraph handed out an answer after all: refuse it unjudged
         # (marked as an invalid resume, so the interrupt stays pending).
         raise refuse("/resume", "an answer arrived that the gate did not expect").error
     try:
-        return interrupt(opened.requested.to_json(), response_schema=cast(Any, answer_type))
+        return interrupt(value, response_schema=cast(Any, answer_type))
     except RefusalCarrier as refusal:
         raise refusal.error from None
 
@@ -173,7 +228,9 @@ def request_approval(
     graph_id: str | None = None,
     context: Mapping[str, Any] | None = None,
     idempotent: bool = False,
+    langchain_ui: LangChainUI | bool | None = None,
     _retry_of: str | None = None,
+    _take_recorded: bool = False,
 ) -> ApprovalResolved:
     """Ask a human to approve ``action``; returns the resolution, approved or not.
 
@@ -209,10 +266,17 @@ def request_approval(
         graph_id: names the graph in the request's origin.
         context: runtime facts stored beside the request.
         idempotent: the action may run again after a crash (key it by ``approval_key()``).
+        langchain_ui: True (or a :class:`~aais_langgraph.gate.langchain_ui.LangChainUI`)
+            to show the request to LangChain's approval UIs (Agent Chat UI, Agent Inbox,
+            Studio) and take their answers, bound to this request, as the authenticated
+            user (see :mod:`aais_langgraph.gate.langchain_ui`).
         _retry_of: internal: the request a reconciled ``retry`` replaces.
+        _take_recorded: internal: a resolution recorded before the gate asked (an edit
+            made in this run's answer) is taken without pausing.
     """
     action_model = Action.from_data(action, pointer="/action")
     found = find_authority(authority)
+    ui = _langchain_ui(langchain_ui)
     coordinates = current_coordinates(retry_of=_retry_of)
     opened = _open_request(
         found,
@@ -244,10 +308,15 @@ def request_approval(
                 claim=claim,
                 authorized=source.authorized,
                 unresolved=opened.recorded is None,
+                actor=source.actor,
             )
             # The run's answer source decides whose raw decision counts (invariant 7).
             guarded = source.guard(settle_answer, opened.recorded)
-            resolved: ApprovalResolved = _ask(opened, _answer_type(request, guarded, _retry_of))
+            if _take_recorded and opened.recorded is not None:
+                resolved = guarded(opened.recorded)
+                break
+            translate = _translator(ui, found, request)
+            resolved = _ask(opened, _answer_type(request, guarded, _retry_of, translate), ui)
             if resolved is not SKIPPED:
                 break
             coordinates = current_coordinates(retry_of=_retry_of)  # the next slot
@@ -281,6 +350,7 @@ def request_approval(
             graph_id=graph_id,
             context=context,
             idempotent=idempotent,
+            langchain_ui=langchain_ui,
             _retry_of=request.id,
         )
     return at_time_of_use(found, request, resolved, action_model)
@@ -362,7 +432,9 @@ async def arequest_approval(
     graph_id: str | None = None,
     context: Mapping[str, Any] | None = None,
     idempotent: bool = False,
+    langchain_ui: LangChainUI | bool | None = None,
     _retry_of: str | None = None,
+    _take_recorded: bool = False,
 ) -> ApprovalResolved:
     """Async twin of :func:`request_approval`; ledger work runs in a worker thread.
 
@@ -373,7 +445,8 @@ async def arequest_approval(
     refused but fails closed (the node sees ``conflict``).
     """
     action_model = Action.from_data(action, pointer="/action")
-    found = find_authority(authority)
+    found = await afind_authority(authority)
+    ui = _langchain_ui(langchain_ui)
     coordinates = current_coordinates(retry_of=_retry_of)
     opened = await asyncio.to_thread(
         _open_request,
@@ -393,17 +466,32 @@ async def arequest_approval(
         request = opened.requested.request
         place = Quorum.of_request(request)
         last = place is None or place.last
-        check = functools.partial(prejudge, found, request, opened.recorded)
         source = answer_source()
+        produced: list[Any] = []
+        check = functools.partial(_prejudged, found, request, opened.recorded, produced)
         guarded = source.guard(check, opened.recorded)
-        answer: BoundAnswer = _ask(opened, _answer_type(request, guarded, _retry_of))
+        translate = _translator(ui, found, request, produced)
+        answer: BoundAnswer
+        if _take_recorded and opened.recorded is not None:
+            answer = opened.recorded
+        else:
+            answer = _ask(opened, _answer_type(request, guarded, _retry_of, translate), ui)
         while answer is SKIPPED:
             coordinates = current_coordinates(retry_of=_retry_of)  # the next slot
-            answer = _ask(opened, _answer_type(request, guarded, _retry_of))
+            answer = _ask(opened, _answer_type(request, guarded, _retry_of, translate), ui)
+        if isinstance(answer, DeferredAnswer):
+            answer = await asyncio.to_thread(_record_deferred, found, request, answer)
         # Only the last approval of a quorum executes (and claims) the action.
         claim = _claim_for(coordinates, idempotent) if last else None
         resolved = await asyncio.to_thread(
-            resolve_late, found, request, action_model, answer, claim, source.authorized
+            resolve_late,
+            found,
+            request,
+            action_model,
+            answer,
+            claim,
+            source.authorized,
+            source.actor,
         )
         if last or not resolved.approved or place is None:
             break
@@ -434,6 +522,38 @@ async def arequest_approval(
             graph_id=graph_id,
             context=context,
             idempotent=idempotent,
+            langchain_ui=langchain_ui,
             _retry_of=request.id,
         )
-    return at_time_of_use(found, request, resolved, action_model)
+    return await asyncio.to_thread(at_time_of_use, found, request, resolved, action_model)
+
+
+def _prejudged(
+    authority: ApprovalAuthority,
+    request: Request,
+    recorded: ApprovalResolved | None,
+    produced: list[Any],
+    answer: BoundAnswer,
+) -> BoundAnswer:
+    """:func:`prejudge`, except for an edit or ignore the gate's own reading of a LangChain
+    UI answer produced (recorded after the answer is accepted)."""
+    if isinstance(answer, DeferredAnswer) and any(answer is item for item in produced):
+        return answer
+    return prejudge(authority, request, recorded, answer)
+
+
+def _record_deferred(
+    authority: ApprovalAuthority, request: Request, deferred: DeferredAnswer
+) -> ApprovalResolved:
+    """Record an accepted edit or ignore (in a worker thread). Accepted, it can only fail
+    closed now: a refusal (nothing recorded) is an ``invalid`` result that runs nothing."""
+    try:
+        return deferred.record()
+    except (AAISValidationError, ForbiddenError) as error:
+        return resolution_envelope(
+            request,
+            outcome="invalid",
+            message=str(error)[:2000],
+            now=authority.clock(),
+            sequence=authority.ledger.last_sequence(),
+        )

@@ -27,8 +27,8 @@ that is sure to pause passes that document itself, so pydantic never generates i
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
-from typing import Annotated, Any, Union
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, Union, cast
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic_core import (
@@ -118,10 +118,25 @@ _BINDING = {
 """What the schema validation of a resume value says for each binding rule it refuses."""
 
 
-def parse_answer(request: Request, value: Any) -> BoundAnswer:
-    """The answer as an envelope bound to ``request``, or raise :class:`RefusalCarrier`."""
+Translate = Callable[[Any], BoundAnswer]
+"""Reads a resume value that is not an AAIS envelope (a LangChain UI answer, see
+:mod:`.langchain_ui`) as the bound answer it means, or raises :class:`RefusalCarrier`."""
+
+
+def parse_answer(request: Request, value: Any, translate: Translate | None = None) -> BoundAnswer:
+    """The answer as an envelope bound to ``request``, or raise :class:`RefusalCarrier`.
+
+    ``translate`` reads any value that is not an AAIS envelope (one without ``aais``)."""
     if isinstance(value, BaseModel) and not isinstance(value, (ApprovalDecided, ApprovalResolved)):
         value = value.model_dump(mode="json")
+    envelope = isinstance(value, (ApprovalDecided, ApprovalResolved)) or (
+        isinstance(value, Mapping) and "aais" in value
+    )
+    if translate is not None and not envelope:
+        value = translate(value)
+        if not isinstance(value, (ApprovalDecided, ApprovalResolved)):
+            # Read, to be recorded once accepted (an async gate's edit or ignore).
+            return cast(BoundAnswer, value)
     try:
         answer = _envelopes().validate_python(value)
     except ValidationError as error:
@@ -156,11 +171,18 @@ class AnswerType:
         "__pydantic_validator__",
         "request",
         "settle",
+        "translate",
     )
 
-    def __init__(self, request: Request, settle: Callable[[BoundAnswer], Any]) -> None:
+    def __init__(
+        self,
+        request: Request,
+        settle: Callable[[BoundAnswer], Any],
+        translate: Translate | None = None,
+    ) -> None:
         self.request = request
         self.settle = settle
+        self.translate = translate
         schema = core_schema.no_info_plain_validator_function(
             self._validate, metadata={"pydantic_js_functions": [self.__get_pydantic_json_schema__]}
         )
@@ -169,7 +191,7 @@ class AnswerType:
         self.__pydantic_serializer__ = SchemaSerializer(schema)
 
     def _validate(self, value: Any) -> Any:
-        return self.settle(parse_answer(self.request, value))
+        return self.settle(parse_answer(self.request, value, self.translate))
 
     def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> core_schema.CoreSchema:
         return self.__pydantic_core_schema__

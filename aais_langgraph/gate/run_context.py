@@ -15,8 +15,14 @@ from ..authority import ApprovalAuthority
 from ..authority.limits import checked_requester
 from ..ledger import Ledger, ledger_location, same_ledger
 from ..protocol import Origin, id_for
-from ..server_env import authority_from_env, env_authority_configured
-from .answer_sources import RECORDED_ONLY_KEY, on_langgraph_server
+from ..protocol.extensions import SUBAGENT_EXTENSION
+from ..server_env import aauthority_from_env, authority_from_env, env_authority_configured
+from .answer_sources import (
+    LANGGRAPH_AUTH_USER_KEY,
+    RECORDED_ONLY_KEY,
+    actor_from_langgraph_user,
+    on_langgraph_server,
+)
 from .seams import interrupt_id_for, resume_map, saved_answers, scratchpad
 
 AUTHORITY_KEY = "aais_authority"
@@ -46,6 +52,8 @@ class RunCoordinates:
     """The request a reviewer asked to approve again (its outcome was unknown)."""
     requester: str | None = None
     """Who the run acts for (``configurable[REQUESTER_KEY]``): bounded and recorded."""
+    agent_name: str | None = None
+    """The name of the agent the call runs in (LangChain's ``lc_agent_name``), if any."""
 
     @property
     def request_id(self) -> str:
@@ -113,7 +121,31 @@ def current_coordinates(
         answer_is_fresh=_answer_is_fresh(configurable, index),
         retry_of=retry_of,
         requester=_requester(configurable),
+        agent_name=_agent_name(metadata),
     )
+
+
+def _agent_name(metadata: Mapping[str, Any]) -> str | None:
+    name = metadata.get("lc_agent_name")
+    return name if isinstance(name, str) and name else None
+
+
+def subagent_run_id(checkpoint_ns: str) -> str | None:
+    """The id of the subgraph invocation a call at ``checkpoint_ns`` runs in (the AAIS id
+    of the parent namespace, the same across the pause and the resume); None at the top
+    level of the thread's graph."""
+    parent, separator, _ = checkpoint_ns.rpartition("|")
+    return id_for(parent) if separator and parent else None
+
+
+def subagent_extension(coordinates: RunCoordinates) -> dict[str, Any]:
+    """The :data:`~aais_langgraph.protocol.extensions.SUBAGENT_EXTENSION` of a request
+    raised at ``coordinates`` (empty at the top level)."""
+    run_id = subagent_run_id(coordinates.checkpoint_ns)
+    if run_id is None:
+        return {}
+    named = {"name": coordinates.agent_name} if coordinates.agent_name else {}
+    return {SUBAGENT_EXTENSION: {"run_id": run_id, **named}}
 
 
 REQUESTER_KEY = "aais_requester"
@@ -123,6 +155,10 @@ AG-UI server sets it to the signed-in user): stored in each request's context as
 
 
 def _requester(configurable: Mapping[str, Any]) -> str | None:
+    if on_langgraph_server(configurable):
+        # There ``configurable`` is client input: the run acts for its authenticated user.
+        actor = actor_from_langgraph_user(configurable.get(LANGGRAPH_AUTH_USER_KEY))
+        return None if actor is None else actor.id
     return checked_requester(configurable.get(REQUESTER_KEY), f"configurable.{REQUESTER_KEY}")
 
 
@@ -174,6 +210,8 @@ def derive_origin(
         "node_id": safe_id(coordinates.node),
         "run_id": safe_id(coordinates.run_id),
         "graph_id": safe_id(graph_id),
+        # SPEC section 7: the subgraph invocation (a deep agent's subagent) that asked.
+        "subagent_run_id": subagent_run_id(coordinates.checkpoint_ns),
     }
     fields.update(extra or {})
     return Origin.from_data({k: v for k, v in fields.items() if v is not None}, pointer="/origin")
@@ -234,17 +272,10 @@ def refuse_other_ledger(explicit: ApprovalAuthority, config: RunnableConfig | No
         raise LedgerMismatchError.between(explicit.ledger, served.ledger)
 
 
-def find_authority(
-    explicit: ApprovalAuthority | None,
-    config: RunnableConfig | None = None,
-    *,
-    context: Any = None,
-) -> ApprovalAuthority:
-    """The authority to use, the one rule for the gate, resumes and edits: the argument,
-    else the runtime context's ``authority`` (``context``, or inside a run the run's),
-    else ``configurable`` (``config``, or inside a run the run's), else the one
-    ``AAIS_LEDGER_URL`` configures (:mod:`aais_langgraph.server_env`). An argument over
-    another ledger than a served run's authority is refused (:class:`LedgerMismatchError`)."""
+def _carried_authority(
+    explicit: ApprovalAuthority | None, config: RunnableConfig | None, context: Any
+) -> ApprovalAuthority | None:
+    """The authority given or carried by the run (no I/O): see :func:`find_authority`."""
     if explicit is not None:
         if config is None:
             try:
@@ -265,10 +296,40 @@ def find_authority(
             config = get_config()
         except RuntimeError:
             config = None
-    found = authority_in(context, config)
+    return authority_in(context, config)
+
+
+def find_authority(
+    explicit: ApprovalAuthority | None,
+    config: RunnableConfig | None = None,
+    *,
+    context: Any = None,
+) -> ApprovalAuthority:
+    """The authority to use, the one rule for the gate, resumes and edits: the argument,
+    else the runtime context's ``authority`` (``context``, or inside a run the run's),
+    else ``configurable`` (``config``, or inside a run the run's), else the one
+    ``AAIS_LEDGER_URL`` configures (:mod:`aais_langgraph.server_env`). An argument over
+    another ledger than a served run's authority is refused (:class:`LedgerMismatchError`)."""
+    found = _carried_authority(explicit, config, context)
     if found is None and env_authority_configured():
         # Hosted graphs (LangGraph Server) cannot be handed objects: use AAIS_LEDGER_URL.
         found = authority_from_env()
+    if found is None:
+        raise MissingAuthorityError(MISSING_AUTHORITY)
+    return found
+
+
+async def afind_authority(
+    explicit: ApprovalAuthority | None,
+    config: RunnableConfig | None = None,
+    *,
+    context: Any = None,
+) -> ApprovalAuthority:
+    """Async twin of :func:`find_authority`: the same rule, and the ledger
+    ``AAIS_LEDGER_URL`` names is opened in a worker thread, never on the event loop."""
+    found = _carried_authority(explicit, config, context)
+    if found is None and env_authority_configured():
+        found = await aauthority_from_env()
     if found is None:
         raise MissingAuthorityError(MISSING_AUTHORITY)
     return found

@@ -111,7 +111,7 @@ class Counters:
 
     def append_audit(self, kind: str, payload: Mapping[str, Any]) -> AuditEntry:
         """Append one chained entry after the tip; the new tip is saved on exit."""
-        entry = next_audit_entry(self.tip, kind, payload)
+        entry = next_audit_entry(self.tip, kind, payload, key=self._ledger.authority_key)
         self._ledger._run(self._cur, INSERT_AUDIT, audit_row(entry))
         self.tip = (entry.index, entry.entry_hash)
         self._changed = True

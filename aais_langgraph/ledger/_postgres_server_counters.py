@@ -29,6 +29,7 @@ from ._counters import Counters, Cursor, Probe
 from ._records import AUDIT_KINDS, plain
 from ._rows import INSERT_EVENT
 from .audit import GENESIS_HASH
+from .integrity import sealed_payload
 from .records import AuditEntry, JsonDict, StoredRequest, StoredResolution, dump_json
 
 __all__ = ["STAMP_FUNCTIONS", "StampedCounters"]
@@ -310,7 +311,11 @@ class StampedCounters(Counters):
         if kind not in AUDIT_KINDS:
             raise ValueError(f"kind: not an audit kind (one of {sorted(AUDIT_KINDS)})")
         k = len(self._audits)
-        self._audits.append((kind, format_timestamp(utc_now()), plain(payload, "/payload")))
+        occurred_at = format_timestamp(utc_now())
+        sealed = sealed_payload(
+            self._ledger.authority_key, kind, occurred_at, plain(payload, "/payload")
+        )
+        self._audits.append((kind, occurred_at, sealed))
         self._changed = True
         return AuditEntry(INDEX_BASE + k, kind, self._audits[k][1], self._audits[k][2], "", "")
 

@@ -113,7 +113,14 @@ def plain_grant(grant: Grant) -> Grant:
 def grant_matches(
     grant: Grant, session_id: str | None, action_name: str | None, include_revoked: bool
 ) -> bool:
-    """Whether ``list_grants`` returns ``grant`` for these filters."""
+    """Whether ``list_grants`` returns ``grant`` for these filters.
+
+    Args:
+        grant: the stored grant.
+        session_id: only grants of this session (persistent ones match any), or None.
+        action_name: only grants for this action name, or None.
+        include_revoked: whether revoked grants are returned too.
+    """
     if not include_revoked and grant.revoked_at is not None:
         return False
     if action_name is not None and grant.action_name != action_name:
@@ -229,20 +236,48 @@ def revoked_audit(
     return payload
 
 
+def thread_audit(
+    thread_id: str, *, owner: str | None = None, poster: str | None = None
+) -> JsonDict:
+    """The ``thread`` audit payload of a thread fact: who started it (``owner``) or who
+    first posted to it (``poster``); ``thread_id`` first, as the schema's index reads it."""
+    payload: JsonDict = {"thread_id": thread_id}
+    if owner is not None:
+        payload["owner"] = owner
+    if poster is not None:
+        payload["poster"] = poster
+    return payload
+
+
 def compacted_audit(before_sequence: int, removed: int) -> JsonDict:
     """The ``compacted`` audit payload: events before ``before_sequence`` were dropped."""
     return {"before_sequence": before_sequence, "removed": removed}
 
 
 def next_audit_entry(
-    tip: tuple[int, str] | None, kind: str, payload: Mapping[str, Any]
+    tip: tuple[int, str] | None,
+    kind: str,
+    payload: Mapping[str, Any],
+    *,
+    key: bytes | None = None,
 ) -> AuditEntry:
-    """The entry that follows ``tip`` in the chain, stamped with the current time."""
+    """The entry that follows ``tip`` in the chain, stamped with the current time: the one
+    way an entry is made, sealed with ``key`` (the authority key the ledger was handed;
+    a seal ``payload`` carries is made anew, as a carried entry's must be).
+
+    Args:
+        tip: the chain's last ``(index, hash)``, or None for an empty chain.
+        kind: the audit kind.
+        payload: the entry's payload (ids, digests and sequences only).
+        key: the authority key to seal with (None: unsealed).
+    """
+    from .integrity import sealed_payload  # integrity reads this module's payloads
+
     if kind not in AUDIT_KINDS:
         raise ValueError(f"kind: not an audit kind (one of {sorted(AUDIT_KINDS)})")
     index, prev_hash = (tip[0] + 1, tip[1]) if tip is not None else (0, GENESIS_HASH)
     occurred_at = format_timestamp(utc_now())
-    stored_payload = plain(payload, "/payload")
+    stored_payload = sealed_payload(key, kind, occurred_at, plain(payload, "/payload"))
     entry_hash = chain_hash(index, kind, occurred_at, stored_payload, prev_hash, checked=True)
     return AuditEntry(index, kind, occurred_at, stored_payload, prev_hash, entry_hash)
 
@@ -254,7 +289,14 @@ def resolution_audits(
     grant: Grant | None,
 ) -> list[tuple[str, JsonDict]]:
     """The audit entries a winning resolution write appends, in order (the envelopes are
-    a :class:`WriteDraft`'s plain copies, with their sequences)."""
+    a :class:`WriteDraft`'s plain copies, with their sequences).
+
+    Args:
+        decided: the ``approval.decided`` envelope, or None (a resolution without one).
+        resolved: the ``approval.resolved`` envelope.
+        decision_fingerprint: the decision's fingerprint the resolution records.
+        grant: the grant the resolution creates, or None.
+    """
     audits: list[tuple[str, JsonDict]] = []
     if decided is not None:
         audits.append(("decided", decided_audit(decided, checked=True)))

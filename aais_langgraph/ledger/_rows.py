@@ -45,6 +45,8 @@ CONTENTS_QUERIES = {
     "audit": f"SELECT {AUDIT_COLUMNS} FROM aais_audit ORDER BY idx",
     "executions": f"SELECT {EXECUTION_COLUMNS} FROM aais_executions ORDER BY request_id",
     "tombstones": "SELECT request_id FROM aais_compacted_requests",
+    "threads": "SELECT thread_id, owner FROM aais_threads",
+    "thread_posts": "SELECT thread_id, poster FROM aais_thread_posts",
 }
 
 

@@ -39,6 +39,7 @@ from ._records import (
     requested_audit,
     resolution_audits,
     revoked_audit,
+    thread_audit,
     with_sequence,
 )
 from ._rows import (
@@ -59,7 +60,7 @@ from ._rows import (
     resolution_from_row,
 )
 from .base import Ledger
-from .integrity import LedgerIntegrityError, execution_vouched, sealed_checkpoint
+from .integrity import LedgerIntegrityError, execution_vouched, grant_seal, sealed_checkpoint
 from .records import (
     THREAD_POSTERS,
     AuditEntry,
@@ -169,6 +170,15 @@ def pending_query(
     The literal ``status = 'pending'`` matches the backends' partial index, which
     also yields sequence order; ``expires_before`` keeps requests with
     ``expires_at <= expires_before`` (expired at that moment).
+
+    Args:
+        columns: the SELECT list.
+        thread_id: only this thread's requests, or None.
+        session_id: only this session's requests, or None.
+        expires_before: only requests expired at this moment (epoch seconds), or None.
+        limit: at most this many rows, or None.
+        condition: a further ``(sql, parameters)`` condition, or None.
+        ordered: order by sequence.
     """
     sql = f"SELECT {columns} FROM aais_requests WHERE status = 'pending'"
     params: list[Any] = []
@@ -222,6 +232,7 @@ class SqlBackend(Ledger):
     for_update: ClassVar[str] = ""
     """Appended to a read that must lock the row it returns (`` FOR UPDATE`` or nothing)."""
     execution_subject: ClassVar[str]
+    thread_subject: ClassVar[str]
     """The indexed expression that reads an audit payload's ``request_id``."""
     requester_subject: ClassVar[str]
     """The indexed expression that reads a request context's ``requester``."""
@@ -558,11 +569,16 @@ class SqlLedger(SqlBackend):
             row = self._one(cur, sql, (grant_id,))
             if row is None or grant_from_row(row).revoked_at is not None:
                 return False
+            grant = grant_from_row(row)
+            key = self.authority_key
+            mac = grant.mac if key is None else grant_seal(key, replace(grant, revoked_at=now))
             with self._counters(cur) as counters:
                 self._run(
-                    cur, "UPDATE aais_grants SET revoked_at = ? WHERE grant_id = ?", (now, grant_id)
+                    cur,
+                    "UPDATE aais_grants SET revoked_at = ?, mac = ? WHERE grant_id = ?",
+                    (now, mac, grant_id),
                 )
-                counters.append_audit("revoked", revoked_audit(grant_from_row(row), now, actor))
+                counters.append_audit("revoked", revoked_audit(grant, now, actor))
             return True
 
     # -- events and audit ----------------------------------------------------------
@@ -582,6 +598,7 @@ class SqlLedger(SqlBackend):
             return self._read_counters(cur, lock=False)[0]
 
     def compact_events(self, before_sequence: int, *, key: bytes | None = None) -> int:
+        key = self._sealing_key(key)
         with self._write() as cur:  # not batched: the audit entry needs the count first
             sql = "DELETE FROM aais_events WHERE sequence < ?"
             removed = int(self._run(cur, sql, (before_sequence,)).rowcount)
@@ -597,6 +614,7 @@ class SqlLedger(SqlBackend):
     def compact_history(
         self, policy: RetentionPolicy, *, now: float, key: bytes | None = None
     ) -> CompactionReport:
+        key = self._sealing_key(key)
         # Unlike other writes, the counters are locked first: the plan must be made from a
         # chain no one appends to. The rows it then deletes are resolved requests' rows,
         # which no writer waiting for the counters holds.
@@ -634,7 +652,9 @@ class SqlLedger(SqlBackend):
             sql = f"SELECT {rows.AUDIT_COLUMNS} FROM aais_audit WHERE kind = 'compacted'"
             checkpoints = [audit_from_row(row) for row in self._all(cur, sql)]
             stored = [str(row[0]) for row in self._all(cur, CONTENTS_QUERIES["tombstones"])]
-            self._vouched_tombstones = vouched_tombstones(checkpoints, stored)
+            self._vouched_tombstones = vouched_tombstones(
+                checkpoints, stored, key=self.authority_key
+            )
         return self._vouched_tombstones
 
     def contents(self) -> LedgerContents:
@@ -656,6 +676,8 @@ class SqlLedger(SqlBackend):
             request_sequences={str(row[0]): int(row[1]) for row in sequences},
             executions=[execution_from_row(row) for row in rows["executions"]],
             tombstones=frozenset(str(row[0]) for row in rows["tombstones"]),
+            threads={str(row[0]): str(row[1]) for row in rows["threads"]},
+            thread_posters=_posters(rows["thread_posts"]),
         )
 
     def append_audit(self, kind: AuditKind, payload: Mapping[str, Any]) -> AuditEntry:
@@ -695,16 +717,25 @@ class SqlLedger(SqlBackend):
         self, thread_id: str, sender: str, *, now: float, start: bool = False
     ) -> ThreadRecord:
         # Not fsync'd: a post lost to a power loss is recorded again by the next run.
+        # Who started a thread and who first posted to it are facts thread access reads:
+        # each is chained (and sealed) as a ``thread`` audit entry in the same write. A
+        # later post only moves ``posted_at``, which orders the posters.
         with self._write(durable=False) as cur:
-            self._run(
+            started = self._run(
                 cur,
                 "INSERT INTO aais_threads (thread_id, owner, since) VALUES (?, ?, ?) "
                 "ON CONFLICT (thread_id) DO NOTHING",
                 (thread_id, sender, now),
-            )
+            ).rowcount
             row = self._one(cur, "SELECT owner FROM aais_threads WHERE thread_id = ?", (thread_id,))
             owner = str(row[0])
+            audits = [thread_audit(thread_id, owner=owner)] if started else []
             if not start or owner == sender:
+                known = self._one(
+                    cur,
+                    "SELECT 1 FROM aais_thread_posts WHERE thread_id = ? AND poster = ?",
+                    (thread_id, sender),
+                )
                 self._run(
                     cur,
                     "INSERT INTO aais_thread_posts (thread_id, poster, posted_at) "
@@ -712,7 +743,21 @@ class SqlLedger(SqlBackend):
                     "DO UPDATE SET posted_at = excluded.posted_at",
                     (thread_id, sender, now),
                 )
+                if known is None:
+                    audits.append(thread_audit(thread_id, poster=sender))
+            if audits:
+                with self._counters(cur) as counters:
+                    for payload in audits:
+                        counters.append_audit("thread", payload)
             return self._thread_record(cur, thread_id, owner)
+
+    def thread_entries(self, thread_id: str) -> list[AuditEntry]:
+        sql = (
+            f"SELECT {rows.AUDIT_COLUMNS} FROM aais_audit WHERE kind = 'thread' "
+            f"AND {self.thread_subject} = ? ORDER BY idx"
+        )
+        with self._read() as cur:
+            return [audit_from_row(row) for row in self._all(cur, sql, (thread_id,))]
 
     def thread_record(self, thread_id: str) -> ThreadRecord | None:
         with self._read() as cur:
@@ -1029,3 +1074,11 @@ class SqlLedger(SqlBackend):
         with self._read() as cur:
             rows = self._all(cur, sql + " ORDER BY started_at, request_id", params)
         return [execution_from_row(row) for row in rows]
+
+
+def _posters(found: list[Any]) -> dict[str, frozenset[str]]:
+    """Each thread's posters from ``(thread_id, poster)`` rows."""
+    posters: dict[str, set[str]] = {}
+    for thread_id, poster in found:
+        posters.setdefault(str(thread_id), set()).add(str(poster))
+    return {thread_id: frozenset(names) for thread_id, names in posters.items()}

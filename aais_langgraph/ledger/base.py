@@ -93,6 +93,29 @@ class Ledger(ABC):
         """Whether the ledger's tables exist (False for an empty or foreign database)."""
         return True
 
+    # -- the authority key -----------------------------------------------------------
+
+    _authority_key: bytes | None = None
+
+    @property
+    def authority_key(self) -> bytes | None:
+        """The key the ledger's one append primitive seals every audit entry with, and a
+        compaction its checkpoint (None: no seal). The authority sets it to the key it
+        resolved; a ledger serves one deployment, so it keeps the first key it is given
+        (another authority on it with another key verifies against its own, and fails)."""
+        return self._authority_key
+
+    @authority_key.setter
+    def authority_key(self, key: bytes | None) -> None:
+        if key is not None and self._authority_key is None:
+            self._authority_key = bytes(key)
+
+    def _sealing_key(self, key: bytes | None = None) -> bytes | None:
+        """The key a compaction seals its checkpoint with: ``key`` when given (then also
+        the ledger's, if it had none), else the one the authority handed the ledger."""
+        self.authority_key = key
+        return self.authority_key if key is None else key
+
     # -- requests ------------------------------------------------------------------
 
     @abstractmethod
@@ -304,6 +327,16 @@ class Ledger(ABC):
             now: when (epoch seconds).
             start: record it only as the thread's start.
         """
+
+    def thread_entries(self, thread_id: str) -> list[AuditEntry]:
+        """The thread's ``thread`` audit entries (who started it, who first posted to it),
+        oldest first: what vouches for its :meth:`thread_record`. Default: read the whole
+        chain (a SQL backend reads its index)."""
+        return [
+            entry
+            for entry in self.audit_entries()
+            if entry.kind == "thread" and entry.payload.get("thread_id") == thread_id
+        ]
 
     @abstractmethod
     def thread_record(self, thread_id: str) -> ThreadRecord | None:
@@ -552,6 +585,7 @@ class Ledger(ABC):
     acontents = _twin(contents)
     apost_to_thread = _twin(post_to_thread)
     athread_record = _twin(thread_record)
+    athread_entries = _twin(thread_entries)
     arequests_of_thread = _twin(requests_of_thread)
     aacquire_lease = _twin(acquire_lease)
     arenew_lease = _twin(renew_lease)

@@ -90,8 +90,14 @@ def _digest(value: Any) -> str:
 
 
 def carried_digest(entries: Iterable[AuditEntry]) -> str:
-    """The digest of carried entries, in order, by kind and payload (what carrying keeps)."""
-    return _digest([{"kind": entry.kind, "payload": entry.payload} for entry in entries])
+    """The digest of carried entries, in order, by kind and payload (what carrying keeps;
+    not an audit seal, which carrying makes anew for the entry's new time)."""
+    return _digest(
+        [
+            {"kind": entry.kind, "payload": {k: v for k, v in entry.payload.items() if k != "seal"}}
+            for entry in entries
+        ]
+    )
 
 
 def tombstones_digest(request_ids: Iterable[str]) -> str:

@@ -4,7 +4,8 @@ The chain alone proves only that the audit log is intact; the rows the gate acts
 on live in other tables. So every request, resolution, grant, event and execution
 row is recomputed into the payload its audit entry must hold, every audited row
 must still exist, and (with an authority key) every row's seal must verify. An
-execution record must also belong to an approved request. A ``compacted`` checkpoint
+execution record must also belong to an approved request. With a key every audit entry
+must carry its seal (:func:`~.integrity.audit_seal`). A ``compacted`` checkpoint
 must carry a valid seal (with a key), the entries appended right before it must be the
 ones it says it carried, and the newest one must name exactly the stored tombstones.
 The first mismatch is reported by table and id; reasons never contain row values.
@@ -21,12 +22,14 @@ from .audit import AuditVerification, verify_audit
 from .compaction import carried_digest, tombstones_problem
 from .integrity import (
     checkpoint_seal,
+    entry_seal_problem,
     execution_vouched,
     grant_vouched,
     request_vouched,
     resolution_vouched,
     seal_problem,
     sealed,
+    thread_vouched,
 )
 from .records import AuditEntry, LedgerContents
 
@@ -219,6 +222,36 @@ def _execution_problems(
             yield "aais_executions", request_id, f"missing (audit entry {entry.index})"
 
 
+def _entry_seal_problems(contents: LedgerContents, key: bytes | None) -> Iterator[Problem]:
+    """With a key: every audit entry that does not carry its seal (an entry appended or
+    edited without the key: a forged escalation, a forged ``follow_up``)."""
+    if key is None:
+        return
+    for entry in contents.audit:
+        problem = entry_seal_problem(key, entry)
+        if problem is not None:
+            yield "aais_audit", str(entry.index), f"entry {entry.index}: {problem}"
+
+
+def _thread_problems(contents: LedgerContents) -> Iterator[Problem]:
+    """Threads whose owner or posters their ``thread`` entries do not record, and threads
+    the entries record that are gone."""
+    entries: dict[str, list[AuditEntry]] = {}
+    for entry in contents.audit:
+        if entry.kind == "thread":
+            entries.setdefault(str(entry.payload.get("thread_id")), []).append(entry)
+    posters = contents.thread_posters
+    for thread_id in sorted({*contents.threads, *posters, *entries}):
+        owner = contents.threads.get(thread_id)
+        found = posters.get(thread_id, frozenset())
+        reason = thread_vouched(thread_id, owner, found, entries.get(thread_id, []))
+        if reason is None and owner is None and found:
+            reason = "it has posts but no owner"
+        if reason is not None:
+            table = "aais_threads" if owner is not None or not found else "aais_thread_posts"
+            yield table, thread_id, reason
+
+
 def _checkpoint_problems(contents: LedgerContents, key: bytes | None) -> Iterator[Problem]:
     """Checkpoints that are unsealed (with a key), whose carried entries differ from the
     ones they record, or (the newest) whose tombstones differ from the stored ones."""
@@ -284,11 +317,13 @@ def verify_contents(
     vouchers = _Vouchers(contents.audit)
     for problems in (
         _checkpoint_problems(contents, key),
+        _entry_seal_problems(contents, key),
         _request_problems(contents, vouchers, key),
         _resolution_problems(contents, vouchers, key),
         _grant_problems(contents, vouchers, key),
         _event_problems(contents, vouchers),
         _execution_problems(contents, vouchers, key),
+        _thread_problems(contents),
     ):
         for table, row_id, reason in problems:
             return replace(chain, ok=False, table=table, row_id=row_id, reason=reason)

@@ -17,18 +17,25 @@ with no human actor (:func:`follow_up_audit`). One that finds the request resolv
 approves, denies or expires anything.
 
 An escalation that ran is a durable fact: its row is ``done`` and its ``follow_up``
-audit entry vouches for it (:func:`escalated`; retention carries that entry while the
-request stays), and the access object asks those, never a clock, whether the rule's
-``escalate_to`` groups may now view and decide the request.
+audit entry records it (:func:`escalation_entry`; retention carries that entry while the
+request stays). The access object asks that fact, never a clock, whether the rule's
+``escalate_to`` groups may now view and decide the request, and only once the entry is
+vouched for (intact, on the recorded chain, sealed with a key) and was due
+(:func:`escalation_problem`: its time at or after the request's ``created_at`` plus the
+rule's delay). Who it reaches and when comes from the policy's rule
+(:class:`EscalationRule`), never from the entry: the groups an entry names are only
+what the runner told.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from ..protocol import AAISValidationError
+from ..protocol import AAISValidationError, format_timestamp, parse_timestamp
 from .audit import chain_hash
+from .integrity import entry_seal_problem
 from .outbox import FOLLOW_UP, Work, WorkChange, new_work
 from .records import AuditEntry
 
@@ -37,10 +44,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FOLLOW_UP_TARGETS",
+    "EscalationRule",
     "FollowUpTarget",
     "escalated",
     "escalated_to",
+    "escalation_entry",
     "escalation_id",
+    "escalation_problem",
     "follow_up_audit",
     "followed_change",
     "new_escalation",
@@ -140,16 +150,86 @@ def followed_change(holder: str, now: float) -> WorkChange:
     return change
 
 
-def follow_up_audit(work: Work, **facts: Any) -> dict[str, Any]:
-    """The ``follow_up`` audit payload of ``work``: the request, which follow-up, its id
-    and ``facts`` (the groups escalated to, the outcome told), caused by no human."""
-    return {
+def follow_up_audit(work: Work, now: float | None = None, **facts: Any) -> dict[str, Any]:
+    """The ``follow_up`` audit payload of ``work``: the request, which follow-up, its id,
+    when it ran by the authority's clock (``ran_at``, from ``now`` in epoch seconds: what
+    an escalation's due time is compared with) and ``facts`` (the groups escalated to,
+    the outcome told), caused by no human."""
+    payload: dict[str, Any] = {
         "request_id": work.request_id,
         "follow_up": work.target,
         "work_id": work.work_id,
         "by": SYSTEM,
         **facts,
     }
+    if now is not None:
+        payload["ran_at"] = format_timestamp(datetime.fromtimestamp(now, timezone.utc))
+    return payload
+
+
+@dataclass(frozen=True)
+class EscalationRule:
+    """What the policy's rule says of a request's escalation: ``after`` seconds from its
+    ``created_at``, the groups ``to`` may view and decide it."""
+
+    after: float
+    to: frozenset[str]
+
+
+def escalation_entry(ledger: Ledger, request_id: str) -> AuditEntry | None:
+    """The ``follow_up`` audit entry of the request's escalation when its row is ``done``
+    (None while it has not run). Not vouched for: :func:`escalation_problem` says whether
+    it counts, and the authority's vouched read checks its place on the chain."""
+    found = ledger.get_work(FOLLOW_UP, escalation_id(request_id))
+    if found is None or found.state != "done":
+        return None
+    for entry in ledger.follow_up_entries(request_id):
+        if (
+            entry.payload.get("work_id") == found.work_id
+            and entry.payload.get("follow_up") == "escalation"
+            and entry.payload.get("request_id") == request_id
+        ):
+            return entry
+    return None
+
+
+def escalation_problem(
+    entry: AuditEntry,
+    created_at: str,
+    rule: EscalationRule,
+    key: bytes | None,
+    *,
+    now: float | None = None,
+) -> str | None:
+    """Why ``entry`` does not count as the escalation ``rule`` asks of a request created
+    at ``created_at``, or None if it does: its hash must match its content, its seal
+    verify under ``key`` (with one), and the time it ran (``ran_at``, the authority's
+    clock, like ``created_at``) be at or after the moment it was due.
+
+    Args:
+        entry: the request's escalation entry (:func:`escalation_entry`).
+        created_at: the request's ``created_at`` (RFC 3339, the authority's clock).
+        rule: the policy's rule for the request.
+        key: the authority key (None: no seal to check).
+        now: the authority's clock in epoch seconds (None: not compared): an entry dated
+            later has not run yet.
+    """
+    if not _intact(entry):
+        return f"its audit entry {entry.index} does not match its hash"
+    sealed = entry_seal_problem(key, entry)
+    if sealed is not None:
+        return f"its audit entry {entry.index}: {sealed}"
+    ran_at = entry.payload.get("ran_at")
+    try:
+        due = parse_timestamp(created_at).timestamp() + rule.after
+        ran = parse_timestamp(ran_at if isinstance(ran_at, str) else "").timestamp()
+    except AAISValidationError:
+        return f"its audit entry {entry.index} has no valid time"
+    if ran < due:
+        return f"its audit entry {entry.index} records it before it was due"
+    if now is not None and ran > now:
+        return f"its audit entry {entry.index} records it later than now"
+    return None
 
 
 def escalated(ledger: Ledger, request_id: str) -> bool:
@@ -160,22 +240,16 @@ def escalated(ledger: Ledger, request_id: str) -> bool:
 
 
 def escalated_to(ledger: Ledger, request_id: str) -> frozenset[str] | None:
-    """The groups the request's escalation named, once it ran (as :func:`escalated`
-    reads it: its row ``done``, its audit entry intact); None while it has not."""
-    found = ledger.get_work(FOLLOW_UP, escalation_id(request_id))
-    if found is None or found.state != "done":
+    """The groups the request's escalation entry names, once it ran (its row ``done``, its
+    audit entry intact); None while it has not. What the runner told, for display: who
+    may act comes from the policy's rule (:class:`EscalationRule`), never from this."""
+    entry = escalation_entry(ledger, request_id)
+    if entry is None or not _intact(entry):
         return None
-    for entry in ledger.follow_up_entries(request_id):
-        if (
-            entry.payload.get("work_id") == found.work_id
-            and entry.payload.get("follow_up") == "escalation"
-            and _intact(entry)
-        ):
-            groups = entry.payload.get("escalated_to")
-            if not isinstance(groups, list):
-                return frozenset()
-            return frozenset(item for item in groups if isinstance(item, str))
-    return None
+    groups = entry.payload.get("escalated_to")
+    if not isinstance(groups, list):
+        return frozenset()
+    return frozenset(item for item in groups if isinstance(item, str))
 
 
 def _intact(entry: AuditEntry) -> bool:

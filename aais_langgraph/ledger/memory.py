@@ -26,12 +26,13 @@ from ._records import (
     requested_audit,
     resolution_audits,
     revoked_audit,
+    thread_audit,
     with_sequence,
 )
 from .base import Ledger
 from .deliveries import DeliveryPlan
 from .executions import Execution, ExecutionChange, ExecutionState, execution_audit
-from .integrity import LedgerIntegrityError, execution_vouched, sealed_checkpoint
+from .integrity import LedgerIntegrityError, execution_vouched, grant_seal, sealed_checkpoint
 from .outbox import (
     OPEN_STATES,
     RESUME,
@@ -131,7 +132,9 @@ class InMemoryLedger(Ledger):
             if fields.request_id in self._compacted:
                 raise CompactedRequestError()
             if self._vouched_tombstones is None:
-                self._vouched_tombstones = vouched_tombstones(self._audit, self._compacted)
+                self._vouched_tombstones = vouched_tombstones(
+                    self._audit, self._compacted, key=self.authority_key
+                )
             if fields.request_id in self._vouched_tombstones:
                 raise CompactedRequestError()
             sequence = self._last_sequence + 1
@@ -140,6 +143,7 @@ class InMemoryLedger(Ledger):
                 self._tip(),
                 "requested",
                 requested_audit(stored_envelope, thread_id, stored_context, checked=True),
+                key=self.authority_key,
             )
             stored = StoredRequest(
                 request_id=fields.request_id,
@@ -233,7 +237,7 @@ class InMemoryLedger(Ledger):
         for kind, payload in resolution_audits(
             decided, resolved, write.decision_fingerprint, grant
         ):
-            entry = next_audit_entry(tip, kind, payload)
+            entry = next_audit_entry(tip, kind, payload, key=self.authority_key)
             entries.append(entry)
             tip = (entry.index, entry.entry_hash)
         indexes = {entry.kind: entry.index for entry in entries}
@@ -384,8 +388,14 @@ class InMemoryLedger(Ledger):
             grant = self._grants.get(grant_id)
             if grant is None or grant.revoked_at is not None:
                 return False
-            entry = next_audit_entry(self._tip(), "revoked", revoked_audit(grant, now, actor))
-            self._grants[grant_id] = replace(grant, revoked_at=now)
+            entry = next_audit_entry(
+                self._tip(), "revoked", revoked_audit(grant, now, actor), key=self.authority_key
+            )
+            revoked = replace(grant, revoked_at=now)
+            key = self.authority_key
+            self._grants[grant_id] = (
+                revoked if key is None else replace(revoked, mac=grant_seal(key, revoked))
+            )
             self._audit.append(entry)
             return True
 
@@ -405,6 +415,7 @@ class InMemoryLedger(Ledger):
             return self._last_sequence
 
     def compact_events(self, before_sequence: int, *, key: bytes | None = None) -> int:
+        key = self._sealing_key(key)
         with self._lock:
             cut = bisect_left(self._event_sequences, before_sequence)
             del self._event_sequences[:cut]
@@ -412,12 +423,15 @@ class InMemoryLedger(Ledger):
             if cut:
                 floor = min(before_sequence, self._last_sequence + 1)  # never past the events
                 payload = sealed_checkpoint(key, compacted_audit(floor, cut))
-                self._audit.append(next_audit_entry(self._tip(), "compacted", payload))
+                self._audit.append(
+                    next_audit_entry(self._tip(), "compacted", payload, key=self.authority_key)
+                )
             return cut
 
     def compact_history(
         self, policy: RetentionPolicy, *, now: float, key: bytes | None = None
     ) -> CompactionReport:
+        key = self._sealing_key(key)
         with self._lock:
             if keeps_all(policy, len(self._resolutions)):
                 return CompactionReport()
@@ -444,10 +458,12 @@ class InMemoryLedger(Ledger):
             del self._event_sequences[:cut]
             del self._events[:cut]
             for old in plan.carried:
-                entry = next_audit_entry(self._tip(), old.kind, old.payload)
+                entry = next_audit_entry(self._tip(), old.kind, old.payload, key=self.authority_key)
                 self._audit.append(entry)
                 self._revouch(entry)
-            checkpoint = next_audit_entry(self._tip(), "compacted", plan.checkpoint(key))
+            checkpoint = next_audit_entry(
+                self._tip(), "compacted", plan.checkpoint(key), key=self.authority_key
+            )
             self._audit.append(checkpoint)
             self._audit = [entry for entry in self._audit if entry.index >= plan.cut]
             return plan.report(checkpoint)
@@ -487,11 +503,15 @@ class InMemoryLedger(Ledger):
             last_sequence=self._last_sequence,
             executions=[self._executions[key] for key in sorted(self._executions)],
             tombstones=frozenset(self._compacted),
+            threads=dict(self._thread_owners),
+            thread_posters={
+                thread_id: frozenset(posts) for thread_id, posts in self._thread_posts.items()
+            },
         )
 
     def append_audit(self, kind: AuditKind, payload: Mapping[str, Any]) -> AuditEntry:
         with self._lock:
-            entry = next_audit_entry(self._tip(), kind, payload)
+            entry = next_audit_entry(self._tip(), kind, payload, key=self.authority_key)
             self._audit.append(entry)
             return _copy_entry(entry)
 
@@ -567,11 +587,17 @@ class InMemoryLedger(Ledger):
             owner = self._thread_owners.get(thread_id)
             if owner is not None and start and owner != sender:
                 return self._thread_record(thread_id, owner)
+            audits = []
             if owner is None:
                 owner = self._thread_owners[thread_id] = sender
+                audits.append(thread_audit(thread_id, owner=owner))
             posts = self._thread_posts.setdefault(thread_id, {})
-            posts.pop(sender, None)
+            if posts.pop(sender, None) is None:
+                audits.append(thread_audit(thread_id, poster=sender))
             posts[sender] = now  # the latest post last
+            for payload in audits:
+                entry = next_audit_entry(self._tip(), "thread", payload, key=self.authority_key)
+                self._audit.append(entry)
             return self._thread_record(thread_id, owner)
 
     def thread_record(self, thread_id: str) -> ThreadRecord | None:
@@ -692,7 +718,11 @@ class InMemoryLedger(Ledger):
             updated = change(current)
             if updated is None or updated == current:
                 return updated
-            entry = None if audit is None else next_audit_entry(self._tip(), "follow_up", audit)
+            entry = (
+                None
+                if audit is None
+                else next_audit_entry(self._tip(), "follow_up", audit, key=self.authority_key)
+            )
             self._store_work((kind, work_id), updated)
             for work in records:
                 self._record_work(work, updated.updated_at)
@@ -744,7 +774,9 @@ class InMemoryLedger(Ledger):
             raise LedgerIntegrityError("aais_executions", request_id, problem)
         updated = change(current)
         if updated is not None and updated != current:
-            entry = next_audit_entry(self._tip(), "execution", execution_audit(updated))
+            entry = next_audit_entry(
+                self._tip(), "execution", execution_audit(updated), key=self.authority_key
+            )
             self._audit.append(entry)
             self._execution_entries[request_id] = entry
             self._store_execution(request_id, updated)

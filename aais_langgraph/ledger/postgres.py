@@ -80,6 +80,16 @@ FOLLOW_UP_AUDIT_DDL = (
 )
 """A request's ``follow_up`` entries (its reminders, escalation, requester notice)."""
 
+THREAD_SUBJECT = """(substring(payload from '^\\{"thread_id":"([^"\\\\]+)"'))"""
+"""The thread id a ``thread`` audit payload starts with, as :data:`THREAD_AUDIT_DDL`
+indexes it (queries must spell it the same; read as text, like the execution index)."""
+
+THREAD_AUDIT_DDL = (
+    "CREATE INDEX IF NOT EXISTS aais_audit_threads ON aais_audit "
+    f"({THREAD_SUBJECT}, idx) WHERE kind = 'thread'"
+)
+"""A thread's ``thread`` entries (who started it, who first posted to it)."""
+
 THREADS_DDL = (
     """CREATE TABLE IF NOT EXISTS aais_threads (
         thread_id TEXT PRIMARY KEY,
@@ -242,6 +252,7 @@ ALL_DDL = (
     *RUNTIME_DDL,
     EXECUTION_AUDIT_DDL,
     FOLLOW_UP_AUDIT_DDL,
+    THREAD_AUDIT_DDL,
     *PENDING_BOUND_DDL,
     *THREADS_DDL,
     *STAMP_FUNCTIONS,
@@ -271,6 +282,7 @@ class PostgresLedger(SqlLedger):
     mark = "%s"
     for_update = " FOR UPDATE"
     execution_subject = EXECUTION_SUBJECT
+    thread_subject = THREAD_SUBJECT
     requester_subject = REQUESTER_SUBJECT
 
     def __init__(

@@ -25,6 +25,7 @@ AuditKind = Literal[
     "compacted",
     "execution",
     "follow_up",
+    "thread",
 ]
 
 
@@ -208,6 +209,10 @@ class LedgerContents:
     executions: list[Execution] = field(default_factory=list)
     """Every execution record (the runtime's; each vouched for by its latest entry)."""
     tombstones: frozenset[str] = frozenset()
+    threads: dict[str, str] = field(default_factory=dict)
+    """Each thread's owner, by thread id."""
+    thread_posters: dict[str, frozenset[str]] = field(default_factory=dict)
+    """Everyone who posted to each thread, by thread id."""
     """The ids of requests retention removed (vouched for by the newest checkpoint)."""
 
 

@@ -42,7 +42,7 @@ from .compaction import (
     tombstones_digest,
     tombstones_problem,
 )
-from .integrity import LedgerIntegrityError, sealed_checkpoint
+from .integrity import LedgerIntegrityError, checkpoint_problem, sealed_checkpoint
 from .records import AuditEntry, JsonDict, LedgerContents
 
 __all__ = [
@@ -56,7 +56,9 @@ __all__ = [
 ]
 
 _FINAL_EXECUTIONS = frozenset({"executed", "done", "retry"})
-_ROW_KINDS = frozenset({"requested", "resolved", "granted", "revoked", "execution", "follow_up"})
+_ROW_KINDS = frozenset(
+    {"requested", "resolved", "granted", "revoked", "execution", "follow_up", "thread"}
+)
 _SEQUENCED = frozenset({"requested", "decided", "resolved"})
 _DAY = 86400.0
 
@@ -326,6 +328,9 @@ def _carried(
             break
         if entry.kind not in _ROW_KINDS:
             continue
+        if entry.kind == "thread":
+            carried.append(entry)  # threads stay: their entries vouch for them
+            continue
         request_id = _request_of(entry)
         if entry.kind in ("granted", "revoked"):
             if entry.payload.get("grant_id") in kept_grants:
@@ -344,10 +349,11 @@ def _carried(
 
 
 def vouched_tombstones(
-    checkpoints: Iterable[AuditEntry], tombstones: Iterable[str]
+    checkpoints: Iterable[AuditEntry], tombstones: Iterable[str], *, key: bytes | None = None
 ) -> frozenset[str]:
     """The stored ``tombstones``, once the newest of ``checkpoints`` (``compacted``
-    entries) that records tombstones vouches for them (it must match its hash); raises
+    entries) that records tombstones vouches for them (it must match its hash, and carry
+    its seals under ``key`` with one); raises
     :class:`~aais_langgraph.ledger.LedgerIntegrityError` when it does not."""
     newest = newest_tombstones_checkpoint(checkpoints)
     ids = frozenset(tombstones)
@@ -364,7 +370,7 @@ def vouched_tombstones(
         raise LedgerIntegrityError(
             table, str(newest.index), "the compaction checkpoint does not match its hash"
         )
-    problem = tombstones_problem(newest, ids)
+    problem = checkpoint_problem(key, newest) or tombstones_problem(newest, ids)
     if problem is not None:
         raise LedgerIntegrityError(table, str(newest.index), problem)
     return ids

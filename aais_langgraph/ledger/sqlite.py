@@ -53,6 +53,15 @@ FOLLOW_UP_AUDIT_DDL = (
 )
 """A request's ``follow_up`` entries (its reminders, escalation, requester notice)."""
 
+THREAD_SUBJECT = "json_extract(payload, '$.thread_id')"
+"""The expression :data:`THREAD_AUDIT_DDL` indexes (queries must spell it the same)."""
+
+THREAD_AUDIT_DDL = (
+    f"CREATE INDEX IF NOT EXISTS aais_audit_threads ON aais_audit ({THREAD_SUBJECT}, idx) "
+    "WHERE kind = 'thread'"
+)
+"""A thread's ``thread`` entries (who started it, who first posted to it)."""
+
 THREADS_DDL = (
     """CREATE TABLE IF NOT EXISTS aais_threads (
         thread_id TEXT PRIMARY KEY,
@@ -255,6 +264,7 @@ ALL_DDL = (
     *PENDING_INDEX_DDL,
     EXECUTION_AUDIT_DDL,
     FOLLOW_UP_AUDIT_DDL,
+    THREAD_AUDIT_DDL,
     *PENDING_BOUND_DDL,
     *THREADS_DDL,
     *PENDING_VIEW_DDL,
@@ -360,6 +370,7 @@ class SqliteLedger(SqlLedger):
     """
 
     execution_subject = EXECUTION_SUBJECT
+    thread_subject = THREAD_SUBJECT
     requester_subject = REQUESTER_SUBJECT
     selection_subjects = VIEW_SUBJECTS
 

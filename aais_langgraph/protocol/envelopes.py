@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import model_validator
 
 from .base import AAISModel, Extensions, Id, Sequence, Timestamp, absent
 from .parts import Activity, Decision, Request, Resolution, Snapshot
@@ -31,11 +34,37 @@ class Envelope(AAISModel):
     extensions: Extensions | None = absent()
 
 
+INTERRUPT_VIEW_KEYS = (
+    "action_requests",
+    "review_configs",
+    "action_request",
+    "config",
+    "description",
+    "tool_call_id",
+    "name",
+    "args",
+)
+"""Keys a gate may add beside an ``approval.requested`` envelope in its LangGraph interrupt
+value, for LangChain's approval UIs (``aais_langgraph.gate.langchain_ui``): a view of the
+same request, never part of the envelope. Reading such a value as an envelope drops them."""
+
+
 class ApprovalRequested(Envelope):
-    """``approval.requested``: a new pending request."""
+    """``approval.requested``: a new pending request.
+
+    Read from a gate's interrupt value, the keys of :data:`INTERRUPT_VIEW_KEYS` (a view
+    of the same request for LangChain's UIs) are dropped; any other unknown key is refused.
+    """
 
     type: Literal["approval.requested"]
     request: Request
+
+    @model_validator(mode="before")
+    @classmethod
+    def _without_interrupt_view(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and any(key in data for key in INTERRUPT_VIEW_KEYS):
+            return {key: value for key, value in data.items() if key not in INTERRUPT_VIEW_KEYS}
+        return data
 
 
 class ApprovalDecided(Envelope):

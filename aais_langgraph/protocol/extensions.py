@@ -8,8 +8,10 @@ __all__ = [
     "NOTE_EXTENSION",
     "NOTE_MAX_LENGTH",
     "QUORUM_EXTENSION",
+    "REPLY_EXTENSION",
     "REQUESTER_EXTENSION",
     "RESOLVED_BY_EXTENSION",
+    "SUBAGENT_EXTENSION",
     "TOOL_CALL_ID_EXTENSION",
 ]
 
@@ -36,11 +38,23 @@ QUORUM_EXTENSION = EXTENSION_NAMESPACE + "quorum"
 request per approval needed, each bound to the same action digest): ``{"index": k,
 "of": n, "first_request_id": ..., "approved_by": [actor ids of approvals 1..k-1]}``."""
 
+SUBAGENT_EXTENSION = EXTENSION_NAMESPACE + "subagent"
+"""Request extension of an approval raised inside a subgraph (a deep agent's subagent):
+``{"run_id": ..., "name": ...}``. ``run_id`` names the one invocation (the AAIS id of the
+parent checkpoint namespace: the same across the pause, a restart and the resume, the
+AG-UI ``subagentRunId``); ``name`` is the subagent's (LangChain's ``lc_agent_name``),
+when it has one."""
+
 NOTE_EXTENSION = EXTENSION_NAMESPACE + "note"
 """Decision extension holding the reviewer's note (a string of 1 to
 :data:`NOTE_MAX_LENGTH` characters; AAIS 1.0 has no standard field for it). The
 authority checks it and copies it into the resolution's extensions, so it is recorded
 and audited with the resolution; a tool that opts in shows it to the model on a denial."""
+
+REPLY_EXTENSION = EXTENSION_NAMESPACE + "reply"
+"""Decision extension: ``True`` on a deny whose reviewer's note answers for the tool
+(HumanInTheLoopMiddleware's ``respond``): the tool does not run and the model reads the
+note as its result. Copied with the note into the resolution's extensions."""
 
 NOTE_MAX_LENGTH = 1000
 """The longest reviewer note the authority records, in characters."""

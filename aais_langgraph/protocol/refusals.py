@@ -79,10 +79,11 @@ __all__ = [
     "websocket_refusal",
 ]
 
-Transport = Literal["http", "agui", "websocket", "ndjson"]
+Transport = Literal["http", "agui", "websocket", "ndjson", "langgraph"]
 """Where a refusal is sent: an HTTP error body (the SSE stream's sign-out event
 included), an AG-UI ``RUN_ERROR``, a WebSocket error frame or close, an NDJSON error
-line of the stdio presenter."""
+line of the stdio presenter, a LangGraph run's error (a gate refusing a resume value:
+LangGraph Server's run ``error`` event, ``invoke`` raising)."""
 
 CLOSE_POLICY: Final = 1008
 CLOSE_TOO_LARGE: Final = 1009
@@ -223,7 +224,7 @@ _ENTRIES = (
         "The authenticated principal may not do this; the request stays pending for "
         "someone who may.",
         403,
-        ("http", "agui", "websocket", "ndjson"),
+        ("http", "agui", "websocket", "ndjson", "langgraph"),
     ),
     RefusalEntry(
         FOREIGN_ORIGIN,
@@ -275,7 +276,7 @@ _ENTRIES = (
         INVALID_RESUME,
         "A resume entry cannot be read as an answer to its interrupt, or left it unresolved.",
         422,
-        ("agui",),
+        ("agui", "langgraph"),
     ),
     RefusalEntry(
         INVALID_TOOLS,
@@ -360,7 +361,7 @@ _ENTRIES = (
         STALE,
         "The answer is for a request that is no longer current; it changed nothing.",
         409,
-        ("agui",),
+        ("agui", "langgraph"),
     ),
     RefusalEntry(
         THREAD_BUSY,
@@ -372,14 +373,15 @@ _ENTRIES = (
         UNAUTHENTICATED,
         "No authenticated actor (or the login ended); sign in and retry.",
         401,
-        ("http", "agui", "websocket"),
+        ("http", "agui", "websocket", "langgraph"),
         CLOSE_POLICY,
     ),
     RefusalEntry(
         UNKNOWN_INTERRUPT,
-        "A resume entry names an interrupt the thread does not have open.",
+        "A resume entry names an interrupt the thread does not have open (or answers "
+        "another interrupt than the one it resumes).",
         422,
-        ("agui",),
+        ("agui", "langgraph"),
     ),
     RefusalEntry(
         UNKNOWN_REQUEST,

@@ -59,7 +59,7 @@ from ..gate.execution import (
     settle_finished_claims,
 )
 from ..gate.response import RejectedResumeError
-from ..gate.run_context import REQUESTER_KEY, find_authority
+from ..gate.run_context import REQUESTER_KEY, afind_authority, find_authority
 from ..gate.seams import task_finished_in, task_of_namespace
 from ..ledger import Execution, Lease, StoredRequest, ThreadRecord
 from ..ledger.executions import ExecutionChange, presumed_change
@@ -168,7 +168,7 @@ class ThreadDriver:
         driven = self.run_config(config)
         thread_id = thread_of(driven)
         driven = _acting_for(
-            driven, lambda: _sender(self.authority.ledger.thread_record(thread_id))
+            driven, lambda: _sender(self.authority.access.thread_record(thread_id))
         )
         wait = self.lease_wait if lease_wait is None else lease_wait
         finished: list[str] = []
@@ -984,6 +984,19 @@ def _driver(
     return ThreadDriver(graph, found, lease_ttl=lease_ttl, lease_wait=lease_wait, served=served)
 
 
+async def _adriver(
+    graph: Any,
+    authority: ApprovalAuthority | None,
+    config: Mapping[str, Any] | None,
+    context: Any,
+    lease_ttl: float,
+    lease_wait: float,
+) -> ThreadDriver:
+    """:func:`_driver` for async callers: an environment's ledger is opened off the loop."""
+    found = await afind_authority(authority, cast(RunnableConfig, config), context=context)
+    return ThreadDriver(graph, found, lease_ttl=lease_ttl, lease_wait=lease_wait)
+
+
 def resume_with_decisions(
     graph: Any,
     config: RunnableConfig,
@@ -1030,7 +1043,7 @@ async def aresume_with_decisions(
     lease_wait: float = DEFAULT_LEASE_WAIT,
 ) -> list[ApprovalResolved]:
     """Async twin of :func:`resume_with_decisions`."""
-    driver = _driver(graph, authority, config, context, lease_ttl, lease_wait)
+    driver = await _adriver(graph, authority, config, context, lease_ttl, lease_wait)
     return await driver.aresume_with_decisions(config, decisions, actor=actor, context=context)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 from ..authority import ApprovalAuthority
+from ..gate.langchain_ui import checkpoint_envelope
 from ..gate.seams import (
     INTERRUPT_WRITES,
     InterruptRow,
@@ -91,7 +92,8 @@ def _requests_in(value: Any) -> dict[str, Mapping[str, Any]]:
         if isinstance(envelope, Mapping) and envelope.get("type") == "approval.requested":
             request = envelope.get("request")
             if isinstance(request, Mapping) and isinstance(request.get("id"), str):
-                found[request["id"]] = envelope
+                # The keys LangChain's UIs read must show this request, or it differs.
+                found[request["id"]] = checkpoint_envelope(envelope)
     return found
 
 

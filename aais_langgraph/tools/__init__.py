@@ -1,7 +1,8 @@
 """Tool-call approvals: a gated ToolNode, a ``create_agent`` middleware, and edits.
 
-``ApprovalMiddleware`` needs the ``langchain`` extra and is imported on first use,
-so the rest of this package works with LangGraph alone.
+``ApprovalMiddleware`` needs the ``langchain`` extra and ``approval_deep_agent`` the
+``deepagents`` extra; each is imported on first use, so the rest of this package works
+with LangGraph alone.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from .page_tools import (
 from .tool_node import ApprovalToolNode, pending_tool_calls, route_tool_calls, tool_call_router
 
 if TYPE_CHECKING:
+    from .deep_agent import approval_deep_agent
     from .middleware import ApprovalMiddleware
 
 __all__ = [
@@ -65,6 +67,7 @@ __all__ = [
     "ToolCallGate",
     "ToolCallPredicate",
     "aedit_tool_call",
+    "approval_deep_agent",
     "command_session_scope",
     "describe_tool_call",
     "edit_tool_call",
@@ -87,4 +90,12 @@ def __getattr__(name: str) -> Any:
                 "ApprovalMiddleware needs LangChain: pip install 'aais-langgraph[langchain]'"
             ) from error
         return ApprovalMiddleware
+    if name == "approval_deep_agent":
+        try:
+            from .deep_agent import approval_deep_agent
+        except ImportError as error:  # pragma: no cover - depends on the environment
+            raise ImportError(
+                "approval_deep_agent needs deepagents: pip install 'aais-langgraph[deepagents]'"
+            ) from error
+        return approval_deep_agent
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -27,25 +27,37 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import ToolMessage
+from langgraph.config import get_config
 from langgraph.types import Command
 
 from ..authority import ApprovalAuthority
 from ..gate import ExecutionUnknownError, arequest_approval, execution_state, request_approval
 from ..gate.execution import finish
+from ..gate.langchain_ui import LangChainUI
 from ..gate.nodes import APPROVAL_KEY, key_of, run_approved
 from ..gate.quorum import Quorum
-from ..gate.run_context import RunCoordinates, derive_origin, find_authority, peek_coordinates
+from ..gate.run_context import (
+    RunCoordinates,
+    afind_authority,
+    derive_origin,
+    find_authority,
+    peek_coordinates,
+    subagent_extension,
+)
+from ..gate.seams import interrupt_will_pause
 from ..ledger import StoredRequest
 from ..protocol import (
     AAISValidationError,
     Action,
+    Actor,
     ApprovalRequested,
     ApprovalResolved,
+    Request,
     build_request,
     same_action,
 )
 from ..protocol.builders import DEFAULT_RISK
-from ..protocol.extensions import EXTENSION_NAMESPACE, REQUESTER_EXTENSION
+from ..protocol.extensions import EXTENSION_NAMESPACE, REPLY_EXTENSION, REQUESTER_EXTENSION
 from ..protocol.extensions import TOOL_CALL_ID_EXTENSION as TOOL_CALL_ID_EXTENSION
 from ..protocol.notes import note_of
 from .config import ToolCallDescriber, ToolRule, offered_for
@@ -55,6 +67,7 @@ from .messages import (
     EDIT_NOTICE,
     not_run_message,
     refusal_message,
+    reply_message,
     time_of_use_message,
     unpresentable_message,
     with_edit_notice,
@@ -65,6 +78,9 @@ if TYPE_CHECKING:
 
 EDITABLE_EXTENSION = EXTENSION_NAMESPACE + "editable"
 """Request extension: True when a reviewer may supersede the call with edited arguments."""
+ANSWER_WAITING = "answer_waiting"
+"""Request context: True when the request was raised while an answer already waited for
+its task (nobody had been shown it), so LangChain's UIs' unbound answers are refused."""
 EDIT_EXTENSION = EXTENSION_NAMESPACE + "edit"
 """Request extension of an edited request: ``{"supersedes": id, "edited_by": actor}``."""
 
@@ -80,6 +96,8 @@ class GatedCall:
     action: Action
     resolved: ApprovalResolved | None = None
     edited: bool = False
+    shown: bool = True
+    """False when the request was raised while an answer already waited for its task."""
 
 
 def request_context(coordinates: RunCoordinates, tool_call_id: str, **extra: Any) -> dict[str, Any]:
@@ -184,10 +202,15 @@ class ToolCallGate:
             return handler(request)
         asked = peek_coordinates().request_id
         resolved = gated.resolved
+        ui = _CallUI(authority, rule, gated.shown)
         try:
             while resolved is None:
                 resolved = request_approval(
-                    gated.action, authority=authority, idempotent=rule.idempotent
+                    gated.action,
+                    authority=authority,
+                    idempotent=rule.idempotent,
+                    langchain_ui=ui.offer(),
+                    _take_recorded=ui.edited,
                 )
                 successor = self._successor(authority, resolved)
                 if successor is not None:
@@ -208,7 +231,7 @@ class ToolCallGate:
         rule = self.rules.get(request.tool_call["name"])
         if rule is None:
             return await handler(request)
-        authority = find_authority(self.authority)
+        authority = await afind_authority(self.authority)
         try:
             gated = await asyncio.to_thread(self._open, authority, rule, request)
         except AAISValidationError as error:
@@ -217,10 +240,15 @@ class ToolCallGate:
             return await handler(request)
         asked = peek_coordinates().request_id
         resolved = gated.resolved
+        ui = _CallUI(authority, rule, gated.shown)
         try:
             while resolved is None:
                 resolved = await arequest_approval(
-                    gated.action, authority=authority, idempotent=rule.idempotent
+                    gated.action,
+                    authority=authority,
+                    idempotent=rule.idempotent,
+                    langchain_ui=ui.offer(),
+                    _take_recorded=ui.edited,
                 )
                 successor = await asyncio.to_thread(self._successor, authority, resolved)
                 if successor is not None:
@@ -257,7 +285,7 @@ class ToolCallGate:
                 {**shown.to_json(), "name": call["name"], "arguments": call["args"]},
                 pointer="/action",
             )
-            return GatedCall(action)
+            return GatedCall(action, shown=not stored.context.get(ANSWER_WAITING))
         earlier = self._earlier(authority, coordinates, call_id)
         if rule.when is not None and not earlier and not rule.when(request):
             return None
@@ -297,16 +325,24 @@ class ToolCallGate:
             extensions={
                 TOOL_CALL_ID_EXTENSION: call["id"],  # as the model sent it, to pair the result
                 EDITABLE_EXTENSION: rule.editable,
+                **subagent_extension(coordinates),
                 **requester_extension(coordinates.requester),
                 **({} if quorum is None else quorum.extension()),
             },
         )
+        # An answer already waiting for this new task was sent before anyone saw it.
+        waiting = not interrupt_will_pause(get_config()["configurable"])
         authority.add(
             requested,
             thread_id=coordinates.thread_id,
-            context=request_context(coordinates, call_id, when=rule.when is not None),
+            context=request_context(
+                coordinates,
+                call_id,
+                when=rule.when is not None,
+                **({ANSWER_WAITING: True} if waiting else {}),
+            ),
         )
-        return GatedCall(action)
+        return GatedCall(action, shown=not waiting)
 
     @staticmethod
     def _earlier(
@@ -341,7 +377,11 @@ class ToolCallGate:
         if state is not None:
             return not_run_message(call, state, resolved.resolution.request_id, resolved)
         if not resolved.approved:
-            note = note_of(resolved) if rule.reviewer_note else None
+            extensions = resolved.resolution.extensions or {}
+            reply = note_of(resolved)
+            if extensions.get(REPLY_EXTENSION) is True and reply is not None:
+                return reply_message(call, resolved, reply)
+            note = reply if rule.reviewer_note else None
             return refusal_message(call, resolved, note=note)
         arguments = gated.action.to_json()["arguments"]  # a fresh copy nobody else holds
         current = Action.from_data({**gated.action.to_json(), "arguments": arguments})
@@ -359,3 +399,31 @@ class ToolCallGate:
         if not gated.edited:
             return result
         return with_edit_notice(result, request.tool_call["id"] or "", self.edit_notice)
+
+
+class _CallUI:
+    """One gated call's offer to LangChain's approval UIs: its decisions, and an edit that
+    supersedes the call's request in the answer itself (then the edited request, already
+    approved by its editor, is taken without a second pause)."""
+
+    def __init__(self, authority: ApprovalAuthority, rule: ToolRule, shown: bool) -> None:
+        self.authority = authority
+        self.rule = rule
+        self.shown = shown
+        self.edited = False
+
+    def offer(self) -> LangChainUI:
+        return LangChainUI(
+            allowed=self.rule.allowed,
+            edit=self._edit if self.rule.editable else None,
+            shown=self.shown,
+        )
+
+    def _edit(
+        self, request: Request, arguments: Mapping[str, Any], actor: Actor
+    ) -> ApprovalResolved:
+        from .langchain_ui import supersede_in_run
+
+        cancelled = supersede_in_run(self.authority, request, arguments, actor)
+        self.edited = True
+        return cancelled

@@ -31,9 +31,9 @@ SessionScopeDeriver = Callable[["ToolCallRequest"], Union[Mapping[str, Any], Non
 """``session_scope`` as a function of the call: the constraints of the *approve for this
 session* choice offered for it, or None to offer none (see :func:`command_session_scope`)."""
 
-AllowedDecision = Literal["approve", "reject", "edit"]
+AllowedDecision = Literal["approve", "reject", "edit", "respond"]
 
-ALL_DECISIONS: tuple[AllowedDecision, ...] = ("approve", "edit", "reject")
+ALL_DECISIONS: tuple[AllowedDecision, ...] = ("approve", "edit", "reject", "respond")
 """What ``True`` allows, and the default of a config without ``allowed_decisions``."""
 
 STOP_LABEL = "Cancel: do not run this call"
@@ -62,13 +62,15 @@ class ToolApprovalConfig(TypedDict, total=False):
     """Approval settings for one tool (every key optional).
 
     - ``allowed_decisions``: a non-empty subset of ``"approve"``, ``"reject"``,
-      ``"edit"`` (HumanInTheLoopMiddleware's names; ``"respond"`` has no AAIS meaning
-      and is refused). ``approve`` offers *approve once*, ``reject`` offers *deny*,
-      ``edit`` lets a reviewer run the call with edited arguments in one action (see
+      ``"edit"``, ``"respond"`` (HumanInTheLoopMiddleware's names). ``approve`` offers
+      *approve once*, ``reject`` offers *deny*, ``respond`` a deny whose reviewer's text
+      is the tool's result (the tool does not run), ``edit`` lets a reviewer run the
+      call with edited arguments in one action (see
       :func:`~aais_langgraph.tools.edit_tool_call`). An AAIS request always lets the
-      reviewer stop the call: without ``reject`` it offers a *cancel* choice instead
-      (labelled :data:`STOP_LABEL`), which resolves ``cancelled`` and runs nothing.
-      Default: all three.
+      reviewer stop the call: without ``reject`` or ``respond`` it offers a *cancel*
+      choice instead (labelled :data:`STOP_LABEL`), which resolves ``cancelled`` and
+      runs nothing. Default: all four. LangChain's approval UIs (Agent Chat UI, Agent
+      Inbox) are shown these names.
     - ``choices``: the exact AAIS choices to offer, replacing those derived from
       ``allowed_decisions`` (must include a deny or cancel).
     - ``session_scope``: scope constraints for an extra *approve for this session*
@@ -130,6 +132,9 @@ class ToolRule:
     session_scope: SessionScopeDeriver | None = None
     idempotent: bool = False
     reviewer_note: bool = False
+    allowed: tuple[AllowedDecision, ...] = ALL_DECISIONS
+    """HumanInTheLoopMiddleware's names of what a reviewer may answer (what LangChain's
+    approval UIs are shown)."""
 
     def choices_for(self, request: ToolCallRequest, action: Action) -> tuple[Choice, ...] | None:
         """The choices to offer for this call (None: leave them to the policy).
@@ -238,7 +243,7 @@ def _choices(tool: str, config: Mapping[str, Any]) -> tuple[tuple[Choice, ...] |
     if unknown:
         raise ValueError(
             f"interrupt_on[{tool!r}].allowed_decisions: unsupported {unknown}; AAIS offers "
-            "approve and deny (reject), and edits supersede the request"
+            "approve and deny (reject, respond), and edits supersede the request"
         )
     if not allowed:
         raise ValueError(f"interrupt_on[{tool!r}].allowed_decisions: name at least one decision")
@@ -260,7 +265,7 @@ def _choices(tool: str, config: Mapping[str, Any]) -> tuple[tuple[Choice, ...] |
             raise ValueError(
                 f"interrupt_on[{tool!r}].session_scope: expected constraints or a function"
             )
-        if "reject" in allowed:
+        if "reject" in allowed or "respond" in allowed:
             choices.append(Choice(decision="deny", scope="once", label="Deny"))
         else:
             choices.append(Choice(decision="cancel", scope="once", label=STOP_LABEL))
@@ -313,12 +318,13 @@ def rule_for(tool: str, entry: bool | Mapping[str, Any]) -> ToolRule | None:
         session_scope=None if isinstance(scope, Mapping) else scope,
         idempotent=idempotent,
         reviewer_note=reviewer_note,
+        allowed=tuple(dict.fromkeys(config.get("allowed_decisions", ALL_DECISIONS))),
     )
 
 
 def normalised(interrupt_on: InterruptOn) -> dict[str, dict[str, Any]]:
     """``interrupt_on`` as HumanInTheLoopMiddleware normalises it: gated tools only, each
-    a config with its ``allowed_decisions`` spelled out (``True``: all three)."""
+    a config with its ``allowed_decisions`` spelled out (``True``: all four)."""
     shown: dict[str, dict[str, Any]] = {}
     for tool, entry in interrupt_on.items():
         if entry is False:

@@ -42,7 +42,7 @@ from ..authority.authorization import (
     checked_principal,
     requester_of,
 )
-from ..gate.run_context import RunCoordinates, find_authority
+from ..gate.run_context import RunCoordinates, afind_authority, find_authority
 from ..ledger import StoredRequest
 from ..protocol import (
     AAISValidationError,
@@ -57,6 +57,7 @@ from ..protocol import (
     parse_timestamp,
     same_action,
 )
+from ..protocol.extensions import SUBAGENT_EXTENSION
 from ..threads.answers import AnswerPlanner, Cancellation
 from ..threads.driver import ThreadDriver
 from ..threads.runs import DEFAULT_LEASE_WAIT, thread_of
@@ -199,8 +200,13 @@ def _supersede(
             TOOL_CALL_ID_EXTENSION: tool_call_id,
             EDITABLE_EXTENSION: True,
             EDIT_EXTENSION: {"supersedes": request_id, "edited_by": editor.actor.to_json()},
-            # The edited call is still the run's: it keeps its requester.
+            # The edited call is still the run's: it keeps its requester and its subagent.
             **requester_extension(requester),
+            **{
+                key: value
+                for key, value in (original.extensions or {}).items()
+                if key == SUBAGENT_EXTENSION
+            },
         },
     )
     # Every refusal comes before anything changes: the original stays answerable.
@@ -331,7 +337,7 @@ async def aedit_tool_call(
     lease_wait: float = DEFAULT_LEASE_WAIT,
 ) -> ApprovalRequested:
     """Async twin of :func:`edit_tool_call`."""
-    found = find_authority(authority, config, context=context)
+    found = await afind_authority(authority, config, context=context)
     plan = _edit_plan(
         found, thread_of(config), request_id, arguments, actor, action_digest, summary, approve
     )

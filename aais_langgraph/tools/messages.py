@@ -124,6 +124,20 @@ _NOT_RUN: dict[str, str] = {
 }
 
 
+def reply_message(call: ToolCall, resolved: ApprovalResolved, reply: str) -> ToolMessage:
+    """A reviewer answered for the tool (HumanInTheLoopMiddleware's ``respond``, a deny
+    carrying the reply flag): their text is the tool's result, with status ``success``;
+    the tool did not run. The recorded resolution travels in ``artifact["aais"]``."""
+    return ToolMessage(
+        content=reply,
+        name=call["name"],
+        tool_call_id=call["id"] or "",
+        status="success",
+        artifact={"aais": resolved.to_json()},
+        additional_kwargs={"lc_source": DECISION_SOURCE, "lc_data": {"decision": "respond"}},
+    )
+
+
 def not_run_message(
     call: ToolCall, state: str, request_id: str, resolved: ApprovalResolved | None = None
 ) -> ToolMessage:

@@ -40,7 +40,7 @@ from ..authority import ApprovalAuthority
 from ..gate import ExecutionUnknownError, arequest_approval, request_approval
 from ..gate.execution import finish
 from ..gate.quorum import Quorum
-from ..gate.run_context import derive_origin, find_authority, peek_coordinates
+from ..gate.run_context import afind_authority, derive_origin, find_authority, peek_coordinates
 from ..protocol import (
     AAISValidationError,
     Action,
@@ -263,7 +263,7 @@ class PageToolGate:
 
     async def agate(self, call: ToolCall, config: RunnableConfig) -> dict[str, Any]:
         """Async twin of :meth:`gate` (ledger work in a thread)."""
-        authority = find_authority(self.authority, config)
+        authority = await afind_authority(self.authority, config)
         rule, page = self.rules.get(call["name"]), PageBinding.from_config(config)
         try:
             action = await asyncio.to_thread(self._open, authority, rule, call, page)

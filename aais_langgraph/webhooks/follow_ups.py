@@ -131,7 +131,7 @@ class FollowUpRunner:
             work.work_id,
             followed_change(self.holder, now),
             records=deliveries,
-            audit=follow_up_audit(work, **facts),
+            audit=follow_up_audit(work, now, **facts),
         )
 
     def _deliveries(self, work: Work, now: float) -> tuple[list[Work], dict[str, object]]:

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..ledger.deliveries import DeliveryNotice
 from ..protocol import ApprovalRequested, ApprovalResolved, format_timestamp
+from .plain_text import escape_mrkdwn
 
 __all__ = ["aais_body", "escape_mrkdwn", "slack_body"]
 
@@ -95,10 +96,3 @@ def slack_body(
         "text": headline,
         "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": text}}],
     }
-
-
-def escape_mrkdwn(text: str) -> str:
-    """``text`` safe in Slack mrkdwn: its control characters (line breaks included)
-    shown as spaces, and ``&``, ``<``, ``>`` escaped as Slack asks."""
-    plain = "".join(" " if ord(char) < 32 or 127 <= ord(char) < 160 else char for char in text)
-    return plain.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -9,22 +9,31 @@ and a link that opens the request's card in the inbox after sign-in
 (``INBOX#request=ID``). It carries no link that decides anything: mail scanners and
 link previews open every link in a message, so a link that approved would approve
 unread.
+
+The request's text enters the headers and the body only through
+:mod:`.plain_text` (one line, no encoded word), and the message is checked as it will
+be sent: parsed back, it must hold exactly the headers written, or it is
+:class:`MessageNotBuilt` (the sender counts that as a failed attempt, so the delivery
+ends ``dead`` after its attempts rather than waiting for ever).
 """
 
 from __future__ import annotations
 
-import json
+import email
+import email.policy
 import smtplib
 import ssl
 from dataclasses import dataclass, field
+from email.errors import MessageError
 from email.message import EmailMessage
 from email.utils import formatdate
 from urllib.parse import quote
 
 from ..ledger.deliveries import DeliveryNotice
 from ..protocol import ApprovalRequested, ApprovalResolved
+from .plain_text import header_text, json_lines, one_line
 
-__all__ = ["MailSettings", "email_message", "inbox_link", "send_mail"]
+__all__ = ["MailSettings", "MessageNotBuilt", "email_message", "inbox_link", "send_mail"]
 
 _ARGUMENTS_SHOWN = 4000
 """How many characters of the arguments a message shows at most."""
@@ -54,9 +63,18 @@ class MailSettings:
             raise ValueError("username_env, password_env: give both or neither")
 
 
+class MessageNotBuilt(ValueError):
+    """The message cannot be built as it must be sent (a recipient that is no plain
+    address, a header that would not read back as written); says which part, no value."""
+
+
 def _is_address(text: str) -> bool:
     local, at, domain = text.partition("@")
-    return bool(at and local and domain) and not any(c in text for c in "\r\n,;<> \t")
+    return (
+        bool(at and local and domain)
+        and header_text(text) == text
+        and not any(c in text for c in ',;<> \t"()')
+    )
 
 
 def inbox_link(inbox_url: str, request_id: str) -> str:
@@ -89,7 +107,7 @@ def email_message(
         include_arguments: show the action's arguments.
     """
     request = requested.request
-    summary = _line(request.action.summary)
+    summary = header_text(request.action.summary)
     risk = request.risk.level
     outcome = resolved.resolution.outcome if resolved is not None else None
     subjects = {
@@ -103,7 +121,7 @@ def email_message(
     lines = [
         subjects[notice],
         "",
-        f"Action: {_line(request.action.kind)} {_line(request.action.name)}",
+        f"Action: {one_line(request.action.kind)} {one_line(request.action.name)}",
         f"Risk: {risk}",
         f"Request: {request.id}",
     ]
@@ -112,7 +130,7 @@ def email_message(
     if outcome is not None:
         lines.append(f"Outcome: {outcome}")
     if include_arguments:
-        shown = json.dumps(request.action.arguments, ensure_ascii=False, sort_keys=True, indent=2)
+        shown = json_lines(request.action.arguments)
         if len(shown) > _ARGUMENTS_SHOWN:
             shown = shown[:_ARGUMENTS_SHOWN] + "…"
         lines += ["", "Arguments:", shown]
@@ -122,15 +140,43 @@ def email_message(
         "",
         "This message decides nothing: answer in the inbox, where you sign in first.",
     ]
+    for part, addresses in (("from", (sender,)), ("to", to)):
+        if not addresses or not all(_is_address(address) for address in addresses):
+            raise MessageNotBuilt(f"{part}: must be plain email addresses")
+    headers = {
+        "Subject": subjects[notice][:200],
+        "From": sender,
+        "To": ", ".join(to),
+        "Date": formatdate(localtime=False),
+        "Message-ID": f"<{header_text(message_id)}@{sender.rpartition('@')[2]}>",
+        "Auto-Submitted": "auto-generated",
+    }
     message = EmailMessage()
-    message["Subject"] = subjects[notice][:200]
-    message["From"] = sender
-    message["To"] = ", ".join(to)
-    message["Date"] = formatdate(localtime=False)
-    message["Message-ID"] = f"<{message_id}@{sender.rpartition('@')[2]}>"
-    message["Auto-Submitted"] = "auto-generated"
-    message.set_content("\n".join(lines))
+    try:
+        for name, value in headers.items():
+            message[name] = value
+        message.set_content("\n".join(lines))
+    except (ValueError, MessageError):
+        raise MessageNotBuilt("the message's headers or body cannot be written") from None
+    _check_headers(message, list(headers))
     return message
+
+
+def _check_headers(message: EmailMessage, written: list[str]) -> None:
+    """Raise :class:`MessageNotBuilt` unless ``message``, written as SMTP sends it and
+    parsed back, holds exactly the headers ``written`` and the MIME ones
+    :meth:`~email.message.EmailMessage.set_content` adds: a value that folded into a
+    header line (or a body) of its own is caught here, whatever the Python."""
+    try:
+        sent = message.as_bytes(policy=email.policy.SMTP)
+    except (ValueError, MessageError):
+        raise MessageNotBuilt("the message cannot be written") from None
+    parsed = email.message_from_bytes(sent, policy=email.policy.SMTP)
+    expected = [*written, "Content-Type", "Content-Transfer-Encoding", "MIME-Version"]
+    if sorted(name.lower() for name in parsed) != sorted(n.lower() for n in expected):
+        raise MessageNotBuilt("a header value would be read as another header")
+    if parsed.defects or parsed.get_content().splitlines() != message.get_content().splitlines():
+        raise MessageNotBuilt("the message's body would not read back as written")
 
 
 def send_mail(settings: MailSettings, message: EmailMessage, *, timeout: float) -> None:
@@ -142,8 +188,3 @@ def send_mail(settings: MailSettings, message: EmailMessage, *, timeout: float) 
         if settings.username is not None and settings.password is not None:
             client.login(settings.username, settings.password)
         client.send_message(message)
-
-
-def _line(text: str) -> str:
-    """``text`` on one line: its control characters shown as spaces."""
-    return "".join(" " if ord(char) < 32 or 127 <= ord(char) < 160 else char for char in text)

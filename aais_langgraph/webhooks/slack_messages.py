@@ -30,7 +30,8 @@ from ..protocol import (
 )
 from ..protocol.extensions import QUORUM_EXTENSION
 from ..protocol.parts import Choice
-from .formats import escape_mrkdwn as _escape
+from .plain_text import escape_mrkdwn as _escape
+from .plain_text import one_line as _plain
 
 __all__ = ["ButtonValue", "request_message", "resolved_message"]
 
@@ -198,12 +199,6 @@ def _button(requested: ApprovalRequested, choice: Choice) -> dict[str, Any]:
             "deny": {"type": "plain_text", "text": "Back"},
         }
     return button
-
-
-def _plain(text: str) -> str:
-    """``text`` on one line (control characters as spaces), for ``plain_text`` fields,
-    which Slack shows as they are (mrkdwn fields and ``text`` are escaped instead)."""
-    return "".join(" " if ord(char) < 32 or 127 <= ord(char) < 160 else char for char in text)
 
 
 def _cut(text: str, most: int) -> str:

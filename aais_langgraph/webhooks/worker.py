@@ -24,7 +24,9 @@ requester's address (``[requesters.addresses]``) and shows only what the request
 may ``view`` (skipped otherwise). A 2xx answer (an accepted message) delivers it;
 anything else backs off
 (``retry_base`` doubling up to ``retry_max``) until ``max_attempts``, then it is
-``dead`` and waits for ``aais-langgraph webhooks retry``. Errors are recorded as a
+``dead`` and waits for ``aais-langgraph webhooks retry``. A message that cannot be
+built (:class:`~.mail.MessageNotBuilt`), and any error an attempt raises, is a failed
+attempt like any other: it counts, backs off and ends ``dead``. Errors are recorded as a
 status code or an error type, never a URL (a Slack URL is itself a secret) or a value.
 
 A Slack app channel (:class:`~.slack_app.SlackChannel`, given among the subscriptions)
@@ -79,7 +81,7 @@ from ..observability.traces import SpanNotes
 from ..protocol import Actor, ApprovalRequested, ApprovalResolved
 from .catch_up import catch_up
 from .formats import aais_body, slack_body
-from .mail import email_message, send_mail
+from .mail import MessageNotBuilt, email_message, send_mail
 from .slack_app import SlackChannel
 from .slack_messages import request_message, resolved_message
 from .subscriptions import WebhookSubscription
@@ -91,6 +93,9 @@ logger = logging.getLogger(__name__)
 _NOT_VISIBLE = "the subscription's principal may not view the request"
 _SLACK_ERROR = re.compile(r"[a-z_]{1,64}")
 """Slack's error codes (``channel_not_found``): kept as the error; anything else is not."""
+_SLACK_ID = re.compile(r"[A-Z0-9]{1,64}")
+_SLACK_TS = re.compile(r"[0-9]{1,12}\.[0-9]{1,9}")
+"""A posted message's channel id and ``ts``, as Slack names them (kept to rewrite it)."""
 
 _RESULTS = {"pending": "failed", "dead": "dead", "delivered": "delivered", "skipped": "skipped"}
 """The span's result for the state an attempt left the delivery in."""
@@ -233,11 +238,29 @@ class WebhookWorker:
             attempt=delivery.attempts + 1,
             request_id=delivery.request_id,
         ) as notes:
-            change = self._attempt(delivery, notes)
+            try:
+                change = self._attempt(delivery, notes)
+            except Exception as error:
+                # An attempt always ends in a recorded change: raised here, it would leave
+                # the row claimed with no attempt counted, sent again for ever, never dead.
+                change = self._raised(delivery, error)
             after = self.authority.ledger.update_work(DELIVERY, delivery.work_id, change)
             result = "error" if after is None else _RESULTS.get(after.shown_state, after.state)
             notes.set("aais.delivery.result", result)
         return after
+
+    def _raised(self, delivery: Delivery, error: Exception) -> WorkChange:
+        """A failed attempt for an error no step expected (its type, never its words)."""
+        name = str(delivery.target)
+        logger.error("webhook %s: an attempt raised %s", name, type(error).__name__)
+        subscription = self.subscriptions.get(name)
+        return retried_change(
+            f"the attempt raised {type(error).__name__}",
+            self.clock(),
+            backoff=Backoff(first=self.retry_base, most=self.retry_max),
+            holder=self.holder,
+            max_attempts=None if subscription is None else subscription.max_attempts,
+        )
 
     def _attempt(self, delivery: Delivery, notes: SpanNotes) -> WorkChange:
         now = self.clock()
@@ -279,16 +302,19 @@ class WebhookWorker:
         """Send the delivery's message by SMTP: done once the server accepted it."""
         mail = subscription.mail
         assert mail is not None
-        message = email_message(
-            told.notice,
-            told.requested,
-            told.resolved,
-            sender=mail.sender,
-            to=told.recipients or mail.to,
-            message_id=delivery.work_id,
-            inbox_url=subscription.inbox_url,
-            include_arguments=subscription.include_arguments,
-        )
+        try:
+            message = email_message(
+                told.notice,
+                told.requested,
+                told.resolved,
+                sender=mail.sender,
+                to=told.recipients or mail.to,
+                message_id=delivery.work_id,
+                inbox_url=subscription.inbox_url,
+                include_arguments=subscription.include_arguments,
+            )
+        except MessageNotBuilt as error:
+            return self._failed(subscription, delivery, f"the message cannot be built ({error})")
         try:
             send_mail(mail, message, timeout=self.timeout)
         except (smtplib.SMTPException, OSError) as error:
@@ -409,7 +435,11 @@ class WebhookWorker:
                         metadata=_post_metadata(delivery),
                         **message,
                     )
-                    posted = f"{answer['channel']} {answer['ts']}"
+                    where, ts = answer.get("channel"), answer.get("ts")
+                    if not _SLACK_ID.fullmatch(str(where)) or not _SLACK_TS.fullmatch(str(ts)):
+                        unnamed = "slack answered without the message's channel and ts"
+                        return self._failed(subscription, delivery, unnamed)
+                    posted = f"{where} {ts}"
                 return settled_change("done", time.time(), counted=True, result=posted)
             if resolved is None:  # pragma: no cover - a resolved notice has its resolution
                 raise _Skipped("the request has no resolution")

@@ -7,6 +7,10 @@ The approval gate records that user as the actor of a decision, whatever the
 decision's body names (``identity`` -> actor id, type ``human``). Without an
 ``"auth"`` entry the gate refuses decisions sent with ``command={"resume": ...}``.
 
+The ``create_run`` handler makes Agent Chat UI's "Mark as Resolved" (a run sent to its
+end without an answer) cancel the thread's pending approvals as the caller, with who
+and why, instead of leaving them pending until they expire.
+
 The token table is for the example (``AAIS_EXAMPLE_TOKENS``, ``token=identity``
 pairs separated by commas); a deployment verifies its identity provider's
 tokens here instead.
@@ -18,6 +22,9 @@ import hmac
 import os
 
 from langgraph_sdk import Auth
+
+from aais_langgraph.authority import ForbiddenError
+from aais_langgraph.tools.langchain_ui import acancel_marked_resolved
 
 auth = Auth()
 
@@ -40,3 +47,11 @@ async def authenticate(authorization: str | None) -> Auth.types.MinimalUserDict:
             if hmac.compare_digest(token.encode(), presented.strip().encode()):
                 return {"identity": identity, "display_name": identity.title()}
     raise Auth.exceptions.HTTPException(status_code=401, detail="missing or unknown bearer token")
+
+
+@auth.on.threads.create_run
+async def on_run(ctx: Auth.types.AuthContext, value: Auth.types.RunsCreate) -> None:
+    try:
+        await acancel_marked_resolved(ctx.user, value)  # type: ignore[arg-type]
+    except ForbiddenError as error:
+        raise Auth.exceptions.HTTPException(status_code=403, detail=str(error)) from None

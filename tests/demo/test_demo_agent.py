@@ -21,6 +21,7 @@ from aais_agui.demo import (
 )
 from aais_langgraph import ApprovalAuthority, build_decision, resume_with_decisions
 from aais_langgraph.gate import AUTHORITY_KEY
+from aais_langgraph.gate.langchain_ui import approval_envelope
 from aais_langgraph.gate.nodes import run_approved
 
 ALICE = {"id": "alice", "type": "human"}
@@ -109,7 +110,7 @@ def _paused(tmp_path: Path, text: str) -> tuple[Any, ApprovalAuthority, dict[str
 def test_the_email_approval_is_redacted_with_a_binding_hint(tmp_path: Path) -> None:
     graph, _, config = _paused(tmp_path, "email alice@example.com")
     [pending] = graph.get_state(config).interrupts
-    aais.validate(pending.value)
+    aais.validate(approval_envelope(pending.value))
     action = pending.value["request"]["action"]
     assert action["presentation"]["redacted"] is True
     assert SMTP_CREDENTIAL_REF in action["presentation"]["binding_hint"]
@@ -119,7 +120,7 @@ def test_the_email_approval_is_redacted_with_a_binding_hint(tmp_path: Path) -> N
 def test_a_session_approval_covers_later_test_runs_only(tmp_path: Path) -> None:
     graph, authority, config = _paused(tmp_path, "run the tests")
     [pending] = graph.get_state(config).interrupts
-    aais.validate(pending.value)
+    aais.validate(approval_envelope(pending.value))
     session = pending.value["request"]["choices"][1]
     assert (session["scope"], session["scope_constraints"]["command_prefix"]) == (
         "session",

@@ -13,6 +13,7 @@ from aais_agui.demo import DemoWorkspace, build_demo_agent
 from aais_langgraph import ApprovalAuthority, build_decision, resume_with_decisions
 from aais_langgraph.authority import explain_constraints
 from aais_langgraph.gate import AUTHORITY_KEY
+from aais_langgraph.gate.langchain_ui import approval_envelope
 
 ALICE = {"id": "alice", "type": "human"}
 
@@ -30,7 +31,7 @@ class Demo:
 
     def approve_session(self, text: str) -> dict[str, Any]:
         [pending] = self.say(text)
-        aais.validate(pending.value)
+        aais.validate(approval_envelope(pending.value))
         [session] = [c for c in pending.value["request"]["choices"] if c["scope"] == "session"]
         decided = build_decision(pending.value, decision="approve", scope="session", actor=ALICE)
         resume_with_decisions(

@@ -11,6 +11,12 @@ leaves it pending; the genuine decision, sent through
 ``runs.wait(command={"resume": {interrupt_id: decided}})``, runs the action once,
 and sending it again runs nothing more. Without auth, raw decisions are refused
 and only a resolution the authority already recorded resumes the thread.
+
+The example's ``create_agent`` agent (``agent_graph.py``) runs the async path: the
+server runs it on its event loop with its blocking-call detector on (no
+``--allow-blocking``), ``ApprovalMiddleware``'s async hook gates the tool call, the
+first gated call opens the ledger, and the user whose token sends the decision is
+recorded as its actor.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ STARTUP_TIMEOUT = 60.0
 MALLORY = {"id": "mallory", "type": "human"}
 TOKENS = "alice-token=alice,bob-token=bob"
 AS_ALICE = {"Authorization": "Bearer alice-token"}
+AS_BOB = {"Authorization": "Bearer bob-token"}
 QUIET = {
     "LANGGRAPH_CLI_NO_ANALYTICS": "1",  # the CLI's usage report
     "LANGGRAPH_NO_VERSION_CHECK": "true",  # the server's look-up of newer releases
@@ -83,6 +90,9 @@ class Server:
     def log(self) -> str:
         return (self.folder / "server.log").read_text(errors="replace")[-4000:]
 
+    def full_log(self) -> str:
+        return (self.folder / "server.log").read_text(errors="replace")
+
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
@@ -121,13 +131,15 @@ def _serve_example(tmp_path: Path, ledger_url: str | None, *, auth: bool) -> Ite
         "AAIS_EXAMPLE_TOKENS": TOKENS,
     }
     port = free_port()
+    command = [
+        str(LANGGRAPH), "dev", "--config", "langgraph.json",
+        "--host", "127.0.0.1", "--port", str(port),
+        "--no-browser", "--no-reload",
+    ]  # fmt: skip
+    assert "--allow-blocking" not in command, "the server's blocking-call detector stays on"
     with (folder / "server.log").open("wb") as log:
         process = subprocess.Popen(
-            [
-                str(LANGGRAPH), "dev", "--config", "langgraph.json",
-                "--host", "127.0.0.1", "--port", str(port),
-                "--no-browser", "--no-reload",
-            ],
+            command,
             cwd=folder,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -209,6 +221,7 @@ def test_approve_through_the_sdk_runs_the_action_once(server: Server) -> None:
     final = client.threads.get_state(thread_id)
     assert final["next"] == [] and final["interrupts"] == [], again
     assert server.effects() == [f"{requested.request.id} ls -la"]
+    assert "BlockingError" not in server.full_log(), server.log()
 
 
 def test_without_auth_raw_decisions_are_refused(server_without_auth: Server) -> None:
@@ -244,6 +257,49 @@ def test_without_auth_raw_decisions_are_refused(server_without_auth: Server) -> 
     )
     assert isinstance(done, dict) and done["outcome"] == "approved", done
     assert server.effects() == [f"{requested.request.id} ls -la"]
+
+
+def test_agent_tool_call_waits_for_approval_and_runs_once_on_the_event_loop(
+    server: Server,
+) -> None:
+    from langgraph_sdk import get_sync_client
+
+    as_alice = get_sync_client(url=server.url, timeout=60, headers=AS_ALICE)
+    thread_id = as_alice.threads.create()["thread_id"]
+    user_turn = {"messages": [{"role": "user", "content": "ls -la"}]}
+
+    as_alice.runs.wait(thread_id, "agent", input=user_turn)
+    state = as_alice.threads.get_state(thread_id)
+    [interrupt] = state["interrupts"]
+    requested = ApprovalRequested.from_data(interrupt["value"])
+    assert requested.request.action.name == "run_command"
+    assert requested.request.action.arguments == {"command": "ls -la"}
+    assert server.pending_in_ledger() == [requested.request.id]
+    assert server.effects() == []
+
+    # Bob answers alice's thread; the body names mallory; the server authenticated bob.
+    as_bob = get_sync_client(url=server.url, timeout=60, headers=AS_BOB)
+    decided = build_decision(requested, decision="approve", scope="once", actor=MALLORY).to_json()
+    done = as_bob.runs.wait(thread_id, "agent", command={"resume": {interrupt["id"]: decided}})
+    assert isinstance(done, dict), done
+    assert done["messages"][-1]["content"] == "Done: ran `ls -la`", done
+    assert server.effects() == [f"{requested.request.id} ls -la"]
+    assert server.pending_in_ledger() == []
+    assert server.recorded_actor(requested.request.id) == {
+        "id": "bob",
+        "type": "human",
+        "display_name": "Bob",
+        "authenticated_by": "langgraph-server auth",
+    }
+
+    as_bob.runs.wait(
+        thread_id, "agent", command={"resume": {interrupt["id"]: decided}}, raise_error=False
+    )
+    final = as_alice.threads.get_state(thread_id)
+    assert final["next"] == [] and final["interrupts"] == []
+    assert server.effects() == [f"{requested.request.id} ls -la"]
+    log = server.full_log()
+    assert "BlockingError" not in log and "allow-blocking" not in log, server.log()
 
 
 def _interrupt_ids(result: Any) -> list[str]:

@@ -10,6 +10,13 @@ approval recorded, an action executed, or (tampering) a verification passing;
 the library an exception other than the documented refusal); "double runs"
 counts actions that ran more than once for one approval. Every count comes from
 an observation (a response, an action counter, the ledger), never a constant.
+
+A row with a failed open input, a 5xx or a double run fails the test run
+(:func:`failing_rows`, asked by ``pytest_sessionfinish`` in ``tests/conftest.py``),
+even when every test passed: the one documented exception is the double runs of
+:data:`DOUBLE_RUNS_EXPECTED`, the opt-in idempotent retry after a crash (running it
+again is what it declares). Only what this run recorded is judged, so running one
+folder, one file or one test judges exactly what ran.
 """
 
 from __future__ import annotations
@@ -25,7 +32,22 @@ from typing import Any
 
 import pytest
 
-__all__ = ["Tally", "hostile_input", "record", "refused", "render", "tallies", "write_json"]
+__all__ = [
+    "DOUBLE_RUNS_EXPECTED",
+    "Tally",
+    "failing_rows",
+    "hostile_input",
+    "record",
+    "refused",
+    "render",
+    "tallies",
+    "write_json",
+]
+
+DOUBLE_RUNS_EXPECTED = frozenset({"kill -9, idempotent (opt-in)"})
+"""Rows whose double runs are the documented behaviour, not a failure (CONTRIBUTING):
+an action declared idempotent runs again after a crash. Their failed open and 5xx
+counts must still be 0."""
 
 
 @dataclass
@@ -104,6 +126,22 @@ def tallies() -> dict[str, Tally]:
     """A copy of every category's totals, in the order they were first recorded."""
     with _LOCK:
         return {name: Tally(**asdict(tally)) for name, tally in _TALLIES.items()}
+
+
+def failing_rows(found: dict[str, Tally] | None = None) -> list[str]:
+    """Each row with a count that must be 0 and is not, in words (empty: the table holds).
+
+    ``found``: the tallies to judge (default: what this run recorded)."""
+    rows = found if found is not None else tallies()
+    failing = []
+    for name, tally in rows.items():
+        counts = {"failed open": tally.failed_open, "5xx": tally.server_errors}
+        if name not in DOUBLE_RUNS_EXPECTED:
+            counts["double runs"] = tally.double_runs
+        said = ", ".join(f"{count} {what}" for what, count in counts.items() if count)
+        if said:
+            failing.append(f"{name}: {said}")
+    return failing
 
 
 def render(found: dict[str, Tally] | None = None) -> list[str]:

@@ -5,7 +5,17 @@ from __future__ import annotations
 import pytest
 
 from . import report
-from .report import Tally, hostile_input, refused, tallies
+from .report import (
+    DOUBLE_RUNS_EXPECTED,
+    Tally,
+    failing_rows,
+    hostile_input,
+    record,
+    refused,
+    tallies,
+)
+
+(IDEMPOTENT,) = DOUBLE_RUNS_EXPECTED
 
 
 @pytest.fixture(autouse=True)
@@ -50,3 +60,24 @@ def test_hostile_input_observes_however_the_block_ends() -> None:
     with pytest.raises(AssertionError), hostile_input("t", opened=lambda: False):
         raise AssertionError("a failed check is not a 5xx")
     assert tallies() == {"t": Tally(tried=3, failed_open=2, server_errors=1)}
+
+
+def test_failing_rows_names_each_count_that_must_be_0_and_is_not() -> None:
+    found = {
+        "clean": Tally(tried=5),
+        "open": Tally(tried=5, failed_open=1, server_errors=2),
+        "twice": Tally(tried=2, double_runs=1),
+        IDEMPOTENT: Tally(tried=2, double_runs=2),
+    }
+    assert failing_rows(found) == ["open: 1 failed open, 2 5xx", "twice: 1 double runs"]
+
+
+def test_the_idempotent_rows_exception_covers_double_runs_only() -> None:
+    found = {IDEMPOTENT: Tally(tried=2, failed_open=1, double_runs=2)}
+    assert failing_rows(found) == [f"{IDEMPOTENT}: 1 failed open"]
+
+
+def test_failing_rows_judges_what_this_run_recorded() -> None:
+    assert failing_rows() == []
+    record("t", 1, server_errors=1)
+    assert failing_rows() == ["t: 1 5xx"]

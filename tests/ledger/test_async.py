@@ -142,6 +142,7 @@ def _steps() -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
         ("post_to_thread", ("thr_1", "bob"), {"now": 6.0, "start": True}),
         ("post_to_thread", ("thr_1", "bob"), {"now": 7.0}),
         ("thread_record", ("thr_1",), {}),
+        ("thread_entries", ("thr_1",), {}),
         ("requests_of_thread", ("thr_1",), {}),
         ("list_executions", (), {"states": ("executing",)}),
         ("claim_work", (DELIVERY, "sender"), {"targets": ("ops",), "ttl": 5.0, "now": 4.0}),

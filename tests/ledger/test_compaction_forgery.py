@@ -316,3 +316,65 @@ def test_a_compacted_id_stays_refused_after_its_tombstone_is_deleted(opened: Ope
                 ACTION, origin=origin, request_id="apr_0", choices=CHOICES
             )
         assert other.get_request("apr_0") is None
+
+
+ORIGIN = {"harness": "tests", "session_id": "sess_1"}
+
+
+def test_a_grant_a_forged_compaction_revives_covers_nothing_with_a_key(
+    opened: Opened, tmp_path: Path
+) -> None:
+    authority = _revoked_grant_revived(opened, KEY, tmp_path / "witness.jsonl")
+
+    with refused(CATEGORY, LedgerIntegrityError):  # this process
+        authority.match_grant(ACTION, ORIGIN)
+    with _reopened(opened) as other, refused(CATEGORY, LedgerIntegrityError):  # another one
+        ApprovalAuthority(other, key=KEY).match_grant(ACTION, ORIGIN)
+
+
+def test_an_execution_a_forged_compaction_hides_is_refused_at_the_gate_with_a_key(
+    opened: Opened, tmp_path: Path
+) -> None:
+    authority = ApprovalAuthority(opened.ledger, key=KEY)
+    _approve(authority, "apr_ran")
+    now = time.time()
+    authority.change_execution(
+        "apr_ran", claim_change("apr_ran", "h1", thread_id=None, ttl=60, now=now, retry=False)
+    )
+    authority.change_execution("apr_ran", finish_change(now))
+    tip = (opened.ledger.audit_tip() or (0, ""))[:2]
+    forgery = forge_compaction(
+        opened.ledger.contents(), tip, hide=lambda entry: entry.kind == "execution"
+    )
+    write(opened.ledger, opened.path, forgery)
+
+    with refused(CATEGORY, LedgerIntegrityError):  # the gate asks before it runs anything
+        authority.execution("apr_ran")
+    with _reopened(opened) as other, refused(CATEGORY, LedgerIntegrityError):
+        ApprovalAuthority(other, key=KEY).execution("apr_ran")
+
+
+def test_a_claim_after_a_forged_compaction_hid_an_execution_is_refused_with_a_key(
+    opened: Opened,
+) -> None:
+    authority = ApprovalAuthority(opened.ledger, key=KEY)
+    _approve(authority, "apr_ran")
+    now = time.time()
+    authority.change_execution(
+        "apr_ran", claim_change("apr_ran", "h1", thread_id=None, ttl=60, now=now, retry=False)
+    )
+    authority.change_execution("apr_ran", finish_change(now))
+    tip = (opened.ledger.audit_tip() or (0, ""))[:2]
+    forgery = forge_compaction(
+        opened.ledger.contents(), tip, hide=lambda entry: entry.kind == "execution"
+    )
+    write(opened.ledger, opened.path, forgery)
+    again = claim_change("apr_ran", "h2", thread_id=None, ttl=60, now=now, retry=False)
+
+    with refused(CATEGORY, LedgerIntegrityError, opened=lambda: _claimed(opened, "apr_ran")):
+        authority.change_execution("apr_ran", again)
+
+
+def _claimed(opened: Opened, request_id: str) -> bool:
+    record, _ = opened.ledger.execution_with_entry(request_id)
+    return record is not None

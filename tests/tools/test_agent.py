@@ -13,6 +13,7 @@ from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from aais_langgraph import ApprovalAuthority, aresume_with_decisions, build_decision
+from aais_langgraph.gate.langchain_ui import LANGCHAIN_UI_KEYS, approval_envelope
 from aais_langgraph.tools import ApprovalMiddleware
 
 from .helpers import ALICE, Recorder, answer, call, pending, script, thread, tool_messages, turn
@@ -68,7 +69,10 @@ def test_denied_call_tells_the_model_and_agent_carries_on(recorder, saver, autho
 def test_interrupt_value_is_a_schema_valid_tool_call_request(recorder, authority) -> None:
     agent = two_calls_agent(recorder, InMemorySaver(), authority)
     agent.invoke({"messages": [("user", "go")]}, thread())
-    envelope = pending(agent, thread())["c1"]
+    value = pending(agent, thread())["c1"]
+    # Beside the envelope, the keys LangChain's approval UIs read (a view of the request).
+    envelope = approval_envelope(value)
+    assert set(value) - set(envelope) == set(LANGCHAIN_UI_KEYS)
     schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
     jsonschema.Draft202012Validator(schema).validate(envelope)
     request = envelope["request"]
@@ -147,7 +151,7 @@ async def test_async_agent_approves_and_denies_by_request(recorder, authority) -
     assert tool_messages(agent, thread())["c2"].status == "error"
 
 
-@pytest.mark.parametrize("entry", [{"allowed_decisions": ["approve", "respond"]}, {"bogus": 1}])
+@pytest.mark.parametrize("entry", [{"allowed_decisions": ["approve", "ignore"]}, {"bogus": 1}])
 def test_bad_interrupt_on_entries_fail_at_construction(entry: Any) -> None:
     with pytest.raises(ValueError, match="interrupt_on"):
         ApprovalMiddleware({"send_email": entry})

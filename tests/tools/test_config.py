@@ -55,7 +55,7 @@ def test_risk_level_and_expiry_shorthands() -> None:
 @pytest.mark.parametrize(
     "entry, fragment",
     [
-        ({"allowed_decisions": ["respond"]}, "unsupported"),
+        ({"allowed_decisions": ["ignore"]}, "unsupported"),
         ({"allowed_decisions": []}, "at least one"),
         ({"choices": [{"decision": "approve", "scope": "once", "label": "x"}]}, "deny or cancel"),
         ({"reviewer_note": "yes"}, "reviewer_note"),

@@ -196,17 +196,18 @@ def test_interrupt_on_reads_back_normalised_and_cannot_change_the_gate() -> None
         }
     )
     assert middleware.interrupt_on == {
-        "send_email": {"allowed_decisions": ["approve", "edit", "reject"]},
+        "send_email": {"allowed_decisions": ["approve", "edit", "reject", "respond"]},
         "read_file": {"allowed_decisions": ["approve", "reject"], "risk": "high"},
     }
     middleware.interrupt_on["search"] = {"allowed_decisions": ["approve"]}
-    middleware.interrupt_on["send_email"]["allowed_decisions"].append("respond")
+    middleware.interrupt_on["send_email"]["allowed_decisions"].append("ignore")
     assert "search" not in middleware.interrupt_on
     assert not middleware.gate.gates("search")
     assert middleware.interrupt_on["send_email"]["allowed_decisions"] == [
         "approve",
         "edit",
         "reject",
+        "respond",
     ]
 
 

@@ -13,9 +13,12 @@ docs/migrating-from-hitl.md maps them:
   ``resume_with_decisions`` by request id;
 - ``{"type": "edit", "edited_action": {"name", "args"}}`` is one
   ``edit_tool_call(..., args)`` (edit and approve in one reviewer action);
+- ``{"type": "respond", "message": m}`` is sent as it is, as the resume value of the
+  call's interrupt, by the authenticated reviewer (LangGraph Server's
+  ``langgraph_auth_user``): the gate reads HITL's answers itself;
 - a batched ``{"decisions": [...]}`` answers the gated calls in the order of the
-  model's message; ``Command(resume={interrupt_id: decision})`` answers that
-  interrupt's request;
+  model's message; ``Command(resume={interrupt_id: decision})`` (``per_call``) is sent
+  as it is, by the authenticated reviewer;
 - a test that drove ``after_model`` with a patched ``interrupt`` runs the same
   message through a ``create_agent`` agent instead, and its assertions on the
   returned update are made on the agent's state.
@@ -79,12 +82,10 @@ NO_DESCRIPTION_PREFIX = (
     "description_prefix is gone: the default summary names the tool and its argument "
     "names, never their values"
 )
-NO_RESPOND = (
-    "respond has no AAIS meaning (nobody answers for the tool): refused in allowed_decisions, "
-    "and True allows approve, edit and reject"
-)
+REVIEWER_USER = {"identity": "reviewer", "display_name": "Reviewer"}
+"""The reviewer as LangGraph Server's custom auth names them (``langgraph_auth_user``)."""
 DEFAULT_DECISIONS = (
-    "a config without allowed_decisions allows approve, edit and reject, as True does"
+    "a config without allowed_decisions allows approve, edit, reject and respond, as True does"
 )
 AAIS_ANSWER_ERRORS = (
     "a decision the request did not offer is refused by AAIS validation (value-free, "
@@ -111,10 +112,11 @@ SAME_TOOL_EDITS = (
     "an edit naming another tool has no mapping"
 )
 AAIS_ANSWER_SCHEMA = (
-    "an interrupt's value is the approval.requested envelope and its response_schema "
-    "describes an approval.decided envelope, not HITL's ToolApprovalRequest and Decision "
-    "union; an edit is a call to edit_tool_call, not a resume value, and the tool checks "
-    "the edited arguments when it runs"
+    "an interrupt's value is the approval.requested envelope with ToolApprovalRequest's "
+    "fields beside it (its type stays approval.requested), and its response_schema "
+    "describes an approval.decided envelope, not HITL's Decision union; a bad answer is "
+    "refused with a catalogue code (AnswerShapeRefused), not a pydantic error at the "
+    "field, and the tool checks edited arguments when it runs"
 )
 NO_INTERRUPT_MODE = (
     "only interrupt_mode='per_call', the default here: every gated call is its own interrupt, "
@@ -169,10 +171,38 @@ def _hitl_value(value: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def as_reviewer(config: Any) -> Any:
+    """``config`` as LangGraph Server builds it for the authenticated reviewer."""
+    return {
+        **config,
+        "configurable": {**config["configurable"], "langgraph_auth_user": REVIEWER_USER},
+    }
+
+
+def _send(agent: Any, config: Any, request_id: str, decision: dict[str, Any]) -> None:
+    """Send a HITL decision as it is, as the resume value of ``request_id``'s interrupt."""
+    [interrupt_id] = [
+        i.id for i in agent.get_state(config).interrupts if i.value["request"]["id"] == request_id
+    ]
+    agent.invoke(Command(resume={interrupt_id: decision}), as_reviewer(config))
+
+
+async def _asend(agent: Any, config: Any, request_id: str, decision: dict[str, Any]) -> None:
+    [interrupt_id] = [
+        i.id
+        for i in (await agent.aget_state(config)).interrupts
+        if i.value["request"]["id"] == request_id
+    ]
+    await agent.ainvoke(Command(resume={interrupt_id: decision}), as_reviewer(config))
+
+
 def _answer(agent: Any, config: Any, requested: dict[str, Any], decision: dict[str, Any]) -> None:
     """Give one HITL decision to the request ``requested``, as the mapping says."""
     authority = _authority_of(agent)
     request = requested["request"]
+    if decision.get("type") == "respond":
+        _send(agent, config, request["id"], decision)
+        return
     if decision.get("type") == "edit":
         edited = decision["edited_action"]
         if edited["name"] != request["action"]["name"]:
@@ -200,6 +230,9 @@ async def _aanswer(
     """Async twin of :func:`_answer`."""
     authority = _authority_of(agent)
     request = requested["request"]
+    if decision.get("type") == "respond":
+        await _asend(agent, config, request["id"], decision)
+        return
     if decision.get("type") == "edit":
         edited = decision["edited_action"]
         await aedit_tool_call(
@@ -229,16 +262,13 @@ def _resume(agent: Any, config: Any, resume: Any) -> dict[str, Any]:
         for requested, decision in zip(_in_call_order(agent, config), decisions, strict=True):
             _answer(agent, config, requested, decision)
     else:
-        by_id = {i.id: i.value for i in interrupts}
-        for interrupt_id, decision in resume.items():
-            _answer(agent, config, by_id[interrupt_id], decision)
+        # per_call: each decision as it is, keyed by its interrupt id (HITL's own answer).
+        agent.invoke(Command(resume=dict(resume)), as_reviewer(config))
     return _result(agent, config)
 
 
 async def _aresume(agent: Any, config: Any, resume: dict[str, Any]) -> dict[str, Any]:
-    by_id = {i.id: i.value for i in (await agent.aget_state(config)).interrupts}
-    for interrupt_id, decision in resume.items():
-        await _aanswer(agent, config, by_id[interrupt_id], decision)
+    await agent.ainvoke(Command(resume=dict(resume)), as_reviewer(config))
     return _result(agent, config)
 
 
@@ -576,7 +606,6 @@ def test_human_in_the_loop_middleware_rejected_call_not_executed_and_stays_paire
     _assert_tool_messages_are_paired(final["messages"])
 
 
-@documented(NO_RESPOND)
 def test_human_in_the_loop_middleware_single_tool_respond() -> None:
     """Test HumanInTheLoopMiddleware with `respond` decision producing a success ToolMessage."""
     middleware = HumanInTheLoopMiddleware(
@@ -619,7 +648,6 @@ def test_human_in_the_loop_middleware_respond_disallowed() -> None:
         turn.run([{"type": "respond", "message": "synthetic"}])
 
 
-@documented(NO_RESPOND)
 def test_human_in_the_loop_middleware_mixed_with_respond() -> None:
     """Test mixed decisions: one tool approved, one tool answered via `respond`."""
     middleware = HumanInTheLoopMiddleware(
@@ -646,7 +674,6 @@ def test_human_in_the_loop_middleware_mixed_with_respond() -> None:
     assert tool_message.status == "success"
 
 
-@documented(NO_RESPOND)
 def test_human_in_the_loop_middleware_true_allows_respond() -> None:
     """Test that the `True` shortcut permits `respond` decisions."""
     middleware = HumanInTheLoopMiddleware(interrupt_on={"ask_user": True})
@@ -1798,7 +1825,7 @@ def _response_schema(allowed: list[str], name: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("allowed", [["respond"], ["respond", "respond"]])
-@documented(NO_RESPOND)
+@documented(AAIS_ANSWER_SCHEMA)
 def test_decision_schema_with_one_decision_is_a_plain_object(allowed: list[str]) -> None:
     schema = _response_schema(allowed, "send_email")
     assert schema["properties"]["type"]["const"] == "respond"
@@ -1951,13 +1978,7 @@ _EACH_DECISION = [
         "error",
         "User rejected the tool call for `send_email` with reason: not now",
     ),
-    pytest.param(
-        {"type": "respond", "message": "already sent"},
-        [],
-        "success",
-        "already sent",
-        marks=documented(NO_RESPOND),
-    ),
+    ({"type": "respond", "message": "already sent"}, [], "success", "already sent"),
 ]
 
 

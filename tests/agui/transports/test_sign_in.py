@@ -247,11 +247,16 @@ def test_the_session_cookie_is_httponly_and_lax_and_not_secure_on_loopback(
     assert len(cookie.value) >= 43
 
 
-def test_the_cookies_are_secure_outside_loopback(site: Site, browser: httpx.Client) -> None:
+def test_the_host_header_does_not_decide_whether_the_cookies_are_secure(
+    site: Site, browser: httpx.Client
+) -> None:
+    # The configured URL is plain HTTP on loopback (a laptop): a Host header naming
+    # another server changes nothing (behind a TLS proxy, the https URL makes them
+    # Secure whatever Host says: test_sign_in_public_url.py).
     outside = {"host": "approvals.example.test"}
     started = browser.get("/login", headers=outside)
     assert started.status_code == 302
-    assert set_cookies(started)["aais_sign_in"]["secure"] is True
+    assert not set_cookies(started)["aais_sign_in"]["secure"]
     url = sign_in_at_provider(
         started.headers["location"], "bob", redirect_url=site.provider.redirect_url
     )
@@ -262,7 +267,7 @@ def test_the_cookies_are_secure_outside_loopback(site: Site, browser: httpx.Clie
         headers={**outside, "cookie": f"aais_sign_in={browser_value}"},
     )
     assert response.status_code == 303, response.text
-    assert set_cookies(response)[SESSION_COOKIE]["secure"] is True
+    assert not set_cookies(response)[SESSION_COOKIE]["secure"]
 
 
 def test_a_callback_with_an_unknown_state_is_refused(site: Site, browser: httpx.Client) -> None:

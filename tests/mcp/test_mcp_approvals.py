@@ -39,6 +39,7 @@ from aais_langgraph import (
     aresume_with_decisions,
     build_decision,
 )
+from aais_langgraph.gate.langchain_ui import approval_envelope
 from aais_langgraph.tools.mcp import MCP_ACTION_KIND, get_mcp_tools
 
 pytestmark = pytest.mark.timeout(120)
@@ -92,7 +93,8 @@ async def test_card_names_the_mcp_server_and_tool(notes, authority) -> None:
     assert WRITE["text"] not in action["summary"]
     assert action["arguments"] == WRITE
     schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
-    jsonschema.Draft202012Validator(schema).validate(requested)
+    # The value carries LangChain's UI keys beside the envelope; the envelope validates.
+    jsonschema.Draft202012Validator(schema).validate(approval_envelope(requested))
     # The ungated read ran; the gated write has not reached the server.
     assert server_calls(notes) == [{"tool": "read_note", "arguments": {"name": "todo.md"}}]
 

@@ -21,6 +21,7 @@ and a reason that never echoes the offending value.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from pydantic import ValidationError
 
 from aais_langgraph.authority import judge
 from aais_langgraph.protocol import (
+    DIGEST_PATTERN,
     TOOL_CALL_ID_EXTENSION,
     AAISValidationError,
     Actor,
@@ -43,7 +45,6 @@ from aais_langgraph.protocol import (
     join_pointer,
     parse_envelope,
 )
-from aais_langgraph.protocol.patterns import DIGEST, DIGEST_PATTERN
 from aais_langgraph.threads import Cancellation
 
 METADATA_KEY = "aais"
@@ -386,7 +387,7 @@ def _bound(payload: Mapping[str, Any], where: str) -> BoundAnswer:
             "is required: echo the interrupt's metadata.governance.actionFingerprint",
         )
     echo = payload[ECHO_KEY]
-    if not isinstance(echo, str) or DIGEST.fullmatch(echo) is None:
+    if not isinstance(echo, str) or re.fullmatch(DIGEST_PATTERN, echo, re.ASCII) is None:
         raise AAISValidationError(
             join_pointer(where, ECHO_KEY),
             f"must be the interrupt's action fingerprint ({DIGEST_PATTERN})",

@@ -55,6 +55,7 @@ from .parts import (
     Scope,
     Snapshot,
 )
+from .patterns import DIGEST_PATTERN
 from .refusals import (
     REFUSALS,
     Refusal,
@@ -76,6 +77,7 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_DEPTH",
     "DERIVED_ID_PREFIX",
+    "DIGEST_PATTERN",
     "EXTENSION_NAMESPACE",
     "MAX_ID_LENGTH",
     "MAX_SAFE_INTEGER",

@@ -37,7 +37,7 @@ from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mappi
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 
@@ -971,32 +971,6 @@ def with_resuming(snapshot: ApprovalSnapshot, resuming: list[dict[str, Any]]) ->
 # -- the quickstart's module-level names: thin wrappers over a ThreadDriver -------------
 
 
-def _driver(
-    graph: Any,
-    authority: ApprovalAuthority | None,
-    config: Mapping[str, Any] | None,
-    context: Any,
-    lease_ttl: float,
-    lease_wait: float,
-    served: bool = False,
-) -> ThreadDriver:
-    found = find_authority(authority, cast(RunnableConfig, config), context=context)
-    return ThreadDriver(graph, found, lease_ttl=lease_ttl, lease_wait=lease_wait, served=served)
-
-
-async def _adriver(
-    graph: Any,
-    authority: ApprovalAuthority | None,
-    config: Mapping[str, Any] | None,
-    context: Any,
-    lease_ttl: float,
-    lease_wait: float,
-) -> ThreadDriver:
-    """:func:`_driver` for async callers: an environment's ledger is opened off the loop."""
-    found = await afind_authority(authority, cast(RunnableConfig, config), context=context)
-    return ThreadDriver(graph, found, lease_ttl=lease_ttl, lease_wait=lease_wait)
-
-
 def resume_with_decisions(
     graph: Any,
     config: RunnableConfig,
@@ -1027,7 +1001,8 @@ def resume_with_decisions(
         lease_ttl: seconds the thread's run lease lives after its last renewal.
         lease_wait: seconds to wait while another presenter holds the lease.
     """
-    driver = _driver(graph, authority, config, context, lease_ttl, lease_wait)
+    found = find_authority(authority, config, context=context)
+    driver = ThreadDriver(graph, found, lease_ttl=lease_ttl, lease_wait=lease_wait)
     return driver.resume_with_decisions(config, decisions, actor=actor, context=context)
 
 
@@ -1043,7 +1018,9 @@ async def aresume_with_decisions(
     lease_wait: float = DEFAULT_LEASE_WAIT,
 ) -> list[ApprovalResolved]:
     """Async twin of :func:`resume_with_decisions`."""
-    driver = await _adriver(graph, authority, config, context, lease_ttl, lease_wait)
+    # An environment's ledger is opened off the event loop.
+    found = await afind_authority(authority, config, context=context)
+    driver = ThreadDriver(graph, found, lease_ttl=lease_ttl, lease_wait=lease_wait)
     return await driver.aresume_with_decisions(config, decisions, actor=actor, context=context)
 
 

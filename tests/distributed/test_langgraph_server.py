@@ -22,12 +22,8 @@ recorded as its actor.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,26 +34,15 @@ import pytest
 
 from aais_langgraph import ApprovalAuthority, ApprovalRequested, build_decision
 from aais_langgraph.ledger import open_ledger
-from support.pg_cluster import free_port
+from support.langgraph_dev import langgraph_dev, server_env
 
 pytestmark = pytest.mark.timeout(120)
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "langgraph_server"
-LANGGRAPH = Path(sys.executable).with_name("langgraph")
-STARTUP_TIMEOUT = 60.0
 MALLORY = {"id": "mallory", "type": "human"}
 TOKENS = "alice-token=alice,bob-token=bob"
 AS_ALICE = {"Authorization": "Bearer alice-token"}
 AS_BOB = {"Authorization": "Bearer bob-token"}
-QUIET = {
-    "LANGGRAPH_CLI_NO_ANALYTICS": "1",  # the CLI's usage report
-    "LANGGRAPH_NO_VERSION_CHECK": "true",  # the server's look-up of newer releases
-    "LANGSMITH_TRACING": "false",
-    "LANGSMITH_TRACING_V2": "false",
-    "LANGCHAIN_TRACING_V2": "false",
-    "LANGCHAIN_TRACING": "false",
-    "LANGGRAPH_METRICS_ENABLED": "false",
-}
 
 
 class Server:
@@ -111,8 +96,6 @@ def server_without_auth(tmp_path: Path) -> Iterator[Server]:
 
 @contextmanager
 def _serve_example(tmp_path: Path, ledger_url: str | None, *, auth: bool) -> Iterator[Server]:
-    if not LANGGRAPH.exists():
-        pytest.fail("langgraph-cli[inmem] is not installed (it is in the dev extra)")
     folder = tmp_path / "app"
     shutil.copytree(EXAMPLE, folder, ignore=shutil.ignore_patterns("__pycache__", ".langgraph_api"))
     if not auth:
@@ -120,55 +103,15 @@ def _serve_example(tmp_path: Path, ledger_url: str | None, *, auth: bool) -> Ite
         del settings["auth"]
         (folder / "langgraph.json").write_text(json.dumps(settings))
     ledger_url = ledger_url or str(folder / "approvals.db")
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("LANGSMITH_", "LANGCHAIN_", "LANGGRAPH_", "AAIS_"))
-    }
-    env |= QUIET | {
-        "AAIS_LEDGER_URL": ledger_url,
-        "AAIS_EXAMPLE_EFFECTS": str(folder / "effects.log"),
-        "AAIS_EXAMPLE_TOKENS": TOKENS,
-    }
-    port = free_port()
-    command = [
-        str(LANGGRAPH), "dev", "--config", "langgraph.json",
-        "--host", "127.0.0.1", "--port", str(port),
-        "--no-browser", "--no-reload",
-    ]  # fmt: skip
-    assert "--allow-blocking" not in command, "the server's blocking-call detector stays on"
-    with (folder / "server.log").open("wb") as log:
-        process = subprocess.Popen(
-            command,
-            cwd=folder,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )  # fmt: skip
-    running = Server(f"http://127.0.0.1:{port}", folder, ledger_url, process)
-    try:
-        _wait_until_up(running)
-        yield running
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
-
-
-def _wait_until_up(server: Server) -> None:
-    deadline = time.monotonic() + STARTUP_TIMEOUT
-    while time.monotonic() < deadline:
-        if server.process.poll() is not None:
-            pytest.fail(f"langgraph dev exited:\n{server.log()}")
-        try:
-            if httpx.get(f"{server.url}/ok", timeout=1.0).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    pytest.fail(f"langgraph dev did not answer in {STARTUP_TIMEOUT} s:\n{server.log()}")
+    env = server_env(
+        {
+            "AAIS_LEDGER_URL": ledger_url,
+            "AAIS_EXAMPLE_EFFECTS": str(folder / "effects.log"),
+            "AAIS_EXAMPLE_TOKENS": TOKENS,
+        }
+    )
+    with langgraph_dev(folder, env) as (url, process):
+        yield Server(url, folder, ledger_url, process)
 
 
 def test_approve_through_the_sdk_runs_the_action_once(server: Server) -> None:

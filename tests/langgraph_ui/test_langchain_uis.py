@@ -12,40 +12,25 @@ server runs without ``--allow-blocking``: a blocking call on its event loop fail
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from aais_langgraph.ledger import open_ledger
 from aais_langgraph.protocol.extensions import RESOLVED_BY_EXTENSION
-from support.pg_cluster import free_port
+from support.langgraph_dev import langgraph_dev, server_env
 
 pytestmark = pytest.mark.timeout(240)
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 CLIENT = HERE / "ui_client.mjs"
-LANGGRAPH = Path(sys.executable).with_name("langgraph")
 STARTUP_TIMEOUT = 60.0
 TOKENS = "alice-token=alice,bob-token=bob"
-QUIET = {
-    "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-    "LANGGRAPH_NO_VERSION_CHECK": "true",
-    "LANGSMITH_TRACING": "false",
-    "LANGSMITH_TRACING_V2": "false",
-    "LANGCHAIN_TRACING_V2": "false",
-    "LANGCHAIN_TRACING": "false",
-    "LANGGRAPH_METRICS_ENABLED": "false",
-}
 
 
 class Served:
@@ -105,58 +90,21 @@ class Served:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    if not LANGGRAPH.exists():
-        pytest.fail("langgraph-cli[inmem] is not installed (it is in the dev extra)")
     if not (HERE / "node_modules" / "@langchain" / "langgraph-sdk").exists():
         pytest.fail(f"run: npm ci --prefix {HERE.relative_to(ROOT)}")
     folder = tmp_path_factory.mktemp("langgraph_ui") / "app"
     shutil.copytree(HERE / "app", folder, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "examples" / "langgraph_server" / "auth.py", folder / "auth.py")
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("LANGSMITH_", "LANGCHAIN_", "LANGGRAPH_", "AAIS_"))
-    }
-    env |= QUIET | {
-        "AAIS_LEDGER_URL": str(folder / "approvals.db"),
-        "AAIS_EXAMPLE_EFFECTS": str(folder / "effects.log"),
-        "AAIS_EXAMPLE_TOKENS": TOKENS,
-        "PYTHONPATH": str(ROOT),
-    }
-    port = free_port()
-    with (folder / "server.log").open("wb") as log:
-        process = subprocess.Popen(
-            [
-                str(LANGGRAPH), "dev", "--config", "langgraph.json",
-                "--host", "127.0.0.1", "--port", str(port),
-                "--no-browser", "--no-reload",
-            ],
-            cwd=folder,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )  # fmt: skip
-    running = Served(f"http://127.0.0.1:{port}", folder, process)
-    try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"langgraph dev exited:\n{running.log()}")
-            try:
-                if httpx.get(f"{running.url}/ok", timeout=1.0).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"langgraph dev did not answer:\n{running.log()}")
-            time.sleep(0.2)
-        yield running
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
+    env = server_env(
+        {
+            "AAIS_LEDGER_URL": str(folder / "approvals.db"),
+            "AAIS_EXAMPLE_EFFECTS": str(folder / "effects.log"),
+            "AAIS_EXAMPLE_TOKENS": TOKENS,
+            "PYTHONPATH": str(ROOT),
+        }
+    )
+    with langgraph_dev(folder, env, startup_timeout=STARTUP_TIMEOUT) as (url, process):
+        yield Served(url, folder, process)
 
 
 def _paused(served: Served, to: str) -> tuple[str, dict[str, Any]]:

@@ -19,22 +19,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from aais_langgraph import ApprovalRequested, build_decision
 from aais_langgraph.ledger import open_ledger
 from aais_langgraph.protocol.extensions import SUBAGENT_EXTENSION
-from support.pg_cluster import free_port, fresh_schema_url
+from support.langgraph_dev import langgraph_dev, server_env
+from support.pg_cluster import fresh_schema_url
 
 from .deep_agent import GATED, SIBLINGS, EffectLog
 
@@ -42,20 +38,10 @@ pytestmark = pytest.mark.timeout(180)
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "langgraph_server"
-LANGGRAPH = Path(sys.executable).with_name("langgraph")
 STARTUP_TIMEOUT = 90.0
 AS_ALICE = {"Authorization": "Bearer alice-token"}
 MALLORY = {"id": "mallory", "type": "human"}
 PAUSED = {GATED: 0, **{name: 1 for name in SIBLINGS}}
-QUIET = {
-    "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-    "LANGGRAPH_NO_VERSION_CHECK": "true",
-    "LANGSMITH_TRACING": "false",
-    "LANGSMITH_TRACING_V2": "false",
-    "LANGCHAIN_TRACING_V2": "false",
-    "LANGCHAIN_TRACING": "false",
-    "LANGGRAPH_METRICS_ENABLED": "false",
-}
 DEEP_GRAPH = '''"""The subagent tests' deep agent, its authority from AAIS_LEDGER_URL."""
 
 import os
@@ -103,8 +89,6 @@ def server(
 ) -> Iterator[Server]:
     """``langgraph dev`` serving the example and the deep agents on a SQLite or a
     Postgres ledger; killed afterwards."""
-    if not LANGGRAPH.exists():
-        pytest.fail("langgraph-cli[inmem] is not installed (it is in the dev extra)")
     folder = tmp_path_factory.mktemp("deep") / "app"
     shutil.copytree(EXAMPLE, folder, ignore=shutil.ignore_patterns("__pycache__", ".langgraph_api"))
     (folder / "deep_graph.py").write_text(DEEP_GRAPH, encoding="utf-8")
@@ -116,47 +100,16 @@ def server(
         ledger_url = fresh_schema_url(request.getfixturevalue("postgres_cluster"))
     else:
         ledger_url = str(folder / "approvals.db")
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("LANGSMITH_", "LANGCHAIN_", "LANGGRAPH_", "AAIS_"))
-    }
-    env |= QUIET | {
-        "AAIS_LEDGER_URL": ledger_url,
-        "AAIS_EXAMPLE_EFFECTS": str(folder / "effects.log"),
-        "AAIS_EXAMPLE_TOKENS": "alice-token=alice",
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
-    }
-    port = free_port()
-    command = [
-        str(LANGGRAPH), "dev", "--config", "langgraph.json",
-        "--host", "127.0.0.1", "--port", str(port),
-        "--no-browser", "--no-reload",
-    ]  # fmt: skip
-    with (folder / "server.log").open("wb") as log:
-        process = subprocess.Popen(
-            command, cwd=folder, env=env, stdin=subprocess.DEVNULL, stdout=log,
-            stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-    running = Server(f"http://127.0.0.1:{port}", folder, ledger_url)
-    try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"langgraph dev exited:\n{running.log()[-4000:]}")
-            try:
-                if httpx.get(f"{running.url}/ok", timeout=1.0).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"langgraph dev did not answer:\n{running.log()[-4000:]}")
-            time.sleep(0.1)
-        yield running
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
+    env = server_env(
+        {
+            "AAIS_LEDGER_URL": ledger_url,
+            "AAIS_EXAMPLE_EFFECTS": str(folder / "effects.log"),
+            "AAIS_EXAMPLE_TOKENS": "alice-token=alice",
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        }
+    )
+    with langgraph_dev(folder, env, startup_timeout=STARTUP_TIMEOUT) as (url, _):
+        yield Server(url, folder, ledger_url)
 
 
 def paused(server: Server, graph: str = "deep") -> tuple[Any, str, dict[str, Any]]:
